@@ -1,0 +1,78 @@
+#pragma once
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <string_view>
+#include <vector>
+
+#include "ecsnet/ecs/entity.hpp"
+#include "ecsnet/ecs/signature.hpp"
+#include "ecsnet/ecs/type_info.hpp"
+
+namespace ecsnet::ecs {
+
+// What happened to one component type since the last take_changes(), net of everything in
+// between: a component added then removed within the tick is absent, one removed then added
+// again is `updated`.
+template <typename Entity>
+struct basic_component_changes {
+    component_id id{};
+    std::uint64_t type_hash{};
+    std::string_view name;
+    std::vector<Entity> added;
+    std::vector<Entity> updated;
+    std::vector<Entity> removed;
+};
+
+// The world's changes over one tick, read and cleared at the tick boundary. Entities in
+// `created` are listed with none of their components: a consumer reads them whole from the
+// world. Entities in `destroyed` carry the version they had; their component removals are
+// implied and not listed. An entity created and destroyed within the tick appears nowhere.
+template <typename Entity>
+struct basic_change_set {
+    std::uint64_t tick{};
+    std::vector<Entity> created;
+    std::vector<Entity> destroyed;
+    std::vector<basic_component_changes<Entity>> components;  // sorted by id, only non-empty
+
+    [[nodiscard]] bool empty() const noexcept {
+        return created.empty() && destroyed.empty() && components.empty();
+    }
+
+    [[nodiscard]] const basic_component_changes<Entity>* find(std::uint64_t type_hash) const noexcept {
+        const auto it = std::find_if(components.begin(), components.end(),
+                                     [&](const auto& c) { return c.type_hash == type_hash; });
+        return it == components.end() ? nullptr : &*it;
+    }
+
+    template <typename T>
+    [[nodiscard]] const basic_component_changes<Entity>* find() const noexcept {
+        return find(type_hash_v<T>);
+    }
+};
+
+namespace detail {
+
+// The world's side of change tracking, shared with its pools. Ticks are numbered by an epoch:
+// a mark stamped with an older epoch is simply stale, so nothing is cleared per tick and the
+// cost stays O(changed).
+template <typename Entity>
+struct change_log {
+    using index_type = typename Entity::index_type;
+
+    bool enabled{true};
+    std::uint32_t epoch{1};
+    std::uint64_t tick{0};
+    std::vector<std::uint32_t> created_epoch;  // per entity index
+    std::vector<Entity> created;
+    std::vector<Entity> destroyed;
+
+    [[nodiscard]] bool created_this_tick(index_type index) const noexcept {
+        return created_epoch[index] == epoch;
+    }
+};
+
+}  // namespace detail
+
+}  // namespace ecsnet::ecs

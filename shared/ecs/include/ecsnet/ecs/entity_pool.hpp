@@ -1,0 +1,122 @@
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <string>
+#include <vector>
+
+#include "ecsnet/ecs/entity.hpp"
+#include "ecsnet/ecs/error.hpp"
+
+namespace ecsnet::ecs {
+
+struct entity_pool_options {
+    // Freed indices are reused only while more than this many wait. The queue is FIFO, so an
+    // index comes back after at least this many other destroys: a stale id held somewhere does
+    // not quickly alias a new entity.
+    std::size_t min_free_indices = 1024;
+};
+
+// Hands out entity ids: fresh indices, then recycled ones at a bumped version. A slot whose
+// version would wrap past the maximum is retired for good instead of returning to version 1,
+// so an id is never handed out twice.
+template <typename Traits>
+class basic_entity_pool {
+public:
+    using entity_type = basic_entity<Traits>;
+    using index_type = typename Traits::index_type;
+    using version_type = typename Traits::version_type;
+
+    explicit basic_entity_pool(entity_pool_options options = {}) : options_{options} {}
+
+    [[nodiscard]] entity_type create() {
+        // Below the threshold we still recycle when no fresh index is left: the threshold is a
+        // safety margin, and failing while indices wait would be a hidden limit.
+        const bool fresh_left = slots_.size() <= static_cast<std::size_t>(Traits::max_index);
+        if (!free_.empty() && (free_.size() > options_.min_free_indices || !fresh_left)) {
+            const index_type index = free_.front();
+            free_.pop_front();
+            slot& s = slots_[index];
+            s.alive = true;
+            ++alive_;
+            return entity_type{index, s.version};
+        }
+        if (!fresh_left) {
+            throw capacity_exhausted("entity pool exhausted: all " + std::to_string(slots_.size()) +
+                                     " indices are alive or retired (" +
+                                     std::to_string(retired_) + " retired)");
+        }
+        if (slots_.size() == slots_.capacity()) {
+            slots_.reserve(slots_.empty() ? 1024 : slots_.size() * 2);
+        }
+        const auto index = static_cast<index_type>(slots_.size());
+        slots_.push_back(slot{Traits::first_version, true});
+        ++alive_;
+        return entity_type{index, Traits::first_version};
+    }
+
+    // Precondition: valid(entity). Returns true when the slot was retired.
+    bool release(entity_type entity) noexcept {
+        slot& s = slots_[entity.index()];
+        s.alive = false;
+        --alive_;
+        if (s.version == Traits::max_version) {
+            ++retired_;
+            return true;
+        }
+        ++s.version;
+        free_.push_back(entity.index());
+        return false;
+    }
+
+    [[nodiscard]] bool valid(entity_type entity) const noexcept {
+        const auto index = static_cast<std::size_t>(entity.index());
+        return index < slots_.size() && slots_[index].alive &&
+               slots_[index].version == entity.version() && !entity.is_null();
+    }
+
+    // The live entity at this index, or the null entity.
+    [[nodiscard]] entity_type current(index_type index) const noexcept {
+        const auto i = static_cast<std::size_t>(index);
+        if (i < slots_.size() && slots_[i].alive) {
+            return entity_type{index, slots_[i].version};
+        }
+        return entity_type{};
+    }
+
+    // The version a slot holds now: the live entity's, or the next one to be handed out.
+    [[nodiscard]] version_type version_at(index_type index) const noexcept {
+        const auto i = static_cast<std::size_t>(index);
+        return i < slots_.size() ? slots_[i].version : Traits::null_version;
+    }
+
+    template <typename Fn>
+    void each(Fn&& fn) const {
+        for (std::size_t i = 0; i < slots_.size(); ++i) {
+            if (slots_[i].alive) {
+                fn(entity_type{static_cast<index_type>(i), slots_[i].version});
+            }
+        }
+    }
+
+    [[nodiscard]] std::size_t alive() const noexcept { return alive_; }
+    [[nodiscard]] std::size_t slots() const noexcept { return slots_.size(); }
+    [[nodiscard]] std::size_t free_count() const noexcept { return free_.size(); }
+    [[nodiscard]] std::size_t retired() const noexcept { return retired_; }
+    [[nodiscard]] const entity_pool_options& options() const noexcept { return options_; }
+
+private:
+    struct slot {
+        version_type version;
+        bool alive;
+    };
+
+    entity_pool_options options_;
+    std::vector<slot> slots_;
+    std::deque<index_type> free_;
+    std::size_t alive_{0};
+    std::size_t retired_{0};
+};
+
+}  // namespace ecsnet::ecs

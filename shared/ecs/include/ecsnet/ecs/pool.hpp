@@ -1,0 +1,128 @@
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "ecsnet/ecs/change_set.hpp"
+#include "ecsnet/ecs/entity.hpp"
+#include "ecsnet/ecs/signal.hpp"
+#include "ecsnet/ecs/signature.hpp"
+#include "ecsnet/ecs/sparse_set.hpp"
+#include "ecsnet/ecs/storage.hpp"
+
+namespace ecsnet::ecs {
+
+template <typename Traits>
+class basic_world;
+
+namespace detail {
+
+// What the world keeps per component type besides the values: identity, signals and the
+// marks of change tracking. One pool per type per world (seed 003's component manager).
+template <typename Traits>
+class pool_base {
+public:
+    using entity_type = basic_entity<Traits>;
+    using world_type = basic_world<Traits>;
+    using sink_type = signal<world_type&, entity_type>;
+
+    pool_base(component_id id, std::uint64_t hash, std::string name, change_log<entity_type>& log)
+        : id_{id}, hash_{hash}, name_{std::move(name)}, log_{&log} {}
+    pool_base(const pool_base&) = delete;
+    pool_base& operator=(const pool_base&) = delete;
+    virtual ~pool_base() = default;
+
+    [[nodiscard]] component_id id() const noexcept { return id_; }
+    [[nodiscard]] std::uint64_t hash() const noexcept { return hash_; }
+    [[nodiscard]] const std::string& name() const noexcept { return name_; }
+    void rename(std::string name) { name_ = std::move(name); }
+
+    [[nodiscard]] virtual const basic_sparse_set<entity_type>& set() const noexcept = 0;
+    // Removes the component without signals or marks (the world sends those).
+    virtual void erase(entity_type entity) = 0;
+
+    sink_type on_construct;
+    sink_type on_update;
+    sink_type on_destroy;
+
+    // Records that the component of `entity` is being written. `existed` says whether it was
+    // there before this write; only the first write of a tick keeps it.
+    void touch(entity_type entity, bool existed) {
+        if (!log_->enabled || log_->created_this_tick(entity.index())) {
+            return;  // a new entity is sent whole
+        }
+        if (dirty_epoch_ != log_->epoch) {
+            dirty_epoch_ = log_->epoch;
+            touched_.clear();
+            dirty_ = true;
+        }
+        std::uint32_t& mark = marks_.at(entity.index());
+        if ((mark >> 1U) != log_->epoch) {
+            mark = (log_->epoch << 1U) | (existed ? 1U : 0U);
+            touched_.push_back(entity);
+        }
+    }
+
+    // Net changes of this tick, given a predicate telling whether an entity is still alive.
+    template <typename IsAlive>
+    void collect(basic_component_changes<entity_type>& out, IsAlive&& is_alive) const {
+        if (!dirty_ || dirty_epoch_ != log_->epoch) {
+            return;
+        }
+        const auto& entities = set();
+        for (const entity_type first : touched_) {
+            const bool existed = (marks_.get(first.index()) & 1U) != 0;
+            const entity_type now = entities.find_index(first.index());
+            if (!now.is_null()) {
+                if (!log_->created_this_tick(now.index())) {
+                    (existed ? out.updated : out.added).push_back(now);
+                }
+            } else if (existed && is_alive(first)) {
+                out.removed.push_back(first);
+            }
+        }
+    }
+
+    [[nodiscard]] bool dirty() const noexcept { return dirty_ && dirty_epoch_ == log_->epoch; }
+
+    // After the epoch counter wrapped: forget every mark so none looks current by accident.
+    void reset_marks() noexcept {
+        marks_.fill(0);
+        touched_.clear();
+        dirty_ = false;
+        dirty_epoch_ = 0;
+    }
+
+private:
+    component_id id_;
+    std::uint64_t hash_;
+    std::string name_;
+    change_log<entity_type>* log_;
+
+    paged_array<std::uint32_t, 0U> marks_;  // (epoch << 1) | existed-before-first-write
+    std::vector<entity_type> touched_;
+    std::uint32_t dirty_epoch_{0};
+    bool dirty_{false};
+};
+
+template <typename Traits, typename Component>
+class pool final : public pool_base<Traits> {
+public:
+    using base = pool_base<Traits>;
+    using entity_type = typename base::entity_type;
+    using storage_type = basic_storage<entity_type, Component>;
+
+    using base::base;
+
+    [[nodiscard]] const basic_sparse_set<entity_type>& set() const noexcept override {
+        return storage;
+    }
+    void erase(entity_type entity) override { storage.erase(entity); }
+
+    storage_type storage;
+};
+
+}  // namespace detail
+
+}  // namespace ecsnet::ecs

@@ -1,0 +1,176 @@
+#pragma once
+
+#include <bit>
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace ecsnet::ecs {
+
+// Identifies a component type within one world: 0, 1, 2... in registration order. It is the
+// bit position in signatures.
+using component_id = std::uint32_t;
+
+// The set of component types an entity has (seed 002's "DNA" of an entity), without a
+// compile-time cap on the number of types.
+class signature {
+public:
+    signature() = default;
+    explicit signature(std::span<const std::uint64_t> words) : words_(words.begin(), words.end()) {
+        trim();
+    }
+
+    [[nodiscard]] bool test(component_id id) const noexcept {
+        const std::size_t word = id / 64;
+        return word < words_.size() && ((words_[word] >> (id % 64)) & 1U) != 0;
+    }
+
+    signature& set(component_id id) {
+        const std::size_t word = id / 64;
+        if (word >= words_.size()) {
+            words_.resize(word + 1, 0);
+        }
+        words_[word] |= std::uint64_t{1} << (id % 64);
+        return *this;
+    }
+
+    signature& reset(component_id id) noexcept {
+        const std::size_t word = id / 64;
+        if (word < words_.size()) {
+            words_[word] &= ~(std::uint64_t{1} << (id % 64));
+            trim();
+        }
+        return *this;
+    }
+
+    [[nodiscard]] std::size_t count() const noexcept {
+        std::size_t n = 0;
+        for (const auto w : words_) {
+            n += static_cast<std::size_t>(std::popcount(w));
+        }
+        return n;
+    }
+
+    [[nodiscard]] bool none() const noexcept { return words_.empty(); }
+    [[nodiscard]] bool any() const noexcept { return !words_.empty(); }
+
+    // True when every type in `other` is also in this signature.
+    [[nodiscard]] bool includes(const signature& other) const noexcept {
+        if (other.words_.size() > words_.size()) {
+            return false;
+        }
+        for (std::size_t i = 0; i < other.words_.size(); ++i) {
+            if ((other.words_[i] & ~words_[i]) != 0) {
+                return false;
+            }
+        }
+        return true;
+    }
+
+    template <typename Fn>
+    void each(Fn&& fn) const {
+        for_each_bit(words_, fn);
+    }
+
+    // Bits as text, lowest type first: "0110" means types 1 and 2.
+    [[nodiscard]] std::string to_string() const {
+        std::string out;
+        for (std::size_t i = 0; i < words_.size() * 64; ++i) {
+            out.push_back(test(static_cast<component_id>(i)) ? '1' : '0');
+        }
+        const auto last = out.find_last_of('1');
+        out.resize(last == std::string::npos ? 0 : last + 1);
+        return out;
+    }
+
+    friend bool operator==(const signature&, const signature&) = default;
+
+    template <typename Fn>
+    static void for_each_bit(std::span<const std::uint64_t> words, Fn&& fn) {
+        for (std::size_t w = 0; w < words.size(); ++w) {
+            std::uint64_t bits = words[w];
+            while (bits != 0) {
+                const auto bit = static_cast<component_id>(std::countr_zero(bits));
+                fn(static_cast<component_id>(w * 64 + bit));
+                bits &= bits - 1;
+            }
+        }
+    }
+
+private:
+    // Trailing zero words are dropped so that equal sets compare equal.
+    void trim() noexcept {
+        while (!words_.empty() && words_.back() == 0) {
+            words_.pop_back();
+        }
+    }
+
+    std::vector<std::uint64_t> words_;
+};
+
+namespace detail {
+
+// Every entity's signature in one flat array, `stride` words per entity index. Registering
+// a 65th, 129th... type widens the stride once (O(entities)); everything else is O(1).
+class signature_table {
+public:
+    [[nodiscard]] std::span<const std::uint64_t> row(std::size_t index) const noexcept {
+        return {words_.data() + index * stride_, stride_};
+    }
+
+    void set(std::size_t index, component_id id) noexcept {
+        words_[index * stride_ + id / 64] |= std::uint64_t{1} << (id % 64);
+    }
+    void reset(std::size_t index, component_id id) noexcept {
+        words_[index * stride_ + id / 64] &= ~(std::uint64_t{1} << (id % 64));
+    }
+    [[nodiscard]] bool test(std::size_t index, component_id id) const noexcept {
+        return ((words_[index * stride_ + id / 64] >> (id % 64)) & 1U) != 0;
+    }
+    void clear(std::size_t index) noexcept {
+        for (std::size_t i = 0; i < stride_; ++i) {
+            words_[index * stride_ + i] = 0;
+        }
+    }
+
+    // Makes room for entity indices below `count`.
+    void ensure_rows(std::size_t count) {
+        if (count * stride_ > words_.size()) {
+            std::size_t rows = words_.size() / stride_;
+            rows = rows == 0 ? 1024 : rows;
+            while (rows < count) {
+                rows *= 2;
+            }
+            words_.resize(rows * stride_, 0);
+        }
+    }
+
+    // Makes room for component ids below `count`.
+    void ensure_bits(std::size_t count) {
+        const std::size_t needed = (count + 63) / 64;
+        if (needed <= stride_) {
+            return;
+        }
+        const std::size_t rows = words_.size() / stride_;
+        std::vector<std::uint64_t> wider(rows * needed, 0);
+        for (std::size_t r = 0; r < rows; ++r) {
+            for (std::size_t i = 0; i < stride_; ++i) {
+                wider[r * needed + i] = words_[r * stride_ + i];
+            }
+        }
+        words_ = std::move(wider);
+        stride_ = needed;
+    }
+
+    [[nodiscard]] std::size_t stride() const noexcept { return stride_; }
+
+private:
+    std::size_t stride_{1};
+    std::vector<std::uint64_t> words_;
+};
+
+}  // namespace detail
+
+}  // namespace ecsnet::ecs

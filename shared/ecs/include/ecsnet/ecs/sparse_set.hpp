@@ -1,0 +1,148 @@
+#pragma once
+
+#include <algorithm>
+#include <cassert>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "ecsnet/ecs/entity.hpp"
+
+namespace ecsnet::ecs {
+
+namespace detail {
+
+// An array indexed by entity index whose pages are allocated on first write, so a few large
+// ids cost a few pages, not an array as long as the largest id.
+template <typename Value, Value Empty, std::size_t PageSize = 4096>
+class paged_array {
+    static_assert((PageSize & (PageSize - 1)) == 0, "page size must be a power of two");
+
+public:
+    [[nodiscard]] Value get(std::size_t index) const noexcept {
+        const std::size_t page = index / PageSize;
+        return page < pages_.size() && pages_[page] ? pages_[page][index & (PageSize - 1)] : Empty;
+    }
+
+    // Reference to the element, allocating its page when needed.
+    [[nodiscard]] Value& at(std::size_t index) {
+        const std::size_t page = index / PageSize;
+        if (page >= pages_.size()) {
+            pages_.resize(page + 1);
+        }
+        if (!pages_[page]) {
+            pages_[page] = std::make_unique<Value[]>(PageSize);
+            std::fill_n(pages_[page].get(), PageSize, Empty);
+        }
+        return pages_[page][index & (PageSize - 1)];
+    }
+
+    // Precondition: the element's page exists (it was written before).
+    [[nodiscard]] Value& existing(std::size_t index) noexcept {
+        return pages_[index / PageSize][index & (PageSize - 1)];
+    }
+
+    void fill(Value value) noexcept {
+        for (auto& page : pages_) {
+            if (page) {
+                std::fill_n(page.get(), PageSize, value);
+            }
+        }
+    }
+
+    [[nodiscard]] std::size_t allocated_pages() const noexcept {
+        return static_cast<std::size_t>(
+            std::count_if(pages_.begin(), pages_.end(), [](const auto& p) { return p != nullptr; }));
+    }
+
+private:
+    std::vector<std::unique_ptr<Value[]>> pages_;
+};
+
+}  // namespace detail
+
+// The set of entities that own one component type: a paged sparse array maps an entity index
+// to a position in the packed array of entities. Insert, lookup and swap-and-pop removal are
+// O(1); iteration walks the packed array. Lookups compare the whole entity, version included,
+// so a stale id never finds the component of the index's new owner.
+template <typename Entity>
+class basic_sparse_set {
+public:
+    using entity_type = Entity;
+    using traits_type = typename Entity::traits_type;
+    using index_type = typename traits_type::index_type;
+    using size_type = std::size_t;
+
+    static constexpr index_type npos = traits_type::no_index;
+
+    [[nodiscard]] bool contains(entity_type entity) const noexcept {
+        const index_type pos = sparse_.get(entity.index());
+        return pos != npos && packed_[pos] == entity;
+    }
+
+    // The entity stored at this index, whatever its version, or the null entity.
+    [[nodiscard]] entity_type find_index(index_type index) const noexcept {
+        const index_type pos = sparse_.get(index);
+        return pos != npos ? packed_[pos] : entity_type{};
+    }
+
+    // Position of the entity in the packed array. Precondition: contains(entity).
+    [[nodiscard]] size_type index_of(entity_type entity) const noexcept {
+        assert(contains(entity) && "entity is not in the sparse set");
+        return sparse_.get(entity.index());
+    }
+
+    [[nodiscard]] size_type size() const noexcept { return packed_.size(); }
+    [[nodiscard]] bool empty() const noexcept { return packed_.empty(); }
+    [[nodiscard]] std::span<const entity_type> entities() const noexcept { return packed_; }
+    [[nodiscard]] const entity_type* data() const noexcept { return packed_.data(); }
+
+    // Increases on every insertion and removal: iterators compare it to detect that the set
+    // changed under them.
+    [[nodiscard]] std::uint64_t structural_version() const noexcept { return structural_version_; }
+
+    void reserve(size_type capacity) { packed_.reserve(capacity); }
+
+protected:
+    // Precondition: !contains(entity) and no other version of the index is present.
+    size_type insert_entity(entity_type entity) {
+        // Page first, then packed array, then link: a throwing allocation leaves no trace.
+        index_type& slot = sparse_.at(entity.index());
+        const auto pos = static_cast<index_type>(packed_.size());
+        packed_.push_back(entity);
+        slot = pos;
+        ++structural_version_;
+        return pos;
+    }
+
+    // Swap-and-pop. Returns the position that was vacated (now holding the former last
+    // element, unless the removed entity was last). Precondition: contains(entity).
+    size_type erase_entity(entity_type entity) noexcept {
+        index_type& slot = sparse_.existing(entity.index());
+        const index_type pos = slot;
+        const entity_type last = packed_.back();
+        packed_[pos] = last;
+        sparse_.existing(last.index()) = pos;
+        slot = npos;
+        packed_.pop_back();
+        ++structural_version_;
+        return pos;
+    }
+
+    void clear_entities() noexcept {
+        for (const entity_type e : packed_) {
+            sparse_.existing(e.index()) = npos;
+        }
+        packed_.clear();
+        ++structural_version_;
+    }
+
+private:
+    detail::paged_array<index_type, npos> sparse_;
+    std::vector<entity_type> packed_;
+    std::uint64_t structural_version_{0};
+};
+
+}  // namespace ecsnet::ecs

@@ -1,0 +1,250 @@
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <iterator>
+#include <tuple>
+#include <type_traits>
+
+#include "ecsnet/ecs/config.hpp"
+#include "ecsnet/ecs/error.hpp"
+#include "ecsnet/ecs/pool.hpp"
+
+namespace ecsnet::ecs {
+
+template <typename... T>
+struct exclude_t {
+    explicit constexpr exclude_t() = default;
+};
+
+// view<A, B>(exclude<C>): entities with A and B and without C.
+template <typename... T>
+inline constexpr exclude_t<T...> exclude{};
+
+template <typename Traits, typename Get, typename Exclude>
+class basic_view;
+
+// Entities that have every `Get` component and none of the `Exclude` ones, driven by the
+// smallest of the Get storages.
+//
+// Access follows constness: view<const Position> reads; view<Position> is declared as
+// writing Position, and every entity it visits has Position marked as updated in the change
+// set. Iterating a view yields (entity, components...), for range-for with structured bindings
+// or each(fn).
+//
+// During iteration, component values may be read and written, and entities may be created.
+// Structural changes to the storages being iterated (emplace/remove of a Get type, destroy of
+// an entity that has one) are not allowed: record them in a command buffer. With
+// ECSNET_ECS_CHECKS on, a violation throws iteration_invalidated.
+template <typename Traits, typename... Get, typename... Exclude>
+class basic_view<Traits, exclude_t<Get...>, exclude_t<Exclude...>> {
+    static_assert(sizeof...(Get) > 0, "a view needs at least one component type");
+
+    using entity_type = basic_entity<Traits>;
+    template <typename T>
+    using pool_of = detail::pool<Traits, std::remove_const_t<T>>;
+    using get_pools = std::tuple<pool_of<Get>*...>;
+    using exclude_pools = std::tuple<const pool_of<Exclude>*...>;
+
+public:
+    basic_view() = default;
+    basic_view(get_pools gets, exclude_pools excludes) : gets_{gets}, excludes_{excludes} {
+        pick_driver();
+    }
+
+    class iterator {
+    public:
+        using value_type = std::tuple<entity_type, Get&...>;
+        using reference = value_type;
+        using difference_type = std::ptrdiff_t;
+        using iterator_category = std::input_iterator_tag;
+
+        iterator() = default;
+
+        [[nodiscard]] value_type operator*() const {
+            check();
+            const entity_type e = view_->driver_->data()[pos_];
+            view_->touch_writes(e);
+            return value_type{e, view_->template fetch<Get>(e)...};
+        }
+
+        iterator& operator++() {
+            check();
+            ++pos_;
+            skip();
+            return *this;
+        }
+        void operator++(int) { ++*this; }
+
+        friend bool operator==(const iterator& a, const iterator& b) noexcept {
+            return a.pos_ == b.pos_;
+        }
+
+    private:
+        friend class basic_view;
+        iterator(const basic_view* view, std::size_t pos) : view_{view}, pos_{pos} {
+            if constexpr (checks_enabled) {
+                versions_ = view->structural_versions();
+            }
+            skip();
+        }
+
+        void skip() {
+            const std::size_t end = view_->driver_size();
+            while (pos_ < end && !view_->accepts(view_->driver_->data()[pos_])) {
+                ++pos_;
+            }
+        }
+
+        void check() const {
+            if constexpr (checks_enabled) {
+                if (view_->structural_versions() != versions_) {
+                    throw iteration_invalidated(
+                        "a storage changed structurally while a view iterated it; record "
+                        "emplace/remove/destroy in a command buffer instead");
+                }
+            }
+        }
+
+        const basic_view* view_{nullptr};
+        std::size_t pos_{0};
+        std::array<std::uint64_t, sizeof...(Get)> versions_{};
+    };
+
+    [[nodiscard]] iterator begin() const { return iterator{this, 0}; }
+    [[nodiscard]] iterator end() const { return iterator{this, driver_size()}; }
+
+    // fn(entity, components&...) or fn(components&...).
+    template <typename Fn>
+    void each(Fn&& fn) const {
+        if (driver_ == nullptr) {
+            return;
+        }
+        static_assert(std::is_invocable_v<Fn&, entity_type, Get&...> ||
+                          std::is_invocable_v<Fn&, Get&...>,
+                      "each() takes fn(entity, components&...) or fn(components&...)");
+        [[maybe_unused]] const auto versions = structural_versions();
+        const std::size_t count = driver_->size();
+        const entity_type* entities = driver_->data();
+        for (std::size_t i = 0; i < count; ++i) {
+            const entity_type e = entities[i];
+            if constexpr (sizeof...(Get) == 1 && sizeof...(Exclude) == 0) {
+                // One storage and no filter: its packed values line up with the entities.
+                using only = std::tuple_element_t<0, std::tuple<Get...>>;
+                only& value = std::get<0>(gets_)->storage.values()[i];
+                touch_writes(e);
+                invoke(fn, e, value);
+            } else {
+                if (!accepts(e)) {
+                    continue;
+                }
+                touch_writes(e);
+                invoke(fn, e, fetch<Get>(e)...);
+            }
+            if constexpr (checks_enabled) {
+                if (structural_versions() != versions) {
+                    throw iteration_invalidated(
+                        "a storage changed structurally while view.each() iterated it; record "
+                        "emplace/remove/destroy in a command buffer instead");
+                }
+            }
+        }
+    }
+
+    [[nodiscard]] bool contains(entity_type e) const noexcept {
+        return driver_ != nullptr && accepts(e);
+    }
+
+    // Upper bound of the number of entities visited: the size of the smallest Get storage.
+    [[nodiscard]] std::size_t size_hint() const noexcept { return driver_size(); }
+
+    template <typename T>
+    [[nodiscard]] decltype(auto) get(entity_type e) const {
+        if (!contains(e)) {
+            throw component_missing("entity " + to_string(e) + " is not in this view");
+        }
+        return fetch<T>(e);
+    }
+
+private:
+    void pick_driver() {
+        driver_ = nullptr;
+        bool missing = false;
+        std::apply(
+            [&](auto*... pools) {
+                ((pools == nullptr ? (missing = true)
+                                   : (driver_ == nullptr || pools->storage.size() < driver_->size()
+                                          ? (driver_ = &pools->storage, false)
+                                          : false)),
+                 ...);
+            },
+            gets_);
+        if (missing) {
+            driver_ = nullptr;  // a type nobody registered: nothing can match
+        }
+    }
+
+    template <typename Fn, typename... C>
+    static void invoke(Fn& fn, entity_type e, C&... components) {
+        if constexpr (std::is_invocable_v<Fn&, entity_type, C&...>) {
+            fn(e, components...);
+        } else {
+            fn(components...);
+        }
+    }
+
+    [[nodiscard]] std::size_t driver_size() const noexcept {
+        return driver_ == nullptr ? 0 : driver_->size();
+    }
+
+    [[nodiscard]] bool accepts(entity_type e) const noexcept {
+        const bool has_all =
+            std::apply([&](auto*... pools) { return (pools->storage.contains(e) && ...); }, gets_);
+        if constexpr (sizeof...(Exclude) == 0) {
+            return has_all;
+        } else {
+            return has_all && std::apply(
+                                  [&](auto*... pools) {
+                                      return ((pools == nullptr || !pools->storage.contains(e)) &&
+                                              ...);
+                                  },
+                                  excludes_);
+        }
+    }
+
+    template <typename T>
+    [[nodiscard]] T& fetch(entity_type e) const noexcept {
+        auto& storage = std::get<pool_of<T>*>(gets_)->storage;
+        return storage.values()[storage.index_of(e)];
+    }
+
+    void touch_writes(entity_type e) const {
+        (touch_one<Get>(e), ...);
+    }
+
+    template <typename T>
+    void touch_one(entity_type e) const {
+        if constexpr (!std::is_const_v<T>) {
+            std::get<pool_of<T>*>(gets_)->touch(e, true);
+        }
+    }
+
+    [[nodiscard]] std::array<std::uint64_t, sizeof...(Get)> structural_versions() const noexcept {
+        if (driver_ == nullptr) {
+            return {};
+        }
+        return std::apply(
+            [](auto*... pools) {
+                return std::array<std::uint64_t, sizeof...(Get)>{
+                    pools->storage.structural_version()...};
+            },
+            gets_);
+    }
+
+    get_pools gets_{};
+    exclude_pools excludes_{};
+    const basic_sparse_set<entity_type>* driver_{nullptr};
+};
+
+}  // namespace ecsnet::ecs

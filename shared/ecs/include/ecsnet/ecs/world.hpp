@@ -1,0 +1,643 @@
+#pragma once
+
+#include <algorithm>
+#include <cassert>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <tuple>
+#include <type_traits>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "ecsnet/ecs/access.hpp"
+#include "ecsnet/ecs/change_set.hpp"
+#include "ecsnet/ecs/entity.hpp"
+#include "ecsnet/ecs/entity_pool.hpp"
+#include "ecsnet/ecs/error.hpp"
+#include "ecsnet/ecs/handle.hpp"
+#include "ecsnet/ecs/pool.hpp"
+#include "ecsnet/ecs/signature.hpp"
+#include "ecsnet/ecs/type_info.hpp"
+#include "ecsnet/ecs/view.hpp"
+
+namespace ecsnet::ecs {
+
+template <typename Traits>
+class basic_scheduler;
+
+struct world_options {
+    entity_pool_options entities{};
+    // Record the per-tick change set (replication needs it). Off, every write is a little cheaper.
+    bool track_changes = true;
+};
+
+namespace detail {
+
+// Component type hash -> pool, open addressing. Type hashes are already well mixed, so the
+// low bits index the table directly; a lookup is usually one probe.
+template <typename Pool>
+class type_table {
+public:
+    [[nodiscard]] Pool* find(std::uint64_t hash) const noexcept {
+        if (slots_.empty()) {
+            return nullptr;
+        }
+        const std::size_t mask = slots_.size() - 1;
+        for (std::size_t i = hash & mask;; i = (i + 1) & mask) {
+            if (slots_[i].pool == nullptr) {
+                return nullptr;
+            }
+            if (slots_[i].hash == hash) {
+                return slots_[i].pool;
+            }
+        }
+    }
+
+    void insert(std::uint64_t hash, Pool* pool) {
+        if ((size_ + 1) * 2 > slots_.size()) {
+            std::vector<slot> old = std::move(slots_);
+            slots_.assign(old.empty() ? 16 : old.size() * 2, slot{});
+            size_ = 0;
+            for (const slot& s : old) {
+                if (s.pool != nullptr) {
+                    place(s.hash, s.pool);
+                }
+            }
+        }
+        place(hash, pool);
+    }
+
+private:
+    struct slot {
+        std::uint64_t hash{0};
+        Pool* pool{nullptr};
+    };
+
+    void place(std::uint64_t hash, Pool* pool) noexcept {
+        const std::size_t mask = slots_.size() - 1;
+        std::size_t i = hash & mask;
+        while (slots_[i].pool != nullptr) {
+            i = (i + 1) & mask;
+        }
+        slots_[i] = slot{hash, pool};
+        ++size_;
+    }
+
+    std::vector<slot> slots_;
+    std::size_t size_{0};
+};
+
+}  // namespace detail
+
+// The world: the entity manager and every component storage (seeds 000-004's EntityManager).
+//
+// It can only live in a shared_ptr (make()), because handles hold a weak_ptr to it and
+// must detect that it is gone. It is neither copyable nor movable; any number of worlds may
+// coexist, and nothing in it is global or static.
+//
+// Single writer: a world is used by one thread at a time. Nothing in it locks.
+//
+// Writes (emplace, emplace_or_replace, replace, patch, remove, writing views) are recorded in
+// the current tick's change set; get/try_get return const so that no write escapes it. A
+// reference returned by a write is covered for the rest of the tick only.
+template <typename Traits>
+class basic_world : public std::enable_shared_from_this<basic_world<Traits>> {
+    struct private_tag {
+        explicit private_tag() = default;
+    };
+
+public:
+    using traits_type = Traits;
+    using entity_type = basic_entity<Traits>;
+    using index_type = typename Traits::index_type;
+    using version_type = typename Traits::version_type;
+    using handle_type = basic_handle<Traits>;
+    using change_set_type = basic_change_set<entity_type>;
+    using sink_type = signal<basic_world&, entity_type>;
+    template <typename Component>
+    using storage_type = basic_storage<entity_type, Component>;
+
+    // The only way to get a world.
+    [[nodiscard]] static std::shared_ptr<basic_world> make(world_options options = {}) {
+        return std::make_shared<basic_world>(private_tag{}, options);
+    }
+
+    // Use make(): the tag keeps this constructor out of reach.
+    basic_world(private_tag, world_options options) : entities_{options.entities} {
+        log_.enabled = options.track_changes;
+    }
+    basic_world(const basic_world&) = delete;
+    basic_world(basic_world&&) = delete;
+    basic_world& operator=(const basic_world&) = delete;
+    basic_world& operator=(basic_world&&) = delete;
+    ~basic_world() = default;
+
+    // ---- entities -------------------------------------------------------------------------
+
+    [[nodiscard]] entity_type create() {
+        const entity_type e = entities_.create();
+        const std::size_t index = e.index();
+        if (index >= log_.created_epoch.size()) {
+            grow_rows(index + 1);
+        }
+        if (log_.enabled) {
+            log_.created_epoch[index] = log_.epoch;
+            log_.created.push_back(e);
+        }
+        return e;
+    }
+
+    // Destroys the entity and all its components (on_destroy fires for each first). Creating
+    // and destroying entities are entity-level: a system needs no component declaration.
+    void destroy(entity_type e) {
+        require_valid(e, "destroy");
+        // Copy the row: listeners may change the signature while we walk it.
+        std::uint64_t words[8];
+        std::vector<std::uint64_t> wide;
+        const auto row = signatures_.row(e.index());
+        std::uint64_t* copy = words;
+        if (row.size() > std::size(words)) {
+            wide.assign(row.begin(), row.end());
+            copy = wide.data();
+        } else {
+            std::copy(row.begin(), row.end(), words);
+        }
+        const std::span<const std::uint64_t> ids{copy, row.size()};
+        signature::for_each_bit(ids, [&](component_id id) {
+            auto& p = *pools_[id];
+            if (!p.on_destroy.empty()) {
+                p.on_destroy.publish(*this, e);
+            }
+            if (p.set().contains(e)) {
+                p.erase(e);
+            }
+        });
+        if (!entities_.valid(e)) {
+            return;  // a listener destroyed it already
+        }
+        signatures_.clear(e.index());
+        if (!names_.empty()) {
+            names_.erase(e.index());
+        }
+        if (log_.enabled && !log_.created_this_tick(e.index())) {
+            log_.destroyed.push_back(e);
+        }
+        entities_.release(e);
+    }
+
+    // Non-throwing form: false when the entity is not alive.
+    bool try_destroy(entity_type e) {
+        if (!valid(e)) {
+            return false;
+        }
+        destroy(e);
+        return true;
+    }
+
+    [[nodiscard]] bool valid(entity_type e) const noexcept { return entities_.valid(e); }
+    [[nodiscard]] std::size_t alive() const noexcept { return entities_.alive(); }
+    [[nodiscard]] const basic_entity_pool<Traits>& entities() const noexcept { return entities_; }
+    // The live entity at this index, or null: turns an index from the wire into an entity.
+    [[nodiscard]] entity_type current(index_type index) const noexcept {
+        return entities_.current(index);
+    }
+
+    // fn(entity) for every live entity, in index order.
+    template <typename Fn>
+    void each(Fn&& fn) const {
+        entities_.each(std::forward<Fn>(fn));
+    }
+
+    [[nodiscard]] handle_type handle(entity_type e) {
+        return handle_type{this->weak_from_this(), e};
+    }
+
+    // Optional debug name of an entity (seed 002's entity names); dropped on destroy.
+    void set_name(entity_type e, std::string name) {
+        require_valid(e, "set_name");
+        names_[e.index()] = std::move(name);
+    }
+    [[nodiscard]] std::string_view name(entity_type e) const {
+        if (!valid(e)) {
+            return {};
+        }
+        const auto it = names_.find(e.index());
+        return it == names_.end() ? std::string_view{} : std::string_view{it->second};
+    }
+
+    // ---- component types ------------------------------------------------------------------
+
+    // Registers T (done implicitly on first use) and optionally gives it a debug name.
+    template <typename T>
+    component_id register_component(std::string_view name = {}) {
+        auto& p = assure<T>();
+        if (!name.empty()) {
+            p.rename(std::string{name});
+        }
+        return p.id();
+    }
+
+    template <typename T>
+    [[nodiscard]] std::optional<component_id> component_of() const noexcept {
+        const auto* p = find_pool<T>();
+        return p == nullptr ? std::nullopt : std::optional<component_id>{p->id()};
+    }
+
+    [[nodiscard]] std::size_t component_count() const noexcept { return pools_.size(); }
+    [[nodiscard]] std::string_view component_name(component_id id) const {
+        return id < pools_.size() ? std::string_view{pools_[id]->name()} : std::string_view{};
+    }
+
+    [[nodiscard]] signature signature_of(entity_type e) const {
+        require_valid(e, "signature_of");
+        return signature{signatures_.row(e.index())};
+    }
+
+    // ---- components -----------------------------------------------------------------------
+
+    template <typename T, typename... Args>
+    T& emplace(entity_type e, Args&&... args) {
+        auto& p = assure<T>();
+        check_access(p, true);
+        require_valid(e, "emplace");
+        if (p.storage.contains(e)) {
+            throw component_exists("entity " + to_string(e) + " already has " + p.name());
+        }
+        p.storage.emplace(e, std::forward<Args>(args)...);
+        signatures_.set(e.index(), p.id());
+        p.touch(e, false);
+        if (!p.on_construct.empty()) {
+            p.on_construct.publish(*this, e);
+        }
+        return p.storage.get(e);
+    }
+
+    template <typename T, typename... Args>
+    T& emplace_or_replace(entity_type e, Args&&... args) {
+        auto& p = assure<T>();
+        if (p.storage.contains(e)) {
+            return replace<T>(e, std::forward<Args>(args)...);
+        }
+        return emplace<T>(e, std::forward<Args>(args)...);
+    }
+
+    template <typename T, typename... Args>
+    T& replace(entity_type e, Args&&... args) {
+        return patch<T>(e, [&](T& value) {
+            if constexpr (std::is_aggregate_v<T>) {
+                value = T{std::forward<Args>(args)...};
+            } else {
+                value = T(std::forward<Args>(args)...);
+            }
+        });
+    }
+
+    // Mutates the component in place through each fn(T&), records the update and fires
+    // on_update.
+    template <typename T, typename... Fn>
+    T& patch(entity_type e, Fn&&... fn) {
+        auto& p = assure<T>();
+        check_access(p, true);
+        T& value = require_component(p, e, "patch");
+        p.touch(e, true);
+        (std::forward<Fn>(fn)(value), ...);
+        if (!p.on_update.empty()) {
+            p.on_update.publish(*this, e);
+            return p.storage.get(e);
+        }
+        return value;
+    }
+
+    // const T&, or a tuple of const references for several types.
+    template <typename... T>
+    [[nodiscard]] decltype(auto) get(entity_type e) const {
+        if constexpr (sizeof...(T) == 1) {
+            return get_one<T...>(e);
+        } else {
+            return std::tuple<const T&...>{get_one<T>(e)...};
+        }
+    }
+
+    template <typename T>
+    [[nodiscard]] const T* try_get(entity_type e) const {
+        const auto* p = find_pool<T>();
+        if (p == nullptr) {
+            return nullptr;
+        }
+        check_access(*p, false);
+        return p->storage.try_get(e);
+    }
+
+    template <typename... T>
+    [[nodiscard]] bool all_of(entity_type e) const {
+        return (has_one<T>(e) && ...);
+    }
+    template <typename... T>
+    [[nodiscard]] bool any_of(entity_type e) const {
+        return (has_one<T>(e) || ...);
+    }
+    template <typename T>
+    [[nodiscard]] bool has(entity_type e) const {
+        return has_one<T>(e);
+    }
+
+    // Removes the components; component_missing when one is not there.
+    template <typename... T>
+    void remove(entity_type e) {
+        (remove_one<T>(e, true), ...);
+    }
+
+    // Removes the components that are there; returns how many were removed.
+    template <typename... T>
+    std::size_t remove_if_present(entity_type e) {
+        return (static_cast<std::size_t>(remove_one<T>(e, false)) + ... + 0);
+    }
+
+    // Removes every component; the entity stays alive.
+    void clear(entity_type e) {
+        require_valid(e, "clear");
+        const signature sig{signatures_.row(e.index())};
+        sig.each([&](component_id id) {
+            auto& p = *pools_[id];
+            check_access(p, true);
+            if (p.set().contains(e)) {
+                remove_from(p, e);
+            }
+        });
+    }
+
+    // ---- bulk access ----------------------------------------------------------------------
+
+    template <typename... Get, typename... Exclude>
+    [[nodiscard]] basic_view<Traits, exclude_t<Get...>, exclude_t<Exclude...>> view(
+        exclude_t<Exclude...> = exclude_t<Exclude...>{}) {
+        return {std::tuple{&checked_pool<Get>(!std::is_const_v<Get>)...},
+                std::tuple{static_cast<const pool_t<Exclude>*>(&checked_pool<Exclude>(false))...}};
+    }
+
+    template <typename... Get, typename... Exclude>
+    [[nodiscard]] basic_view<Traits, exclude_t<Get...>, exclude_t<Exclude...>> view(
+        exclude_t<Exclude...> = exclude_t<Exclude...>{}) const {
+        static_assert((std::is_const_v<Get> && ...), "a const world gives read-only views");
+        return {std::tuple{const_cast<pool_t<Get>*>(find_checked<Get>())...},
+                std::tuple{find_checked<Exclude>()...}};
+    }
+
+    // Read-only access to a storage: the fastest lookups by entity.
+    template <typename T>
+    [[nodiscard]] const storage_type<T>& storage() {
+        auto& p = assure<T>();
+        check_access(p, false);
+        return p.storage;
+    }
+    template <typename T>
+    [[nodiscard]] const storage_type<T>* find_storage() const {
+        const auto* p = find_checked<T>();
+        return p == nullptr ? nullptr : &p->storage;
+    }
+
+    // ---- signals --------------------------------------------------------------------------
+
+    template <typename T>
+    [[nodiscard]] sink_type& on_construct() {
+        return assure<T>().on_construct;
+    }
+    template <typename T>
+    [[nodiscard]] sink_type& on_update() {
+        return assure<T>().on_update;
+    }
+    template <typename T>
+    [[nodiscard]] sink_type& on_destroy() {
+        return assure<T>().on_destroy;
+    }
+
+    // ---- change tracking ------------------------------------------------------------------
+
+    // The changes since the previous call, net of everything in between; starts a new tick.
+    [[nodiscard]] change_set_type take_changes() {
+        change_set_type out;
+        out.tick = log_.tick;
+        if (log_.enabled) {
+            out.created.reserve(log_.created.size());
+            for (const entity_type e : log_.created) {
+                if (entities_.valid(e)) {
+                    out.created.push_back(e);
+                }
+            }
+            out.destroyed = std::move(log_.destroyed);
+            const auto alive = [this](entity_type e) { return entities_.valid(e); };
+            for (const auto& p : pools_) {
+                if (!p->dirty()) {
+                    continue;
+                }
+                basic_component_changes<entity_type> changes;
+                changes.id = p->id();
+                changes.type_hash = p->hash();
+                changes.name = p->name();
+                p->collect(changes, alive);
+                if (!changes.added.empty() || !changes.updated.empty() ||
+                    !changes.removed.empty()) {
+                    out.components.push_back(std::move(changes));
+                }
+            }
+        }
+        advance_tick();
+        return out;
+    }
+
+    // Drops the pending changes and starts a new tick.
+    void discard_changes() { advance_tick(); }
+
+    [[nodiscard]] std::uint64_t tick() const noexcept { return log_.tick; }
+    [[nodiscard]] bool tracks_changes() const noexcept { return log_.enabled; }
+
+private:
+    friend class basic_scheduler<Traits>;
+    template <typename T>
+    using pool_t = detail::pool<Traits, std::remove_const_t<T>>;
+    using pool_base = detail::pool_base<Traits>;
+
+    template <typename T>
+    pool_t<T>& assure() {
+        using plain = std::remove_const_t<T>;
+        if (auto* found = types_.find(type_hash_v<plain>)) {
+            return static_cast<pool_t<T>&>(*found);
+        }
+        const auto id = static_cast<component_id>(pools_.size());
+        auto created = std::make_unique<pool_t<T>>(id, type_hash_v<plain>,
+                                                   std::string{type_name_v<plain>}, log_);
+        auto* raw = created.get();
+        signatures_.ensure_bits(pools_.size() + 1);
+        pools_.push_back(std::move(created));
+        types_.insert(type_hash_v<plain>, raw);
+        return *raw;
+    }
+
+    template <typename T>
+    [[nodiscard]] const pool_t<T>* find_pool() const noexcept {
+        return static_cast<const pool_t<T>*>(types_.find(type_hash_v<std::remove_const_t<T>>));
+    }
+
+    template <typename T>
+    [[nodiscard]] const pool_t<T>* find_checked() const {
+        const auto* p = find_pool<T>();
+        if (p != nullptr) {
+            check_access(*p, false);
+        } else if (access_ != nullptr && !access_->allows(type_hash_v<std::remove_const_t<T>>, false)) {
+            throw_access(type_name_v<std::remove_const_t<T>>, false);
+        }
+        return p;
+    }
+
+    template <typename T>
+    pool_t<T>& checked_pool(bool write) {
+        auto& p = assure<T>();
+        check_access(p, write);
+        return p;
+    }
+
+    template <typename T>
+    [[nodiscard]] const pool_t<T>& existing_pool() const {
+        const auto* p = find_pool<T>();
+        if (p == nullptr) {
+            throw component_missing("no entity has " + std::string{type_name_v<T>} +
+                                    " (type never registered)");
+        }
+        check_access(*p, false);
+        return *p;
+    }
+
+    template <typename P>
+    auto& require_component(P& p, entity_type e, const char* what) const {
+        if (!p.storage.contains(e)) {
+            require_valid(e, what);
+            throw component_missing(std::string{what} + ": entity " + to_string(e) + " has no " +
+                                    p.name());
+        }
+        return p.storage.get(e);
+    }
+
+    void require_valid(entity_type e, const char* what) const {
+        if (!entities_.valid(e)) [[unlikely]] {
+            throw_invalid(e, what);
+        }
+    }
+
+    [[noreturn]] void throw_invalid(entity_type e, const char* what) const {
+        std::string why;
+        if (e.is_null()) {
+            why = "it is the null entity";
+        } else if (static_cast<std::size_t>(e.index()) >= entities_.slots()) {
+            why = "no entity was ever created at index " + std::to_string(e.index());
+        } else if (const entity_type now = entities_.current(e.index()); !now.is_null()) {
+            why = "index " + std::to_string(e.index()) + " is now " + to_string(now) +
+                  " (stale handle)";
+        } else {
+            why = "it was destroyed";
+        }
+        throw invalid_entity(std::string{what} + ": entity " + to_string(e) + " is not alive: " +
+                             why);
+    }
+
+    template <typename T>
+    [[nodiscard]] const T& get_one(entity_type e) const {
+        return require_component(existing_pool<T>(), e, "get");
+    }
+
+    template <typename T>
+    [[nodiscard]] bool has_one(entity_type e) const {
+        const auto* p = find_pool<T>();
+        if (p == nullptr) {
+            return false;
+        }
+        check_access(*p, false);
+        return p->storage.contains(e);
+    }
+
+    template <typename T>
+    bool remove_one(entity_type e, bool required) {
+        auto& p = assure<T>();
+        check_access(p, true);
+        if (!p.storage.contains(e)) {
+            if (required) {
+                require_valid(e, "remove");
+                throw component_missing("remove: entity " + to_string(e) + " has no " + p.name());
+            }
+            return false;
+        }
+        remove_from(p, e);
+        return true;
+    }
+
+    void remove_from(pool_base& p, entity_type e) {
+        if (!p.on_destroy.empty()) {
+            p.on_destroy.publish(*this, e);
+            if (!p.set().contains(e)) {
+                return;  // a listener removed it
+            }
+        }
+        p.touch(e, true);
+        p.erase(e);
+        signatures_.reset(e.index(), p.id());
+    }
+
+    void check_access(const pool_base& p, bool write) const {
+        if (access_ != nullptr && !access_->allows(p.hash(), write)) [[unlikely]] {
+            throw_access(p.name(), write);
+        }
+    }
+
+    [[noreturn]] void throw_access(std::string_view type, bool write) const {
+        throw access_violation("system '" + access_system_ + "' " + (write ? "writes " : "reads ") +
+                               std::string{type} + " without declaring it (it declared " +
+                               access_->describe() + ")");
+    }
+
+    void grow_rows(std::size_t count) {
+        std::size_t rows = std::max<std::size_t>(log_.created_epoch.size(), 1024);
+        while (rows < count) {
+            rows *= 2;
+        }
+        log_.created_epoch.resize(rows, 0);
+        signatures_.ensure_rows(rows);
+    }
+
+    void advance_tick() {
+        log_.created.clear();
+        log_.destroyed.clear();
+        ++log_.tick;
+        if (++log_.epoch >= (std::uint32_t{1} << 31U)) {
+            // Marks keep 31 bits of epoch: after ~2^31 ticks start over from a clean slate.
+            log_.epoch = 1;
+            std::fill(log_.created_epoch.begin(), log_.created_epoch.end(), 0);
+            for (auto& p : pools_) {
+                p->reset_marks();
+            }
+        }
+    }
+
+    // Used by the scheduler while a system runs.
+    void set_access(const component_access* access, std::string system) noexcept {
+        access_ = access;
+        access_system_ = std::move(system);
+    }
+
+    basic_entity_pool<Traits> entities_;
+    detail::change_log<entity_type> log_;
+    detail::signature_table signatures_;
+    std::vector<std::unique_ptr<pool_base>> pools_;  // by component id
+    detail::type_table<pool_base> types_;
+    std::unordered_map<index_type, std::string> names_;
+    const component_access* access_{nullptr};
+    std::string access_system_;
+};
+
+using World = basic_world<default_entity_traits>;
+
+}  // namespace ecsnet::ecs
