@@ -1,0 +1,67 @@
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "ecsnet/wire/client_generated.h"
+#include "ecsnet/wire/server_generated.h"
+
+// Framing: every message is one size-prefixed FlatBuffer, a 4-byte little-endian length then
+// that many bytes, with file identifier "ECSC" (client -> server) or "ECSS" (server -> client).
+namespace ecsnet::protocol {
+
+inline constexpr std::uint32_t protocol_version = 1;
+inline constexpr std::size_t frame_prefix_bytes = 4;
+// Client -> server frames are small commands.
+inline constexpr std::size_t default_max_client_frame = 64 * 1024;
+// Server -> client frames carry deltas of whole worlds (a tick of 1M moving entities is ~8 MB).
+inline constexpr std::size_t default_max_server_frame = 64 * 1024 * 1024;
+
+// A complete frame, prefix included, shared by every session that sends it: a tick's delta
+// is encoded once and queued to all clients as the same bytes.
+using frame = std::shared_ptr<const std::vector<std::uint8_t>>;
+
+[[nodiscard]] frame finish_frame(flatbuffers::FlatBufferBuilder& fbb,
+                                 flatbuffers::Offset<wire::ClientMessage> root);
+[[nodiscard]] frame finish_frame(flatbuffers::FlatBufferBuilder& fbb,
+                                 flatbuffers::Offset<wire::ServerMessage> root);
+
+// The body length announced by a prefix.
+[[nodiscard]] std::uint32_t read_prefix(std::span<const std::uint8_t, frame_prefix_bytes> prefix) noexcept;
+
+// Verifies exactly these bytes (prefix included) as a client frame: length prefix matches,
+// identifier, and the FlatBuffers verifier with tight limits. Returns the root, or null with
+// the reason in `why`. Nothing may read the frame before this passed.
+[[nodiscard]] const wire::ClientMessage* verify_client_frame(std::span<const std::uint8_t> bytes,
+                                                             std::string* why = nullptr);
+[[nodiscard]] const wire::ServerMessage* verify_server_frame(std::span<const std::uint8_t> bytes,
+                                                             std::string* why = nullptr);
+
+// Cuts a byte stream into frames without trusting it: a length over the maximum is refused
+// before any buffer for it is allocated.
+class frame_reader {
+public:
+    enum class status { need_more, frame, oversize };
+
+    explicit frame_reader(std::size_t max_frame_bytes) : max_{max_frame_bytes} {}
+
+    void feed(std::span<const std::uint8_t> bytes);
+
+    // On status::frame, `out` is the next whole frame (prefix included), valid until the next
+    // call to feed() or next(). After oversize the stream is unusable: close it.
+    [[nodiscard]] status next(std::span<const std::uint8_t>& out);
+
+    [[nodiscard]] std::size_t buffered() const noexcept { return buffer_.size() - consumed_; }
+    [[nodiscard]] std::size_t max_frame_bytes() const noexcept { return max_; }
+
+private:
+    std::size_t max_;
+    std::vector<std::uint8_t> buffer_;
+    std::size_t consumed_{0};
+};
+
+}  // namespace ecsnet::protocol

@@ -1,0 +1,167 @@
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <tuple>
+#include <variant>
+
+#include "ecsnet/ecs/entity.hpp"
+#include "ecsnet/protocol/columns.hpp"
+#include "ecsnet/protocol/frame.hpp"
+
+// Every message except Snapshot and Delta (replication.hpp, mirror.hpp) as a plain C++ value,
+// with its encoder and a decoder that checks everything the FlatBuffers verifier lets through
+// on purpose: unknown union tags, out-of-range enums, NaN/Inf numbers, over-long strings,
+// columns of the wrong shape.
+namespace ecsnet::protocol {
+
+inline constexpr std::size_t max_client_name_bytes = 64;
+inline constexpr std::size_t max_token_bytes = 256;
+inline constexpr std::size_t max_reason_bytes = 256;
+
+// At most one value per replicated component type.
+class component_set {
+public:
+    template <typename T>
+    [[nodiscard]] std::optional<T>& get() noexcept {
+        return std::get<std::optional<T>>(values_);
+    }
+    template <typename T>
+    [[nodiscard]] const std::optional<T>& get() const noexcept {
+        return std::get<std::optional<T>>(values_);
+    }
+    template <typename T>
+    component_set& set(T value) {
+        get<T>() = std::move(value);
+        return *this;
+    }
+    [[nodiscard]] bool empty() const noexcept {
+        return std::apply([](const auto&... v) { return (!v.has_value() && ...); }, values_);
+    }
+    // Bit wire_id set for every type present.
+    [[nodiscard]] std::uint64_t mask() const noexcept;
+
+    friend bool operator==(const component_set&, const component_set&) = default;
+
+private:
+    template <typename Tuple>
+    struct optionals_of;
+    template <typename... T>
+    struct optionals_of<std::tuple<T...>> {
+        using type = std::tuple<std::optional<T>...>;
+    };
+    typename optionals_of<replicated_components>::type values_;
+};
+
+// ---- client -> server -----------------------------------------------------------------------
+
+struct hello {
+    std::uint32_t version = protocol_version;
+    std::string client_name;
+    std::string auth_token;
+    friend bool operator==(const hello&, const hello&) = default;
+};
+struct spawn {
+    std::uint32_t request_id{};
+    component_set components;
+    friend bool operator==(const spawn&, const spawn&) = default;
+};
+struct destroy {
+    std::uint32_t request_id{};
+    ecs::Entity entity;
+    friend bool operator==(const destroy&, const destroy&) = default;
+};
+struct set_components {
+    std::uint32_t request_id{};
+    ecs::Entity entity;
+    component_set components;
+    friend bool operator==(const set_components&, const set_components&) = default;
+};
+struct remove_components {
+    std::uint32_t request_id{};
+    ecs::Entity entity;
+    std::uint64_t mask{};  // bit wire_id for every type to remove
+    friend bool operator==(const remove_components&, const remove_components&) = default;
+};
+struct ping {
+    std::uint64_t nonce{};
+    friend bool operator==(const ping&, const ping&) = default;
+};
+struct resync_request {
+    std::string reason;
+    friend bool operator==(const resync_request&, const resync_request&) = default;
+};
+
+using client_message =
+    std::variant<hello, spawn, destroy, set_components, remove_components, ping, resync_request>;
+
+[[nodiscard]] frame encode(const client_message& message);
+
+struct decode_error {
+    wire::ErrorCode code{wire::ErrorCode::Malformed};
+    std::string message;
+    std::optional<std::uint32_t> request_id;  // known when the command could be read that far
+    // Fatal: the frame itself is bad (unverifiable, unknown type); close the connection.
+    // Otherwise one command is bad: answer it with a CommandResult and go on.
+    bool fatal{true};
+};
+
+struct decoded_client {
+    std::optional<client_message> message;
+    decode_error error;  // meaningful when !message
+};
+
+// Verifies and decodes one whole frame (prefix included).
+[[nodiscard]] decoded_client decode_client_frame(std::span<const std::uint8_t> bytes);
+
+// ---- server -> client -----------------------------------------------------------------------
+
+struct welcome {
+    std::uint32_t client_id{};
+    std::uint32_t version = protocol_version;
+    float tick_rate{};
+    std::uint64_t current_tick{};
+    std::uint32_t checksum_interval{};
+    friend bool operator==(const welcome&, const welcome&) = default;
+};
+struct command_result {
+    std::uint32_t request_id{};
+    bool ok{};
+    wire::ErrorCode code{wire::ErrorCode::None};
+    std::string message;
+    ecs::Entity entity;
+    friend bool operator==(const command_result&, const command_result&) = default;
+};
+struct pong {
+    std::uint64_t nonce{};
+    std::uint64_t tick{};
+    friend bool operator==(const pong&, const pong&) = default;
+};
+struct checksum_report {
+    std::uint64_t tick{};
+    std::uint64_t hash{};
+    std::uint32_t entity_count{};
+    friend bool operator==(const checksum_report&, const checksum_report&) = default;
+};
+struct disconnect {
+    std::string reason;
+    friend bool operator==(const disconnect&, const disconnect&) = default;
+};
+
+using server_control = std::variant<welcome, command_result, pong, checksum_report, disconnect>;
+
+[[nodiscard]] frame encode(const server_control& message);
+
+// Decodes a verified ServerMessage that is not Snapshot or Delta. Null with `why` set when
+// it is one of those, of an unknown type, or carries invalid values.
+[[nodiscard]] std::optional<server_control> decode_server_control(const wire::ServerMessage& message,
+                                                                  std::string* why = nullptr);
+
+[[nodiscard]] const char* to_string(wire::ErrorCode code) noexcept;
+
+// True when the bytes are well-formed UTF-8.
+[[nodiscard]] bool valid_utf8(std::string_view text) noexcept;
+
+}  // namespace ecsnet::protocol

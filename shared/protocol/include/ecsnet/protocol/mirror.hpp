@@ -1,0 +1,142 @@
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "ecsnet/ecs/entity.hpp"
+#include "ecsnet/ecs/storage.hpp"
+#include "ecsnet/protocol/columns.hpp"
+#include "ecsnet/wire/server_generated.h"
+
+// The client side of replication: reproduces the server's entities by index and version from
+// Snapshot and Delta messages, in order, and checks itself against the server's Checksum.
+//
+// Anything inconsistent (a spawn over a live index, a destroy with the wrong version, an
+// update for an unknown entity, a tick gap, a malformed column) is counted and reported, and
+// the mirror then waits for a fresh snapshot: the caller sends ResyncRequest when
+// take_resync_reason() returns a reason. It never crashes on what a server sends.
+namespace ecsnet::protocol {
+
+class mirror {
+public:
+    using entity_type = ecs::Entity;
+
+    struct options {
+        // Largest entity index accepted from the server, bounding memory.
+        std::uint32_t max_index = (1U << 24U) - 1;
+    };
+
+    struct stats {
+        std::uint64_t snapshots{0};
+        std::uint64_t deltas{0};
+        std::uint64_t inconsistencies{0};
+        std::uint64_t checksums_matched{0};
+        std::uint64_t checksums_mismatched{0};
+    };
+
+    // Callbacks for client programs; called after the change was applied.
+    struct callbacks {
+        std::function<void(entity_type)> on_spawn;
+        std::function<void(entity_type, std::uint32_t wire_id)> on_update;
+        std::function<void(entity_type)> on_destroy;
+        std::function<void(std::uint64_t tick, std::size_t entities)> on_snapshot;
+        std::function<void(std::uint64_t tick, bool matched)> on_checksum;
+    };
+
+    mirror() : mirror(options{}) {}
+    explicit mirror(options opts) : options_{opts} {}
+
+    // Applies one verified server message. Snapshot, Delta and Checksum change the mirror;
+    // other messages are none of its business and return true. False means the message was
+    // inconsistent (or the mirror is waiting for a snapshot); error() says why.
+    bool apply(const wire::ServerMessage& message);
+
+    [[nodiscard]] bool ready() const noexcept { return ready_ && !awaiting_resync_; }
+    [[nodiscard]] std::uint64_t tick() const noexcept { return tick_; }
+    [[nodiscard]] std::size_t size() const noexcept { return live_.count; }
+    [[nodiscard]] const stats& statistics() const noexcept { return stats_; }
+    [[nodiscard]] const std::string& error() const noexcept { return error_; }
+
+    // The reason to send a ResyncRequest, once per inconsistency.
+    [[nodiscard]] std::optional<std::string> take_resync_reason();
+
+    // The entity the mirror holds at this index, or null.
+    [[nodiscard]] entity_type find(std::uint32_t index) const noexcept;
+    [[nodiscard]] bool contains(entity_type e) const noexcept { return !e.is_null() && find(e.index()) == e; }
+
+    template <typename T>
+    [[nodiscard]] const T* get(entity_type e) const noexcept {
+        return std::get<ecs::basic_storage<entity_type, T>>(live_.storages).try_get(e);
+    }
+
+    // fn(entity) for every mirrored entity, in index order.
+    template <typename Fn>
+    void each(Fn&& fn) const {
+        for (std::size_t i = 0; i < live_.versions.size(); ++i) {
+            if (live_.versions[i] != 0) {
+                fn(entity_type{static_cast<std::uint32_t>(i), live_.versions[i]});
+            }
+        }
+    }
+
+    // Computed like checksum::of_world on the server.
+    [[nodiscard]] std::uint64_t checksum() const;
+
+    callbacks& events() noexcept { return callbacks_; }
+
+private:
+    template <typename T>
+    using storage_t = ecs::basic_storage<entity_type, T>;
+    template <typename Tuple>
+    struct storages_of;
+    template <typename... T>
+    struct storages_of<std::tuple<T...>> {
+        using type = std::tuple<storage_t<T>...>;
+    };
+
+    struct state {
+        std::vector<std::uint32_t> versions;  // per index; 0 = no entity
+        std::size_t count{0};
+        typename storages_of<replicated_components>::type storages;
+
+        [[nodiscard]] entity_type find(std::uint32_t index) const noexcept {
+            return index < versions.size() && versions[index] != 0
+                       ? entity_type{index, versions[index]}
+                       : entity_type{};
+        }
+        void clear();
+    };
+
+    bool apply_snapshot(const wire::Snapshot& snapshot);
+    bool apply_delta(const wire::Delta& delta);
+    bool apply_checksum(const wire::Checksum& checksum);
+    bool apply_group(state& target, const wire::EntityGroup& group, bool notify);
+    bool apply_updates(const wire::ComponentColumns& columns);
+    bool apply_removals(const wire::ComponentColumns& columns);
+    bool inconsistent(std::string why);
+
+    options options_;
+    state live_;
+    state staging_;  // snapshot chunks land here until the last one
+    bool staging_active_{false};
+    std::uint64_t staging_tick_{0};
+    std::uint32_t staging_next_chunk_{0};
+    std::uint32_t staging_chunk_count_{0};
+    std::uint32_t staging_entity_count_{0};
+
+    bool ready_{false};
+    bool awaiting_resync_{false};
+    bool resync_reported_{false};
+    std::uint64_t tick_{0};
+    stats stats_;
+    std::string error_;
+    callbacks callbacks_;
+    std::vector<std::uint32_t> scratch_;
+};
+
+}  // namespace ecsnet::protocol

@@ -1,0 +1,120 @@
+#include "ecsnet/protocol/frame.hpp"
+
+#include <cstring>
+
+namespace ecsnet::protocol {
+
+namespace {
+
+// Client frames hold one small command: a shallow, small tree. Server frames hold whole
+// worlds, so their table count scales with the snapshot chunk and delta size.
+constexpr flatbuffers::uoffset_t client_max_depth = 8;
+constexpr flatbuffers::uoffset_t client_max_tables = 64;
+constexpr flatbuffers::uoffset_t server_max_depth = 12;
+constexpr flatbuffers::uoffset_t server_max_tables = 1U << 20U;
+
+frame copy_out(const flatbuffers::FlatBufferBuilder& fbb) {
+    const std::uint8_t* data = fbb.GetBufferPointer();
+    return std::make_shared<const std::vector<std::uint8_t>>(data, data + fbb.GetSize());
+}
+
+bool check_envelope(std::span<const std::uint8_t> bytes, const char* identifier, std::string* why) {
+    const auto fail = [&](const char* reason) {
+        if (why != nullptr) {
+            *why = reason;
+        }
+        return false;
+    };
+    if (bytes.size() < frame_prefix_bytes + 8) {
+        return fail("frame shorter than a prefix, a root offset and an identifier");
+    }
+    if (read_prefix(bytes.first<frame_prefix_bytes>()) != bytes.size() - frame_prefix_bytes) {
+        return fail("length prefix does not match the frame size");
+    }
+    if (!flatbuffers::BufferHasIdentifier(bytes.data(), identifier, true)) {
+        return fail("wrong file identifier");
+    }
+    return true;
+}
+
+}  // namespace
+
+frame finish_frame(flatbuffers::FlatBufferBuilder& fbb,
+                   flatbuffers::Offset<wire::ClientMessage> root) {
+    fbb.FinishSizePrefixed(root, wire::ClientMessageIdentifier());
+    return copy_out(fbb);
+}
+
+frame finish_frame(flatbuffers::FlatBufferBuilder& fbb,
+                   flatbuffers::Offset<wire::ServerMessage> root) {
+    fbb.FinishSizePrefixed(root, wire::ServerMessageIdentifier());
+    return copy_out(fbb);
+}
+
+std::uint32_t read_prefix(std::span<const std::uint8_t, frame_prefix_bytes> prefix) noexcept {
+    return static_cast<std::uint32_t>(prefix[0]) | (static_cast<std::uint32_t>(prefix[1]) << 8U) |
+           (static_cast<std::uint32_t>(prefix[2]) << 16U) |
+           (static_cast<std::uint32_t>(prefix[3]) << 24U);
+}
+
+const wire::ClientMessage* verify_client_frame(std::span<const std::uint8_t> bytes,
+                                               std::string* why) {
+    if (!check_envelope(bytes, wire::ClientMessageIdentifier(), why)) {
+        return nullptr;
+    }
+    flatbuffers::Verifier verifier(bytes.data(), bytes.size(), client_max_depth, client_max_tables);
+    if (!wire::VerifySizePrefixedClientMessageBuffer(verifier)) {
+        if (why != nullptr) {
+            *why = "FlatBuffers verification failed";
+        }
+        return nullptr;
+    }
+    return wire::GetSizePrefixedClientMessage(bytes.data());
+}
+
+const wire::ServerMessage* verify_server_frame(std::span<const std::uint8_t> bytes,
+                                               std::string* why) {
+    if (!check_envelope(bytes, wire::ServerMessageIdentifier(), why)) {
+        return nullptr;
+    }
+    flatbuffers::Verifier verifier(bytes.data(), bytes.size(), server_max_depth, server_max_tables);
+    if (!wire::VerifySizePrefixedServerMessageBuffer(verifier)) {
+        if (why != nullptr) {
+            *why = "FlatBuffers verification failed";
+        }
+        return nullptr;
+    }
+    return wire::GetSizePrefixedServerMessage(bytes.data());
+}
+
+void frame_reader::feed(std::span<const std::uint8_t> bytes) {
+    if (consumed_ != 0 && consumed_ == buffer_.size()) {
+        buffer_.clear();
+        consumed_ = 0;
+    } else if (consumed_ > buffer_.size() / 2) {
+        buffer_.erase(buffer_.begin(), buffer_.begin() + static_cast<std::ptrdiff_t>(consumed_));
+        consumed_ = 0;
+    }
+    buffer_.insert(buffer_.end(), bytes.begin(), bytes.end());
+}
+
+frame_reader::status frame_reader::next(std::span<const std::uint8_t>& out) {
+    const std::size_t available = buffer_.size() - consumed_;
+    if (available < frame_prefix_bytes) {
+        return status::need_more;
+    }
+    const std::uint32_t length =
+        read_prefix(std::span<const std::uint8_t, frame_prefix_bytes>{buffer_.data() + consumed_,
+                                                                      frame_prefix_bytes});
+    if (length > max_) {
+        return status::oversize;
+    }
+    if (available < frame_prefix_bytes + length) {
+        return status::need_more;
+    }
+    out = std::span<const std::uint8_t>{buffer_.data() + consumed_, frame_prefix_bytes + length};
+    consumed_ += frame_prefix_bytes + length;
+    return status::frame;
+}
+
+}  // namespace ecsnet::protocol

@@ -1,0 +1,478 @@
+#include "ecsnet/protocol/messages.hpp"
+
+#include <cmath>
+#include <type_traits>
+
+namespace ecsnet::protocol {
+
+namespace {
+
+template <class... Ts>
+struct overloaded : Ts... {
+    using Ts::operator()...;
+};
+template <class... Ts>
+overloaded(Ts...) -> overloaded<Ts...>;
+
+flatbuffers::Offset<flatbuffers::String> optional_string(flatbuffers::FlatBufferBuilder& fbb,
+                                                         const std::string& s) {
+    return s.empty() ? 0 : fbb.CreateString(s);
+}
+
+wire::EntityRef to_wire(ecs::Entity e) { return wire::EntityRef{e.index(), e.version()}; }
+
+// One value per present type; with `at`, each value's entity index too (removals: `at` only).
+flatbuffers::Offset<wire::ComponentColumns> encode_set(flatbuffers::FlatBufferBuilder& fbb,
+                                                       const component_set& set) {
+    std::array<flatbuffers::uoffset_t, replicated_count> values{};
+    for_each_component([&]<typename T>() {
+        if (const auto& v = set.get<T>()) {
+            const T* one = &*v;
+            values[wire_id_v<T>] = encode_values<T>(fbb, std::span<const T* const>{&one, 1}).o;
+        }
+    });
+    wire::ComponentColumnsBuilder builder(fbb);
+    for_each_component([&]<typename T>() {
+        if (values[wire_id_v<T>] != 0) {
+            column<T>::add_values(
+                builder, flatbuffers::Offset<typename column<T>::vector_type>(values[wire_id_v<T>]));
+        }
+    });
+    return builder.Finish();
+}
+
+flatbuffers::Offset<wire::ComponentColumns> encode_mask(flatbuffers::FlatBufferBuilder& fbb,
+                                                        std::uint32_t index, std::uint64_t mask) {
+    std::array<flatbuffers::uoffset_t, replicated_count> at{};
+    for_each_component([&]<typename T>() {
+        if ((mask >> wire_id_v<T>) & 1U) {
+            const std::uint32_t one = index;
+            const auto list = fbb.CreateVector(&one, 1);
+            at[wire_id_v<T>] = wire::CreateIndexSet(fbb, 0, list).o;
+        }
+    });
+    wire::ComponentColumnsBuilder builder(fbb);
+    for_each_component([&]<typename T>() {
+        if (at[wire_id_v<T>] != 0) {
+            column<T>::add_at(builder, flatbuffers::Offset<wire::IndexSet>(at[wire_id_v<T>]));
+        }
+    });
+    return builder.Finish();
+}
+
+decode_error command_error(wire::ErrorCode code, std::string message, std::uint32_t request_id) {
+    return decode_error{code, std::move(message), request_id, false};
+}
+
+decode_error fatal_error(std::string message) {
+    return decode_error{wire::ErrorCode::Malformed, std::move(message), std::nullopt, true};
+}
+
+// A command's component values: one value per present column, no entity sets, only types
+// clients may write, every value valid.
+std::optional<decode_error> decode_values(const wire::ComponentColumns* columns,
+                                          std::uint32_t request_id, component_set& out) {
+    if (columns == nullptr) {
+        return std::nullopt;
+    }
+    std::optional<decode_error> error;
+    for_each_component([&]<typename T>() {
+        if (error) {
+            return;
+        }
+        const std::string name{column<T>::name};
+        if (column<T>::at(*columns) != nullptr) {
+            error = command_error(wire::ErrorCode::Malformed,
+                                  "column " + name + "_at is not allowed in this command",
+                                  request_id);
+            return;
+        }
+        const auto* values = column<T>::values(*columns);
+        if (values == nullptr) {
+            return;
+        }
+        if (values->size() != 1) {
+            error = command_error(wire::ErrorCode::Malformed,
+                                  "column " + name + " must hold exactly one value, not " +
+                                      std::to_string(values->size()),
+                                  request_id);
+            return;
+        }
+        if (column<T>::written_by == writer::server) {
+            error = command_error(wire::ErrorCode::InvalidValue,
+                                  name + " is set by the server only", request_id);
+            return;
+        }
+        T value = decode_value<T>(*values, 0);
+        if (!valid_value(value)) {
+            error = command_error(wire::ErrorCode::InvalidValue,
+                                  "invalid " + name + " value (numbers must be finite, names at most " +
+                                      std::to_string(max_name_bytes) + " bytes)",
+                                  request_id);
+            return;
+        }
+        if constexpr (is_string_component_v<T>) {
+            if (!valid_utf8(value.value)) {
+                error = command_error(wire::ErrorCode::InvalidValue, name + " is not valid UTF-8",
+                                      request_id);
+                return;
+            }
+        }
+        out.set<T>(std::move(value));
+    });
+    return error;
+}
+
+std::optional<decode_error> decode_removal_mask(const wire::ComponentColumns* columns,
+                                                std::uint32_t request_id, std::uint64_t& mask) {
+    mask = 0;
+    if (columns == nullptr) {
+        return std::nullopt;
+    }
+    std::optional<decode_error> error;
+    for_each_component([&]<typename T>() {
+        if (error) {
+            return;
+        }
+        if (column<T>::values(*columns) != nullptr) {
+            error = command_error(wire::ErrorCode::Malformed,
+                                  "RemoveComponent names types by their _at column, not values",
+                                  request_id);
+            return;
+        }
+        if (column<T>::at(*columns) == nullptr) {
+            return;
+        }
+        if (column<T>::written_by == writer::server) {
+            error = command_error(wire::ErrorCode::InvalidValue,
+                                  std::string{column<T>::name} + " is set by the server only",
+                                  request_id);
+            return;
+        }
+        mask |= std::uint64_t{1} << wire_id_v<T>;
+    });
+    return error;
+}
+
+std::optional<ecs::Entity> entity_of(const wire::EntityRef* ref) {
+    if (ref == nullptr || ref->version() == 0) {
+        return std::nullopt;
+    }
+    return ecs::Entity{ref->index(), ref->version()};
+}
+
+}  // namespace
+
+std::uint64_t component_set::mask() const noexcept {
+    std::uint64_t mask = 0;
+    for_each_component([&]<typename T>() {
+        if (get<T>().has_value()) {
+            mask |= std::uint64_t{1} << wire_id_v<T>;
+        }
+    });
+    return mask;
+}
+
+frame encode(const client_message& message) {
+    flatbuffers::FlatBufferBuilder fbb(256);
+    const auto [type, body] = std::visit(
+        overloaded{
+            [&](const hello& m) {
+                const auto name = optional_string(fbb, m.client_name);
+                const auto token = optional_string(fbb, m.auth_token);
+                return std::pair{wire::ClientBody::Hello,
+                                 wire::CreateHello(fbb, m.version, name, token).Union()};
+            },
+            [&](const spawn& m) {
+                const auto columns = encode_set(fbb, m.components);
+                return std::pair{wire::ClientBody::Spawn,
+                                 wire::CreateSpawn(fbb, m.request_id, columns).Union()};
+            },
+            [&](const destroy& m) {
+                const auto ref = to_wire(m.entity);
+                return std::pair{wire::ClientBody::Destroy,
+                                 wire::CreateDestroy(fbb, m.request_id, &ref).Union()};
+            },
+            [&](const set_components& m) {
+                const auto columns = encode_set(fbb, m.components);
+                const auto ref = to_wire(m.entity);
+                return std::pair{
+                    wire::ClientBody::SetComponent,
+                    wire::CreateSetComponent(fbb, m.request_id, &ref, columns).Union()};
+            },
+            [&](const remove_components& m) {
+                const auto columns = encode_mask(fbb, m.entity.index(), m.mask);
+                const auto ref = to_wire(m.entity);
+                return std::pair{
+                    wire::ClientBody::RemoveComponent,
+                    wire::CreateRemoveComponent(fbb, m.request_id, &ref, columns).Union()};
+            },
+            [&](const ping& m) {
+                return std::pair{wire::ClientBody::Ping, wire::CreatePing(fbb, m.nonce).Union()};
+            },
+            [&](const resync_request& m) {
+                const auto reason = optional_string(fbb, m.reason);
+                return std::pair{wire::ClientBody::ResyncRequest,
+                                 wire::CreateResyncRequest(fbb, reason).Union()};
+            },
+        },
+        message);
+    return finish_frame(fbb, wire::CreateClientMessage(fbb, type, body));
+}
+
+decoded_client decode_client_frame(std::span<const std::uint8_t> bytes) {
+    decoded_client out;
+    std::string why;
+    const wire::ClientMessage* root = verify_client_frame(bytes, &why);
+    if (root == nullptr) {
+        out.error = fatal_error("malformed frame: " + why);
+        return out;
+    }
+    const auto fail = [&](decode_error e) {
+        out.error = std::move(e);
+        return out;
+    };
+    switch (root->body_type()) {
+        case wire::ClientBody::Hello: {
+            const auto* m = root->body_as_Hello();
+            hello h;
+            h.version = m->protocol_version();
+            h.client_name = m->client_name() != nullptr ? m->client_name()->str() : "";
+            h.auth_token = m->auth_token() != nullptr ? m->auth_token()->str() : "";
+            if (h.client_name.size() > max_client_name_bytes || !valid_utf8(h.client_name)) {
+                return fail(fatal_error("client name must be UTF-8 of at most " +
+                                        std::to_string(max_client_name_bytes) + " bytes"));
+            }
+            if (h.auth_token.size() > max_token_bytes) {
+                return fail(fatal_error("auth token longer than " +
+                                        std::to_string(max_token_bytes) + " bytes"));
+            }
+            out.message = std::move(h);
+            return out;
+        }
+        case wire::ClientBody::Spawn: {
+            const auto* m = root->body_as_Spawn();
+            spawn s{m->request_id(), {}};
+            if (auto e = decode_values(m->components(), s.request_id, s.components)) {
+                return fail(std::move(*e));
+            }
+            out.message = std::move(s);
+            return out;
+        }
+        case wire::ClientBody::Destroy: {
+            const auto* m = root->body_as_Destroy();
+            const auto e = entity_of(m->entity());
+            if (!e) {
+                return fail(command_error(wire::ErrorCode::Malformed,
+                                          "Destroy needs an entity with a non-zero version",
+                                          m->request_id()));
+            }
+            out.message = destroy{m->request_id(), *e};
+            return out;
+        }
+        case wire::ClientBody::SetComponent: {
+            const auto* m = root->body_as_SetComponent();
+            set_components s{m->request_id(), {}, {}};
+            const auto e = entity_of(m->entity());
+            if (!e) {
+                return fail(command_error(wire::ErrorCode::Malformed,
+                                          "SetComponent needs an entity with a non-zero version",
+                                          s.request_id));
+            }
+            s.entity = *e;
+            if (auto err = decode_values(m->components(), s.request_id, s.components)) {
+                return fail(std::move(*err));
+            }
+            if (s.components.empty()) {
+                return fail(command_error(wire::ErrorCode::Malformed,
+                                          "SetComponent carries no component", s.request_id));
+            }
+            out.message = std::move(s);
+            return out;
+        }
+        case wire::ClientBody::RemoveComponent: {
+            const auto* m = root->body_as_RemoveComponent();
+            remove_components r{m->request_id(), {}, 0};
+            const auto e = entity_of(m->entity());
+            if (!e) {
+                return fail(command_error(wire::ErrorCode::Malformed,
+                                          "RemoveComponent needs an entity with a non-zero version",
+                                          r.request_id));
+            }
+            r.entity = *e;
+            if (auto err = decode_removal_mask(m->components(), r.request_id, r.mask)) {
+                return fail(std::move(*err));
+            }
+            if (r.mask == 0) {
+                return fail(command_error(wire::ErrorCode::Malformed,
+                                          "RemoveComponent names no component", r.request_id));
+            }
+            out.message = r;
+            return out;
+        }
+        case wire::ClientBody::Ping:
+            out.message = ping{root->body_as_Ping()->nonce()};
+            return out;
+        case wire::ClientBody::ResyncRequest: {
+            const auto* reason = root->body_as_ResyncRequest()->reason();
+            std::string text = reason != nullptr ? reason->str() : "";
+            if (text.size() > max_reason_bytes || !valid_utf8(text)) {
+                return fail(fatal_error("resync reason must be UTF-8 of at most " +
+                                        std::to_string(max_reason_bytes) + " bytes"));
+            }
+            out.message = resync_request{std::move(text)};
+            return out;
+        }
+        case wire::ClientBody::NONE:
+        default:
+            // The verifier passes unknown union tags on purpose (forward compatibility).
+            return fail(fatal_error("unknown message type " +
+                                    std::to_string(static_cast<unsigned>(root->body_type()))));
+    }
+}
+
+frame encode(const server_control& message) {
+    flatbuffers::FlatBufferBuilder fbb(256);
+    const auto [type, body] = std::visit(
+        overloaded{
+            [&](const welcome& m) {
+                return std::pair{wire::ServerBody::Welcome,
+                                 wire::CreateWelcome(fbb, m.client_id, m.version, m.tick_rate,
+                                                     m.current_tick, m.checksum_interval)
+                                     .Union()};
+            },
+            [&](const command_result& m) {
+                const auto text = optional_string(fbb, m.message);
+                const auto ref = to_wire(m.entity);
+                return std::pair{wire::ServerBody::CommandResult,
+                                 wire::CreateCommandResult(fbb, m.request_id, m.ok, m.code, text,
+                                                           m.entity.is_null() ? nullptr : &ref)
+                                     .Union()};
+            },
+            [&](const pong& m) {
+                return std::pair{wire::ServerBody::Pong,
+                                 wire::CreatePong(fbb, m.nonce, m.tick).Union()};
+            },
+            [&](const checksum_report& m) {
+                return std::pair{wire::ServerBody::Checksum,
+                                 wire::CreateChecksum(fbb, m.tick, m.hash, m.entity_count).Union()};
+            },
+            [&](const disconnect& m) {
+                const auto reason = optional_string(fbb, m.reason);
+                return std::pair{wire::ServerBody::Disconnect,
+                                 wire::CreateDisconnect(fbb, reason).Union()};
+            },
+        },
+        message);
+    return finish_frame(fbb, wire::CreateServerMessage(fbb, type, body));
+}
+
+std::optional<server_control> decode_server_control(const wire::ServerMessage& message,
+                                                    std::string* why) {
+    const auto fail = [&](std::string reason) -> std::optional<server_control> {
+        if (why != nullptr) {
+            *why = std::move(reason);
+        }
+        return std::nullopt;
+    };
+    switch (message.body_type()) {
+        case wire::ServerBody::Welcome: {
+            const auto* m = message.body_as_Welcome();
+            if (!std::isfinite(m->tick_rate()) || m->tick_rate() <= 0.0F) {
+                return fail("Welcome with a tick rate that is not a positive number");
+            }
+            return welcome{m->client_id(), m->protocol_version(), m->tick_rate(),
+                           m->current_tick(), m->checksum_interval()};
+        }
+        case wire::ServerBody::CommandResult: {
+            const auto* m = message.body_as_CommandResult();
+            if (m->code() < wire::ErrorCode::MIN || m->code() > wire::ErrorCode::MAX) {
+                return fail("CommandResult with unknown error code " +
+                            std::to_string(static_cast<unsigned>(m->code())));
+            }
+            std::string text = m->message() != nullptr ? m->message()->str() : "";
+            if (text.size() > 4096 || !valid_utf8(text)) {
+                return fail("CommandResult message is not UTF-8 of at most 4096 bytes");
+            }
+            ecs::Entity e;
+            if (const auto* ref = m->entity()) {
+                e = ecs::Entity{ref->index(), ref->version()};
+            }
+            return command_result{m->request_id(), m->ok(), m->code(), std::move(text), e};
+        }
+        case wire::ServerBody::Pong: {
+            const auto* m = message.body_as_Pong();
+            return pong{m->nonce(), m->tick()};
+        }
+        case wire::ServerBody::Checksum: {
+            const auto* m = message.body_as_Checksum();
+            return checksum_report{m->tick(), m->hash(), m->entity_count()};
+        }
+        case wire::ServerBody::Disconnect: {
+            const auto* reason = message.body_as_Disconnect()->reason();
+            std::string text = reason != nullptr ? reason->str() : "";
+            if (text.size() > max_reason_bytes || !valid_utf8(text)) {
+                return fail("Disconnect reason is not UTF-8 of at most 256 bytes");
+            }
+            return disconnect{std::move(text)};
+        }
+        case wire::ServerBody::Snapshot:
+        case wire::ServerBody::Delta:
+            return fail("Snapshot and Delta go to the mirror");
+        case wire::ServerBody::NONE:
+        default:
+            return fail("unknown server message type " +
+                        std::to_string(static_cast<unsigned>(message.body_type())));
+    }
+}
+
+const char* to_string(wire::ErrorCode code) noexcept {
+    if (code < wire::ErrorCode::MIN || code > wire::ErrorCode::MAX) {
+        return "unknown error";
+    }
+    return wire::EnumNameErrorCode(code);
+}
+
+bool valid_utf8(std::string_view text) noexcept {
+    std::size_t i = 0;
+    while (i < text.size()) {
+        const auto c = static_cast<unsigned char>(text[i]);
+        std::size_t extra = 0;
+        std::uint32_t cp = 0;
+        if (c < 0x80) {
+            ++i;
+            continue;
+        }
+        if ((c & 0xE0U) == 0xC0U) {
+            extra = 1;
+            cp = c & 0x1FU;
+        } else if ((c & 0xF0U) == 0xE0U) {
+            extra = 2;
+            cp = c & 0x0FU;
+        } else if ((c & 0xF8U) == 0xF0U) {
+            extra = 3;
+            cp = c & 0x07U;
+        } else {
+            return false;
+        }
+        if (i + extra >= text.size()) {
+            return false;
+        }
+        for (std::size_t k = 1; k <= extra; ++k) {
+            const auto cc = static_cast<unsigned char>(text[i + k]);
+            if ((cc & 0xC0U) != 0x80U) {
+                return false;
+            }
+            cp = (cp << 6U) | (cc & 0x3FU);
+        }
+        // Overlong forms, surrogates and code points past U+10FFFF are invalid.
+        if ((extra == 1 && cp < 0x80) || (extra == 2 && cp < 0x800) ||
+            (extra == 3 && cp < 0x10000) || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) {
+            return false;
+        }
+        i += extra + 1;
+    }
+    return true;
+}
+
+}  // namespace ecsnet::protocol

@@ -1,0 +1,326 @@
+#include "ecsnet/protocol/mirror.hpp"
+
+#include "ecsnet/protocol/checksum.hpp"
+
+namespace ecsnet::protocol {
+
+void mirror::state::clear() {
+    versions.clear();
+    count = 0;
+    std::apply([](auto&... s) { (s.clear(), ...); }, storages);
+}
+
+std::optional<std::string> mirror::take_resync_reason() {
+    if (!awaiting_resync_ || resync_reported_) {
+        return std::nullopt;
+    }
+    resync_reported_ = true;
+    return error_;
+}
+
+mirror::entity_type mirror::find(std::uint32_t index) const noexcept { return live_.find(index); }
+
+bool mirror::inconsistent(std::string why) {
+    ++stats_.inconsistencies;
+    error_ = std::move(why);
+    awaiting_resync_ = true;
+    resync_reported_ = false;
+    staging_active_ = false;
+    return false;
+}
+
+bool mirror::apply(const wire::ServerMessage& message) {
+    switch (message.body_type()) {
+        case wire::ServerBody::Snapshot:
+            return apply_snapshot(*message.body_as_Snapshot());
+        case wire::ServerBody::Delta:
+            return apply_delta(*message.body_as_Delta());
+        case wire::ServerBody::Checksum:
+            return apply_checksum(*message.body_as_Checksum());
+        case wire::ServerBody::Welcome:
+        case wire::ServerBody::CommandResult:
+        case wire::ServerBody::Pong:
+        case wire::ServerBody::Disconnect:
+            return true;
+        case wire::ServerBody::NONE:
+        default:
+            // The verifier lets unknown union tags through on purpose (forward compatibility).
+            return inconsistent("unknown server message type " +
+                                std::to_string(static_cast<unsigned>(message.body_type())));
+    }
+}
+
+bool mirror::apply_group(state& target, const wire::EntityGroup& group, bool notify) {
+    if (!expand_index_set(group.at(), options_.max_index + std::size_t{1}, scratch_)) {
+        return inconsistent("entity group lists too many entities");
+    }
+    const std::size_t count = scratch_.size();
+    const auto* versions = group.versions();
+    if ((versions == nullptr ? 0 : versions->size()) != count) {
+        return inconsistent("entity group has " + std::to_string(count) + " entities but " +
+                            std::to_string(versions == nullptr ? 0 : versions->size()) +
+                            " versions");
+    }
+    // Validate the whole group before touching the state.
+    for (std::size_t i = 0; i < count; ++i) {
+        const std::uint32_t index = scratch_[i];
+        if (index > options_.max_index) {
+            return inconsistent("entity index " + std::to_string(index) + " above the limit");
+        }
+        if (versions->Get(static_cast<flatbuffers::uoffset_t>(i)) == 0) {
+            return inconsistent("entity " + std::to_string(index) + " has the null version 0");
+        }
+        if (!target.find(index).is_null()) {
+            return inconsistent("spawn of " + std::to_string(index) + ":" +
+                                std::to_string(versions->Get(static_cast<flatbuffers::uoffset_t>(i))) +
+                                " over live entity " + ecs::to_string(target.find(index)));
+        }
+    }
+    bool ok = true;
+    const wire::ComponentColumns* columns = group.columns();
+    if (columns != nullptr) {
+        for_each_component([&]<typename T>() {
+            const auto* values = column<T>::values(*columns);
+            if (!ok || values == nullptr) {
+                return;
+            }
+            if (values->size() != count) {
+                ok = inconsistent("column " + std::string{column<T>::name} + " has " +
+                                  std::to_string(values->size()) + " values for " +
+                                  std::to_string(count) + " entities");
+                return;
+            }
+            for (std::size_t i = 0; i < count && ok; ++i) {
+                if (!valid_value(decode_value<T>(*values, i))) {
+                    ok = inconsistent("invalid " + std::string{column<T>::name} + " value");
+                }
+            }
+        });
+    }
+    if (!ok) {
+        return false;
+    }
+    for (std::size_t i = 0; i < count; ++i) {
+        const std::uint32_t index = scratch_[i];
+        if (index >= target.versions.size()) {
+            target.versions.resize(std::max<std::size_t>(index + 1, target.versions.size() * 2), 0);
+        }
+        target.versions[index] = versions->Get(static_cast<flatbuffers::uoffset_t>(i));
+        ++target.count;
+    }
+    if (columns != nullptr) {
+        for_each_component([&]<typename T>() {
+            const auto* values = column<T>::values(*columns);
+            if (values == nullptr) {
+                return;
+            }
+            auto& storage = std::get<storage_t<T>>(target.storages);
+            for (std::size_t i = 0; i < count; ++i) {
+                storage.emplace(target.find(scratch_[i]), decode_value<T>(*values, i));
+            }
+        });
+    }
+    if (notify && callbacks_.on_spawn) {
+        for (const std::uint32_t index : scratch_) {
+            callbacks_.on_spawn(target.find(index));
+        }
+    }
+    return true;
+}
+
+bool mirror::apply_snapshot(const wire::Snapshot& snapshot) {
+    if (snapshot.chunk() == 0) {
+        staging_.clear();
+        staging_active_ = true;
+        staging_tick_ = snapshot.tick();
+        staging_next_chunk_ = 0;
+        staging_chunk_count_ = snapshot.chunk_count();
+        staging_entity_count_ = snapshot.entity_count();
+    }
+    if (!staging_active_ || snapshot.chunk() != staging_next_chunk_ ||
+        snapshot.tick() != staging_tick_ || snapshot.chunk_count() != staging_chunk_count_ ||
+        snapshot.chunk_count() == 0) {
+        return inconsistent("snapshot chunk " + std::to_string(snapshot.chunk()) + "/" +
+                            std::to_string(snapshot.chunk_count()) + " of tick " +
+                            std::to_string(snapshot.tick()) + " out of sequence");
+    }
+    if (const auto* groups = snapshot.groups()) {
+        for (const auto* group : *groups) {
+            if (!apply_group(staging_, *group, false)) {
+                return false;
+            }
+        }
+    }
+    ++staging_next_chunk_;
+    if (staging_next_chunk_ < staging_chunk_count_) {
+        return true;
+    }
+    staging_active_ = false;
+    if (staging_.count != staging_entity_count_) {
+        return inconsistent("snapshot announced " + std::to_string(staging_entity_count_) +
+                            " entities but carried " + std::to_string(staging_.count));
+    }
+    std::swap(live_, staging_);
+    staging_.clear();
+    tick_ = staging_tick_;
+    ready_ = true;
+    awaiting_resync_ = false;
+    ++stats_.snapshots;
+    if (callbacks_.on_snapshot) {
+        callbacks_.on_snapshot(tick_, live_.count);
+    }
+    return true;
+}
+
+bool mirror::apply_updates(const wire::ComponentColumns& columns) {
+    bool ok = true;
+    for_each_component([&]<typename T>() {
+        if (!ok) {
+            return;
+        }
+        const auto* at = column<T>::at(columns);
+        const auto* values = column<T>::values(columns);
+        if (at == nullptr && values == nullptr) {
+            return;
+        }
+        const std::size_t count = values == nullptr ? 0 : values->size();
+        if (!expand_index_set(at, count, scratch_) || scratch_.size() != count) {
+            ok = inconsistent("update column " + std::string{column<T>::name} +
+                              " lists a different number of entities and values");
+            return;
+        }
+        for (std::size_t i = 0; i < count; ++i) {
+            const entity_type e = live_.find(scratch_[i]);
+            if (e.is_null()) {
+                ok = inconsistent("update of " + std::string{column<T>::name} +
+                                  " for unknown entity index " + std::to_string(scratch_[i]));
+                return;
+            }
+            T value = decode_value<T>(*values, i);
+            if (!valid_value(value)) {
+                ok = inconsistent("invalid " + std::string{column<T>::name} + " value for " +
+                                  ecs::to_string(e));
+                return;
+            }
+            auto& storage = std::get<storage_t<T>>(live_.storages);
+            if (T* current = storage.try_get(e)) {
+                *current = std::move(value);
+            } else {
+                storage.emplace(e, std::move(value));
+            }
+            if (callbacks_.on_update) {
+                callbacks_.on_update(e, wire_id_v<T>);
+            }
+        }
+    });
+    return ok;
+}
+
+bool mirror::apply_removals(const wire::ComponentColumns& columns) {
+    bool ok = true;
+    for_each_component([&]<typename T>() {
+        const auto* at = column<T>::at(columns);
+        if (!ok || at == nullptr) {
+            return;
+        }
+        if (!expand_index_set(at, live_.count, scratch_)) {
+            ok = inconsistent("removal column " + std::string{column<T>::name} +
+                              " lists more entities than exist");
+            return;
+        }
+        auto& storage = std::get<storage_t<T>>(live_.storages);
+        for (const std::uint32_t index : scratch_) {
+            const entity_type e = live_.find(index);
+            if (e.is_null() || !storage.contains(e)) {
+                ok = inconsistent("removal of " + std::string{column<T>::name} +
+                                  " that entity index " + std::to_string(index) + " does not have");
+                return;
+            }
+            storage.erase(e);
+            if (callbacks_.on_update) {
+                callbacks_.on_update(e, wire_id_v<T>);
+            }
+        }
+    });
+    return ok;
+}
+
+bool mirror::apply_delta(const wire::Delta& delta) {
+    if (awaiting_resync_ || !ready_) {
+        error_ = ready_ ? "waiting for a snapshot after an inconsistency"
+                        : "delta before the first snapshot";
+        return false;
+    }
+    if (delta.tick() != tick_ + 1) {
+        return inconsistent("tick gap: delta for tick " + std::to_string(delta.tick()) +
+                            " after tick " + std::to_string(tick_));
+    }
+    if (const auto* destroyed = delta.destroyed()) {
+        for (const auto* ref : *destroyed) {
+            const entity_type e = live_.find(ref->index());
+            if (e.is_null() || e.version() != ref->version()) {
+                return inconsistent("destroy of " + std::to_string(ref->index()) + ":" +
+                                    std::to_string(ref->version()) + " but the mirror has " +
+                                    (e.is_null() ? std::string{"nothing"} : ecs::to_string(e)) +
+                                    " there");
+            }
+            if (callbacks_.on_destroy) {
+                callbacks_.on_destroy(e);
+            }
+            std::apply([&](auto&... s) { ((s.contains(e) ? s.erase(e) : void()), ...); },
+                       live_.storages);
+            live_.versions[e.index()] = 0;
+            --live_.count;
+        }
+    }
+    if (const auto* spawned = delta.spawned()) {
+        for (const auto* group : *spawned) {
+            if (!apply_group(live_, *group, true)) {
+                return false;
+            }
+        }
+    }
+    if (delta.updated() != nullptr && !apply_updates(*delta.updated())) {
+        return false;
+    }
+    if (delta.removed() != nullptr && !apply_removals(*delta.removed())) {
+        return false;
+    }
+    tick_ = delta.tick();
+    ++stats_.deltas;
+    return true;
+}
+
+bool mirror::apply_checksum(const wire::Checksum& message) {
+    if (!ready() || message.tick() != tick_) {
+        return true;  // not comparable now (still joining, or resyncing)
+    }
+    const bool matched = checksum() == message.hash() && live_.count == message.entity_count();
+    if (matched) {
+        ++stats_.checksums_matched;
+    } else {
+        ++stats_.checksums_mismatched;
+    }
+    if (callbacks_.on_checksum) {
+        callbacks_.on_checksum(message.tick(), matched);
+    }
+    return matched ? true
+                   : inconsistent("checksum mismatch at tick " + std::to_string(message.tick()) +
+                                  " (desync)");
+}
+
+std::uint64_t mirror::checksum() const {
+    std::uint64_t sum = 0;
+    each([&](entity_type e) { sum += checksum::entity_term(e.index(), e.version()); });
+    for_each_component([&]<typename T>() {
+        const auto& storage = std::get<storage_t<T>>(live_.storages);
+        const auto entities = storage.entities();
+        const auto values = storage.values();
+        for (std::size_t i = 0; i < entities.size(); ++i) {
+            sum += checksum::component_term(entities[i].index(), entities[i].version(), values[i]);
+        }
+    });
+    return sum;
+}
+
+}  // namespace ecsnet::protocol
