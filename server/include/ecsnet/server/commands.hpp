@@ -1,0 +1,61 @@
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <unordered_map>
+
+#include "ecsnet/ecs/world.hpp"
+#include "ecsnet/protocol/messages.hpp"
+
+namespace ecsnet::server {
+
+struct command_limits {
+    std::size_t max_entities_per_client = 10'000;
+    std::size_t max_entities = 2'000'000;
+};
+
+struct command_counters {
+    std::uint64_t applied{0};
+    std::uint64_t rejected{0};
+};
+
+// Applies clients' commands to the world, server-authoritatively: every entity a client names
+// must exist at exactly the version it names and be owned by that client; quotas hold; the
+// server sets Owner. Each command yields the CommandResult to send back.
+class command_processor {
+public:
+    command_processor(ecs::World& world, command_limits limits);
+    command_processor(const command_processor&) = delete;
+    command_processor& operator=(const command_processor&) = delete;
+    ~command_processor();
+
+    // Spawn, Destroy, SetComponent or RemoveComponent (other messages are not commands).
+    [[nodiscard]] protocol::command_result apply(std::uint32_t client,
+                                                 const protocol::client_message& message);
+
+    // Destroys every entity the client owns (on disconnect). Returns how many.
+    std::size_t despawn_all_of(std::uint32_t client);
+
+    [[nodiscard]] std::size_t owned_by(std::uint32_t client) const noexcept;
+    [[nodiscard]] const command_counters& counters() const noexcept { return counters_; }
+
+private:
+    protocol::command_result spawn(std::uint32_t client, const protocol::spawn& command);
+    protocol::command_result destroy(std::uint32_t client, const protocol::destroy& command);
+    protocol::command_result set(std::uint32_t client, const protocol::set_components& command);
+    protocol::command_result remove(std::uint32_t client,
+                                    const protocol::remove_components& command);
+    // Null on success, else the rejection for `request_id`.
+    std::optional<protocol::command_result> check_target(std::uint32_t client,
+                                                         std::uint32_t request_id,
+                                                         ecs::Entity target) const;
+
+    ecs::World& world_;
+    command_limits limits_;
+    std::unordered_map<std::uint32_t, std::size_t> owned_;
+    ecs::World::sink_type::connection construct_connection_{};
+    ecs::World::sink_type::connection destroy_connection_{};
+    command_counters counters_;
+};
+
+}  // namespace ecsnet::server

@@ -1,0 +1,56 @@
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+
+namespace ecsnet::server {
+
+enum class log_format { text, json };
+
+// Everything the server can be told. Every field has a command-line flag and an ECSNET_*
+// environment variable (config.cpp lists them; `ecsnet-server --help` prints them).
+struct server_config {
+    std::string bind = "0.0.0.0";
+    std::uint16_t port = 7777;
+    double tick_rate = 30.0;
+    std::size_t max_clients = 256;
+    std::size_t max_frame_bytes = 64 * 1024;
+    std::size_t queue_bytes = 1024 * 1024;
+    std::size_t demo_entities = 0;
+    std::string log_level = "info";
+    log_format log_format_ = log_format::text;
+    std::string auth_token;
+
+    std::size_t max_entities_per_client = 10'000;
+    std::size_t max_entities = 2'000'000;
+    double command_rate = 200.0;
+    double command_burst = 400.0;
+    bool keep_entities_on_disconnect = false;
+    std::uint32_t checksum_interval = 30;
+    float world_half_extent = 1000.0F;  // entities stay inside [-e, e] on both axes
+
+    std::chrono::milliseconds hello_timeout{5000};
+    std::chrono::milliseconds idle_timeout{60'000};
+    std::chrono::milliseconds frame_timeout{10'000};   // a started frame must finish by then
+    std::chrono::milliseconds stall_timeout{10'000};   // a queued write must progress by then
+    std::chrono::milliseconds shutdown_grace{3000};    // flush time for Disconnect on shutdown
+    std::chrono::seconds stats_interval{10};
+};
+
+// The outcome of parsing a command line: run with a config, run the healthcheck, or exit
+// (after --help / --version or a usage error) with a code.
+struct parsed_command_line {
+    server_config config;
+    bool healthcheck = false;
+    std::optional<int> exit_code;
+};
+
+[[nodiscard]] parsed_command_line parse_command_line(int argc, const char* const* argv);
+
+// One line describing the effective configuration, for the start-up log.
+[[nodiscard]] std::string describe(const server_config& config);
+
+}  // namespace ecsnet::server

@@ -1,0 +1,124 @@
+#pragma once
+
+#include <boost/asio/awaitable.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/steady_timer.hpp>
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "ecsnet/ecs/scheduler.hpp"
+#include "ecsnet/protocol/messages.hpp"
+#include "ecsnet/protocol/replication.hpp"
+#include "ecsnet/server/commands.hpp"
+#include "ecsnet/server/config.hpp"
+#include "ecsnet/server/logging.hpp"
+
+namespace ecsnet::server {
+
+class session;
+
+struct server_stats {
+    std::uint64_t ticks{0};
+    std::uint64_t overruns{0};
+    std::uint64_t connections{0};
+    std::uint64_t refused{0};           // server full, bad version, bad token
+    std::uint64_t resyncs{0};
+    std::uint64_t dropped_frames{0};    // deltas/checksums dropped for slow clients
+    std::uint64_t rate_limited{0};
+    std::uint64_t invalid_frames{0};
+    std::uint64_t bytes_out{0};
+    std::uint64_t accept_errors{0};
+};
+
+// The ecsnet service. Everything runs on the one thread that runs the io_context: sockets,
+// the tick timer and the world, so the world needs no lock (docs/SERVER.md).
+//
+// Each tick, on absolute deadlines: apply the commands received since the last tick in
+// arrival order -> run the systems (movement, bounds, lifetime; each followed by a sync point)
+// -> take the change set -> encode the delta once -> queue the same bytes to every joined
+// client -> every N ticks, a checksum. Nothing else writes to the world, so a snapshot taken
+// between ticks and the deltas after it always agree.
+class server {
+public:
+    using clock = std::chrono::steady_clock;
+
+    server(boost::asio::io_context& io, server_config config);
+    server(const server&) = delete;
+    server& operator=(const server&) = delete;
+    ~server();
+
+    // Binds, listens and starts ticking. Throws std::runtime_error ("cannot listen on
+    // 0.0.0.0:7777: bind: Address already in use") when it cannot.
+    void start();
+    // Graceful shutdown: stop accepting and ticking, send every client Disconnect "shutting
+    // down", flush for at most the shutdown grace; io_context::run() then returns by itself.
+    void stop();
+
+    [[nodiscard]] std::uint16_t port() const noexcept { return port_; }
+    [[nodiscard]] std::uint64_t tick() const noexcept { return tick_; }
+    [[nodiscard]] const ecs::World& world() const noexcept { return *world_; }
+    [[nodiscard]] ecs::World& world() noexcept { return *world_; }
+    [[nodiscard]] ecs::Scheduler& scheduler() noexcept { return scheduler_; }
+    [[nodiscard]] const server_stats& stats() const noexcept { return stats_; }
+    [[nodiscard]] const server_config& config() const noexcept { return config_; }
+    [[nodiscard]] std::size_t clients() const noexcept { return active_; }
+
+private:
+    friend class session;
+
+    // Called by sessions.
+    [[nodiscard]] std::optional<std::string> admit(session& s, const protocol::hello& hello);
+    void queue_command(const std::shared_ptr<session>& s, protocol::client_message message);
+    void send_snapshot(session& s);
+    void closed(session& s, const std::string& reason);
+    [[nodiscard]] log_limiter& warnings() noexcept { return warnings_; }
+    [[nodiscard]] boost::asio::io_context& io() noexcept { return io_; }
+
+    boost::asio::awaitable<void> accept_loop();
+    boost::asio::awaitable<void> tick_loop();
+    boost::asio::awaitable<void> stats_loop();
+    void run_tick();
+    [[nodiscard]] const std::vector<protocol::frame>& snapshot_frames();
+
+    struct pending_command {
+        std::weak_ptr<session> from;
+        std::uint32_t client;
+        protocol::client_message message;
+    };
+
+    boost::asio::io_context& io_;
+    server_config config_;
+    std::shared_ptr<ecs::World> world_;
+    ecs::Scheduler scheduler_;
+    command_processor commands_;
+    protocol::replication_encoder encoder_;
+
+    boost::asio::ip::tcp::acceptor acceptor_;
+    boost::asio::steady_timer tick_timer_;
+    boost::asio::steady_timer stats_timer_;
+    std::uint16_t port_{0};
+    bool running_{false};
+
+    std::map<std::uint32_t, std::shared_ptr<session>> sessions_;
+    std::uint32_t next_client_id_{1};  // 0 is the server itself
+    std::size_t active_{0};
+    std::vector<pending_command> pending_;
+    std::vector<std::uint32_t> pending_despawns_;
+
+    std::uint64_t tick_{0};
+    std::uint64_t snapshot_tick_{~std::uint64_t{0}};
+    std::vector<protocol::frame> snapshot_cache_;
+
+    server_stats stats_;
+    std::vector<double> tick_ms_;  // since the last stats line
+    std::uint64_t bytes_at_last_stats_{0};
+    log_limiter warnings_{10, std::chrono::seconds{10}};
+};
+
+}  // namespace ecsnet::server

@@ -1,0 +1,179 @@
+#include "ecsnet/server/commands.hpp"
+
+#include <string>
+#include <vector>
+
+namespace ecsnet::server {
+
+using protocol::command_result;
+using protocol::Owner;
+using wire::ErrorCode;
+
+namespace {
+
+command_result reject(std::uint32_t request_id, ErrorCode code, std::string message,
+                      ecs::Entity entity = {}) {
+    return command_result{request_id, false, code, std::move(message), entity};
+}
+
+command_result accept(std::uint32_t request_id, ecs::Entity entity) {
+    return command_result{request_id, true, ErrorCode::None, {}, entity};
+}
+
+}  // namespace
+
+command_processor::command_processor(ecs::World& world, command_limits limits)
+    : world_{world}, limits_{limits} {
+    // Ownership counts follow the Owner component, however the entity ends (command,
+    // lifetime system, disconnect).
+    construct_connection_ = world_.on_construct<Owner>().connect(
+        [this](ecs::World& w, ecs::Entity e) { ++owned_[w.get<Owner>(e).client]; });
+    destroy_connection_ = world_.on_destroy<Owner>().connect([this](ecs::World& w, ecs::Entity e) {
+        const auto it = owned_.find(w.get<Owner>(e).client);
+        if (it != owned_.end() && --it->second == 0) {
+            owned_.erase(it);
+        }
+    });
+}
+
+command_processor::~command_processor() {
+    world_.on_construct<Owner>().disconnect(construct_connection_);
+    world_.on_destroy<Owner>().disconnect(destroy_connection_);
+}
+
+std::size_t command_processor::owned_by(std::uint32_t client) const noexcept {
+    const auto it = owned_.find(client);
+    return it == owned_.end() ? 0 : it->second;
+}
+
+command_result command_processor::apply(std::uint32_t client,
+                                        const protocol::client_message& message) {
+    command_result result = std::visit(
+        [&](const auto& m) -> command_result {
+            using M = std::decay_t<decltype(m)>;
+            if constexpr (std::is_same_v<M, protocol::spawn>) {
+                return spawn(client, m);
+            } else if constexpr (std::is_same_v<M, protocol::destroy>) {
+                return destroy(client, m);
+            } else if constexpr (std::is_same_v<M, protocol::set_components>) {
+                return set(client, m);
+            } else if constexpr (std::is_same_v<M, protocol::remove_components>) {
+                return remove(client, m);
+            } else {
+                return reject(0, ErrorCode::Malformed, "not a command");
+            }
+        },
+        message);
+    ++(result.ok ? counters_.applied : counters_.rejected);
+    return result;
+}
+
+std::optional<command_result> command_processor::check_target(std::uint32_t client,
+                                                              std::uint32_t request_id,
+                                                              ecs::Entity target) const {
+    const ecs::Entity current = world_.current(target.index());
+    if (current.is_null()) {
+        return reject(request_id, ErrorCode::UnknownEntity,
+                      "entity " + ecs::to_string(target) + " does not exist", target);
+    }
+    if (current.version() != target.version()) {
+        return reject(request_id, ErrorCode::StaleVersion,
+                      "entity " + std::to_string(target.index()) + " is at version " +
+                          std::to_string(current.version()) + ", not " +
+                          std::to_string(target.version()) + " (stale handle)",
+                      target);
+    }
+    const Owner* owner = world_.try_get<Owner>(current);
+    if (owner == nullptr || owner->client != client) {
+        return reject(request_id, ErrorCode::NotOwner,
+                      "entity " + ecs::to_string(target) + " belongs to " +
+                          (owner == nullptr ? std::string{"the server"}
+                                            : "client " + std::to_string(owner->client)),
+                      target);
+    }
+    return std::nullopt;
+}
+
+command_result command_processor::spawn(std::uint32_t client, const protocol::spawn& command) {
+    if (world_.alive() >= limits_.max_entities) {
+        return reject(command.request_id, ErrorCode::WorldFull,
+                      "the world holds " + std::to_string(world_.alive()) +
+                          " entities, its limit");
+    }
+    if (owned_by(client) >= limits_.max_entities_per_client) {
+        return reject(command.request_id, ErrorCode::EntityQuota,
+                      "client " + std::to_string(client) + " already owns " +
+                          std::to_string(owned_by(client)) + " entities, its limit");
+    }
+    const ecs::Entity e = world_.create();
+    protocol::for_each_component([&]<typename T>() {
+        if (const auto& value = command.components.get<T>()) {
+            world_.emplace<T>(e, *value);
+        }
+    });
+    world_.emplace<Owner>(e, client);
+    return accept(command.request_id, e);
+}
+
+command_result command_processor::destroy(std::uint32_t client,
+                                          const protocol::destroy& command) {
+    if (auto rejected = check_target(client, command.request_id, command.entity)) {
+        return std::move(*rejected);
+    }
+    world_.destroy(command.entity);
+    return accept(command.request_id, command.entity);
+}
+
+command_result command_processor::set(std::uint32_t client,
+                                      const protocol::set_components& command) {
+    if (auto rejected = check_target(client, command.request_id, command.entity)) {
+        return std::move(*rejected);
+    }
+    protocol::for_each_component([&]<typename T>() {
+        if (const auto& value = command.components.get<T>()) {
+            world_.emplace_or_replace<T>(command.entity, *value);
+        }
+    });
+    return accept(command.request_id, command.entity);
+}
+
+command_result command_processor::remove(std::uint32_t client,
+                                         const protocol::remove_components& command) {
+    if (auto rejected = check_target(client, command.request_id, command.entity)) {
+        return std::move(*rejected);
+    }
+    std::optional<command_result> missing;
+    protocol::for_each_component([&]<typename T>() {
+        if (!missing && ((command.mask >> protocol::wire_id_v<T>) & 1U) != 0 &&
+            !world_.has<T>(command.entity)) {
+            missing = reject(command.request_id, ErrorCode::ComponentMissing,
+                             "entity " + ecs::to_string(command.entity) + " has no " +
+                                 std::string{protocol::column<T>::name},
+                             command.entity);
+        }
+    });
+    if (missing) {
+        return std::move(*missing);  // all or nothing
+    }
+    protocol::for_each_component([&]<typename T>() {
+        if (((command.mask >> protocol::wire_id_v<T>) & 1U) != 0) {
+            world_.remove<T>(command.entity);
+        }
+    });
+    return accept(command.request_id, command.entity);
+}
+
+std::size_t command_processor::despawn_all_of(std::uint32_t client) {
+    std::vector<ecs::Entity> doomed;
+    world_.view<const Owner>().each([&](ecs::Entity e, const Owner& owner) {
+        if (owner.client == client) {
+            doomed.push_back(e);
+        }
+    });
+    for (const ecs::Entity e : doomed) {
+        world_.destroy(e);
+    }
+    return doomed.size();
+}
+
+}  // namespace ecsnet::server

@@ -1,0 +1,110 @@
+#include "ecsnet/server/config.hpp"
+
+#include <CLI/CLI.hpp>
+#include <spdlog/fmt/fmt.h>
+
+#include <cmath>
+
+#ifndef ECSNET_VERSION
+#define ECSNET_VERSION "0.0.0"
+#endif
+
+namespace ecsnet::server {
+
+parsed_command_line parse_command_line(int argc, const char* const* argv) {
+    parsed_command_line out;
+    server_config& c = out.config;
+
+    CLI::App app{"ecsnet-server: a server-authoritative ECS world replicated to TCP clients"};
+    app.set_version_flag("--version", std::string{"ecsnet-server "} + ECSNET_VERSION);
+    app.get_formatter()->column_width(36);
+
+    std::string format = "text";
+    std::int64_t hello_ms = c.hello_timeout.count();
+    std::int64_t idle_ms = c.idle_timeout.count();
+    std::int64_t stall_ms = c.stall_timeout.count();
+
+    const auto env = [](CLI::Option* o, const char* name) { return o->envname(name)->capture_default_str(); };
+    env(app.add_option("--bind", c.bind, "Address to listen on"), "ECSNET_BIND");
+    env(app.add_option("--port", c.port, "TCP port to listen on (0: any free port)"),
+        "ECSNET_PORT");
+    env(app.add_option("--tick-rate", c.tick_rate, "Ticks per second")
+            ->check(CLI::Range(1.0, 1000.0)),
+        "ECSNET_TICK_RATE");
+    env(app.add_option("--max-clients", c.max_clients, "Connected clients at most; the next gets Disconnect \"server full\"")
+            ->check(CLI::Range(1, 1'000'000)),
+        "ECSNET_MAX_CLIENTS");
+    env(app.add_option("--max-frame-bytes", c.max_frame_bytes, "Largest client frame accepted")
+            ->check(CLI::Range(64, 16 * 1024 * 1024)),
+        "ECSNET_MAX_FRAME_BYTES");
+    env(app.add_option("--queue-bytes", c.queue_bytes, "Outbound queue per client; a client past it is resynced")
+            ->check(CLI::Range(4096, 1024 * 1024 * 1024)),
+        "ECSNET_QUEUE_BYTES");
+    env(app.add_option("--demo-entities", c.demo_entities, "Moving demo entities spawned at start"),
+        "ECSNET_DEMO_ENTITIES");
+    env(app.add_option("--log-level", c.log_level, "trace, debug, info, warn, error, critical, off (SPDLOG_LEVEL also works)")
+            ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "critical", "off"})),
+        "ECSNET_LOG_LEVEL");
+    env(app.add_option("--log-format", format, "text or json (one JSON object per line)")
+            ->check(CLI::IsMember({"text", "json"})),
+        "ECSNET_LOG_FORMAT");
+    env(app.add_option("--auth-token", c.auth_token, "Shared secret every Hello must carry (empty: none)"),
+        "ECSNET_AUTH_TOKEN");
+    env(app.add_option("--max-entities-per-client", c.max_entities_per_client, "Live entities one client may own"),
+        "ECSNET_MAX_ENTITIES_PER_CLIENT");
+    env(app.add_option("--max-entities", c.max_entities, "Live entities in the world at most"),
+        "ECSNET_MAX_ENTITIES");
+    env(app.add_option("--command-rate", c.command_rate, "Commands per second per client (token bucket rate)")
+            ->check(CLI::PositiveNumber),
+        "ECSNET_COMMAND_RATE");
+    env(app.add_option("--command-burst", c.command_burst, "Commands a client may send at once (bucket size)")
+            ->check(CLI::Range(1.0, 1e9)),
+        "ECSNET_COMMAND_BURST");
+    env(app.add_flag("--keep-entities-on-disconnect", c.keep_entities_on_disconnect,
+                     "Keep a client's entities when it disconnects (default: despawn them)"),
+        "ECSNET_KEEP_ENTITIES_ON_DISCONNECT");
+    env(app.add_option("--checksum-interval", c.checksum_interval, "Send a world checksum every this many ticks")
+            ->check(CLI::Range(1, 1'000'000)),
+        "ECSNET_CHECKSUM_INTERVAL");
+    env(app.add_option("--world-half-extent", c.world_half_extent, "Entities bounce inside [-E, E] on both axes")
+            ->check(CLI::PositiveNumber),
+        "ECSNET_WORLD_HALF_EXTENT");
+    env(app.add_option("--hello-timeout-ms", hello_ms, "Close a connection that sends no Hello by then")
+            ->check(CLI::Range(100, 600'000)),
+        "ECSNET_HELLO_TIMEOUT_MS");
+    env(app.add_option("--idle-timeout-ms", idle_ms, "Close a client that sends nothing for this long")
+            ->check(CLI::Range(100, 86'400'000)),
+        "ECSNET_IDLE_TIMEOUT_MS");
+    env(app.add_option("--stall-timeout-ms", stall_ms, "Close a client that reads nothing for this long while data waits")
+            ->check(CLI::Range(100, 600'000)),
+        "ECSNET_STALL_TIMEOUT_MS");
+    app.add_flag("--healthcheck", out.healthcheck,
+                 "Check that a server answers on 127.0.0.1:--port and ticks; exit 0 if so, else 1 (within 2 s)");
+
+    try {
+        app.parse(argc, argv);
+    } catch (const CLI::ParseError& e) {
+        // --help and --version exit 0; every usage error exits 2, whatever CLI11's own code.
+        out.exit_code = app.exit(e) == 0 ? 0 : 2;
+        return out;
+    }
+    c.log_format_ = format == "json" ? log_format::json : log_format::text;
+    c.hello_timeout = std::chrono::milliseconds{hello_ms};
+    c.idle_timeout = std::chrono::milliseconds{idle_ms};
+    c.stall_timeout = std::chrono::milliseconds{stall_ms};
+    return out;
+}
+
+std::string describe(const server_config& c) {
+    return fmt::format(
+        "bind={} port={} tick_rate={} max_clients={} max_frame_bytes={} queue_bytes={} "
+        "demo_entities={} max_entities={} max_entities_per_client={} command_rate={}/s "
+        "burst={} checksum_interval={} auth={} on_disconnect={} world=[-{},{}] log={}/{}",
+        c.bind, c.port, c.tick_rate, c.max_clients, c.max_frame_bytes, c.queue_bytes,
+        c.demo_entities, c.max_entities, c.max_entities_per_client, c.command_rate,
+        c.command_burst, c.checksum_interval, c.auth_token.empty() ? "off" : "token",
+        c.keep_entities_on_disconnect ? "keep" : "despawn", c.world_half_extent,
+        c.world_half_extent, c.log_level, c.log_format_ == log_format::json ? "json" : "text");
+}
+
+}  // namespace ecsnet::server

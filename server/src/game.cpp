@@ -1,0 +1,84 @@
+#include "ecsnet/server/game.hpp"
+
+#include <algorithm>
+#include <random>
+#include <string>
+
+#include "ecsnet/protocol/components.hpp"
+
+namespace ecsnet::server {
+
+using protocol::Lifetime;
+using protocol::Name;
+using protocol::Position;
+using protocol::Velocity;
+
+void add_game_systems(ecs::Scheduler& scheduler, float half_extent) {
+    scheduler.add("movement", ecs::component_access{}.reads<Velocity>().writes<Position>(),
+                  [](ecs::SystemContext& ctx) {
+                      const auto dt = static_cast<float>(ctx.dt);
+                      ctx.world.view<const Position, const Velocity>().each(
+                          [&](ecs::Entity e, const Position&, const Velocity& v) {
+                              if (v.x != 0.0F || v.y != 0.0F) {
+                                  ctx.world.patch<Position>(e, [&](Position& p) {
+                                      p.x += v.x * dt;
+                                      p.y += v.y * dt;
+                                  });
+                              }
+                          });
+                  });
+
+    scheduler.add("bounds", ecs::component_access{}.writes<Position, Velocity>(),
+                  [half_extent](ecs::SystemContext& ctx) {
+                      const auto outside = [&](float value) {
+                          return value < -half_extent || value > half_extent;
+                      };
+                      ctx.world.view<const Position, const Velocity>().each(
+                          [&](ecs::Entity e, const Position& p, const Velocity& v) {
+                              if (!outside(p.x) && !outside(p.y)) {
+                                  return;
+                              }
+                              const bool flip_x = (p.x < -half_extent && v.x < 0) ||
+                                                  (p.x > half_extent && v.x > 0);
+                              const bool flip_y = (p.y < -half_extent && v.y < 0) ||
+                                                  (p.y > half_extent && v.y > 0);
+                              ctx.world.patch<Position>(e, [&](Position& q) {
+                                  q.x = std::clamp(q.x, -half_extent, half_extent);
+                                  q.y = std::clamp(q.y, -half_extent, half_extent);
+                              });
+                              if (flip_x || flip_y) {
+                                  ctx.world.patch<Velocity>(e, [&](Velocity& w) {
+                                      w.x = flip_x ? -w.x : w.x;
+                                      w.y = flip_y ? -w.y : w.y;
+                                  });
+                              }
+                          });
+                  });
+
+    scheduler.add("lifetime", ecs::component_access{}.writes<Lifetime>(),
+                  [](ecs::SystemContext& ctx) {
+                      ctx.world.view<const Lifetime>().each(
+                          [&](ecs::Entity e, const Lifetime& life) {
+                              if (life.ticks == 0) {
+                                  ctx.commands.destroy(e);  // not while the view iterates
+                              } else {
+                                  ctx.world.patch<Lifetime>(e, [](Lifetime& l) { --l.ticks; });
+                              }
+                          });
+                  });
+}
+
+void spawn_demo_entities(ecs::World& world, std::size_t count, float half_extent,
+                         std::uint64_t seed) {
+    std::mt19937_64 rng{seed};
+    std::uniform_real_distribution<float> where(-half_extent, half_extent);
+    std::uniform_real_distribution<float> speed(-20.0F, 20.0F);
+    for (std::size_t i = 0; i < count; ++i) {
+        const ecs::Entity e = world.create();
+        world.emplace<Position>(e, where(rng), where(rng));
+        world.emplace<Velocity>(e, speed(rng), speed(rng));
+        world.emplace<Name>(e, "demo-" + std::to_string(i));
+    }
+}
+
+}  // namespace ecsnet::server

@@ -1,0 +1,111 @@
+#pragma once
+
+#include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "ecsnet/protocol/frame.hpp"
+#include "ecsnet/protocol/messages.hpp"
+#include "ecsnet/protocol/mirror.hpp"
+
+// A client of ecsnet-server: one connection, its own io_context, a mirror of the world.
+// Blocking calls with timeouts, for command-line tools, tests and load generators; not
+// thread-safe (one thread drives it).
+namespace ecsnet::client {
+
+using namespace std::chrono_literals;
+
+class client_error : public std::runtime_error {
+public:
+    using std::runtime_error::runtime_error;
+};
+
+struct connect_options {
+    std::string host = "127.0.0.1";
+    std::uint16_t port = 7777;
+    std::string name = "ecsnet-client";
+    std::string token;
+    std::chrono::milliseconds timeout = 5000ms;  // connect + handshake + snapshot
+    std::size_t max_frame_bytes = protocol::default_max_server_frame;
+    bool join = true;                            // send Hello and wait for the snapshot
+};
+
+class connection {
+public:
+    using clock = std::chrono::steady_clock;
+
+    // Connects and, with options.join, completes the handshake: Hello, Welcome, the whole
+    // snapshot. Throws client_error ("cannot connect to 127.0.0.1:7777: Connection refused",
+    // "server refused: bad auth token", "timed out ...").
+    explicit connection(const connect_options& options);
+    connection(const connection&) = delete;
+    connection& operator=(const connection&) = delete;
+    ~connection();
+
+    [[nodiscard]] const protocol::welcome& welcome() const;
+    [[nodiscard]] protocol::mirror& mirror() noexcept { return mirror_; }
+    [[nodiscard]] const protocol::mirror& mirror() const noexcept { return mirror_; }
+
+    void send(const protocol::client_message& message);
+
+    // Reads and applies frames until pred() holds or the timeout passes; returns pred().
+    bool poll_until(const std::function<bool()>& pred, std::chrono::milliseconds timeout);
+    // Reads and applies whatever arrives during `duration`.
+    void poll_for(std::chrono::milliseconds duration);
+
+    [[nodiscard]] std::uint32_t next_request_id() noexcept { return ++last_request_id_; }
+    // Sends a command carrying `request_id` and waits for its CommandResult.
+    [[nodiscard]] protocol::command_result request(const protocol::client_message& command,
+                                                   std::uint32_t request_id,
+                                                   std::chrono::milliseconds timeout = 5000ms);
+    // The result of a request, once it arrived (it is then forgotten).
+    [[nodiscard]] std::optional<protocol::command_result> take_result(std::uint32_t request_id);
+
+    // Set once the server sent Disconnect or the connection ended.
+    [[nodiscard]] const std::optional<std::string>& closed_reason() const noexcept { return closed_; }
+    [[nodiscard]] bool is_open() const noexcept { return !closed_.has_value(); }
+    [[nodiscard]] std::uint64_t bytes_received() const noexcept { return bytes_received_; }
+    [[nodiscard]] std::uint64_t frames_received() const noexcept { return frames_received_; }
+    [[nodiscard]] std::optional<protocol::checksum_report> last_checksum() const noexcept { return last_checksum_; }
+    [[nodiscard]] std::optional<protocol::pong> last_pong() const noexcept { return last_pong_; }
+    // Called for every verified server message, after the mirror applied it.
+    std::function<void(const wire::ServerMessage&)> on_message;
+
+    void close();
+
+private:
+    void start_read();
+    void handle_frame(std::span<const std::uint8_t> bytes);
+    void fail(std::string reason);
+
+    boost::asio::io_context io_;
+    // Without it the context stops whenever no operation is pending, and every later
+    // run_one() would return at once.
+    boost::asio::executor_work_guard<boost::asio::io_context::executor_type> work_;
+    boost::asio::ip::tcp::socket socket_;
+    std::string endpoint_;
+    protocol::frame_reader reader_;
+    std::vector<std::uint8_t> read_chunk_;
+    bool reading_{false};
+
+    protocol::mirror mirror_;
+    std::optional<protocol::welcome> welcome_;
+    std::map<std::uint32_t, protocol::command_result> results_;
+    std::optional<std::string> closed_;
+    std::optional<protocol::checksum_report> last_checksum_;
+    std::optional<protocol::pong> last_pong_;
+    std::uint32_t last_request_id_{0};
+    std::uint64_t bytes_received_{0};
+    std::uint64_t frames_received_{0};
+};
+
+}  // namespace ecsnet::client

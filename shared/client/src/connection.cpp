@@ -1,0 +1,239 @@
+#include "ecsnet/client/connection.hpp"
+
+#include <boost/asio/connect.hpp>
+#include <boost/asio/write.hpp>
+
+#include <cctype>
+
+namespace ecsnet::client {
+
+namespace asio = boost::asio;
+
+namespace {
+
+// Asio's messages start with a capital ("Connection refused"); ours continue a sentence.
+std::string sentence_part(std::string text) {
+    if (!text.empty()) {
+        text[0] = static_cast<char>(std::tolower(static_cast<unsigned char>(text[0])));
+    }
+    return text;
+}
+
+}  // namespace
+
+connection::connection(const connect_options& options)
+    : work_{io_.get_executor()},
+      socket_{io_},
+      endpoint_{options.host + ":" + std::to_string(options.port)},
+      reader_{options.max_frame_bytes},
+      read_chunk_(64 * 1024) {
+    const auto deadline = clock::now() + options.timeout;
+    boost::system::error_code ec;
+    asio::ip::tcp::resolver resolver{io_};
+    const auto endpoints = resolver.resolve(options.host, std::to_string(options.port), ec);
+    if (ec) {
+        throw client_error("cannot resolve " + options.host + ": " + sentence_part(ec.message()));
+    }
+    bool connected = false;
+    asio::async_connect(socket_, endpoints, [&](const boost::system::error_code& e, const auto&) {
+        ec = e;
+        connected = true;
+    });
+    while (!connected && io_.run_one_until(deadline) != 0) {
+    }
+    if (!connected) {
+        throw client_error("cannot connect to " + endpoint_ + ": timed out");
+    }
+    if (ec) {
+        throw client_error("cannot connect to " + endpoint_ + ": " + sentence_part(ec.message()));
+    }
+    socket_.set_option(asio::ip::tcp::no_delay(true), ec);
+    if (!options.join) {
+        return;
+    }
+    send(protocol::hello{protocol::protocol_version, options.name, options.token});
+    const bool joined = poll_until([&] { return (welcome_ && mirror_.ready()) || closed_; },
+                                   std::chrono::duration_cast<std::chrono::milliseconds>(
+                                       deadline - clock::now()));
+    if (closed_) {
+        throw client_error("server at " + endpoint_ + " refused: " + *closed_);
+    }
+    if (!joined) {
+        throw client_error("timed out joining " + endpoint_ +
+                           (welcome_ ? " (no complete snapshot)" : " (no Welcome)"));
+    }
+}
+
+connection::~connection() { close(); }
+
+const protocol::welcome& connection::welcome() const {
+    if (!welcome_) {
+        throw client_error("not joined: no Welcome received");
+    }
+    return *welcome_;
+}
+
+void connection::close() {
+    if (socket_.is_open()) {
+        boost::system::error_code ignored;
+        socket_.shutdown(asio::ip::tcp::socket::shutdown_both, ignored);
+        socket_.close(ignored);
+    }
+    if (!closed_) {
+        closed_ = "closed by the client";
+    }
+}
+
+void connection::fail(std::string reason) {
+    if (!closed_) {
+        closed_ = std::move(reason);
+    }
+    boost::system::error_code ignored;
+    socket_.close(ignored);
+}
+
+void connection::send(const protocol::client_message& message) {
+    if (closed_) {
+        throw client_error("connection to " + endpoint_ + " is closed: " + *closed_);
+    }
+    const protocol::frame frame = protocol::encode(message);
+    bool done = false;
+    boost::system::error_code ec;
+    // The handler owns the frame: the write may outlive this call if it times out.
+    asio::async_write(socket_, asio::buffer(*frame),
+                      [&done, &ec, keep = frame](const boost::system::error_code& e, std::size_t) {
+                          ec = e;
+                          done = true;
+                      });
+    const auto deadline = clock::now() + 5s;
+    while (!done && io_.run_one_until(deadline) != 0) {
+    }
+    if (!done) {
+        fail("server did not accept data for 5 s");
+        io_.run_for(100ms);  // let the aborted write complete while its captures live
+        throw client_error("sending to " + endpoint_ + " timed out");
+    }
+    if (ec) {
+        fail(sentence_part(ec.message()));
+        throw client_error("sending to " + endpoint_ + " failed: " + sentence_part(ec.message()));
+    }
+}
+
+void connection::start_read() {
+    if (reading_ || closed_) {
+        return;
+    }
+    reading_ = true;
+    socket_.async_read_some(
+        asio::buffer(read_chunk_), [this](const boost::system::error_code& ec, std::size_t n) {
+            reading_ = false;
+            if (ec) {
+                fail(ec == asio::error::eof ? "server closed the connection"
+                                            : sentence_part(ec.message()));
+                return;
+            }
+            bytes_received_ += n;
+            reader_.feed(std::span<const std::uint8_t>{read_chunk_.data(), n});
+            std::span<const std::uint8_t> frame;
+            for (;;) {
+                const auto status = reader_.next(frame);
+                if (status == protocol::frame_reader::status::need_more || closed_) {
+                    break;
+                }
+                if (status == protocol::frame_reader::status::oversize) {
+                    fail("server sent a frame larger than " +
+                         std::to_string(reader_.max_frame_bytes()) + " bytes");
+                    break;
+                }
+                handle_frame(frame);
+            }
+        });
+}
+
+void connection::handle_frame(std::span<const std::uint8_t> bytes) {
+    ++frames_received_;
+    std::string why;
+    const wire::ServerMessage* message = protocol::verify_server_frame(bytes, &why);
+    if (message == nullptr) {
+        fail("malformed frame from the server: " + why);
+        return;
+    }
+    switch (message->body_type()) {
+        case wire::ServerBody::Snapshot:
+        case wire::ServerBody::Delta:
+            mirror_.apply(*message);
+            break;
+        case wire::ServerBody::Checksum:
+            mirror_.apply(*message);
+            last_checksum_ = protocol::checksum_report{message->body_as_Checksum()->tick(),
+                                                       message->body_as_Checksum()->hash(),
+                                                       message->body_as_Checksum()->entity_count()};
+            break;
+        default: {
+            auto control = protocol::decode_server_control(*message, &why);
+            if (!control) {
+                fail("invalid message from the server: " + why);
+                return;
+            }
+            if (auto* w = std::get_if<protocol::welcome>(&*control)) {
+                welcome_ = *w;
+            } else if (auto* r = std::get_if<protocol::command_result>(&*control)) {
+                results_[r->request_id] = std::move(*r);
+            } else if (auto* p = std::get_if<protocol::pong>(&*control)) {
+                last_pong_ = *p;
+            } else if (auto* d = std::get_if<protocol::disconnect>(&*control)) {
+                closed_ = d->reason.empty() ? "disconnected by the server" : d->reason;
+            }
+        }
+    }
+    if (on_message) {
+        on_message(*message);
+    }
+}
+
+bool connection::poll_until(const std::function<bool()>& pred, std::chrono::milliseconds timeout) {
+    const auto deadline = clock::now() + timeout;
+    while (!pred()) {
+        if (closed_) {
+            return pred();
+        }
+        // An inconsistent mirror asks for a fresh snapshot, once per inconsistency.
+        if (auto reason = mirror_.take_resync_reason()) {
+            send(protocol::resync_request{reason->substr(0, protocol::max_reason_bytes)});
+        }
+        start_read();
+        if (io_.run_one_until(deadline) == 0) {
+            return pred();  // timed out (the work guard keeps the context from stopping)
+        }
+    }
+    return true;
+}
+
+void connection::poll_for(std::chrono::milliseconds duration) {
+    (void)poll_until([] { return false; }, duration);
+}
+
+std::optional<protocol::command_result> connection::take_result(std::uint32_t request_id) {
+    const auto it = results_.find(request_id);
+    if (it == results_.end()) {
+        return std::nullopt;
+    }
+    auto result = std::move(it->second);
+    results_.erase(it);
+    return result;
+}
+
+protocol::command_result connection::request(const protocol::client_message& command,
+                                             std::uint32_t request_id,
+                                             std::chrono::milliseconds timeout) {
+    send(command);
+    if (!poll_until([&] { return results_.contains(request_id); }, timeout)) {
+        throw client_error(closed_ ? "connection closed while waiting for request " +
+                                         std::to_string(request_id) + ": " + *closed_
+                                   : "no answer to request " + std::to_string(request_id) +
+                                         " within " + std::to_string(timeout.count()) + " ms");
+    }
+    return *take_result(request_id);
+}
+
+}  // namespace ecsnet::client
