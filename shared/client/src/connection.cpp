@@ -11,6 +11,8 @@ namespace asio = boost::asio;
 
 namespace {
 
+constexpr auto keepalive_interval = 15s;
+
 // Asio's messages start with a capital ("Connection refused"); ours continue a sentence.
 std::string sentence_part(std::string text) {
     if (!text.empty()) {
@@ -117,6 +119,7 @@ void connection::send(const protocol::client_message& message) {
         fail(sentence_part(ec.message()));
         throw client_error("sending to " + endpoint_ + " failed: " + sentence_part(ec.message()));
     }
+    last_send_ = clock::now();
 }
 
 void connection::start_read() {
@@ -200,6 +203,10 @@ bool connection::poll_until(const std::function<bool()>& pred, std::chrono::mill
         // An inconsistent mirror asks for a fresh snapshot, once per inconsistency.
         if (auto reason = mirror_.take_resync_reason()) {
             send(protocol::resync_request{reason->substr(0, protocol::max_reason_bytes)});
+        }
+        // The server closes clients that send nothing for its idle timeout (60 s by default).
+        if (welcome_ && clock::now() - last_send_ > keepalive_interval) {
+            send(protocol::ping{++last_ping_nonce_});
         }
         start_read();
         if (io_.run_one_until(deadline) == 0) {

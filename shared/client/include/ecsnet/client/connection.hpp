@@ -104,6 +104,8 @@ private:
     std::optional<protocol::checksum_report> last_checksum_;
     std::optional<protocol::pong> last_pong_;
     std::uint32_t last_request_id_{0};
+    std::uint64_t last_ping_nonce_{0};
+    clock::time_point last_send_{clock::now()};
     std::uint64_t bytes_received_{0};
     std::uint64_t frames_received_{0};
 };
