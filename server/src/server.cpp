@@ -170,17 +170,29 @@ std::optional<std::string> server::admit(session& s, const protocol::hello& hell
     if (!config_.auth_token.empty() && !same_secret(hello.auth_token, config_.auth_token)) {
         return std::string{"bad auth token"};
     }
+    // Identity: connections with the same name act as one owner, so a command-line client can
+    // spawn in one run and destroy in the next; an unnamed connection is an owner of its own.
+    std::uint32_t owner = 0;
+    if (hello.client_name.empty()) {
+        owner = next_owner_id_++;
+    } else {
+        const auto [it, inserted] = owner_ids_.try_emplace(hello.client_name, next_owner_id_);
+        next_owner_id_ += inserted ? 1 : 0;
+        owner = it->second;
+    }
+    s.set_owner_id(owner);
+    ++connections_of_owner_[owner];
     s.send(protocol::encode(protocol::server_control{protocol::welcome{
-        s.id(), protocol::protocol_version, static_cast<float>(config_.tick_rate), tick_,
+        owner, protocol::protocol_version, static_cast<float>(config_.tick_rate), tick_,
         config_.checksum_interval}}));
     send_snapshot(s);
-    spdlog::info("client {} ({}) joined from {} at tick {}", s.id(), printable(hello.client_name),
-                 s.remote(), tick_);
+    spdlog::info("client {} ({}, owner {}) joined from {} at tick {}", s.id(),
+                 printable(hello.client_name), owner, s.remote(), tick_);
     return std::nullopt;
 }
 
 void server::queue_command(const std::shared_ptr<session>& s, protocol::client_message message) {
-    pending_.push_back(pending_command{s, s->id(), std::move(message)});
+    pending_.push_back(pending_command{s, s->owner_id(), std::move(message)});
 }
 
 const std::vector<protocol::frame>& server::snapshot_frames() {
@@ -203,8 +215,16 @@ void server::closed(session& s, const std::string& /*reason*/) {
         s.set_counted(false);
         --active_;
     }
-    if (!config_.keep_entities_on_disconnect) {
-        pending_despawns_.push_back(s.id());  // at the next tick: only ticks write the world
+    if (s.owner_id() != 0) {
+        const auto it = connections_of_owner_.find(s.owner_id());
+        if (it != connections_of_owner_.end() && --it->second == 0) {
+            connections_of_owner_.erase(it);
+            if (!config_.keep_entities_on_disconnect) {
+                // At the next tick (only ticks write the world), and only if the owner has not
+                // come back by then.
+                pending_despawns_.push_back(s.owner_id());
+            }
+        }
     }
     sessions_.erase(s.id());
 }
@@ -240,7 +260,7 @@ void server::run_tick() {
     }
     pending_.clear();
     for (const std::uint32_t client : pending_despawns_) {
-        if (commands_.owned_by(client) > 0) {
+        if (!connections_of_owner_.contains(client) && commands_.owned_by(client) > 0) {
             const std::size_t n = commands_.despawn_all_of(client);
             spdlog::debug("despawned {} entities of client {}", n, client);
         }

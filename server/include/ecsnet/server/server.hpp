@@ -10,6 +10,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "ecsnet/ecs/scheduler.hpp"
@@ -106,7 +107,10 @@ private:
     bool running_{false};
 
     std::map<std::uint32_t, std::shared_ptr<session>> sessions_;
-    std::uint32_t next_client_id_{1};  // 0 is the server itself
+    std::uint32_t next_client_id_{1};  // connection numbers, for logs
+    std::uint32_t next_owner_id_{1};   // Owner values; 0 is the server itself
+    std::unordered_map<std::string, std::uint32_t> owner_ids_;       // by client name
+    std::unordered_map<std::uint32_t, std::size_t> connections_of_owner_;
     std::size_t active_{0};
     std::vector<pending_command> pending_;
     std::vector<std::uint32_t> pending_despawns_;

@@ -56,6 +56,9 @@ public:
     void request_resync(const char* why);
 
     [[nodiscard]] std::uint32_t id() const noexcept { return id_; }
+    // The owner id this connection acts as (Welcome.client_id, Owner.client); 0 before Hello.
+    [[nodiscard]] std::uint32_t owner_id() const noexcept { return owner_id_; }
+    void set_owner_id(std::uint32_t owner) noexcept { owner_id_ = owner; }
     [[nodiscard]] phase state() const noexcept { return phase_; }
     [[nodiscard]] bool joined() const noexcept { return phase_ == phase::joined; }
     [[nodiscard]] bool counted() const noexcept { return counted_; }
@@ -82,6 +85,7 @@ private:
     boost::asio::ip::tcp::socket socket_;
     server& owner_;
     std::uint32_t id_;
+    std::uint32_t owner_id_{0};
     std::string remote_;
     std::string name_;
     phase phase_{phase::handshake};
