@@ -23,6 +23,7 @@ parsed_command_line parse_command_line(int argc, const char* const* argv) {
     std::int64_t hello_ms = c.hello_timeout.count();
     std::int64_t idle_ms = c.idle_timeout.count();
     std::int64_t stall_ms = c.stall_timeout.count();
+    std::int64_t stats_s = c.stats_interval.count();
 
     const auto env = [](CLI::Option* o, const char* name) { return o->envname(name)->capture_default_str(); };
     env(app.add_option("--bind", c.bind, "Address to listen on"), "ECSNET_BIND");
@@ -78,6 +79,9 @@ parsed_command_line parse_command_line(int argc, const char* const* argv) {
     env(app.add_option("--stall-timeout-ms", stall_ms, "Close a client that reads nothing for this long while data waits")
             ->check(CLI::Range(100, 600'000)),
         "ECSNET_STALL_TIMEOUT_MS");
+    env(app.add_option("--stats-interval-s", stats_s, "Seconds between stats log lines")
+            ->check(CLI::Range(1, 86'400)),
+        "ECSNET_STATS_INTERVAL_S");
     app.add_flag("--healthcheck", out.healthcheck,
                  "Check that a server answers on 127.0.0.1:--port and ticks; exit 0 if so, else 1 (within 2 s)");
 
@@ -92,6 +96,7 @@ parsed_command_line parse_command_line(int argc, const char* const* argv) {
     c.hello_timeout = std::chrono::milliseconds{hello_ms};
     c.idle_timeout = std::chrono::milliseconds{idle_ms};
     c.stall_timeout = std::chrono::milliseconds{stall_ms};
+    c.stats_interval = std::chrono::seconds{stats_s};
     return out;
 }
 
