@@ -39,7 +39,8 @@ public:
         std::uint64_t checksums_mismatched{0};
     };
 
-    // Callbacks for client programs; called after the change was applied.
+    // Callbacks for client programs: on_spawn and on_update after the change was applied,
+    // on_destroy just before the entity goes, so that its components can still be read.
     struct callbacks {
         std::function<void(entity_type)> on_spawn;
         std::function<void(entity_type, std::uint32_t wire_id)> on_update;
@@ -135,6 +136,7 @@ private:
     std::uint64_t tick_{0};
     stats stats_;
     std::string error_;
+    std::string resync_reason_;  // the inconsistency; error_ also tells why a delta was refused
     callbacks callbacks_;
     std::vector<std::uint32_t> scratch_;
 };

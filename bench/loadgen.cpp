@@ -1,0 +1,444 @@
+// ecsnet-loadgen: K real clients against an ecsnet-server, measured over a fixed window.
+//
+// It starts the server itself (--server PATH, pinned to --server-core) or attaches to a running
+// one (--port P --server-pid PID), connects K clients with full mirrors (threads pinned to
+// --loadgen-core), warms up, then measures: bytes/s per client, bytes per moving entity update,
+// join time to a complete mirror, spawn-to-visible latency, checksum mismatches, server CPU %
+// of one core and RSS from /proc, tick time p99 from the server's stats lines. Prints a table
+// and one JSON line. 127.0.0.1 only; bounded in time.
+#include <sched.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <mutex>
+#include <optional>
+#include <random>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "ecsnet/client/connection.hpp"
+
+extern char** environ;
+
+namespace {
+
+using namespace std::chrono_literals;
+using clock_type = std::chrono::steady_clock;
+namespace protocol = ecsnet::protocol;
+
+struct options {
+    std::string server_binary;
+    std::uint16_t port = 0;
+    int server_pid = 0;
+    std::size_t entities = 1000;
+    std::size_t clients = 8;
+    double tick_rate = 30.0;
+    double warmup_s = 3.0;
+    double window_s = 10.0;
+    std::size_t spawns = 100;
+    std::size_t joins = 10;
+    int server_core = 0;
+    int loadgen_core = 1;
+    std::string label;
+};
+
+double ms_since(clock_type::time_point t) {
+    return std::chrono::duration<double, std::milli>(clock_type::now() - t).count();
+}
+
+double percentile(std::vector<double> v, double p) {
+    if (v.empty()) {
+        return 0.0;
+    }
+    std::sort(v.begin(), v.end());
+    const auto k = static_cast<std::size_t>(std::ceil(p * static_cast<double>(v.size()))) - 1;
+    return v[std::min(k, v.size() - 1)];
+}
+
+void pin_to(pid_t pid, int core) {
+    if (core < 0) {
+        return;
+    }
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    CPU_SET(core, &set);
+    if (sched_setaffinity(pid, sizeof(set), &set) != 0) {
+        std::fprintf(stderr, "loadgen: cannot pin pid %d to core %d (continuing unpinned)\n", pid,
+                     core);
+    }
+}
+
+// utime + stime of a process, in seconds.
+std::optional<double> cpu_seconds(int pid) {
+    std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+    std::string line;
+    if (!std::getline(in, line)) {
+        return std::nullopt;
+    }
+    // Fields after the command name, which is in parentheses and may contain spaces.
+    std::istringstream rest(line.substr(line.rfind(')') + 2));
+    std::string field;
+    unsigned long long utime = 0;
+    unsigned long long stime = 0;
+    for (int i = 3; i <= 15 && rest >> field; ++i) {
+        if (i == 14) {
+            utime = std::stoull(field);
+        } else if (i == 15) {
+            stime = std::stoull(field);
+        }
+    }
+    return static_cast<double>(utime + stime) / static_cast<double>(sysconf(_SC_CLK_TCK));
+}
+
+std::optional<double> rss_mib(int pid) {
+    std::ifstream in("/proc/" + std::to_string(pid) + "/status");
+    std::string line;
+    while (std::getline(in, line)) {
+        if (line.rfind("VmRSS:", 0) == 0) {
+            return std::stod(line.substr(6)) / 1024.0;
+        }
+    }
+    return std::nullopt;
+}
+
+struct launched_server {
+    pid_t pid = 0;
+    std::string log_path;
+    std::uint16_t port = 0;
+
+    ~launched_server() {
+        if (pid > 0) {
+            kill(pid, SIGTERM);
+            int status = 0;
+            for (int i = 0; i < 100 && waitpid(pid, &status, WNOHANG) == 0; ++i) {
+                std::this_thread::sleep_for(50ms);
+            }
+            if (waitpid(pid, &status, WNOHANG) == 0) {
+                kill(pid, SIGKILL);
+                waitpid(pid, &status, 0);
+            }
+        }
+        if (!log_path.empty()) {
+            std::remove(log_path.c_str());
+        }
+    }
+};
+
+void launch(const options& o, launched_server& out) {
+    char path[] = "/tmp/ecsnet-loadgen.XXXXXX";
+    const int fd = mkstemp(path);
+    if (fd < 0) {
+        throw std::runtime_error("cannot create a temporary log file");
+    }
+    out.log_path = path;
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    posix_spawn_file_actions_adddup2(&actions, fd, STDERR_FILENO);
+    const std::string entities = std::to_string(o.entities);
+    const std::string rate = std::to_string(o.tick_rate);
+    const std::string max_entities = std::to_string(std::max<std::size_t>(2'000'000, o.entities * 2));
+    std::vector<const char*> argv{o.server_binary.c_str(), "--bind", "127.0.0.1", "--port", "0",
+                                  "--demo-entities", entities.c_str(), "--tick-rate", rate.c_str(),
+                                  "--max-entities", max_entities.c_str(), "--stats-interval-s",
+                                  "1", "--max-clients", "4096", nullptr};
+    pid_t pid = 0;
+    const int rc = posix_spawn(&pid, o.server_binary.c_str(), &actions, nullptr,
+                               const_cast<char* const*>(argv.data()), environ);
+    posix_spawn_file_actions_destroy(&actions);
+    close(fd);
+    if (rc != 0) {
+        throw std::runtime_error("cannot start " + o.server_binary + ": " + std::strerror(rc));
+    }
+    out.pid = pid;
+    pin_to(pid, o.server_core);
+    const auto deadline = clock_type::now() + 60s;  // 1M demo entities take a while to spawn
+    while (clock_type::now() < deadline) {
+        std::ifstream log(out.log_path);
+        std::string line;
+        while (std::getline(log, line)) {
+            const auto at = line.find("listening on 127.0.0.1:");
+            if (at != std::string::npos) {
+                out.port = static_cast<std::uint16_t>(std::stoi(line.substr(at + 23)));
+                return;
+            }
+        }
+        int status = 0;
+        if (waitpid(pid, &status, WNOHANG) == pid) {
+            out.pid = 0;
+            throw std::runtime_error("the server exited before listening");
+        }
+        std::this_thread::sleep_for(50ms);
+    }
+    throw std::runtime_error("the server did not listen within 60 s");
+}
+
+// Tick p99 of each stats line ("... p99 1.234 ms ...") logged after `from_line`.
+std::vector<double> tick_p99s(const std::string& log_path, std::size_t from_line,
+                              std::size_t& lines) {
+    std::vector<double> out;
+    std::ifstream log(log_path);
+    std::string line;
+    lines = 0;
+    while (std::getline(log, line)) {
+        if (lines++ < from_line) {
+            continue;
+        }
+        const auto at = line.find(" p99 ");
+        if (line.find("stats: tick") != std::string::npos && at != std::string::npos) {
+            out.push_back(std::stod(line.substr(at + 5)));
+        }
+    }
+    return out;
+}
+
+struct client_result {
+    double join_ms = 0;
+    std::uint64_t bytes = 0;
+    std::uint64_t ticks = 0;
+    std::uint64_t checksums_matched = 0;
+    std::uint64_t checksums_mismatched = 0;
+    std::uint64_t inconsistencies = 0;
+    std::vector<double> spawn_ms;
+    std::string error;
+};
+
+enum class phase : int { warmup, measure, done };
+
+void run_client(const options& o, std::uint16_t port, std::size_t index,
+                const std::atomic<int>& current, client_result& result) {
+    try {
+        const auto started = clock_type::now();
+        ecsnet::client::connect_options co;
+        co.port = port;
+        co.name = "loadgen-" + std::to_string(index);
+        co.timeout = 60s;
+        ecsnet::client::connection c(co);
+        result.join_ms = ms_since(started);
+
+        std::uint64_t bytes0 = 0;
+        std::uint64_t tick0 = 0;
+        bool measuring = false;
+        std::mt19937 rng(static_cast<unsigned>(index) + 1);
+        std::uniform_int_distribution<int> gap_ms(0, static_cast<int>(1000.0 / o.tick_rate));
+        const bool prober = index == 0 && o.spawns > 0;
+        const double spacing_ms = o.window_s * 1000.0 / static_cast<double>(o.spawns + 1);
+        while (current.load() != static_cast<int>(phase::done)) {
+            if (!measuring && current.load() == static_cast<int>(phase::measure)) {
+                measuring = true;
+                bytes0 = c.bytes_received();
+                tick0 = c.mirror().tick();
+            }
+            if (prober && measuring && result.spawn_ms.size() < o.spawns) {
+                // One spawn at a time: from sending to the entity being in this mirror.
+                const std::uint32_t id = c.next_request_id();
+                protocol::spawn s{id, {}};
+                s.components.set(protocol::Position{0, 0}).set(protocol::Name{"probe"});
+                const auto sent = clock_type::now();
+                c.send(s);
+                std::optional<protocol::command_result> r;
+                const bool seen = c.poll_until(
+                    [&] {
+                        if (!r) {
+                            r = c.take_result(id);
+                        }
+                        return r && r->ok && c.mirror().contains(r->entity);
+                    },
+                    5s);
+                if (seen) {
+                    result.spawn_ms.push_back(ms_since(sent));
+                    const std::uint32_t did = c.next_request_id();
+                    c.send(protocol::destroy{did, r->entity});
+                } else if (r && !r->ok) {
+                    throw std::runtime_error("spawn refused: " + r->message);
+                }
+                c.poll_for(std::chrono::milliseconds(
+                    static_cast<int>(std::max(1.0, spacing_ms - ms_since(sent))) + gap_ms(rng) / 4));
+                continue;
+            }
+            c.poll_for(20ms);
+            if (!c.is_open()) {
+                throw std::runtime_error("connection closed: " + *c.closed_reason());
+            }
+        }
+        result.bytes = c.bytes_received() - bytes0;
+        result.ticks = c.mirror().tick() - tick0;
+        const auto& stats = c.mirror().statistics();
+        result.checksums_matched = stats.checksums_matched;
+        result.checksums_mismatched = stats.checksums_mismatched;
+        result.inconsistencies = stats.inconsistencies;
+    } catch (const std::exception& e) {
+        result.error = e.what();
+    }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    options o;
+    CLI::App app{"ecsnet-loadgen: measure an ecsnet-server with K real clients"};
+    app.add_option("--server", o.server_binary, "ecsnet-server binary to start (pinned to --server-core)");
+    app.add_option("--port", o.port, "Attach to a server already listening on 127.0.0.1:PORT");
+    app.add_option("--server-pid", o.server_pid, "Its pid, for CPU and RSS (with --port)");
+    app.add_option("--entities", o.entities, "Moving demo entities (when starting the server)")->capture_default_str();
+    app.add_option("--clients", o.clients, "Client connections, each with a full mirror")->capture_default_str()->check(CLI::Range(1, 4096));
+    app.add_option("--tick-rate", o.tick_rate, "Server tick rate")->capture_default_str();
+    app.add_option("--warmup", o.warmup_s, "Seconds before measuring")->capture_default_str();
+    app.add_option("--window", o.window_s, "Seconds measured")->capture_default_str()->check(CLI::Range(1.0, 3600.0));
+    app.add_option("--spawns", o.spawns, "Spawn-to-visible samples (by client 0, during the window)")->capture_default_str();
+    app.add_option("--joins", o.joins, "Extra joins after the window, for join time")->capture_default_str();
+    app.add_option("--server-core", o.server_core, "Core for the server (-1: no pinning)")->capture_default_str();
+    app.add_option("--loadgen-core", o.loadgen_core, "Core for the load generator (-1: no pinning)")->capture_default_str();
+    app.add_option("--label", o.label, "Scenario name in the output");
+    CLI11_PARSE(app, argc, argv);
+    if (o.server_binary.empty() == (o.port == 0)) {
+        std::cerr << "loadgen: give either --server PATH or --port P (see --help)\n";
+        return 2;
+    }
+
+    try {
+        pin_to(0, o.loadgen_core);
+        launched_server launched;
+        std::uint16_t port = o.port;
+        int pid = o.server_pid;
+        if (!o.server_binary.empty()) {
+            launch(o, launched);
+            port = launched.port;
+            pid = launched.pid;
+        }
+
+        std::atomic<int> current{static_cast<int>(phase::warmup)};
+        std::vector<client_result> results(o.clients);
+        std::vector<std::thread> threads;
+        threads.reserve(o.clients);
+        for (std::size_t i = 0; i < o.clients; ++i) {
+            threads.emplace_back(run_client, std::cref(o), port, i, std::cref(current),
+                                 std::ref(results[i]));
+        }
+        std::this_thread::sleep_for(std::chrono::duration<double>(o.warmup_s));
+
+        std::size_t log_lines = 0;
+        if (!launched.log_path.empty()) {
+            (void)tick_p99s(launched.log_path, 0, log_lines);
+        }
+        const auto cpu0 = pid > 0 ? cpu_seconds(pid) : std::nullopt;
+        const auto t0 = clock_type::now();
+        current = static_cast<int>(phase::measure);
+        double rss_max = 0.0;
+        while (clock_type::now() - t0 < std::chrono::duration<double>(o.window_s)) {
+            std::this_thread::sleep_for(250ms);
+            if (pid > 0) {
+                rss_max = std::max(rss_max, rss_mib(pid).value_or(0.0));
+            }
+        }
+        const double window = std::chrono::duration<double>(clock_type::now() - t0).count();
+        const auto cpu1 = pid > 0 ? cpu_seconds(pid) : std::nullopt;
+        current = static_cast<int>(phase::done);
+        for (auto& t : threads) {
+            t.join();
+        }
+        std::vector<double> p99s;
+        if (!launched.log_path.empty()) {
+            std::size_t total = 0;
+            p99s = tick_p99s(launched.log_path, log_lines, total);
+        }
+
+        // Warm joins: fresh connections to the running server, one after another.
+        std::vector<double> joins;
+        for (std::size_t j = 0; j < o.joins; ++j) {
+            const auto started = clock_type::now();
+            ecsnet::client::connect_options co;
+            co.port = port;
+            co.name = "joiner";
+            co.timeout = 60s;
+            ecsnet::client::connection c(co);
+            joins.push_back(ms_since(started));
+        }
+
+        std::vector<double> spawn_ms;
+        std::uint64_t bytes = 0;
+        std::uint64_t ticks = 0;
+        std::uint64_t matched = 0;
+        std::uint64_t mismatched = 0;
+        std::uint64_t inconsistent = 0;
+        std::vector<double> first_joins;
+        for (const auto& r : results) {
+            if (!r.error.empty()) {
+                throw std::runtime_error("a client failed: " + r.error);
+            }
+            spawn_ms.insert(spawn_ms.end(), r.spawn_ms.begin(), r.spawn_ms.end());
+            bytes += r.bytes;
+            ticks = std::max(ticks, r.ticks);
+            matched += r.checksums_matched;
+            mismatched += r.checksums_mismatched;
+            inconsistent += r.inconsistencies;
+            first_joins.push_back(r.join_ms);
+        }
+        const double per_client_bps = static_cast<double>(bytes) / static_cast<double>(o.clients) / window;
+        const double bytes_per_update =
+            ticks == 0 || o.entities == 0
+                ? 0.0
+                : static_cast<double>(bytes) / static_cast<double>(o.clients) /
+                      static_cast<double>(ticks) / static_cast<double>(o.entities);
+        const double cpu_pct = cpu0 && cpu1 ? (*cpu1 - *cpu0) / window * 100.0 : -1.0;
+
+        nlohmann::json j{
+            {"label", o.label},
+            {"entities", o.entities},
+            {"clients", o.clients},
+            {"tick_rate", o.tick_rate},
+            {"window_s", window},
+            {"ticks", ticks},
+            {"bytes_per_s_per_client", per_client_bps},
+            {"bytes_per_entity_update", bytes_per_update},
+            {"join_ms_median", percentile(joins, 0.5)},
+            {"join_ms_max", joins.empty() ? 0.0 : *std::max_element(joins.begin(), joins.end())},
+            {"first_join_ms_median", percentile(first_joins, 0.5)},
+            {"spawn_to_visible_ms_p50", percentile(spawn_ms, 0.5)},
+            {"spawn_to_visible_ms_p99", percentile(spawn_ms, 0.99)},
+            {"spawn_samples", spawn_ms.size()},
+            {"checksums_matched", matched},
+            {"checksum_mismatches", mismatched},
+            {"inconsistencies", inconsistent},
+            {"server_cpu_pct", cpu_pct},
+            {"server_rss_mib_max", rss_max},
+            {"tick_p99_ms_max", p99s.empty() ? -1.0 : *std::max_element(p99s.begin(), p99s.end())},
+            {"tick_p99_ms_median", p99s.empty() ? -1.0 : percentile(p99s, 0.5)},
+        };
+        std::printf("%-32s %s\n", "scenario", o.label.c_str());
+        std::printf("%-32s %zu moving entities, %zu clients, %.0f Hz, %.1f s window, %llu ticks\n",
+                    "load", o.entities, o.clients, o.tick_rate, window,
+                    static_cast<unsigned long long>(ticks));
+        std::printf("%-32s %.0f B/s\n", "bytes per client", per_client_bps);
+        std::printf("%-32s %.2f B\n", "bytes per moving entity update", bytes_per_update);
+        std::printf("%-32s median %.2f ms, max %.2f ms (%zu joins)\n", "join to complete mirror",
+                    percentile(joins, 0.5), j["join_ms_max"].get<double>(), joins.size());
+        std::printf("%-32s p50 %.2f ms, p99 %.2f ms (%zu spawns)\n", "spawn to visible",
+                    percentile(spawn_ms, 0.5), percentile(spawn_ms, 0.99), spawn_ms.size());
+        std::printf("%-32s %llu mismatches, %llu matched, %llu inconsistencies\n", "checksums",
+                    static_cast<unsigned long long>(mismatched),
+                    static_cast<unsigned long long>(matched),
+                    static_cast<unsigned long long>(inconsistent));
+        std::printf("%-32s %.2f %% of one core, RSS max %.1f MiB\n", "server", cpu_pct, rss_max);
+        std::printf("%-32s p99 max %.3f ms, median %.3f ms (per-second stats lines)\n",
+                    "server tick time", j["tick_p99_ms_max"].get<double>(),
+                    j["tick_p99_ms_median"].get<double>());
+        std::printf("%s\n", j.dump().c_str());
+        return mismatched == 0 && inconsistent == 0 ? 0 : 1;
+    } catch (const std::exception& e) {
+        std::fprintf(stderr, "loadgen: %s\n", e.what());
+        return 1;
+    }
+}

@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# Runs every load scenario of docs/BENCHMARKS.md with ecsnet-loadgen against a release build:
+# server pinned to core 0, load generator to core 1. Appends one JSON line per scenario to
+# the output file (default bench/results/matrix-<date>.jsonl) and prints the tables.
+# Usage: bench/run-matrix.sh [--window S] [--out FILE] [--only LABEL]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+window=10
+out="bench/results/matrix-$(date +%Y%m%d-%H%M%S).jsonl"
+only=""
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --window) window=$2; shift 2 ;;
+    --out) out=$2; shift 2 ;;
+    --only) only=$2; shift 2 ;;
+    -h|--help) sed -n '2,6p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *) echo "run-matrix.sh: unknown argument $1" >&2; exit 2 ;;
+  esac
+done
+
+scripts/install-deps.sh > /dev/null
+build=${ECSNET_BUILD_DIR:-build/release}
+cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DECSNET_BUILD_TESTS=OFF > /dev/null
+cmake --build "$build" -j "$(nproc)" --target ecsnet-server ecsnet-loadgen > /dev/null
+mkdir -p "$(dirname "$out")"
+
+# label entities clients spawns joins
+scenarios=(
+  "1k-8     1000    8  100 10"
+  "10k-8    10000   8  100 10"
+  "10k-1    10000   1  100 10"
+  "100-32   100     32 100 10"
+  "100k-1   100000  1  100  5"
+  "1m-1     1000000 1  100  3"
+)
+echo "machine: $(nproc) cores, $(sed -n 's/^model name\s*: //p' /proc/cpuinfo | head -n 1), load $(cut -d' ' -f1-3 /proc/loadavg)"
+for s in "${scenarios[@]}"; do
+  read -r label entities clients spawns joins <<< "$s"
+  if [ -n "$only" ] && [ "$only" != "$label" ]; then
+    continue
+  fi
+  echo
+  "$build/bin/ecsnet-loadgen" --server "$build/bin/ecsnet-server" --label "$label" \
+      --entities "$entities" --clients "$clients" --spawns "$spawns" --joins "$joins" \
+      --warmup 3 --window "$window" | tee /tmp/ecsnet-matrix-last.txt
+  tail -n 1 /tmp/ecsnet-matrix-last.txt >> "$out"
+done
+echo
+echo "results appended to $out"
