@@ -27,7 +27,9 @@ void index_set_plan::build(std::span<const std::uint32_t> indices) {
         start = end;
     };
     for (std::size_t i = 1; i <= indices.size(); ++i) {
-        if (i == indices.size() || indices[i] != indices[i - 1] + 1) {
+        // 0 does not follow the largest index: a run must not wrap (receivers refuse it).
+        if (i == indices.size() || indices[i - 1] == std::numeric_limits<std::uint32_t>::max() ||
+            indices[i] != indices[i - 1] + 1) {
             flush(i);
         }
     }

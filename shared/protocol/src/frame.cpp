@@ -69,7 +69,15 @@ const wire::ClientMessage* verify_client_frame(std::span<const std::uint8_t> byt
         }
         return nullptr;
     }
-    return wire::GetSizePrefixedClientMessage(bytes.data());
+    const auto* root = wire::GetSizePrefixedClientMessage(bytes.data());
+    // The verifier accepts a union tag whose table is absent; every reader would dereference it.
+    if (root->body_type() != wire::ClientBody::NONE && root->body() == nullptr) {
+        if (why != nullptr) {
+            *why = "message type without a body";
+        }
+        return nullptr;
+    }
+    return root;
 }
 
 const wire::ServerMessage* verify_server_frame(std::span<const std::uint8_t> bytes,
@@ -84,7 +92,15 @@ const wire::ServerMessage* verify_server_frame(std::span<const std::uint8_t> byt
         }
         return nullptr;
     }
-    return wire::GetSizePrefixedServerMessage(bytes.data());
+    const auto* root = wire::GetSizePrefixedServerMessage(bytes.data());
+    // The verifier accepts a union tag whose table is absent; every reader would dereference it.
+    if (root->body_type() != wire::ServerBody::NONE && root->body() == nullptr) {
+        if (why != nullptr) {
+            *why = "message type without a body";
+        }
+        return nullptr;
+    }
+    return root;
 }
 
 void frame_reader::feed(std::span<const std::uint8_t> bytes) {

@@ -1,5 +1,7 @@
 #include "ecsnet/protocol/mirror.hpp"
 
+#include <algorithm>
+
 #include "ecsnet/protocol/checksum.hpp"
 
 namespace ecsnet::protocol {
@@ -15,14 +17,15 @@ std::optional<std::string> mirror::take_resync_reason() {
         return std::nullopt;
     }
     resync_reported_ = true;
-    return error_;
+    return resync_reason_;
 }
 
 mirror::entity_type mirror::find(std::uint32_t index) const noexcept { return live_.find(index); }
 
 bool mirror::inconsistent(std::string why) {
     ++stats_.inconsistencies;
-    error_ = std::move(why);
+    error_ = why;
+    resync_reason_ = std::move(why);
     awaiting_resync_ = true;
     resync_reported_ = false;
     staging_active_ = false;
@@ -75,6 +78,13 @@ bool mirror::apply_group(state& target, const wire::EntityGroup& group, bool not
                                 std::to_string(versions->Get(static_cast<flatbuffers::uoffset_t>(i))) +
                                 " over live entity " + ecs::to_string(target.find(index)));
         }
+    }
+    // An index listed twice would be spawned twice.
+    std::vector<std::uint32_t> sorted(scratch_);
+    std::sort(sorted.begin(), sorted.end());
+    if (const auto twice = std::adjacent_find(sorted.begin(), sorted.end());
+        twice != sorted.end()) {
+        return inconsistent("entity group lists index " + std::to_string(*twice) + " twice");
     }
     bool ok = true;
     const wire::ComponentColumns* columns = group.columns();
@@ -246,10 +256,14 @@ bool mirror::apply_removals(const wire::ComponentColumns& columns) {
 }
 
 bool mirror::apply_delta(const wire::Delta& delta) {
-    if (awaiting_resync_ || !ready_) {
-        error_ = ready_ ? "waiting for a snapshot after an inconsistency"
-                        : "delta before the first snapshot";
+    if (awaiting_resync_) {
+        error_ = "waiting for a snapshot after an inconsistency";
         return false;
+    }
+    if (!ready_) {
+        // The snapshot comes first (docs/PROTOCOL.md): a stream that starts with a delta will
+        // not bring one by itself, so this asks for a resync.
+        return inconsistent("delta before the first snapshot");
     }
     if (delta.tick() != tick_ + 1) {
         return inconsistent("tick gap: delta for tick " + std::to_string(delta.tick()) +

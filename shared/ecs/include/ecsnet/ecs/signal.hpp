@@ -50,11 +50,19 @@ public:
             return;
         }
         ++publishing_;
-        const std::size_t count = listeners_.size();
-        for (std::size_t i = 0; i < count; ++i) {
-            if (listeners_[i].alive) {
-                listeners_[i].fn(args...);
+        try {
+            const std::size_t count = listeners_.size();
+            for (std::size_t i = 0; i < count; ++i) {
+                if (listeners_[i].alive) {
+                    listeners_[i].fn(args...);
+                }
             }
+        } catch (...) {
+            // A throwing listener must not leave the signal "publishing" for good (new
+            // listeners would be parked forever and removals never collected).
+            --publishing_;
+            collect();
+            throw;
         }
         --publishing_;
         collect();

@@ -34,8 +34,9 @@ using frame = std::shared_ptr<const std::vector<std::uint8_t>>;
 [[nodiscard]] std::uint32_t read_prefix(std::span<const std::uint8_t, frame_prefix_bytes> prefix) noexcept;
 
 // Verifies exactly these bytes (prefix included) as a client frame: length prefix matches,
-// identifier, and the FlatBuffers verifier with tight limits. Returns the root, or null with
-// the reason in `why`. Nothing may read the frame before this passed.
+// identifier, the FlatBuffers verifier with tight limits, and a body present whenever the
+// message has a type (the verifier lets a tag without its table through). Returns the root,
+// or null with the reason in `why`. Nothing may read the frame before this passed.
 [[nodiscard]] const wire::ClientMessage* verify_client_frame(std::span<const std::uint8_t> bytes,
                                                              std::string* why = nullptr);
 [[nodiscard]] const wire::ServerMessage* verify_server_frame(std::span<const std::uint8_t> bytes,

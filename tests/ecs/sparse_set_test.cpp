@@ -1,0 +1,236 @@
+#include "ecsnet/ecs/sparse_set.hpp"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+namespace {
+
+using ecsnet::ecs::Entity;
+using ecsnet::ecs::detail::paged_array;
+
+// The sparse set's mutators are for storages only; expose them to test the set alone.
+template <typename E>
+class test_set : public ecsnet::ecs::basic_sparse_set<E> {
+public:
+    using base = ecsnet::ecs::basic_sparse_set<E>;
+    std::size_t insert(E e) { return base::insert_entity(e); }
+    std::size_t erase(E e) { return base::erase_entity(e); }
+    void clear() { base::clear_entities(); }
+};
+
+using SparseSet = test_set<Entity>;
+
+std::vector<Entity> packed(const SparseSet& set) {
+    return {set.entities().begin(), set.entities().end()};
+}
+
+// --- paged_array -------------------------------------------------------------------------
+
+TEST(SparseSetPagedArray, UnwrittenElementsReadAsEmptyWithoutAllocating) {
+    const paged_array<std::uint32_t, 0xFFFFFFFFU> array;
+    EXPECT_EQ(array.get(0), 0xFFFFFFFFU);
+    EXPECT_EQ(array.get(10'000'000), 0xFFFFFFFFU);
+    EXPECT_EQ(array.allocated_pages(), 0U);
+}
+
+TEST(SparseSetPagedArray, LargeIndexAllocatesOnePage) {
+    paged_array<std::uint32_t, 0xFFFFFFFFU> array;
+    array.at(10'000'000) = 7;
+    EXPECT_EQ(array.allocated_pages(), 1U);
+    EXPECT_EQ(array.get(10'000'000), 7U);
+    EXPECT_EQ(array.existing(10'000'000), 7U);
+    // The rest of the page holds the empty value, other pages stay unallocated.
+    EXPECT_EQ(array.get(10'000'001), 0xFFFFFFFFU);
+    EXPECT_EQ(array.get(0), 0xFFFFFFFFU);
+    EXPECT_EQ(array.allocated_pages(), 1U);
+}
+
+TEST(SparseSetPagedArray, PageBoundaries) {
+    paged_array<int, -1, 8> array;
+    array.at(7) = 70;
+    EXPECT_EQ(array.allocated_pages(), 1U);
+    EXPECT_EQ(array.get(8), -1);
+    array.at(8) = 80;
+    EXPECT_EQ(array.allocated_pages(), 2U);
+    array.at(0) = 0;
+    EXPECT_EQ(array.allocated_pages(), 2U);
+    EXPECT_EQ(array.get(7), 70);
+    EXPECT_EQ(array.get(8), 80);
+    EXPECT_EQ(array.get(0), 0);
+    EXPECT_EQ(array.get(1), -1);
+}
+
+TEST(SparseSetPagedArray, FillOverwritesAllocatedPagesOnly) {
+    paged_array<int, -1, 8> array;
+    array.at(3) = 3;
+    array.at(20) = 20;
+    array.fill(5);
+    EXPECT_EQ(array.get(3), 5);
+    EXPECT_EQ(array.get(0), 5);
+    EXPECT_EQ(array.get(20), 5);
+    EXPECT_EQ(array.get(8), -1) << "page 1 was never allocated";
+    EXPECT_EQ(array.allocated_pages(), 2U);
+}
+
+// --- basic_sparse_set --------------------------------------------------------------------
+
+TEST(SparseSet, StartsEmpty) {
+    const SparseSet set;
+    EXPECT_TRUE(set.empty());
+    EXPECT_EQ(set.size(), 0U);
+    EXPECT_FALSE(set.contains(Entity{0, 1}));
+    EXPECT_FALSE(set.contains(Entity{}));
+    EXPECT_TRUE(set.find_index(0).is_null());
+    EXPECT_EQ(set.structural_version(), 0U);
+}
+
+TEST(SparseSet, InsertAppendsToThePackedArray) {
+    SparseSet set;
+    EXPECT_EQ(set.insert(Entity{5, 1}), 0U);
+    EXPECT_EQ(set.insert(Entity{2, 3}), 1U);
+    EXPECT_EQ(set.insert(Entity{9, 1}), 2U);
+    EXPECT_EQ(set.size(), 3U);
+    EXPECT_FALSE(set.empty());
+    EXPECT_THAT(packed(set), ::testing::ElementsAre(Entity{5, 1}, Entity{2, 3}, Entity{9, 1}));
+    EXPECT_EQ(set.data(), set.entities().data());
+    EXPECT_EQ(set.index_of(Entity{5, 1}), 0U);
+    EXPECT_EQ(set.index_of(Entity{2, 3}), 1U);
+    EXPECT_EQ(set.index_of(Entity{9, 1}), 2U);
+}
+
+TEST(SparseSet, ContainsComparesTheVersion) {
+    SparseSet set;
+    set.insert(Entity{4, 2});
+    EXPECT_TRUE(set.contains(Entity{4, 2}));
+    EXPECT_FALSE(set.contains(Entity{4, 1})) << "stale version of the same index";
+    EXPECT_FALSE(set.contains(Entity{4, 3})) << "newer version of the same index";
+    EXPECT_FALSE(set.contains(Entity{3, 2}));
+    EXPECT_FALSE(set.contains(Entity{5, 2}));
+}
+
+TEST(SparseSet, FindIndexReturnsTheStoredVersion) {
+    SparseSet set;
+    set.insert(Entity{4, 2});
+    EXPECT_EQ(set.find_index(4), (Entity{4, 2}));
+    EXPECT_TRUE(set.find_index(3).is_null());
+    EXPECT_TRUE(set.find_index(1'000'000).is_null());
+}
+
+TEST(SparseSet, EraseSwapsTheLastEntityIntoTheHole) {
+    SparseSet set;
+    for (std::uint32_t i = 0; i < 5; ++i) {
+        set.insert(Entity{i * 10, 1});
+    }
+    EXPECT_EQ(set.erase(Entity{10, 1}), 1U);
+    EXPECT_THAT(packed(set),
+                ::testing::ElementsAre(Entity{0, 1}, Entity{40, 1}, Entity{20, 1}, Entity{30, 1}));
+    EXPECT_FALSE(set.contains(Entity{10, 1}));
+    EXPECT_TRUE(set.find_index(10).is_null());
+    EXPECT_EQ(set.index_of(Entity{40, 1}), 1U) << "moved entity's sparse entry follows it";
+
+    // Erasing the last element moves nothing.
+    EXPECT_EQ(set.erase(Entity{30, 1}), 3U);
+    EXPECT_THAT(packed(set), ::testing::ElementsAre(Entity{0, 1}, Entity{40, 1}, Entity{20, 1}));
+
+    // Erasing the first.
+    EXPECT_EQ(set.erase(Entity{0, 1}), 0U);
+    EXPECT_THAT(packed(set), ::testing::ElementsAre(Entity{20, 1}, Entity{40, 1}));
+    EXPECT_EQ(set.index_of(Entity{20, 1}), 0U);
+    EXPECT_EQ(set.index_of(Entity{40, 1}), 1U);
+}
+
+TEST(SparseSet, EraseTheOnlyEntity) {
+    SparseSet set;
+    set.insert(Entity{3, 1});
+    EXPECT_EQ(set.erase(Entity{3, 1}), 0U);
+    EXPECT_TRUE(set.empty());
+    EXPECT_FALSE(set.contains(Entity{3, 1}));
+    EXPECT_TRUE(set.find_index(3).is_null());
+}
+
+TEST(SparseSet, IndexCanComeBackAtANewVersion) {
+    SparseSet set;
+    set.insert(Entity{6, 1});
+    set.insert(Entity{7, 1});
+    set.erase(Entity{6, 1});
+    set.insert(Entity{6, 2});
+    EXPECT_TRUE(set.contains(Entity{6, 2}));
+    EXPECT_FALSE(set.contains(Entity{6, 1}));
+    EXPECT_EQ(set.find_index(6), (Entity{6, 2}));
+    EXPECT_THAT(packed(set), ::testing::ElementsAre(Entity{7, 1}, Entity{6, 2}));
+}
+
+TEST(SparseSet, ClearRemovesEverything) {
+    SparseSet set;
+    set.insert(Entity{1, 1});
+    set.insert(Entity{5000, 2});
+    set.clear();
+    EXPECT_TRUE(set.empty());
+    EXPECT_FALSE(set.contains(Entity{1, 1}));
+    EXPECT_FALSE(set.contains(Entity{5000, 2}));
+    EXPECT_TRUE(set.find_index(5000).is_null());
+    // The set is usable again after clear.
+    set.insert(Entity{5000, 3});
+    EXPECT_EQ(set.index_of(Entity{5000, 3}), 0U);
+}
+
+TEST(SparseSet, StructuralVersionCountsInsertEraseAndClear) {
+    SparseSet set;
+    std::uint64_t version = set.structural_version();
+    set.insert(Entity{1, 1});
+    EXPECT_GT(set.structural_version(), version);
+    version = set.structural_version();
+
+    set.insert(Entity{2, 1});
+    EXPECT_GT(set.structural_version(), version);
+    version = set.structural_version();
+
+    // Lookups do not change it.
+    (void)set.contains(Entity{1, 1});
+    (void)set.find_index(2);
+    (void)set.index_of(Entity{2, 1});
+    EXPECT_EQ(set.structural_version(), version);
+
+    set.erase(Entity{1, 1});
+    EXPECT_GT(set.structural_version(), version);
+    version = set.structural_version();
+
+    set.clear();
+    EXPECT_GT(set.structural_version(), version);
+}
+
+TEST(SparseSet, HugeIndexWorks) {
+    SparseSet set;
+    const Entity far{10'000'000, 1};
+    set.insert(Entity{0, 1});
+    set.insert(far);
+    EXPECT_TRUE(set.contains(far));
+    EXPECT_EQ(set.index_of(far), 1U);
+    EXPECT_FALSE(set.contains(Entity{9'999'999, 1}));
+    EXPECT_FALSE(set.contains(Entity{10'000'001, 1}));
+    set.erase(Entity{0, 1});
+    EXPECT_EQ(set.index_of(far), 0U);
+}
+
+TEST(SparseSet, LargestIndexWorks) {
+    using tiny_traits = ecsnet::ecs::entity_traits<std::uint8_t, std::uint8_t>;
+    using TinyEntity = ecsnet::ecs::basic_entity<tiny_traits>;
+    test_set<TinyEntity> set;
+    // Fill every usable index: positions go up to 254, one below the "no index" marker.
+    for (unsigned i = 0; i <= tiny_traits::max_index; ++i) {
+        set.insert(TinyEntity{static_cast<std::uint8_t>(tiny_traits::max_index - i), 1});
+    }
+    EXPECT_EQ(set.size(), 255U);
+    for (unsigned i = 0; i <= tiny_traits::max_index; ++i) {
+        const TinyEntity e{static_cast<std::uint8_t>(i), 1};
+        ASSERT_TRUE(set.contains(e)) << to_string(e);
+        ASSERT_EQ(set.index_of(e), tiny_traits::max_index - i);
+    }
+    EXPECT_TRUE(set.find_index(tiny_traits::no_index).is_null());
+}
+
+}  // namespace

@@ -1,0 +1,425 @@
+// Golden frames: wire compatibility with protocol version 1.
+//
+// tests/protocol/golden/<name>.bin holds one frame (length prefix included) per message type,
+// produced by version 1 of the encoders. Two checks per frame:
+//
+//   GoldenFrame.DecodesToTheExpectedContent: today's decoders read the checked-in bytes into
+//     exactly the values listed below. This is the compatibility guarantee: it must keep
+//     passing with the old files, whatever changes.
+//   GoldenFrame.EncodesToTheSameBytes: today's encoders still produce those bytes. A failure
+//     here alone means the FlatBuffers output changed (a new flatc/library version, a schema
+//     addition, an encoder change) while old frames still decode.
+//
+// Regenerating, only after the decode tests passed against the old files:
+//
+//   ECSNET_REGENERATE_GOLDEN=1 ./build/<dir>/bin/protocol_golden_test
+//
+// writes every file from today's encoders instead of comparing, then checks the decoding of
+// the new files; review and commit tests/protocol/golden/ afterwards.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <iterator>
+#include <map>
+#include <memory>
+#include <ostream>
+#include <set>
+#include <span>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "ecsnet/ecs/world.hpp"
+#include "ecsnet/protocol/checksum.hpp"
+#include "ecsnet/protocol/columns.hpp"
+#include "ecsnet/protocol/components.hpp"
+#include "ecsnet/protocol/frame.hpp"
+#include "ecsnet/protocol/messages.hpp"
+#include "ecsnet/protocol/mirror.hpp"
+#include "ecsnet/protocol/replication.hpp"
+
+namespace ecsnet::protocol {
+
+// Readable failure output for the values the tests compare.
+void PrintTo(const Position& v, std::ostream* out) {
+    *out << "Position{" << v.x << ", " << v.y << "}";
+}
+void PrintTo(const Velocity& v, std::ostream* out) {
+    *out << "Velocity{" << v.x << ", " << v.y << "}";
+}
+void PrintTo(const Health& v, std::ostream* out) {
+    *out << "Health{" << v.value << "}";
+}
+void PrintTo(const Lifetime& v, std::ostream* out) {
+    *out << "Lifetime{" << v.ticks << "}";
+}
+void PrintTo(const Owner& v, std::ostream* out) {
+    *out << "Owner{" << v.client << "}";
+}
+void PrintTo(const Name& v, std::ostream* out) {
+    *out << "Name{\"" << v.value << "\"}";
+}
+void PrintTo(const component_set& set, std::ostream* out) {
+    *out << "{";
+    const char* sep = "";
+    for_each_component([&]<typename T>() {
+        if (const auto& v = set.get<T>()) {
+            *out << sep << ::testing::PrintToString(*v);
+            sep = ", ";
+        }
+    });
+    *out << "}";
+}
+
+}  // namespace ecsnet::protocol
+
+namespace {
+
+namespace proto = ecsnet::protocol;
+namespace wire = ecsnet::wire;
+using ecsnet::ecs::Entity;
+using ecsnet::ecs::World;
+using ecsnet::ecs::world_options;
+using proto::Health;
+using proto::Lifetime;
+using proto::Name;
+using proto::Owner;
+using proto::Position;
+using proto::Velocity;
+using bytes = std::vector<std::uint8_t>;
+
+const std::filesystem::path golden_dir{ECSNET_GOLDEN_DIR};
+
+bool regenerating() {
+    const char* flag = std::getenv("ECSNET_REGENERATE_GOLDEN");
+    return flag != nullptr && std::string{flag} == "1";
+}
+
+std::filesystem::path golden_path(const std::string& name) {
+    return golden_dir / (name + ".bin");
+}
+
+bool read_file(const std::filesystem::path& path, bytes& out) {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) {
+        return false;
+    }
+    out.assign(std::istreambuf_iterator<char>{in}, std::istreambuf_iterator<char>{});
+    return true;
+}
+
+void write_file(const std::filesystem::path& path, const bytes& content) {
+    std::filesystem::create_directories(path.parent_path());
+    std::ofstream out(path, std::ios::binary | std::ios::trunc);
+    out.write(reinterpret_cast<const char*>(content.data()),
+              static_cast<std::streamsize>(content.size()));
+    ASSERT_TRUE(out.good()) << "cannot write " << path;
+}
+
+template <typename T>
+constexpr std::uint64_t bit() {
+    return std::uint64_t{1} << proto::wire_id_v<T>;
+}
+
+// ---- the fixed world behind the Snapshot and Delta frames -------------------------------
+
+constexpr std::uint64_t snapshot_tick = 100;
+constexpr std::uint64_t delta_tick = 101;
+
+struct golden_world {
+    std::shared_ptr<World> world = World::make(world_options{.entities = {.min_free_indices = 0}});
+    std::vector<Entity> e;
+
+    golden_world() {
+        for (int i = 0; i < 6; ++i) {
+            e.push_back(world->create());
+        }
+        world->emplace<Position>(e[0], 1.0F, 2.0F);
+        world->emplace<Velocity>(e[0], 0.5F, -0.5F);
+        world->emplace<Position>(e[1], 3.0F, 4.0F);
+        world->emplace<Velocity>(e[1], 0.0F, 1.0F);
+        world->emplace<Position>(e[2], 5.0F, 6.0F);
+        world->emplace<Velocity>(e[2], 1.0F, 0.0F);
+        world->emplace<Health>(e[3], 100);
+        world->emplace<Name>(e[3], "tower");
+        world->emplace<Owner>(e[4], 7U);
+        world->emplace<Lifetime>(e[4], 300U);
+        // e[5] has no replicated component.
+        static_cast<void>(world->take_changes());
+    }
+
+    // Tick 101: a destroy, an index reused, a spawn, updates, an add, removals.
+    void advance() {
+        world->destroy(e[1]);
+        const Entity reused = world->create();
+        world->emplace<Position>(reused, 7.0F, 8.0F);
+        world->emplace<Velocity>(reused, -1.0F, -1.0F);
+        const Entity fresh = world->create();
+        world->emplace<Health>(fresh, 50);
+        world->emplace<Name>(fresh, "newcomer");
+        world->patch<Position>(e[0], [](Position& p) { p.x = 1.5F; });
+        world->emplace<Health>(e[2], 75);
+        world->replace<Name>(e[3], "tower II");
+        world->remove<Velocity>(e[2]);
+        world->remove<Lifetime>(e[4]);
+    }
+};
+
+using world_content = std::map<Entity, proto::component_set>;
+
+// What a client must hold after the golden Snapshot, written out by hand.
+world_content after_snapshot() {
+    return {
+        {Entity{0, 1}, proto::component_set{}.set(Position{1, 2}).set(Velocity{0.5F, -0.5F})},
+        {Entity{1, 1}, proto::component_set{}.set(Position{3, 4}).set(Velocity{0, 1})},
+        {Entity{2, 1}, proto::component_set{}.set(Position{5, 6}).set(Velocity{1, 0})},
+        {Entity{3, 1}, proto::component_set{}.set(Health{100}).set(Name{"tower"})},
+        {Entity{4, 1}, proto::component_set{}.set(Owner{7}).set(Lifetime{300})},
+        {Entity{5, 1}, proto::component_set{}},
+    };
+}
+
+// ... and after the golden Delta on top of it.
+world_content after_delta() {
+    return {
+        {Entity{0, 1}, proto::component_set{}.set(Position{1.5F, 2}).set(Velocity{0.5F, -0.5F})},
+        {Entity{1, 2}, proto::component_set{}.set(Position{7, 8}).set(Velocity{-1, -1})},
+        {Entity{2, 1}, proto::component_set{}.set(Position{5, 6}).set(Health{75})},
+        {Entity{3, 1}, proto::component_set{}.set(Health{100}).set(Name{"tower II"})},
+        {Entity{4, 1}, proto::component_set{}.set(Owner{7})},
+        {Entity{5, 1}, proto::component_set{}},
+        {Entity{6, 1}, proto::component_set{}.set(Health{50}).set(Name{"newcomer"})},
+    };
+}
+
+world_content content_of(const proto::mirror& mirror) {
+    world_content out;
+    mirror.each([&](Entity e) {
+        proto::component_set set;
+        proto::for_each_component([&]<typename T>() {
+            if (const T* value = mirror.get<T>(e)) {
+                set.set<T>(*value);
+            }
+        });
+        out.emplace(e, std::move(set));
+    });
+    return out;
+}
+
+const wire::ServerMessage* verified_server(std::span<const std::uint8_t> frame) {
+    std::string why;
+    const wire::ServerMessage* message = proto::verify_server_frame(frame, &why);
+    EXPECT_NE(message, nullptr) << "golden frame does not verify: " << why;
+    return message;
+}
+
+// ---- the cases ----------------------------------------------------------------------------
+
+struct golden_case {
+    std::string name;                                          // golden/<name>.bin
+    std::function<proto::frame()> encode;                      // today's encoder
+    std::function<void(std::span<const std::uint8_t>)> check;  // decoded == expected
+};
+
+std::ostream& operator<<(std::ostream& out, const golden_case& c) {
+    return out << c.name;
+}
+
+golden_case client_case(std::string name, proto::client_message expected) {
+    return {std::move(name), [expected] { return proto::encode(expected); },
+            [expected](std::span<const std::uint8_t> frame) {
+                const proto::decoded_client decoded = proto::decode_client_frame(frame);
+                ASSERT_TRUE(decoded.message.has_value()) << decoded.error.message;
+                EXPECT_TRUE(*decoded.message == expected) << "decoded other values";
+            }};
+}
+
+golden_case server_case(std::string name, proto::server_control expected) {
+    return {std::move(name), [expected] { return proto::encode(expected); },
+            [expected](std::span<const std::uint8_t> frame) {
+                const wire::ServerMessage* message = verified_server(frame);
+                ASSERT_NE(message, nullptr);
+                std::string why;
+                const auto decoded = proto::decode_server_control(*message, &why);
+                ASSERT_TRUE(decoded.has_value()) << why;
+                EXPECT_TRUE(*decoded == expected) << "decoded other values";
+            }};
+}
+
+proto::frame encode_golden_snapshot() {
+    golden_world g;
+    proto::replication_encoder encoder;
+    const auto frames = encoder.encode_snapshot(*g.world, snapshot_tick);
+    EXPECT_EQ(frames.size(), 1U);
+    return frames.front();
+}
+
+proto::frame encode_golden_delta() {
+    golden_world g;
+    g.advance();
+    proto::replication_encoder encoder;
+    return encoder.encode_delta(*g.world, g.world->take_changes(), delta_tick);
+}
+
+void check_golden_snapshot(std::span<const std::uint8_t> frame) {
+    const wire::ServerMessage* message = verified_server(frame);
+    ASSERT_NE(message, nullptr);
+    const wire::Snapshot* snapshot = message->body_as_Snapshot();
+    ASSERT_NE(snapshot, nullptr);
+    EXPECT_EQ(snapshot->tick(), snapshot_tick);
+    EXPECT_EQ(snapshot->chunk(), 0U);
+    EXPECT_EQ(snapshot->chunk_count(), 1U);
+    EXPECT_EQ(snapshot->entity_count(), 6U);
+
+    proto::mirror mirror;
+    ASSERT_TRUE(mirror.apply(*message)) << mirror.error();
+    EXPECT_TRUE(mirror.ready());
+    EXPECT_EQ(mirror.tick(), snapshot_tick);
+    EXPECT_EQ(content_of(mirror), after_snapshot());
+}
+
+void check_golden_delta(std::span<const std::uint8_t> frame) {
+    // On top of the golden snapshot file, as a client would have it.
+    bytes snapshot;
+    ASSERT_TRUE(read_file(golden_path("server_snapshot"), snapshot));
+    proto::mirror mirror;
+    const wire::ServerMessage* base = verified_server(snapshot);
+    ASSERT_NE(base, nullptr);
+    ASSERT_TRUE(mirror.apply(*base)) << mirror.error();
+
+    const wire::ServerMessage* message = verified_server(frame);
+    ASSERT_NE(message, nullptr);
+    const wire::Delta* delta = message->body_as_Delta();
+    ASSERT_NE(delta, nullptr);
+    EXPECT_EQ(delta->tick(), delta_tick);
+    ASSERT_NE(delta->destroyed(), nullptr);
+    ASSERT_EQ(delta->destroyed()->size(), 1U);
+    EXPECT_EQ(delta->destroyed()->Get(0)->index(), 1U);
+    EXPECT_EQ(delta->destroyed()->Get(0)->version(), 1U);
+    ASSERT_NE(delta->spawned(), nullptr);
+    EXPECT_EQ(delta->spawned()->size(), 2U);
+    ASSERT_NE(delta->updated(), nullptr);
+    EXPECT_NE(delta->updated()->position(), nullptr);
+    EXPECT_NE(delta->updated()->health(), nullptr);
+    EXPECT_NE(delta->updated()->name(), nullptr);
+    ASSERT_NE(delta->removed(), nullptr);
+    EXPECT_NE(delta->removed()->velocity_at(), nullptr);
+    EXPECT_NE(delta->removed()->lifetime_at(), nullptr);
+
+    std::vector<Entity> spawned;
+    mirror.events().on_spawn = [&](Entity e) { spawned.push_back(e); };
+    ASSERT_TRUE(mirror.apply(*message)) << mirror.error();
+    EXPECT_THAT(spawned, ::testing::UnorderedElementsAre(Entity{1, 2}, Entity{6, 1}));
+    EXPECT_EQ(mirror.tick(), delta_tick);
+    EXPECT_EQ(content_of(mirror), after_delta());
+}
+
+std::vector<golden_case> golden_cases() {
+    const Entity target{42, 3};
+    return {
+        client_case("client_hello", proto::hello{1, "golden-client", "secret-token"}),
+        client_case("client_spawn", proto::spawn{7, proto::component_set{}
+                                                        .set(Position{1.5F, -2.0F})
+                                                        .set(Velocity{0.25F, 4.0F})
+                                                        .set(Health{100})
+                                                        .set(Lifetime{600})
+                                                        .set(Name{"ship"})}),
+        client_case("client_destroy", proto::destroy{8, target}),
+        client_case(
+            "client_set_components",
+            proto::set_components{9, target,
+                                  proto::component_set{}.set(Position{3, 4}).set(Name{"renamed"})}),
+        client_case("client_remove_components",
+                    proto::remove_components{10, target, bit<Velocity>() | bit<Health>()}),
+        client_case("client_ping", proto::ping{0x0123456789abcdefULL}),
+        client_case("client_resync_request", proto::resync_request{"checksum mismatch at tick 77"}),
+        server_case("server_welcome", proto::welcome{5, 1, 30.0F, 1234, 30}),
+        server_case("server_command_result",
+                    proto::command_result{9, false, wire::ErrorCode::StaleVersion,
+                                          "entity 42 is at version 4, not 3", Entity{42, 4}}),
+        server_case("server_pong", proto::pong{0x0123456789abcdefULL, 1235}),
+        server_case("server_checksum", proto::checksum_report{1235, 0xfeedfacecafebeefULL, 6}),
+        server_case("server_disconnect", proto::disconnect{"server shutting down"}),
+        {"server_snapshot", encode_golden_snapshot, check_golden_snapshot},
+        {"server_delta", encode_golden_delta, check_golden_delta},
+    };
+}
+
+// The checked-in bytes; with ECSNET_REGENERATE_GOLDEN=1 first written from today's encoder.
+bytes golden_bytes(const golden_case& c) {
+    const auto path = golden_path(c.name);
+    if (regenerating()) {
+        write_file(path, *c.encode());
+    }
+    bytes out;
+    EXPECT_TRUE(read_file(path, out))
+        << "missing " << path << "; create it with ECSNET_REGENERATE_GOLDEN=1";
+    return out;
+}
+
+class GoldenFrame : public ::testing::TestWithParam<golden_case> {};
+
+TEST_P(GoldenFrame, DecodesToTheExpectedContent) {
+    const bytes frame = golden_bytes(GetParam());
+    ASSERT_FALSE(frame.empty());
+    ASSERT_EQ(proto::read_prefix(std::span<const std::uint8_t, proto::frame_prefix_bytes>{
+                  frame.data(), proto::frame_prefix_bytes}),
+              frame.size() - proto::frame_prefix_bytes);
+    GetParam().check(frame);
+}
+
+TEST_P(GoldenFrame, EncodesToTheSameBytes) {
+    const bytes frame = golden_bytes(GetParam());
+    const proto::frame today = GetParam().encode();
+    EXPECT_TRUE(*today == frame)
+        << "encoding " << GetParam().name << " today gives other bytes than "
+        << golden_path(GetParam().name) << " (" << today->size() << " vs " << frame.size()
+        << " bytes): the FlatBuffers output or an encoder changed. If the DecodesToTheExpected"
+        << "Content tests pass with the checked-in files, the wire is still compatible: run the "
+        << "regeneration (ECSNET_REGENERATE_GOLDEN=1 protocol_golden_test) and commit "
+        << "tests/protocol/golden/.";
+}
+
+INSTANTIATE_TEST_SUITE_P(V1, GoldenFrame, ::testing::ValuesIn(golden_cases()),
+                         [](const auto& info) { return info.param.name; });
+
+TEST(GoldenFrames, DirectoryHoldsExactlyTheKnownFrames) {
+    std::set<std::string> expected;
+    for (const auto& c : golden_cases()) {
+        if (regenerating()) {
+            static_cast<void>(golden_bytes(c));
+        }
+        expected.insert(c.name + ".bin");
+    }
+    std::set<std::string> present;
+    for (const auto& entry : std::filesystem::directory_iterator(golden_dir)) {
+        present.insert(entry.path().filename().string());
+    }
+    EXPECT_EQ(present, expected) << "every golden file has a test case and the reverse";
+}
+
+TEST(GoldenFrames, CoverEveryMessageType) {
+    // A new union member needs its golden frame.
+    std::set<wire::ClientBody> client_types;
+    std::set<wire::ServerBody> server_types;
+    for (const auto& c : golden_cases()) {
+        const proto::frame frame = c.encode();
+        if (const auto* m = proto::verify_client_frame(*frame)) {
+            client_types.insert(m->body_type());
+        } else if (const auto* s = proto::verify_server_frame(*frame)) {
+            server_types.insert(s->body_type());
+        } else {
+            ADD_FAILURE() << c.name << " is neither a client nor a server frame";
+        }
+    }
+    EXPECT_EQ(client_types.size(), static_cast<std::size_t>(wire::ClientBody::MAX));
+    EXPECT_EQ(server_types.size(), static_cast<std::size_t>(wire::ServerBody::MAX));
+}
+
+}  // namespace

@@ -1,0 +1,489 @@
+#include "ecsnet/protocol/messages.hpp"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <limits>
+#include <optional>
+#include <string>
+#include <variant>
+#include <vector>
+
+namespace {
+
+namespace proto = ecsnet::protocol;
+namespace wire = ecsnet::wire;
+
+using ::testing::HasSubstr;
+using bytes = std::vector<std::uint8_t>;
+using ecsnet::ecs::Entity;
+
+constexpr float nan = std::numeric_limits<float>::quiet_NaN();
+constexpr float inf = std::numeric_limits<float>::infinity();
+
+proto::decoded_client decode(const proto::client_message& message) {
+    const proto::frame f = proto::encode(message);
+    return proto::decode_client_frame(*f);
+}
+
+// Encodes, decodes and returns what came back; fails the test when decoding failed.
+proto::client_message round_trip(const proto::client_message& message) {
+    const proto::decoded_client decoded = decode(message);
+    if (!decoded.message) {
+        ADD_FAILURE() << "decode failed: " << decoded.error.message;
+        return proto::ping{};
+    }
+    return *decoded.message;
+}
+
+std::optional<proto::server_control> round_trip(const proto::server_control& message,
+                                                std::string* why = nullptr) {
+    const proto::frame f = proto::encode(message);
+    const wire::ServerMessage* root = proto::verify_server_frame(*f);
+    if (root == nullptr) {
+        ADD_FAILURE() << "an encoded server frame does not verify";
+        return std::nullopt;
+    }
+    return proto::decode_server_control(*root, why);
+}
+
+bytes finish(flatbuffers::FlatBufferBuilder& fbb, wire::ClientBody type,
+             flatbuffers::Offset<void> body) {
+    return *proto::finish_frame(fbb, wire::CreateClientMessage(fbb, type, body));
+}
+
+std::optional<proto::server_control> decode_server(flatbuffers::FlatBufferBuilder& fbb,
+                                                   wire::ServerBody type,
+                                                   flatbuffers::Offset<void> body,
+                                                   std::string* why = nullptr) {
+    const bytes f = *proto::finish_frame(fbb, wire::CreateServerMessage(fbb, type, body));
+    const wire::ServerMessage* root = proto::verify_server_frame(f);
+    if (root == nullptr) {
+        ADD_FAILURE() << "the test built a server frame that does not verify";
+        return std::nullopt;
+    }
+    return proto::decode_server_control(*root, why);
+}
+
+// A command rejected on its own: answered with that code, the connection stays open.
+void expect_command_error(const proto::decoded_client& decoded, wire::ErrorCode code,
+                          std::uint32_t request_id) {
+    ASSERT_FALSE(decoded.message.has_value());
+    EXPECT_EQ(decoded.error.code, code)
+        << proto::to_string(decoded.error.code) << ": " << decoded.error.message;
+    EXPECT_FALSE(decoded.error.fatal) << decoded.error.message;
+    EXPECT_EQ(decoded.error.request_id, request_id);
+    EXPECT_FALSE(decoded.error.message.empty());
+}
+
+void expect_fatal(const proto::decoded_client& decoded) {
+    ASSERT_FALSE(decoded.message.has_value());
+    EXPECT_TRUE(decoded.error.fatal) << decoded.error.message;
+    EXPECT_EQ(decoded.error.code, wire::ErrorCode::Malformed);
+    EXPECT_FALSE(decoded.error.request_id.has_value());
+}
+
+proto::component_set all_client_components() {
+    proto::component_set set;
+    set.set(proto::Position{1.5F, -2.25F})
+        .set(proto::Velocity{-0.5F, 100.0F})
+        .set(proto::Health{-17})
+        .set(proto::Lifetime{600})
+        .set(proto::Name{"r\xC3\xB6ver \xF0\x9F\x9A\x80"});
+    return set;
+}
+
+// ---- component_set ------------------------------------------------------------------------
+
+TEST(ComponentSet, MaskHasABitPerPresentType) {
+    proto::component_set set;
+    EXPECT_TRUE(set.empty());
+    EXPECT_EQ(set.mask(), 0U);
+    set.set(proto::Velocity{}).set(proto::Name{"x"});
+    EXPECT_FALSE(set.empty());
+    EXPECT_EQ(set.mask(), (1U << 1U) | (1U << 5U));
+}
+
+// ---- client round trips -------------------------------------------------------------------
+
+TEST(ClientMessages, HelloRoundTrips) {
+    const proto::hello h{7, "player \xE2\x98\x83", std::string(proto::max_token_bytes, 't')};
+    EXPECT_EQ(round_trip(h), proto::client_message{h});
+    const proto::hello minimal{};
+    EXPECT_EQ(round_trip(minimal), proto::client_message{minimal});
+    const proto::hello longest{1, std::string(proto::max_client_name_bytes, 'n'), "secret"};
+    EXPECT_EQ(round_trip(longest), proto::client_message{longest});
+}
+
+TEST(ClientMessages, SpawnRoundTripsEveryClientComponent) {
+    const proto::spawn s{0xC0FFEEU, all_client_components()};
+    EXPECT_EQ(round_trip(s), proto::client_message{s});
+
+    proto::spawn partial{3, {}};
+    partial.components.set(proto::Position{0.0F, 0.0F}).set(proto::Name{""});
+    EXPECT_EQ(round_trip(partial), proto::client_message{partial});
+
+    const proto::spawn empty{4, {}};
+    EXPECT_EQ(round_trip(empty), proto::client_message{empty});
+}
+
+TEST(ClientMessages, DestroyRoundTrips) {
+    const proto::destroy d{99, Entity{123456, 7}};
+    EXPECT_EQ(round_trip(d), proto::client_message{d});
+    const proto::destroy extreme{std::numeric_limits<std::uint32_t>::max(),
+                                 Entity{0xFFFFFFFEU, 0xFFFFFFFFU}};
+    EXPECT_EQ(round_trip(extreme), proto::client_message{extreme});
+}
+
+TEST(ClientMessages, SetComponentsRoundTrips) {
+    const proto::set_components s{5, Entity{42, 3}, all_client_components()};
+    EXPECT_EQ(round_trip(s), proto::client_message{s});
+    proto::set_components one{6, Entity{0, 1}, {}};
+    one.components.set(proto::Health{250});
+    EXPECT_EQ(round_trip(one), proto::client_message{one});
+}
+
+TEST(ClientMessages, RemoveComponentsRoundTripsTheMask) {
+    const std::uint64_t mask = (std::uint64_t{1} << proto::wire_id_v<proto::Position>) |
+                               (std::uint64_t{1} << proto::wire_id_v<proto::Lifetime>) |
+                               (std::uint64_t{1} << proto::wire_id_v<proto::Name>);
+    const proto::remove_components r{8, Entity{77, 2}, mask};
+    EXPECT_EQ(round_trip(r), proto::client_message{r});
+    const proto::remove_components one{9, Entity{1, 1},
+                                       std::uint64_t{1} << proto::wire_id_v<proto::Velocity>};
+    EXPECT_EQ(round_trip(one), proto::client_message{one});
+}
+
+TEST(ClientMessages, PingRoundTrips) {
+    const proto::ping p{0xFEDCBA9876543210ULL};
+    EXPECT_EQ(round_trip(p), proto::client_message{p});
+}
+
+TEST(ClientMessages, ResyncRequestRoundTrips) {
+    const proto::resync_request r{"checksum mismatch at tick 1234"};
+    EXPECT_EQ(round_trip(r), proto::client_message{r});
+    const proto::resync_request empty{};
+    EXPECT_EQ(round_trip(empty), proto::client_message{empty});
+}
+
+// ---- client rejections --------------------------------------------------------------------
+
+TEST(ClientRejections, NonFiniteNumbersAreInvalidValues) {
+    for (const float bad : {nan, inf, -inf}) {
+        proto::spawn position{11, {}};
+        position.components.set(proto::Position{bad, 0.0F});
+        expect_command_error(decode(position), wire::ErrorCode::InvalidValue, 11);
+
+        proto::spawn velocity{12, {}};
+        velocity.components.set(proto::Position{1.0F, 1.0F}).set(proto::Velocity{0.0F, bad});
+        expect_command_error(decode(velocity), wire::ErrorCode::InvalidValue, 12);
+
+        proto::set_components set{13, Entity{1, 1}, {}};
+        set.components.set(proto::Velocity{bad, bad});
+        expect_command_error(decode(set), wire::ErrorCode::InvalidValue, 13);
+    }
+}
+
+TEST(ClientRejections, OverlongNameIsAnInvalidValue) {
+    proto::spawn s{21, {}};
+    s.components.set(proto::Name{std::string(proto::max_name_bytes + 1, 'a')});
+    expect_command_error(decode(s), wire::ErrorCode::InvalidValue, 21);
+
+    proto::set_components set{22, Entity{3, 1}, {}};
+    set.components.set(proto::Name{std::string(1000, 'a')});
+    expect_command_error(decode(set), wire::ErrorCode::InvalidValue, 22);
+}
+
+TEST(ClientRejections, InvalidUtf8NameIsAnInvalidValue) {
+    for (const std::string bad : {"\xC0\xAF", "abc\xFF", "\xED\xA0\x80", "tail\xE2\x82"}) {
+        proto::spawn s{23, {}};
+        s.components.set(proto::Name{bad});
+        expect_command_error(decode(s), wire::ErrorCode::InvalidValue, 23);
+    }
+}
+
+TEST(ClientRejections, OwnerIsServerOnly) {
+    proto::spawn s{31, {}};
+    s.components.set(proto::Position{}).set(proto::Owner{1});
+    const auto spawned = decode(s);
+    expect_command_error(spawned, wire::ErrorCode::InvalidValue, 31);
+    EXPECT_THAT(spawned.error.message, HasSubstr("owner"));
+
+    proto::set_components set{32, Entity{5, 2}, {}};
+    set.components.set(proto::Owner{2});
+    expect_command_error(decode(set), wire::ErrorCode::InvalidValue, 32);
+
+    const proto::remove_components remove{33, Entity{5, 2},
+                                          std::uint64_t{1} << proto::wire_id_v<proto::Owner>};
+    expect_command_error(decode(remove), wire::ErrorCode::InvalidValue, 33);
+}
+
+TEST(ClientRejections, ValueColumnWithTwoValuesIsMalformed) {
+    flatbuffers::FlatBufferBuilder fbb;
+    const std::vector<wire::Position> two{{1.0F, 2.0F}, {3.0F, 4.0F}};
+    const auto positions = fbb.CreateVectorOfStructs(two);
+    const auto columns = wire::CreateComponentColumns(fbb, 0, positions);
+    const auto body = wire::CreateSpawn(fbb, 41, columns);
+    const auto decoded =
+        proto::decode_client_frame(finish(fbb, wire::ClientBody::Spawn, body.Union()));
+    expect_command_error(decoded, wire::ErrorCode::Malformed, 41);
+}
+
+TEST(ClientRejections, EmptyValueColumnIsMalformed) {
+    flatbuffers::FlatBufferBuilder fbb;
+    const auto names = fbb.CreateVectorOfStrings(std::vector<std::string>{});
+    const auto columns = wire::CreateComponentColumns(fbb, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, names);
+    const wire::EntityRef ref{1, 1};
+    const auto body = wire::CreateSetComponent(fbb, 42, &ref, columns);
+    const auto decoded =
+        proto::decode_client_frame(finish(fbb, wire::ClientBody::SetComponent, body.Union()));
+    expect_command_error(decoded, wire::ErrorCode::Malformed, 42);
+}
+
+TEST(ClientRejections, EntitySetInASpawnIsMalformed) {
+    flatbuffers::FlatBufferBuilder fbb;
+    const std::uint32_t index = 3;
+    const auto at = wire::CreateIndexSet(fbb, 0, fbb.CreateVector(&index, 1));
+    const wire::Health health{10};
+    const auto values = fbb.CreateVectorOfStructs(&health, 1);
+    const auto columns = wire::CreateComponentColumns(fbb, 0, 0, 0, 0, at, values);
+    const auto body = wire::CreateSpawn(fbb, 43, columns);
+    const auto decoded =
+        proto::decode_client_frame(finish(fbb, wire::ClientBody::Spawn, body.Union()));
+    expect_command_error(decoded, wire::ErrorCode::Malformed, 43);
+    EXPECT_THAT(decoded.error.message, HasSubstr("health_at"));
+}
+
+TEST(ClientRejections, SetComponentWithoutComponentsIsMalformed) {
+    const proto::set_components empty{51, Entity{2, 1}, {}};
+    expect_command_error(decode(empty), wire::ErrorCode::Malformed, 51);
+
+    // No ComponentColumns table at all.
+    flatbuffers::FlatBufferBuilder fbb;
+    const wire::EntityRef ref{2, 1};
+    const auto body = wire::CreateSetComponent(fbb, 52, &ref, 0);
+    expect_command_error(
+        proto::decode_client_frame(finish(fbb, wire::ClientBody::SetComponent, body.Union())),
+        wire::ErrorCode::Malformed, 52);
+}
+
+TEST(ClientRejections, RemoveComponentNamingNothingIsMalformed) {
+    const proto::remove_components nothing{61, Entity{2, 1}, 0};
+    expect_command_error(decode(nothing), wire::ErrorCode::Malformed, 61);
+
+    // Only bits past the last component type: nothing is named either.
+    const proto::remove_components unknown_bits{62, Entity{2, 1}, std::uint64_t{1} << 63U};
+    expect_command_error(decode(unknown_bits), wire::ErrorCode::Malformed, 62);
+}
+
+TEST(ClientRejections, RemoveComponentWithValuesIsMalformed) {
+    flatbuffers::FlatBufferBuilder fbb;
+    const wire::Position position{1.0F, 1.0F};
+    const auto values = fbb.CreateVectorOfStructs(&position, 1);
+    const auto columns = wire::CreateComponentColumns(fbb, 0, values);
+    const wire::EntityRef ref{4, 1};
+    const auto body = wire::CreateRemoveComponent(fbb, 63, &ref, columns);
+    expect_command_error(
+        proto::decode_client_frame(finish(fbb, wire::ClientBody::RemoveComponent, body.Union())),
+        wire::ErrorCode::Malformed, 63);
+}
+
+TEST(ClientRejections, MissingEntityOrVersionZeroIsMalformed) {
+    expect_command_error(decode(proto::destroy{71, Entity{5, 0}}), wire::ErrorCode::Malformed, 71);
+
+    flatbuffers::FlatBufferBuilder fbb;
+    const auto body = wire::CreateDestroy(fbb, 72, nullptr);
+    expect_command_error(
+        proto::decode_client_frame(finish(fbb, wire::ClientBody::Destroy, body.Union())),
+        wire::ErrorCode::Malformed, 72);
+
+    proto::set_components set{73, Entity{5, 0}, {}};
+    set.components.set(proto::Health{1});
+    expect_command_error(decode(set), wire::ErrorCode::Malformed, 73);
+
+    const proto::remove_components remove{74, Entity{5, 0}, 1};
+    expect_command_error(decode(remove), wire::ErrorCode::Malformed, 74);
+}
+
+TEST(ClientRejections, BadHelloIsFatal) {
+    expect_fatal(decode(proto::hello{1, std::string(proto::max_client_name_bytes + 1, 'n'), ""}));
+    expect_fatal(decode(proto::hello{1, "bad\xC3", ""}));
+    expect_fatal(decode(proto::hello{1, "ok", std::string(proto::max_token_bytes + 1, 't')}));
+}
+
+TEST(ClientRejections, BadResyncReasonIsFatal) {
+    expect_fatal(decode(proto::resync_request{std::string(proto::max_reason_bytes + 1, 'r')}));
+    expect_fatal(decode(proto::resync_request{"\xF8\x88\x80\x80\x80"}));
+}
+
+TEST(ClientRejections, UnknownUnionTagIsFatal) {
+    flatbuffers::FlatBufferBuilder fbb;
+    const auto body = wire::CreatePing(fbb, 1);
+    const auto start = fbb.StartTable();
+    fbb.AddElement<std::uint8_t>(wire::ClientMessage::VT_BODY_TYPE, 200, 0);
+    fbb.AddOffset(wire::ClientMessage::VT_BODY, body.Union());
+    const flatbuffers::Offset<wire::ClientMessage> root{fbb.EndTable(start)};
+    fbb.FinishSizePrefixed(root, wire::ClientMessageIdentifier());
+    const bytes f(fbb.GetBufferPointer(), fbb.GetBufferPointer() + fbb.GetSize());
+    ASSERT_NE(proto::verify_client_frame(f), nullptr) << "the verifier lets it through";
+    const auto decoded = proto::decode_client_frame(f);
+    expect_fatal(decoded);
+    EXPECT_THAT(decoded.error.message, HasSubstr("200"));
+}
+
+TEST(ClientRejections, MessageWithoutBodyIsFatal) {
+    flatbuffers::FlatBufferBuilder fbb;
+    expect_fatal(proto::decode_client_frame(finish(fbb, wire::ClientBody::NONE, 0)));
+}
+
+TEST(ClientRejections, UnverifiableFrameIsFatal) {
+    const proto::frame good = proto::encode(proto::ping{1});
+    bytes truncated(good->begin(), good->end() - 1);
+    expect_fatal(proto::decode_client_frame(truncated));
+    expect_fatal(proto::decode_client_frame({}));
+    // A server frame is not a client frame.
+    expect_fatal(proto::decode_client_frame(*proto::encode(proto::pong{1, 2})));
+}
+
+// ---- server round trips -------------------------------------------------------------------
+
+TEST(ServerMessages, WelcomeRoundTrips) {
+    const proto::welcome w{42, proto::protocol_version, 29.97F, 0x1234567890ULL, 60};
+    EXPECT_EQ(round_trip(w), proto::server_control{w});
+}
+
+TEST(ServerMessages, CommandResultRoundTrips) {
+    const proto::command_result ok{17, true, wire::ErrorCode::None, "", Entity{900, 4}};
+    EXPECT_EQ(round_trip(ok), proto::server_control{ok});
+
+    const proto::command_result error{18, false, wire::ErrorCode::StaleVersion,
+                                      "entity 900:3 is stale", Entity{900, 3}};
+    EXPECT_EQ(round_trip(error), proto::server_control{error});
+
+    const proto::command_result no_entity{19, false, wire::ErrorCode::NotJoined, "say hello", {}};
+    EXPECT_EQ(round_trip(no_entity), proto::server_control{no_entity});
+}
+
+TEST(ServerMessages, PongRoundTrips) {
+    const proto::pong p{0xFEDCBA9876543210ULL, 77};
+    EXPECT_EQ(round_trip(p), proto::server_control{p});
+}
+
+TEST(ServerMessages, ChecksumReportRoundTrips) {
+    const proto::checksum_report c{1000, 0xDEADBEEFCAFEBABEULL, 12345};
+    EXPECT_EQ(round_trip(c), proto::server_control{c});
+}
+
+TEST(ServerMessages, DisconnectRoundTrips) {
+    const proto::disconnect d{"server shutting down"};
+    EXPECT_EQ(round_trip(d), proto::server_control{d});
+    const proto::disconnect empty{};
+    EXPECT_EQ(round_trip(empty), proto::server_control{empty});
+}
+
+// ---- server rejections --------------------------------------------------------------------
+
+TEST(ServerRejections, OutOfRangeErrorCodeIsRefused) {
+    flatbuffers::FlatBufferBuilder fbb;
+    const auto body =
+        wire::CreateCommandResult(fbb, 1, false, static_cast<wire::ErrorCode>(999), 0, nullptr);
+    std::string why;
+    EXPECT_FALSE(decode_server(fbb, wire::ServerBody::CommandResult, body.Union(), &why));
+    EXPECT_THAT(why, HasSubstr("999"));
+}
+
+TEST(ServerRejections, BadTickRateIsRefused) {
+    for (const float rate : {nan, inf, -inf, 0.0F, -30.0F}) {
+        const proto::welcome w{1, proto::protocol_version, rate, 0, 10};
+        std::string why;
+        EXPECT_FALSE(round_trip(w, &why).has_value()) << rate;
+        EXPECT_THAT(why, HasSubstr("tick rate"));
+    }
+}
+
+TEST(ServerRejections, BadStringsAreRefused) {
+    EXPECT_FALSE(round_trip(proto::disconnect{std::string(proto::max_reason_bytes + 1, 'r')}));
+    EXPECT_FALSE(round_trip(proto::disconnect{"\xC1\xBF"}));
+    EXPECT_FALSE(round_trip(
+        proto::command_result{1, false, wire::ErrorCode::Malformed, std::string(4097, 'm'), {}}));
+}
+
+TEST(ServerRejections, SnapshotDeltaAndNoneAreNotControlMessages) {
+    {
+        flatbuffers::FlatBufferBuilder fbb;
+        const auto body = wire::CreateSnapshot(fbb, 1, 0, 1, 0);
+        EXPECT_FALSE(decode_server(fbb, wire::ServerBody::Snapshot, body.Union()));
+    }
+    {
+        flatbuffers::FlatBufferBuilder fbb;
+        const auto body = wire::CreateDelta(fbb, 1);
+        EXPECT_FALSE(decode_server(fbb, wire::ServerBody::Delta, body.Union()));
+    }
+    {
+        flatbuffers::FlatBufferBuilder fbb;
+        EXPECT_FALSE(decode_server(fbb, wire::ServerBody::NONE, 0));
+    }
+}
+
+TEST(ErrorCodes, ToStringNamesKnownCodes) {
+    EXPECT_STREQ(proto::to_string(wire::ErrorCode::StaleVersion), "StaleVersion");
+    EXPECT_STREQ(proto::to_string(wire::ErrorCode::None), "None");
+    EXPECT_STREQ(proto::to_string(static_cast<wire::ErrorCode>(999)), "unknown error");
+}
+
+// ---- UTF-8 --------------------------------------------------------------------------------
+
+TEST(ValidUtf8, AcceptsWellFormedText) {
+    EXPECT_TRUE(proto::valid_utf8(""));
+    EXPECT_TRUE(proto::valid_utf8("plain ascii"));
+    EXPECT_TRUE(proto::valid_utf8(std::string{"nul\0ok", 6}));
+    EXPECT_TRUE(proto::valid_utf8("\xC2\x80"));           // U+0080, smallest 2-byte
+    EXPECT_TRUE(proto::valid_utf8("\xC3\xA9t\xC3\xA9"));  // été
+    EXPECT_TRUE(proto::valid_utf8("\xE0\xA0\x80"));       // U+0800, smallest 3-byte
+    EXPECT_TRUE(proto::valid_utf8("\xED\x9F\xBF"));       // U+D7FF, just below the surrogates
+    EXPECT_TRUE(proto::valid_utf8("\xEE\x80\x80"));       // U+E000, just above them
+    EXPECT_TRUE(proto::valid_utf8("\xEF\xBF\xBF"));       // U+FFFF
+    EXPECT_TRUE(proto::valid_utf8("\xF0\x9F\x98\x80"));   // U+1F600 emoji, 4 bytes
+    EXPECT_TRUE(proto::valid_utf8("\xF4\x8F\xBF\xBF"));   // U+10FFFF, the largest
+}
+
+TEST(ValidUtf8, RejectsOverlongForms) {
+    EXPECT_FALSE(proto::valid_utf8("\xC0\x80"));          // NUL in 2 bytes
+    EXPECT_FALSE(proto::valid_utf8("\xC1\xBF"));          // U+007F in 2 bytes
+    EXPECT_FALSE(proto::valid_utf8("\xE0\x80\xAF"));      // '/' in 3 bytes
+    EXPECT_FALSE(proto::valid_utf8("\xE0\x9F\xBF"));      // U+07FF in 3 bytes
+    EXPECT_FALSE(proto::valid_utf8("\xF0\x8F\xBF\xBF"));  // U+FFFF in 4 bytes
+}
+
+TEST(ValidUtf8, RejectsSurrogates) {
+    EXPECT_FALSE(proto::valid_utf8("\xED\xA0\x80"));              // U+D800
+    EXPECT_FALSE(proto::valid_utf8("\xED\xBF\xBF"));              // U+DFFF
+    EXPECT_FALSE(proto::valid_utf8("\xED\xA0\xBD\xED\xB8\x80"));  // CESU-8 pair
+}
+
+TEST(ValidUtf8, RejectsTruncatedSequences) {
+    EXPECT_FALSE(proto::valid_utf8("\xC3"));
+    EXPECT_FALSE(proto::valid_utf8("ab\xE2\x82"));
+    EXPECT_FALSE(proto::valid_utf8("\xF0\x9F\x98"));
+    EXPECT_FALSE(proto::valid_utf8("\xF0\x9F\x98 "));  // a non-continuation byte in its place
+    EXPECT_FALSE(proto::valid_utf8("\xE2\x82z"));
+}
+
+TEST(ValidUtf8, RejectsCodePointsPastTheLast) {
+    EXPECT_FALSE(proto::valid_utf8("\xF4\x90\x80\x80"));  // U+110000
+    EXPECT_FALSE(proto::valid_utf8("\xF7\xBF\xBF\xBF"));
+    EXPECT_FALSE(proto::valid_utf8("\xF8\x88\x80\x80\x80"));  // old 5-byte form
+    EXPECT_FALSE(proto::valid_utf8("\xFE"));
+    EXPECT_FALSE(proto::valid_utf8("\xFF"));
+}
+
+TEST(ValidUtf8, RejectsStrayContinuationBytes) {
+    EXPECT_FALSE(proto::valid_utf8("\x80"));
+    EXPECT_FALSE(
+        proto::valid_utf8("a\xBF"
+                          "b"));
+    EXPECT_FALSE(proto::valid_utf8("\xC3\xA9\xA9"));
+}
+
+}  // namespace

@@ -1,0 +1,814 @@
+// The client side of replication: a mirror fed by a real encoder reproduces the server world,
+// and hostile server frames (hand-built with FlatBufferBuilder, all of them verifiable
+// FlatBuffers) are counted, reported once and recovered from with a new snapshot.
+#include "ecsnet/protocol/mirror.hpp"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <limits>
+#include <memory>
+#include <optional>
+#include <ostream>
+#include <random>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "ecsnet/ecs/world.hpp"
+#include "ecsnet/protocol/checksum.hpp"
+#include "ecsnet/protocol/columns.hpp"
+#include "ecsnet/protocol/components.hpp"
+#include "ecsnet/protocol/frame.hpp"
+#include "ecsnet/protocol/messages.hpp"
+#include "ecsnet/protocol/replication.hpp"
+
+namespace ecsnet::protocol {
+
+// Readable failure output for the values the tests compare.
+void PrintTo(const Position& v, std::ostream* out) {
+    *out << "Position{" << v.x << ", " << v.y << "}";
+}
+void PrintTo(const Velocity& v, std::ostream* out) {
+    *out << "Velocity{" << v.x << ", " << v.y << "}";
+}
+void PrintTo(const Health& v, std::ostream* out) {
+    *out << "Health{" << v.value << "}";
+}
+void PrintTo(const Lifetime& v, std::ostream* out) {
+    *out << "Lifetime{" << v.ticks << "}";
+}
+void PrintTo(const Owner& v, std::ostream* out) {
+    *out << "Owner{" << v.client << "}";
+}
+void PrintTo(const Name& v, std::ostream* out) {
+    *out << "Name{\"" << v.value << "\"}";
+}
+void PrintTo(const component_set& set, std::ostream* out) {
+    *out << "{";
+    const char* sep = "";
+    for_each_component([&]<typename T>() {
+        if (const auto& v = set.get<T>()) {
+            *out << sep << ::testing::PrintToString(*v);
+            sep = ", ";
+        }
+    });
+    *out << "}";
+}
+
+}  // namespace ecsnet::protocol
+
+namespace {
+
+namespace proto = ecsnet::protocol;
+namespace wire = ecsnet::wire;
+using ecsnet::ecs::Entity;
+using ecsnet::ecs::World;
+using ecsnet::ecs::world_options;
+using proto::Health;
+using proto::Lifetime;
+using proto::Name;
+using proto::Owner;
+using proto::Position;
+using proto::Velocity;
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using ::testing::IsEmpty;
+using ::testing::Pair;
+using ::testing::UnorderedElementsAre;
+
+using builder = flatbuffers::FlatBufferBuilder;
+
+// ---- helpers ----------------------------------------------------------------------------
+
+// Verifies the frame like a client does, then applies it.
+bool feed(proto::mirror& mirror, const proto::frame& frame) {
+    std::string why;
+    const wire::ServerMessage* message = proto::verify_server_frame(*frame, &why);
+    EXPECT_NE(message, nullptr) << "frame does not verify: " << why;
+    return message != nullptr && mirror.apply(*message);
+}
+
+bool feed_all(proto::mirror& mirror, const std::vector<proto::frame>& frames) {
+    bool ok = true;
+    for (const auto& frame : frames) {
+        ok = feed(mirror, frame) && ok;
+    }
+    return ok;
+}
+
+proto::component_set components_of(const World& world, Entity e) {
+    proto::component_set set;
+    proto::for_each_component([&]<typename T>() {
+        if (const T* value = world.try_get<T>(e)) {
+            set.set<T>(*value);
+        }
+    });
+    return set;
+}
+
+proto::component_set components_of(const proto::mirror& mirror, Entity e) {
+    proto::component_set set;
+    proto::for_each_component([&]<typename T>() {
+        if (const T* value = mirror.template get<T>(e)) {
+            set.set<T>(*value);
+        }
+    });
+    return set;
+}
+
+// Same entities (index and version), same component values, same checksum.
+::testing::AssertionResult mirrors(const proto::mirror& mirror, const World& world) {
+    if (mirror.size() != world.alive()) {
+        return ::testing::AssertionFailure()
+               << "mirror holds " << mirror.size() << " entities, world " << world.alive();
+    }
+    std::string difference;
+    world.each([&](Entity e) {
+        if (!difference.empty()) {
+            return;
+        }
+        if (mirror.find(e.index()) != e) {
+            difference = "world has " + ecsnet::ecs::to_string(e) + ", mirror has " +
+                         ecsnet::ecs::to_string(mirror.find(e.index()));
+        } else if (components_of(mirror, e) != components_of(world, e)) {
+            difference = "components of " + ecsnet::ecs::to_string(e) + " differ: world " +
+                         ::testing::PrintToString(components_of(world, e)) + ", mirror " +
+                         ::testing::PrintToString(components_of(mirror, e));
+        }
+    });
+    mirror.each([&](Entity e) {
+        if (difference.empty() && !world.valid(e)) {
+            difference = "mirror has " + ecsnet::ecs::to_string(e) + " that the world has not";
+        }
+    });
+    if (!difference.empty()) {
+        return ::testing::AssertionFailure() << difference;
+    }
+    if (mirror.checksum() != proto::checksum::of_world(world)) {
+        return ::testing::AssertionFailure() << "same content but different checksums";
+    }
+    return ::testing::AssertionSuccess();
+}
+
+// The server side: a world, the encoder and the tick counter. A snapshot is taken only right
+// after a tick's delta (no pending changes), as the server does.
+struct server {
+    explicit server(world_options options = {}) : world{World::make(options)} {}
+
+    proto::frame tick() {
+        ++current;
+        return encoder.encode_delta(*world, world->take_changes(), current);
+    }
+    std::vector<proto::frame> snapshot(std::size_t max_chunk_bytes = 60 * 1024) {
+        EXPECT_TRUE(world->take_changes().empty()) << "snapshot with changes not yet sent";
+        return encoder.encode_snapshot(*world, current, {.max_chunk_bytes = max_chunk_bytes});
+    }
+    proto::frame checksum(std::uint64_t hash_offset = 0) const {
+        return proto::encode(proto::server_control{
+            proto::checksum_report{current, proto::checksum::of_world(*world) + hash_offset,
+                                   static_cast<std::uint32_t>(world->alive())}});
+    }
+
+    std::shared_ptr<World> world;
+    proto::replication_encoder encoder;
+    std::uint64_t current{0};
+};
+
+// Entities with varied component sets.
+void populate(World& world, std::size_t count, std::mt19937& rng) {
+    std::uniform_real_distribution<float> coordinate(-1000.0F, 1000.0F);
+    for (std::size_t i = 0; i < count; ++i) {
+        const Entity e = world.create();
+        const auto roll = rng();
+        if ((roll & 1U) != 0) {
+            world.emplace<Position>(e, coordinate(rng), coordinate(rng));
+        }
+        if ((roll & 2U) != 0) {
+            world.emplace<Velocity>(e, coordinate(rng), coordinate(rng));
+        }
+        if ((roll & 4U) != 0) {
+            world.emplace<Health>(e, static_cast<std::int32_t>(roll >> 8U));
+        }
+        if ((roll & 8U) != 0) {
+            world.emplace<Lifetime>(e, static_cast<std::uint32_t>(roll >> 4U));
+        }
+        if ((roll & 16U) != 0) {
+            world.emplace<Owner>(e, static_cast<std::uint32_t>(roll % 5));
+        }
+        if ((roll & 32U) != 0) {
+            world.emplace<Name>(e, std::string(roll % (proto::max_name_bytes + 1), 'x'));
+        }
+    }
+}
+
+// One tick of assorted changes: destroys (indices come back), spawns, every kind of write.
+void churn(World& world, std::mt19937& rng) {
+    std::vector<Entity> live;
+    world.each([&](Entity e) { live.push_back(e); });
+    std::shuffle(live.begin(), live.end(), rng);
+    for (std::size_t i = 0; i < live.size() / 10; ++i) {
+        world.destroy(live[i]);
+    }
+    populate(world, live.size() / 10, rng);
+    for (std::size_t i = live.size() / 10; i < live.size() / 2; ++i) {
+        const Entity e = live[i];
+        switch (rng() % 4) {
+            case 0:
+                world.emplace_or_replace<Position>(e, 1.0F, static_cast<float>(i));
+                break;
+            case 1:
+                world.remove_if_present<Velocity, Name>(e);
+                break;
+            case 2:
+                if (world.has<Health>(e)) {
+                    world.patch<Health>(e, [](Health& h) { --h.value; });
+                }
+                break;
+            default:
+                world.emplace_or_replace<Name>(e, "renamed " + std::to_string(i));
+                break;
+        }
+    }
+    world.view<Position, const Velocity>().each([](Position& p, const Velocity& v) {
+        p.x += v.x / 30.0F;
+        p.y += v.y / 30.0F;
+    });
+}
+
+// ---- reproducing the world --------------------------------------------------------------
+
+TEST(MirrorSync, MultiChunkSnapshotThenDeltasReproduceTheWorld) {
+    server s(world_options{.entities = {.min_free_indices = 4}});
+    std::mt19937 rng(1234);
+    populate(*s.world, 2000, rng);
+    static_cast<void>(s.tick());
+
+    proto::mirror mirror;
+    EXPECT_FALSE(mirror.ready());
+    const auto chunks = s.snapshot(2048);
+    ASSERT_GT(chunks.size(), 3U);
+    for (std::size_t c = 0; c + 1 < chunks.size(); ++c) {
+        ASSERT_TRUE(feed(mirror, chunks[c])) << mirror.error();
+        EXPECT_FALSE(mirror.ready()) << "ready before the last chunk";
+        EXPECT_EQ(mirror.size(), 0U) << "chunks are staged aside";
+    }
+    ASSERT_TRUE(feed(mirror, chunks.back())) << mirror.error();
+    EXPECT_TRUE(mirror.ready());
+    EXPECT_EQ(mirror.tick(), s.current);
+    EXPECT_TRUE(mirrors(mirror, *s.world));
+
+    for (int t = 0; t < 30; ++t) {
+        churn(*s.world, rng);
+        ASSERT_TRUE(feed(mirror, s.tick())) << "tick " << s.current << ": " << mirror.error();
+        ASSERT_TRUE(mirrors(mirror, *s.world)) << "tick " << s.current;
+        EXPECT_EQ(mirror.tick(), s.current);
+    }
+    EXPECT_EQ(mirror.statistics().snapshots, 1U);
+    EXPECT_EQ(mirror.statistics().deltas, 30U);
+    EXPECT_EQ(mirror.statistics().inconsistencies, 0U);
+    EXPECT_EQ(mirror.take_resync_reason(), std::nullopt);
+}
+
+TEST(MirrorSync, SnapshotWhileFollowingReplacesTheState) {
+    server s;
+    std::mt19937 rng(5);
+    populate(*s.world, 300, rng);
+    static_cast<void>(s.tick());
+    proto::mirror mirror;
+    ASSERT_TRUE(feed_all(mirror, s.snapshot()));
+    for (int t = 0; t < 3; ++t) {
+        churn(*s.world, rng);
+        ASSERT_TRUE(feed(mirror, s.tick())) << mirror.error();
+    }
+    churn(*s.world, rng);
+    static_cast<void>(s.tick());  // a delta this mirror never sees: the snapshot covers it
+    ASSERT_TRUE(feed_all(mirror, s.snapshot(1024))) << mirror.error();
+    EXPECT_EQ(mirror.tick(), s.current);
+    EXPECT_TRUE(mirrors(mirror, *s.world));
+    churn(*s.world, rng);
+    ASSERT_TRUE(feed(mirror, s.tick())) << mirror.error();
+    EXPECT_TRUE(mirrors(mirror, *s.world));
+    EXPECT_EQ(mirror.statistics().snapshots, 2U);
+}
+
+TEST(MirrorSync, QueriesAnswerByIndexAndVersion) {
+    server s(world_options{.entities = {.min_free_indices = 0}});
+    const Entity a = s.world->create();
+    s.world->emplace<Position>(a, 1.0F, 2.0F);
+    const Entity b = s.world->create();
+    s.world->emplace<Name>(b, "b");
+    static_cast<void>(s.tick());
+    proto::mirror mirror;
+    ASSERT_TRUE(feed_all(mirror, s.snapshot()));
+
+    EXPECT_EQ(mirror.find(a.index()), a);
+    EXPECT_TRUE(mirror.contains(a));
+    EXPECT_FALSE(mirror.contains(Entity{a.index(), a.version() + 1}));
+    EXPECT_FALSE(mirror.contains(Entity{}));
+    EXPECT_TRUE(mirror.find(99).is_null());
+    ASSERT_NE(mirror.get<Position>(a), nullptr);
+    EXPECT_EQ(*mirror.get<Position>(a), (Position{1.0F, 2.0F}));
+    EXPECT_EQ(mirror.get<Position>(b), nullptr);
+    EXPECT_EQ(mirror.get<Position>(Entity{a.index(), a.version() + 1}), nullptr);
+
+    s.world->destroy(a);
+    const Entity reused = s.world->create();
+    ASSERT_EQ(reused.index(), a.index());
+    ASSERT_TRUE(feed(mirror, s.tick())) << mirror.error();
+    EXPECT_FALSE(mirror.contains(a));
+    EXPECT_TRUE(mirror.contains(reused));
+    EXPECT_EQ(mirror.get<Position>(reused), nullptr);
+    std::vector<Entity> seen;
+    mirror.each([&](Entity e) { seen.push_back(e); });
+    EXPECT_THAT(seen, ElementsAre(reused, b));  // index order
+}
+
+TEST(MirrorSync, OtherMessagesAreNotItsBusiness) {
+    server s;
+    s.world->emplace<Health>(s.world->create(), 3);
+    static_cast<void>(s.tick());
+    proto::mirror mirror;
+    ASSERT_TRUE(feed_all(mirror, s.snapshot()));
+    const std::vector<proto::server_control> others{
+        proto::welcome{1, proto::protocol_version, 30.0F, 5, 30},
+        proto::command_result{1, true, wire::ErrorCode::None, "", Entity{0, 1}},
+        proto::pong{7, 8},
+        proto::disconnect{"bye"},
+    };
+    for (const auto& message : others) {
+        EXPECT_TRUE(feed(mirror, proto::encode(message)));
+    }
+    EXPECT_TRUE(mirror.ready());
+    EXPECT_TRUE(mirrors(mirror, *s.world));
+    EXPECT_EQ(mirror.statistics().inconsistencies, 0U);
+}
+
+// ---- callbacks and checksums ------------------------------------------------------------
+
+TEST(MirrorEvents, CallbacksFireWithTheRightEntities) {
+    server s(world_options{.entities = {.min_free_indices = 0}});
+    const Entity doomed = s.world->create();
+    s.world->emplace<Position>(doomed, 0.0F, 0.0F);
+    const Entity mover = s.world->create();
+    s.world->emplace<Position>(mover, 0.0F, 0.0F);
+    s.world->emplace<Velocity>(mover, 1.0F, 0.0F);
+    static_cast<void>(s.tick());
+
+    proto::mirror mirror;
+    std::vector<std::pair<std::uint64_t, std::size_t>> snapshots;
+    std::vector<Entity> spawned;
+    std::vector<std::pair<Entity, std::uint32_t>> updated;
+    std::vector<Entity> destroyed;
+    std::vector<std::pair<std::uint64_t, bool>> checksums;
+    auto& events = mirror.events();
+    events.on_snapshot = [&](std::uint64_t tick, std::size_t n) {
+        snapshots.emplace_back(tick, n);
+    };
+    events.on_spawn = [&](Entity e) {
+        EXPECT_TRUE(mirror.contains(e)) << "on_spawn after the spawn";
+        spawned.push_back(e);
+    };
+    events.on_update = [&](Entity e, std::uint32_t id) { updated.emplace_back(e, id); };
+    events.on_destroy = [&](Entity e) { destroyed.push_back(e); };
+    events.on_checksum = [&](std::uint64_t tick, bool ok) { checksums.emplace_back(tick, ok); };
+
+    ASSERT_TRUE(feed_all(mirror, s.snapshot()));
+    EXPECT_THAT(snapshots, ElementsAre(Pair(s.current, 2U)));
+    EXPECT_THAT(spawned, IsEmpty()) << "a snapshot is announced by on_snapshot alone";
+
+    s.world->destroy(doomed);
+    const Entity first = s.world->create();  // reuses the doomed index
+    s.world->emplace<Name>(first, "first");
+    const Entity second = s.world->create();
+    s.world->patch<Position>(mover, [](Position& p) { p.x = 5.0F; });
+    s.world->emplace<Health>(mover, 10);
+    s.world->remove<Velocity>(mover);
+    ASSERT_TRUE(feed(mirror, s.tick())) << mirror.error();
+
+    EXPECT_THAT(destroyed, ElementsAre(doomed));
+    EXPECT_THAT(spawned, UnorderedElementsAre(first, second));
+    EXPECT_THAT(updated, UnorderedElementsAre(Pair(mover, proto::wire_id_v<Position>),
+                                              Pair(mover, proto::wire_id_v<Health>),
+                                              Pair(mover, proto::wire_id_v<Velocity>)));
+    EXPECT_EQ(mirror.get<Velocity>(mover), nullptr);
+    EXPECT_THAT(checksums, IsEmpty());
+
+    ASSERT_TRUE(feed(mirror, s.checksum()));
+    EXPECT_THAT(checksums, ElementsAre(Pair(s.current, true)));
+    EXPECT_FALSE(feed(mirror, s.checksum(1)));
+    EXPECT_THAT(checksums, ElementsAre(Pair(s.current, true), Pair(s.current, false)));
+}
+
+TEST(MirrorChecksum, MatchesAndMismatchesAreCounted) {
+    server s;
+    std::mt19937 rng(77);
+    populate(*s.world, 100, rng);
+    static_cast<void>(s.tick());
+    proto::mirror mirror;
+
+    // Before the first snapshot a checksum is not comparable: ignored.
+    EXPECT_TRUE(feed(mirror, s.checksum()));
+    ASSERT_TRUE(feed_all(mirror, s.snapshot()));
+    EXPECT_EQ(mirror.checksum(), proto::checksum::of_world(*s.world));
+
+    EXPECT_TRUE(feed(mirror, s.checksum()));
+    EXPECT_TRUE(feed(mirror, s.checksum()));
+    EXPECT_EQ(mirror.statistics().checksums_matched, 2U);
+    EXPECT_EQ(mirror.statistics().checksums_mismatched, 0U);
+
+    // A checksum of another tick is not comparable either.
+    ++s.current;
+    EXPECT_TRUE(feed(mirror, s.checksum(1)));
+    --s.current;
+    EXPECT_EQ(mirror.statistics().checksums_mismatched, 0U);
+
+    // The same hash with another entity count is a mismatch too.
+    const auto wrong_count = proto::encode(proto::server_control{
+        proto::checksum_report{s.current, proto::checksum::of_world(*s.world),
+                               static_cast<std::uint32_t>(s.world->alive() + 1)}});
+    EXPECT_FALSE(feed(mirror, wrong_count));
+    EXPECT_EQ(mirror.statistics().checksums_mismatched, 1U);
+    EXPECT_EQ(mirror.statistics().inconsistencies, 1U);
+    EXPECT_FALSE(mirror.ready());
+    const auto reason = mirror.take_resync_reason();
+    ASSERT_TRUE(reason.has_value());
+    EXPECT_THAT(*reason, HasSubstr("checksum"));
+
+    // Resynced, a wrong hash is counted the same way.
+    ASSERT_TRUE(feed_all(mirror, s.snapshot()));
+    EXPECT_FALSE(feed(mirror, s.checksum(12345)));
+    EXPECT_EQ(mirror.statistics().checksums_matched, 2U);
+    EXPECT_EQ(mirror.statistics().checksums_mismatched, 2U);
+    EXPECT_EQ(mirror.statistics().inconsistencies, 2U);
+}
+
+TEST(MirrorChecksum, CatchesAChangeTheDeltasMissed) {
+    server s;
+    const Entity e = s.world->create();
+    s.world->emplace<Position>(e, 1.0F, 1.0F);
+    static_cast<void>(s.tick());
+    proto::mirror mirror;
+    ASSERT_TRUE(feed_all(mirror, s.snapshot()));
+
+    // A server bug: a write whose change record is dropped. The stream stays consistent...
+    s.world->patch<Position>(e, [](Position& p) { p.x = 2.0F; });
+    s.world->discard_changes();
+    ASSERT_TRUE(feed(mirror, s.tick())) << mirror.error();
+    // ...and only the checksum sees the difference.
+    EXPECT_FALSE(feed(mirror, s.checksum()));
+    EXPECT_EQ(mirror.statistics().checksums_mismatched, 1U);
+    EXPECT_TRUE(mirror.take_resync_reason().has_value());
+    ASSERT_TRUE(feed_all(mirror, s.snapshot()));
+    EXPECT_TRUE(feed(mirror, s.checksum()));
+    EXPECT_TRUE(mirrors(mirror, *s.world));
+}
+
+// ---- hostile frames ---------------------------------------------------------------------
+
+proto::frame finish(builder& fbb, wire::ServerBody type, flatbuffers::Offset<void> body) {
+    fbb.FinishSizePrefixed(wire::CreateServerMessage(fbb, type, body),
+                           wire::ServerMessageIdentifier());
+    const std::uint8_t* data = fbb.GetBufferPointer();
+    return std::make_shared<const std::vector<std::uint8_t>>(data, data + fbb.GetSize());
+}
+
+flatbuffers::Offset<wire::IndexSet> list(builder& fbb, const std::vector<std::uint32_t>& indices) {
+    return wire::CreateIndexSet(fbb, 0, fbb.CreateVector(indices));
+}
+
+flatbuffers::Offset<wire::IndexSet> run(builder& fbb, std::uint32_t first, std::uint32_t count,
+                                        const std::vector<std::uint32_t>& more = {}) {
+    const std::vector<wire::IndexRun> runs{wire::IndexRun{first, count}};
+    const auto runs_offset = fbb.CreateVectorOfStructs(runs);
+    const auto list_offset = more.empty() ? 0 : fbb.CreateVector(more);
+    return wire::CreateIndexSet(fbb, runs_offset, list_offset);
+}
+
+flatbuffers::Offset<wire::ComponentColumns> positions(builder& fbb,
+                                                      flatbuffers::Offset<wire::IndexSet> at,
+                                                      const std::vector<wire::Position>& values) {
+    const auto values_offset = fbb.CreateVectorOfStructs(values);
+    return wire::CreateComponentColumns(fbb, at, values_offset);
+}
+
+flatbuffers::Offset<wire::EntityGroup> group(builder& fbb, flatbuffers::Offset<wire::IndexSet> at,
+                                             const std::vector<std::uint32_t>& versions,
+                                             flatbuffers::Offset<wire::ComponentColumns> columns) {
+    const auto versions_offset = fbb.CreateVector(versions);
+    return wire::CreateEntityGroup(fbb, at, versions_offset, columns);
+}
+
+struct delta_parts {
+    std::vector<wire::EntityRef> destroyed{};
+    std::vector<flatbuffers::Offset<wire::EntityGroup>> spawned{};
+    flatbuffers::Offset<wire::ComponentColumns> updated = 0;
+    flatbuffers::Offset<wire::ComponentColumns> removed = 0;
+};
+
+proto::frame delta(builder& fbb, std::uint64_t tick, const delta_parts& parts) {
+    const auto destroyed = parts.destroyed.empty() ? 0 : fbb.CreateVectorOfStructs(parts.destroyed);
+    const auto spawned = parts.spawned.empty() ? 0 : fbb.CreateVector(parts.spawned);
+    const auto body =
+        wire::CreateDelta(fbb, tick, destroyed, spawned, parts.updated, parts.removed);
+    return finish(fbb, wire::ServerBody::Delta, body.Union());
+}
+
+proto::frame snapshot(builder& fbb, std::uint64_t tick, std::uint32_t chunk,
+                      std::uint32_t chunk_count, std::uint32_t entity_count,
+                      const std::vector<flatbuffers::Offset<wire::EntityGroup>>& groups) {
+    const auto groups_offset = fbb.CreateVector(groups);
+    const auto body =
+        wire::CreateSnapshot(fbb, tick, chunk, chunk_count, entity_count, groups_offset);
+    return finish(fbb, wire::ServerBody::Snapshot, body.Union());
+}
+
+// The state every hostile case starts from: entities at indices 0..4 (version 1), each with
+// Position and Velocity, index 2 also with a Name; the mirror is at tick 10.
+constexpr std::uint64_t synced_tick = 10;
+constexpr float nan = std::numeric_limits<float>::quiet_NaN();
+
+struct hostile_case {
+    std::string name;
+    // The frames to send; every one but the last is fine, the last is the inconsistent one.
+    std::function<std::vector<proto::frame>()> frames;
+    std::string reason;  // a piece of the reported reason
+    bool synced = true;  // false: the mirror has not had a snapshot yet
+    proto::mirror::options options{};
+};
+
+std::ostream& operator<<(std::ostream& out, const hostile_case& c) {
+    return out << c.name;
+}
+
+// One frame built by fn(fbb).
+template <typename Fn>
+std::function<std::vector<proto::frame>()> one(Fn fn) {
+    return [fn] {
+        builder fbb;
+        return std::vector<proto::frame>{fn(fbb)};
+    };
+}
+
+std::vector<hostile_case> hostile_cases() {
+    constexpr std::uint64_t next = synced_tick + 1;
+    return {
+        {"SpawnOverALiveIndex", one([](builder& fbb) {
+             return delta(
+                 fbb, next,
+                 {.spawned = {group(fbb, list(fbb, {2}), {2}, positions(fbb, 0, {{0.0F, 0.0F}}))}});
+         }),
+         "over live entity"},
+        {"SpawnOverALiveIndexInARun", one([](builder& fbb) {
+             return delta(fbb, next, {.spawned = {group(fbb, run(fbb, 4, 3), {1, 1, 1}, 0)}});
+         }),
+         "over live entity"},
+        {"DestroyWithTheWrongVersion", one([](builder& fbb) {
+             return delta(fbb, next, {.destroyed = {wire::EntityRef{2, 5}}});
+         }),
+         "destroy of 2:5"},
+        {"DestroyOfAnUnknownIndex", one([](builder& fbb) {
+             return delta(fbb, next, {.destroyed = {wire::EntityRef{40, 1}}});
+         }),
+         "destroy of 40:1"},
+        {"DestroyTwice", one([](builder& fbb) {
+             return delta(fbb, next, {.destroyed = {wire::EntityRef{1, 1}, wire::EntityRef{1, 1}}});
+         }),
+         "destroy of 1:1"},
+        {"UpdateForAnUnknownEntity", one([](builder& fbb) {
+             return delta(fbb, next, {.updated = positions(fbb, list(fbb, {40}), {{1.0F, 1.0F}})});
+         }),
+         "unknown entity"},
+        {"UpdateOfAnEntityDestroyedInTheSameDelta", one([](builder& fbb) {
+             return delta(fbb, next,
+                          {.destroyed = {wire::EntityRef{3, 1}},
+                           .updated = positions(fbb, list(fbb, {3}), {{1.0F, 1.0F}})});
+         }),
+         "unknown entity"},
+        {"RemovalOfAComponentTheEntityHasNot", one([](builder& fbb) {
+             return delta(
+                 fbb, next,
+                 {.removed = wire::CreateComponentColumns(fbb, 0, 0, 0, 0, list(fbb, {0}))});
+         }),
+         "does not have"},
+        {"TickGap", one([](builder& fbb) { return delta(fbb, next + 1, {}); }), "tick gap"},
+        {"TickRepeated", one([](builder& fbb) { return delta(fbb, synced_tick, {}); }), "tick gap"},
+        {"DeltaBeforeTheFirstSnapshot", one([](builder& fbb) { return delta(fbb, 1, {}); }),
+         "before the first snapshot", false},
+        {"ChunkWithoutChunkZero", one([](builder& fbb) {
+             return snapshot(fbb, next, 1, 2, 1,
+                             {group(fbb, list(fbb, {0}), {1}, positions(fbb, 0, {{0, 0}}))});
+         }),
+         "out of sequence"},
+        {"ChunkSkipped",
+         [] {
+             builder first;
+             builder third;
+             return std::vector<proto::frame>{
+                 snapshot(first, next, 0, 3, 3,
+                          {group(first, list(first, {0}), {1}, positions(first, 0, {{0, 0}}))}),
+                 snapshot(third, next, 2, 3, 3,
+                          {group(third, list(third, {2}), {1}, positions(third, 0, {{0, 0}}))})};
+         },
+         "out of sequence"},
+        {"ChunkOfAnotherSnapshot",
+         [] {
+             builder first;
+             builder second;
+             return std::vector<proto::frame>{
+                 snapshot(first, next, 0, 2, 2, {group(first, list(first, {0}), {1}, 0)}),
+                 snapshot(second, next + 1, 1, 2, 2, {group(second, list(second, {1}), {1}, 0)})};
+         },
+         "out of sequence"},
+        {"SnapshotOfZeroChunks", one([](builder& fbb) { return snapshot(fbb, next, 0, 0, 0, {}); }),
+         "out of sequence"},
+        {"SnapshotWithTheWrongEntityCount", one([](builder& fbb) {
+             return snapshot(fbb, next, 0, 1, 3, {group(fbb, list(fbb, {0, 1}), {1, 1}, 0)});
+         }),
+         "announced 3 entities"},
+        {"SnapshotWithTheSameIndexTwice",
+         [] {
+             builder first;
+             builder second;
+             return std::vector<proto::frame>{
+                 snapshot(first, next, 0, 2, 2, {group(first, list(first, {5}), {1}, 0)}),
+                 snapshot(second, next, 1, 2, 2, {group(second, list(second, {5}), {2}, 0)})};
+         },
+         "over live entity"},
+        {"UpdateColumnLengthMismatch", one([](builder& fbb) {
+             return delta(fbb, next, {.updated = positions(fbb, list(fbb, {0, 1}), {{1, 1}})});
+         }),
+         "different number"},
+        {"UpdateValuesWithoutIndices", one([](builder& fbb) {
+             return delta(fbb, next, {.updated = positions(fbb, 0, {{1, 1}})});
+         }),
+         "different number"},
+        {"GroupColumnLengthMismatch", one([](builder& fbb) {
+             return delta(
+                 fbb, next,
+                 {.spawned = {group(fbb, list(fbb, {7, 8}), {1, 1}, positions(fbb, 0, {{1, 1}}))}});
+         }),
+         "has 1 values for 2 entities"},
+        {"GroupVersionCountMismatch", one([](builder& fbb) {
+             return delta(fbb, next, {.spawned = {group(fbb, list(fbb, {7, 8}), {1}, 0)}});
+         }),
+         "versions"},
+        {"SpawnWithTheNullVersion", one([](builder& fbb) {
+             return delta(fbb, next, {.spawned = {group(fbb, list(fbb, {7}), {0}, 0)}});
+         }),
+         "null version"},
+        {"NanPositionInAnUpdate", one([](builder& fbb) {
+             return delta(fbb, next, {.updated = positions(fbb, list(fbb, {0}), {{nan, 0.0F}})});
+         }),
+         "invalid position"},
+        {"NanPositionInASpawn", one([](builder& fbb) {
+             return delta(
+                 fbb, next,
+                 {.spawned = {group(fbb, list(fbb, {7}), {1}, positions(fbb, 0, {{1.0F, nan}}))}});
+         }),
+         "invalid position"},
+        {"InfinitePositionInASnapshot", one([](builder& fbb) {
+             constexpr float inf = std::numeric_limits<float>::infinity();
+             return snapshot(fbb, next, 0, 1, 1,
+                             {group(fbb, list(fbb, {0}), {1}, positions(fbb, 0, {{inf, 0}}))});
+         }),
+         "invalid position"},
+        {"OverlongNameInASpawn", one([](builder& fbb) {
+             const auto names =
+                 fbb.CreateVectorOfStrings(std::vector<std::string>{std::string(65, 'n')});
+             const auto columns =
+                 wire::CreateComponentColumns(fbb, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, names);
+             return delta(fbb, next, {.spawned = {group(fbb, list(fbb, {7}), {1}, columns)}});
+         }),
+         "invalid name"},
+        {"IndexAboveMaxIndex", one([](builder& fbb) {
+             return delta(fbb, next, {.spawned = {group(fbb, list(fbb, {101}), {1}, 0)}});
+         }),
+         "above the limit", true, proto::mirror::options{.max_index = 100}},
+        {"RunOfFourBillionIndices", one([](builder& fbb) {
+             return delta(fbb, next,
+                          {.spawned = {group(fbb, run(fbb, 10, 4'000'000'000U), {1}, 0)}});
+         }),
+         "too many"},
+        {"DuplicateIndexInOneGroup", one([](builder& fbb) {
+             return delta(fbb, next,
+                          {.spawned = {group(fbb, list(fbb, {7, 7}), {1, 1},
+                                             positions(fbb, 0, {{1, 1}, {2, 2}}))}});
+         }),
+         "lists index 7 twice"},
+        {"DuplicateIndexAcrossRunAndList", one([](builder& fbb) {
+             return delta(fbb, next,
+                          {.spawned = {group(fbb, run(fbb, 6, 3, {7}), {1, 1, 1, 1}, 0)}});
+         }),
+         "lists index 7 twice"},
+        {"UnknownMessageType", one([](builder& fbb) {
+             return finish(fbb, static_cast<wire::ServerBody>(42), wire::CreatePong(fbb).Union());
+         }),
+         "unknown server message type"},
+        {"MessageWithoutBody",
+         one([](builder& fbb) { return finish(fbb, wire::ServerBody::NONE, 0); }),
+         "unknown server message type"},
+    };
+}
+
+class HostileFrame : public ::testing::TestWithParam<hostile_case> {
+protected:
+    HostileFrame() {
+        for (int i = 0; i < 5; ++i) {
+            const Entity e = s.world->create();
+            s.world->emplace<Position>(e, static_cast<float>(i), 0.0F);
+            s.world->emplace<Velocity>(e, 0.0F, 1.0F);
+            if (i == 2) {
+                s.world->emplace<Name>(e, "two");
+            }
+        }
+        static_cast<void>(s.world->take_changes());
+        s.current = synced_tick;
+    }
+
+    server s;
+};
+
+TEST_P(HostileFrame, IsCountedReportedOnceAndRecoveredFromWithASnapshot) {
+    const hostile_case& c = GetParam();
+    proto::mirror mirror(c.options);
+    if (c.synced) {
+        ASSERT_TRUE(feed_all(mirror, s.snapshot()));
+        ASSERT_TRUE(mirror.ready());
+    }
+
+    const auto frames = c.frames();
+    for (std::size_t i = 0; i + 1 < frames.size(); ++i) {
+        ASSERT_TRUE(feed(mirror, frames[i])) << "frame " << i << ": " << mirror.error();
+    }
+    EXPECT_FALSE(feed(mirror, frames.back()));
+    EXPECT_EQ(mirror.statistics().inconsistencies, 1U);
+    EXPECT_FALSE(mirror.ready());
+    const auto reason = mirror.take_resync_reason();
+    ASSERT_TRUE(reason.has_value()) << "an inconsistency asks for a resync";
+    EXPECT_THAT(*reason, HasSubstr(c.reason));
+    EXPECT_EQ(mirror.take_resync_reason(), std::nullopt) << "reported once";
+
+    // Until a complete snapshot arrives, deltas are refused, and not counted again.
+    s.world->patch<Position>(s.world->current(0), [](Position& p) { p.x = 100.0F; });
+    s.world->emplace<Health>(s.world->create(), 1);
+    EXPECT_FALSE(feed(mirror, s.tick()));
+    EXPECT_FALSE(mirror.ready());
+    EXPECT_EQ(mirror.statistics().inconsistencies, 1U);
+    EXPECT_EQ(mirror.take_resync_reason(), std::nullopt);
+
+    const auto chunks = s.snapshot(256);
+    ASSERT_GT(chunks.size(), 1U);
+    for (std::size_t i = 0; i < chunks.size(); ++i) {
+        ASSERT_TRUE(feed(mirror, chunks[i])) << "chunk " << i << ": " << mirror.error();
+        EXPECT_EQ(mirror.ready(), i + 1 == chunks.size()) << "chunk " << i;
+    }
+    EXPECT_TRUE(mirrors(mirror, *s.world));
+
+    s.world->destroy(s.world->current(1));
+    ASSERT_TRUE(feed(mirror, s.tick())) << mirror.error();
+    EXPECT_TRUE(mirrors(mirror, *s.world));
+    EXPECT_EQ(mirror.statistics().inconsistencies, 1U);
+    EXPECT_EQ(mirror.take_resync_reason(), std::nullopt);
+}
+
+INSTANTIATE_TEST_SUITE_P(Cases, HostileFrame, ::testing::ValuesIn(hostile_cases()),
+                         [](const auto& info) { return info.param.name; });
+
+TEST(MirrorResync, ReasonSurvivesTheDeltasRefusedMeanwhile) {
+    server s;
+    s.world->emplace<Position>(s.world->create(), 0.0F, 0.0F);
+    static_cast<void>(s.tick());
+    proto::mirror mirror;
+    ASSERT_TRUE(feed_all(mirror, s.snapshot()));
+
+    builder fbb;
+    EXPECT_FALSE(feed(mirror, delta(fbb, s.current + 5, {})));
+    // The client reads the reason after draining its socket, refused deltas included.
+    static_cast<void>(s.tick());
+    EXPECT_FALSE(feed(mirror, s.tick()));
+    const auto reason = mirror.take_resync_reason();
+    ASSERT_TRUE(reason.has_value());
+    EXPECT_THAT(*reason, HasSubstr("tick gap"));
+}
+
+TEST(MirrorResync, EveryNewInconsistencyIsReportedAgain) {
+    server s;
+    s.world->emplace<Position>(s.world->create(), 0.0F, 0.0F);
+    static_cast<void>(s.tick());
+    proto::mirror mirror;
+    for (int round = 1; round <= 3; ++round) {
+        ASSERT_TRUE(feed_all(mirror, s.snapshot()));
+        builder fbb;
+        EXPECT_FALSE(feed(mirror, delta(fbb, s.current, {})));
+        EXPECT_EQ(mirror.statistics().inconsistencies, static_cast<std::uint64_t>(round));
+        EXPECT_TRUE(mirror.take_resync_reason().has_value());
+        EXPECT_FALSE(mirror.take_resync_reason().has_value());
+    }
+}
+
+}  // namespace
