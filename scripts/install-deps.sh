@@ -9,6 +9,7 @@ packages=(
   libflatbuffers-dev flatbuffers-compiler
   libspdlog-dev libgtest-dev libgmock-dev libbenchmark-dev
   libcli11-dev nlohmann-json3-dev libxxhash-dev
+  libreadline-dev             # ecsnet-client shell: line editing and history
   "$@"
 )
 

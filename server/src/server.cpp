@@ -283,10 +283,7 @@ void server::run_tick() {
     }
     for (const auto& [id, s] : sessions_) {
         if (s->joined()) {
-            s->send_droppable(delta);
-            if (checksum_tick) {
-                s->send_droppable(checksum);
-            }
+            s->send_tick(delta, checksum_tick ? &checksum : nullptr);
         }
     }
 

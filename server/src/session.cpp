@@ -40,6 +40,7 @@ session::session(asio::ip::tcp::socket socket, server& owner, std::uint32_t id)
       id_{id},
       remote_{endpoint_text(socket_)},
       wake_writer_{socket_.get_executor()},
+      resume_reading_{socket_.get_executor()},
       commands_{owner.config().command_rate, owner.config().command_burst} {
     hello_deadline_ = clock::now() + owner_.config().hello_timeout;
     read_deadline_ = hello_deadline_;
@@ -108,6 +109,7 @@ void session::close_now(std::string reason) {
     socket_.shutdown(asio::ip::tcp::socket::shutdown_both, ignored);
     socket_.close(ignored);
     wake_writer_.cancel();
+    resume_reading_.cancel();
     if (!announced) {
         spdlog::info("client {} ({}) closed: {}", id_, printable(name_), reason);
     }
@@ -135,19 +137,26 @@ void session::push(protocol::frame frame, bool droppable) {
 
 void session::send(protocol::frame frame) { push(std::move(frame), false); }
 
-void session::send_droppable(const protocol::frame& frame) {
+void session::send_tick(const protocol::frame& delta, const protocol::frame* checksum) {
     if (phase_ != phase::joined || resync_pending_) {
         if (resync_pending_) {
-            ++owner_.stats_.dropped_frames;
+            owner_.stats_.dropped_frames += checksum == nullptr ? 1 : 2;
         }
         return;
     }
-    if (droppable_bytes_ + frame->size() > owner_.config().queue_bytes) {
+    // The bound applies to deltas waiting behind the one being written: a tick's frames are
+    // one unit, and a tick larger than the bound still reaches a client that keeps up.
+    const std::size_t tick_bytes = delta->size() + (checksum == nullptr ? 0 : (*checksum)->size());
+    const std::size_t waiting = droppable_bytes_ - in_flight_droppable_bytes_;
+    if (waiting > 0 && waiting + tick_bytes > owner_.config().queue_bytes) {
         request_resync("outbound queue full");
-        ++owner_.stats_.dropped_frames;
+        owner_.stats_.dropped_frames += checksum == nullptr ? 1 : 2;
         return;
     }
-    push(frame, true);
+    push(delta, true);
+    if (checksum != nullptr) {
+        push(*checksum, true);
+    }
 }
 
 void session::request_resync(const char* why) {
@@ -182,6 +191,16 @@ awaitable<void> session::read_loop([[maybe_unused]] std::shared_ptr<session> sel
     const auto& config = owner_.config();
     std::array<std::uint8_t, protocol::frame_prefix_bytes> prefix{};
     while (phase_ == phase::handshake || phase_ == phase::joined) {
+        // Backpressure: replies (Pongs, CommandResults, errors) to a client that sends but does
+        // not read would otherwise pile up. Stop reading until they drain; its own sends then
+        // stall in TCP, and the stall timeout cuts it off if it never reads.
+        while (control_backlog() > config.queue_bytes && phase_ != phase::closed) {
+            resume_reading_.expires_at(clock::time_point::max());
+            co_await resume_reading_.async_wait(use_tuple);
+        }
+        if (phase_ != phase::handshake && phase_ != phase::joined) {
+            break;
+        }
         if (phase_ == phase::joined) {
             read_deadline_ = clock::now() + config.idle_timeout;
             read_deadline_reason_ = "idle timeout";
@@ -348,6 +367,12 @@ awaitable<void> session::write_loop([[maybe_unused]] std::shared_ptr<session> se
             bytes += q.frame->size();
         }
         in_flight_ = buffers.size();
+        in_flight_droppable_bytes_ = 0;
+        for (std::size_t i = 0; i < in_flight_; ++i) {
+            if (queue_[i].droppable) {
+                in_flight_droppable_bytes_ += queue_[i].frame->size();
+            }
+        }
         write_deadline_ = clock::now() + owner_.config().stall_timeout;
         auto [ec, written] = co_await asio::async_write(socket_, buffers, use_tuple);
         write_deadline_ = clock::time_point::max();
@@ -364,6 +389,10 @@ awaitable<void> session::write_loop([[maybe_unused]] std::shared_ptr<session> se
             queue_.pop_front();
         }
         in_flight_ = 0;
+        in_flight_droppable_bytes_ = 0;
+        if (control_backlog() <= owner_.config().queue_bytes) {
+            resume_reading_.cancel();
+        }
     }
 }
 

@@ -23,12 +23,14 @@ class server;
 // One client connection: a reader, a writer and a watchdog coroutine on the server's single
 // io_context thread.
 //
-// Outbound queue rule (docs/SERVER.md): deltas and checksums are droppable. When they would
-// push the queued droppable bytes past --queue-bytes, every queued droppable frame not yet
-// being written is dropped and no more deltas are queued; once the queue has drained, the
-// client gets a fresh snapshot and deltas resume from the next tick. A client whose socket
-// accepts nothing for --stall-timeout-ms while data waits is disconnected. Server memory per
-// client is thus bounded by one snapshot plus --queue-bytes plus a few control frames.
+// Outbound queue rule (docs/SERVER.md): deltas and checksums are droppable. When a tick's
+// frames would take the droppable bytes waiting behind the current write past --queue-bytes,
+// every waiting droppable frame is dropped and no more deltas are queued; once the queue has
+// drained, the client gets a fresh snapshot and deltas resume from the next tick. Replies are
+// bounded by backpressure: past --queue-bytes of unsent replies, the session stops reading
+// from the client. A client whose socket accepts nothing for --stall-timeout-ms while data
+// waits is disconnected. Server memory per client is thus bounded by one snapshot, one tick's
+// frames, twice --queue-bytes and the frame being read.
 class session : public std::enable_shared_from_this<session> {
 public:
     using clock = std::chrono::steady_clock;
@@ -50,8 +52,8 @@ public:
 
     // Control frames (Welcome, CommandResult, Pong, snapshot chunks) always queue.
     void send(protocol::frame frame);
-    // Deltas and checksums: dropped under the queue rule above.
-    void send_droppable(const protocol::frame& frame);
+    // A tick's delta and, every N ticks, its checksum: dropped under the queue rule above.
+    void send_tick(const protocol::frame& delta, const protocol::frame* checksum);
     // Drops queued deltas and sends a snapshot once the queue is empty.
     void request_resync(const char* why);
 
@@ -96,8 +98,14 @@ private:
     std::size_t in_flight_{0};  // frames at the front of queue_ being written
     std::size_t queued_bytes_{0};
     std::size_t droppable_bytes_{0};
+    std::size_t in_flight_droppable_bytes_{0};
     bool resync_pending_{false};
     boost::asio::steady_timer wake_writer_;
+    boost::asio::steady_timer resume_reading_;
+    // Bytes queued that are not deltas or checksums (replies, snapshot chunks).
+    [[nodiscard]] std::size_t control_backlog() const noexcept {
+        return queued_bytes_ - droppable_bytes_;
+    }
 
     clock::time_point hello_deadline_;
     clock::time_point read_deadline_;

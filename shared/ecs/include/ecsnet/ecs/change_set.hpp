@@ -6,8 +6,10 @@
 #include <string_view>
 #include <vector>
 
+#include "ecsnet/ecs/config.hpp"
 #include "ecsnet/ecs/entity.hpp"
 #include "ecsnet/ecs/signature.hpp"
+#include "ecsnet/ecs/sparse_set.hpp"
 #include "ecsnet/ecs/type_info.hpp"
 
 namespace ecsnet::ecs {
@@ -64,12 +66,14 @@ struct change_log {
     bool enabled{true};
     std::uint32_t epoch{1};
     std::uint64_t tick{0};
-    std::vector<std::uint32_t> created_epoch;  // per entity index
+    paged_array<std::uint32_t, 0U> created_epoch;  // per entity index, written when enabled
     std::vector<Entity> created;
     std::vector<Entity> destroyed;
 
-    [[nodiscard]] bool created_this_tick(index_type index) const noexcept {
-        return created_epoch[index] == epoch;
+    // Every entity created this tick is in `created`: in a tick that created none (the common
+    // case for a system writing many entities) the per-index array is not read at all.
+    [[nodiscard]] ECSNET_ECS_INLINE bool created_this_tick(index_type index) const noexcept {
+        return !created.empty() && created_epoch.get(index) == epoch;
     }
 };
 

@@ -12,6 +12,15 @@
 #endif
 #endif
 
+// ECSNET_ECS_INLINE marks the few tiny functions on the per-entity hot paths (sparse lookups,
+// write marks, checks). In a large translation unit g++ stops inlining once the unit has grown
+// by a set fraction, and these then become calls in the middle of iteration loops.
+#if defined(__GNUC__) || defined(__clang__)
+#define ECSNET_ECS_INLINE [[gnu::always_inline]] inline
+#else
+#define ECSNET_ECS_INLINE inline
+#endif
+
 namespace ecsnet::ecs {
 
 inline constexpr bool checks_enabled = ECSNET_ECS_CHECKS != 0;

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "ecsnet/ecs/change_set.hpp"
+#include "ecsnet/ecs/config.hpp"
 #include "ecsnet/ecs/entity.hpp"
 #include "ecsnet/ecs/signal.hpp"
 #include "ecsnet/ecs/signature.hpp"
@@ -48,7 +49,7 @@ public:
 
     // Records that the component of `entity` is being written. `existed` says whether it was
     // there before this write; only the first write of a tick keeps it.
-    void touch(entity_type entity, bool existed) {
+    ECSNET_ECS_INLINE void touch(entity_type entity, bool existed) {
         if (!log_->enabled || log_->created_this_tick(entity.index())) {
             return;  // a new entity is sent whole
         }

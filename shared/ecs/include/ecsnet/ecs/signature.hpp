@@ -1,8 +1,10 @@
 #pragma once
 
+#include <algorithm>
 #include <bit>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <string>
 #include <vector>
@@ -112,38 +114,54 @@ private:
 
 namespace detail {
 
-// Every entity's signature in one flat array, `stride` words per entity index. Registering
-// a 65th, 129th... type widens the stride once (O(entities)); everything else is O(1).
+// Every entity's signature, `stride` words per entity index, in pages of rows allocated on
+// demand: growing never copies rows, and entities that never get a component cost nothing.
+// Registering a 65th, 129th... type widens the stride once (O(allocated rows)); everything
+// else is O(1).
 class signature_table {
 public:
+    static constexpr std::size_t rows_per_page = 4096;
+
+    // All zeros when the row's page was never allocated.
     [[nodiscard]] std::span<const std::uint64_t> row(std::size_t index) const noexcept {
-        return {words_.data() + index * stride_, stride_};
+        const std::uint64_t* page = page_of(index);
+        return {page == nullptr ? zeros_.data() : page + (index % rows_per_page) * stride_,
+                stride_};
     }
 
+    // Precondition: the row exists (ensure_row or ensure_rows).
     void set(std::size_t index, component_id id) noexcept {
-        words_[index * stride_ + id / 64] |= std::uint64_t{1} << (id % 64);
+        word(index, id) |= std::uint64_t{1} << (id % 64);
     }
     void reset(std::size_t index, component_id id) noexcept {
-        words_[index * stride_ + id / 64] &= ~(std::uint64_t{1} << (id % 64));
+        if (page_of(index) != nullptr) {
+            word(index, id) &= ~(std::uint64_t{1} << (id % 64));
+        }
     }
     [[nodiscard]] bool test(std::size_t index, component_id id) const noexcept {
-        return ((words_[index * stride_ + id / 64] >> (id % 64)) & 1U) != 0;
+        const std::uint64_t* page = page_of(index);
+        return page != nullptr &&
+               ((page[(index % rows_per_page) * stride_ + id / 64] >> (id % 64)) & 1U) != 0;
     }
     void clear(std::size_t index) noexcept {
-        for (std::size_t i = 0; i < stride_; ++i) {
-            words_[index * stride_ + i] = 0;
+        if (std::uint64_t* page = page_of(index)) {
+            std::fill_n(page + (index % rows_per_page) * stride_, stride_, std::uint64_t{0});
+        }
+    }
+
+    // Makes room for the row of entity `index`.
+    void ensure_row(std::size_t index) {
+        if (page_of(index) == nullptr) [[unlikely]] {
+            allocate(index / rows_per_page);
         }
     }
 
     // Makes room for entity indices below `count`.
     void ensure_rows(std::size_t count) {
-        if (count * stride_ > words_.size()) {
-            std::size_t rows = words_.size() / stride_;
-            rows = rows == 0 ? 1024 : rows;
-            while (rows < count) {
-                rows *= 2;
+        for (std::size_t page = 0; page * rows_per_page < count; ++page) {
+            if (page >= pages_.size() || !pages_[page]) {
+                allocate(page);
             }
-            words_.resize(rows * stride_, 0);
         }
     }
 
@@ -153,22 +171,43 @@ public:
         if (needed <= stride_) {
             return;
         }
-        const std::size_t rows = words_.size() / stride_;
-        std::vector<std::uint64_t> wider(rows * needed, 0);
-        for (std::size_t r = 0; r < rows; ++r) {
-            for (std::size_t i = 0; i < stride_; ++i) {
-                wider[r * needed + i] = words_[r * stride_ + i];
+        std::vector<std::unique_ptr<std::uint64_t[]>> wider(pages_.size());
+        for (std::size_t p = 0; p < pages_.size(); ++p) {
+            if (!pages_[p]) {
+                continue;
+            }
+            wider[p] = std::make_unique<std::uint64_t[]>(rows_per_page * needed);
+            for (std::size_t r = 0; r < rows_per_page; ++r) {
+                std::copy_n(pages_[p].get() + r * stride_, stride_, wider[p].get() + r * needed);
             }
         }
-        words_ = std::move(wider);
+        zeros_.resize(needed, 0);
+        pages_ = std::move(wider);
         stride_ = needed;
     }
 
     [[nodiscard]] std::size_t stride() const noexcept { return stride_; }
 
 private:
+    [[nodiscard]] std::uint64_t* page_of(std::size_t index) const noexcept {
+        const std::size_t page = index / rows_per_page;
+        return page < pages_.size() ? pages_[page].get() : nullptr;
+    }
+
+    std::uint64_t& word(std::size_t index, component_id id) const noexcept {
+        return pages_[index / rows_per_page][(index % rows_per_page) * stride_ + id / 64];
+    }
+
+    void allocate(std::size_t page) {
+        if (page >= pages_.size()) {
+            pages_.resize(page + 1);
+        }
+        pages_[page] = std::make_unique<std::uint64_t[]>(rows_per_page * stride_);
+    }
+
     std::size_t stride_{1};
-    std::vector<std::uint64_t> words_;
+    std::vector<std::unique_ptr<std::uint64_t[]>> pages_;
+    std::vector<std::uint64_t> zeros_ = std::vector<std::uint64_t>(1, 0);  // a row of stride_
 };
 
 }  // namespace detail

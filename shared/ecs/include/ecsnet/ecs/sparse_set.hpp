@@ -8,6 +8,7 @@
 #include <span>
 #include <vector>
 
+#include "ecsnet/ecs/config.hpp"
 #include "ecsnet/ecs/entity.hpp"
 
 namespace ecsnet::ecs {
@@ -21,26 +22,22 @@ class paged_array {
     static_assert((PageSize & (PageSize - 1)) == 0, "page size must be a power of two");
 
 public:
-    [[nodiscard]] Value get(std::size_t index) const noexcept {
+    [[nodiscard]] ECSNET_ECS_INLINE Value get(std::size_t index) const noexcept {
         const std::size_t page = index / PageSize;
         return page < pages_.size() && pages_[page] ? pages_[page][index & (PageSize - 1)] : Empty;
     }
 
     // Reference to the element, allocating its page when needed.
-    [[nodiscard]] Value& at(std::size_t index) {
+    [[nodiscard]] ECSNET_ECS_INLINE Value& at(std::size_t index) {
         const std::size_t page = index / PageSize;
-        if (page >= pages_.size()) {
-            pages_.resize(page + 1);
-        }
-        if (!pages_[page]) {
-            pages_[page] = std::make_unique<Value[]>(PageSize);
-            std::fill_n(pages_[page].get(), PageSize, Empty);
+        if (page >= pages_.size() || !pages_[page]) [[unlikely]] {
+            allocate(page);
         }
         return pages_[page][index & (PageSize - 1)];
     }
 
     // Precondition: the element's page exists (it was written before).
-    [[nodiscard]] Value& existing(std::size_t index) noexcept {
+    [[nodiscard]] ECSNET_ECS_INLINE Value& existing(std::size_t index) noexcept {
         return pages_[index / PageSize][index & (PageSize - 1)];
     }
 
@@ -58,6 +55,15 @@ public:
     }
 
 private:
+    // Out of line: at() is on every insertion and write mark, a new page once per PageSize.
+    [[gnu::noinline]] void allocate(std::size_t page) {
+        if (page >= pages_.size()) {
+            pages_.resize(page + 1);
+        }
+        pages_[page] = std::make_unique_for_overwrite<Value[]>(PageSize);
+        std::fill_n(pages_[page].get(), PageSize, Empty);
+    }
+
     std::vector<std::unique_ptr<Value[]>> pages_;
 };
 
@@ -77,7 +83,7 @@ public:
 
     static constexpr index_type npos = traits_type::no_index;
 
-    [[nodiscard]] bool contains(entity_type entity) const noexcept {
+    [[nodiscard]] ECSNET_ECS_INLINE bool contains(entity_type entity) const noexcept {
         const index_type pos = sparse_.get(entity.index());
         return pos != npos && packed_[pos] == entity;
     }
@@ -89,7 +95,7 @@ public:
     }
 
     // Position of the entity in the packed array. Precondition: contains(entity).
-    [[nodiscard]] size_type index_of(entity_type entity) const noexcept {
+    [[nodiscard]] ECSNET_ECS_INLINE size_type index_of(entity_type entity) const noexcept {
         assert(contains(entity) && "entity is not in the sparse set");
         return sparse_.get(entity.index());
     }

@@ -6,6 +6,7 @@
 #include <iterator>
 #include <tuple>
 #include <type_traits>
+#include <utility>
 
 #include "ecsnet/ecs/config.hpp"
 #include "ecsnet/ecs/error.hpp"
@@ -124,32 +125,7 @@ public:
         static_assert(std::is_invocable_v<Fn&, entity_type, Get&...> ||
                           std::is_invocable_v<Fn&, Get&...>,
                       "each() takes fn(entity, components&...) or fn(components&...)");
-        [[maybe_unused]] const auto versions = structural_versions();
-        const std::size_t count = driver_->size();
-        const entity_type* entities = driver_->data();
-        for (std::size_t i = 0; i < count; ++i) {
-            const entity_type e = entities[i];
-            if constexpr (sizeof...(Get) == 1 && sizeof...(Exclude) == 0) {
-                // One storage and no filter: its packed values line up with the entities.
-                using only = std::tuple_element_t<0, std::tuple<Get...>>;
-                only& value = std::get<0>(gets_)->storage.values()[i];
-                touch_writes(e);
-                invoke(fn, e, value);
-            } else {
-                if (!accepts(e)) {
-                    continue;
-                }
-                touch_writes(e);
-                invoke(fn, e, fetch<Get>(e)...);
-            }
-            if constexpr (checks_enabled) {
-                if (structural_versions() != versions) {
-                    throw iteration_invalidated(
-                        "a storage changed structurally while view.each() iterated it; record "
-                        "emplace/remove/destroy in a command buffer instead");
-                }
-            }
-        }
+        each_dispatch(fn, std::index_sequence_for<Get...>{});
     }
 
     [[nodiscard]] bool contains(entity_type e) const noexcept {
@@ -194,22 +170,75 @@ private:
         }
     }
 
+    // Picks, once, the loop instantiated for the storage that drives (each_driven<D>).
+    template <typename Fn, std::size_t... I>
+    void each_dispatch(Fn& fn, std::index_sequence<I...> seq) const {
+        static_cast<void>(
+            ((driver_ == &std::get<I>(gets_)->storage ? (each_driven<I>(fn, seq), true) : false) ||
+             ...));
+    }
+
+    // The driver's packed values line up with its entities, so its components are read by
+    // position and it needs no membership test; only the other storages are looked up.
+    template <std::size_t D, typename Fn, std::size_t... I>
+    void each_driven(Fn& fn, std::index_sequence<I...>) const {
+        [[maybe_unused]] const auto versions = structural_versions();
+        const std::size_t count = driver_->size();
+        const entity_type* entities = driver_->data();
+        auto* const driven = std::get<D>(gets_)->storage.values().data();
+        for (std::size_t i = 0; i < count; ++i) {
+            const entity_type e = entities[i];
+            if (!accepts_except<D>(e, std::index_sequence<I...>{})) {
+                continue;
+            }
+            touch_writes(e);
+            invoke(fn, e, fetch_driven<D, I>(e, driven, i)...);
+            if constexpr (checks_enabled) {
+                if (structural_versions() != versions) {
+                    throw iteration_invalidated(
+                        "a storage changed structurally while view.each() iterated it; record "
+                        "emplace/remove/destroy in a command buffer instead");
+                }
+            }
+        }
+    }
+
+    // accepts(e) for an entity of Get storage D.
+    template <std::size_t D, std::size_t... I>
+    [[nodiscard]] bool accepts_except(entity_type e, std::index_sequence<I...>) const noexcept {
+        return ((I == D || std::get<I>(gets_)->storage.contains(e)) && ...) && !excluded(e);
+    }
+
+    template <std::size_t D, std::size_t J, typename Driven>
+    [[nodiscard]] decltype(auto) fetch_driven(entity_type e, Driven* driven,
+                                              std::size_t i) const noexcept {
+        using T = std::tuple_element_t<J, std::tuple<Get...>>;
+        if constexpr (J == D) {
+            return static_cast<T&>(driven[i]);
+        } else {
+            return fetch<T>(e);
+        }
+    }
+
     [[nodiscard]] std::size_t driver_size() const noexcept {
         return driver_ == nullptr ? 0 : driver_->size();
     }
 
     [[nodiscard]] bool accepts(entity_type e) const noexcept {
-        const bool has_all =
-            std::apply([&](auto*... pools) { return (pools->storage.contains(e) && ...); }, gets_);
+        return std::apply([&](auto*... pools) { return (pools->storage.contains(e) && ...); },
+                          gets_) &&
+               !excluded(e);
+    }
+
+    [[nodiscard]] bool excluded(entity_type e) const noexcept {
         if constexpr (sizeof...(Exclude) == 0) {
-            return has_all;
+            return false;
         } else {
-            return has_all && std::apply(
-                                  [&](auto*... pools) {
-                                      return ((pools == nullptr || !pools->storage.contains(e)) &&
-                                              ...);
-                                  },
-                                  excludes_);
+            return std::apply(
+                [&](auto*... pools) {
+                    return ((pools != nullptr && pools->storage.contains(e)) || ...);
+                },
+                excludes_);
         }
     }
 

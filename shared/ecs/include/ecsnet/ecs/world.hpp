@@ -17,6 +17,7 @@
 
 #include "ecsnet/ecs/access.hpp"
 #include "ecsnet/ecs/change_set.hpp"
+#include "ecsnet/ecs/config.hpp"
 #include "ecsnet/ecs/entity.hpp"
 #include "ecsnet/ecs/entity_pool.hpp"
 #include "ecsnet/ecs/error.hpp"
@@ -44,7 +45,7 @@ namespace detail {
 template <typename Pool>
 class type_table {
 public:
-    [[nodiscard]] Pool* find(std::uint64_t hash) const noexcept {
+    [[nodiscard]] ECSNET_ECS_INLINE Pool* find(std::uint64_t hash) const noexcept {
         if (slots_.empty()) {
             return nullptr;
         }
@@ -142,12 +143,8 @@ public:
 
     [[nodiscard]] entity_type create() {
         const entity_type e = entities_.create();
-        const std::size_t index = e.index();
-        if (index >= log_.created_epoch.size()) {
-            grow_rows(index + 1);
-        }
         if (log_.enabled) {
-            log_.created_epoch[index] = log_.epoch;
+            log_.created_epoch.at(e.index()) = log_.epoch;
             log_.created.push_back(e);
         }
         return e;
@@ -265,17 +262,19 @@ public:
     T& emplace(entity_type e, Args&&... args) {
         auto& p = assure<T>();
         check_access(p, true);
-        require_valid(e, "emplace");
+        require_valid(e, "emplace", p.name());
         if (p.storage.contains(e)) {
             throw component_exists("entity " + to_string(e) + " already has " + p.name());
         }
-        p.storage.emplace(e, std::forward<Args>(args)...);
+        signatures_.ensure_row(e.index());  // first, so that nothing throws after the emplace
+        T& value = p.storage.emplace(e, std::forward<Args>(args)...);
         signatures_.set(e.index(), p.id());
         p.touch(e, false);
         if (!p.on_construct.empty()) {
             p.on_construct.publish(*this, e);
+            return p.storage.get(e);  // a listener may have moved it
         }
-        return p.storage.get(e);
+        return value;
     }
 
     template <typename T, typename... Args>
@@ -326,11 +325,10 @@ public:
 
     template <typename T>
     [[nodiscard]] const T* try_get(entity_type e) const {
-        const auto* p = find_pool<T>();
+        const auto* p = find_checked<T>();
         if (p == nullptr) {
             return nullptr;
         }
-        check_access(*p, false);
         return p->storage.try_get(e);
     }
 
@@ -463,12 +461,19 @@ private:
     using pool_t = detail::pool<Traits, std::remove_const_t<T>>;
     using pool_base = detail::pool_base<Traits>;
 
+    // Every component access starts here: the lookup stays small enough to inline, and
+    // registering a type (once per world) is out of line.
     template <typename T>
-    pool_t<T>& assure() {
-        using plain = std::remove_const_t<T>;
-        if (auto* found = types_.find(type_hash_v<plain>)) {
+    ECSNET_ECS_INLINE pool_t<T>& assure() {
+        if (auto* found = types_.find(type_hash_v<std::remove_const_t<T>>)) [[likely]] {
             return static_cast<pool_t<T>&>(*found);
         }
+        return add_pool<T>();
+    }
+
+    template <typename T>
+    [[gnu::noinline]] pool_t<T>& add_pool() {
+        using plain = std::remove_const_t<T>;
         const auto id = static_cast<component_id>(pools_.size());
         auto created = std::make_unique<pool_t<T>>(id, type_hash_v<plain>,
                                                    std::string{type_name_v<plain>}, log_);
@@ -502,34 +507,51 @@ private:
         return p;
     }
 
+    // The checks below sit on every get/patch/emplace: their fast paths stay small enough to
+    // inline and the throwing paths (string building) live in cold out-of-line functions.
     template <typename T>
-    [[nodiscard]] const pool_t<T>& existing_pool() const {
-        const auto* p = find_pool<T>();
-        if (p == nullptr) {
-            throw component_missing("no entity has " + std::string{type_name_v<T>} +
-                                    " (type never registered)");
+    [[nodiscard]] const pool_t<T>& existing_pool(entity_type e, const char* what) const {
+        // find_checked: an undeclared type is an access violation even if never registered.
+        const auto* p = find_checked<T>();
+        if (p == nullptr) [[unlikely]] {
+            throw_unregistered(e, what, type_name_v<std::remove_const_t<T>>);
         }
-        check_access(*p, false);
         return *p;
     }
 
+    [[noreturn]] [[gnu::cold]] [[gnu::noinline]] void throw_unregistered(
+        entity_type e, const char* what, std::string_view type) const {
+        require_valid(e, what, type);
+        throw component_missing(std::string{what} + ": entity " + to_string(e) + " has no " +
+                                std::string{type} + " (type never registered)");
+    }
+
     template <typename P>
-    auto& require_component(P& p, entity_type e, const char* what) const {
-        if (!p.storage.contains(e)) {
-            require_valid(e, what);
-            throw component_missing(std::string{what} + ": entity " + to_string(e) + " has no " +
-                                    p.name());
+    ECSNET_ECS_INLINE auto& require_component(P& p, entity_type e, const char* what) const {
+        if (!p.storage.contains(e)) [[unlikely]] {
+            throw_missing(p, e, what);
         }
         return p.storage.get(e);
     }
 
-    void require_valid(entity_type e, const char* what) const {
+    [[noreturn]] [[gnu::cold]] [[gnu::noinline]] void throw_missing(const pool_base& p,
+                                                                    entity_type e,
+                                                                    const char* what) const {
+        require_valid(e, what, p.name());
+        throw component_missing(std::string{what} + ": entity " + to_string(e) + " has no " +
+                                p.name());
+    }
+
+    // `type` names the component of a component operation, for the message.
+    ECSNET_ECS_INLINE void require_valid(entity_type e, const char* what,
+                                         std::string_view type = {}) const {
         if (!entities_.valid(e)) [[unlikely]] {
-            throw_invalid(e, what);
+            throw_invalid(e, what, type);
         }
     }
 
-    [[noreturn]] void throw_invalid(entity_type e, const char* what) const {
+    [[noreturn]] [[gnu::cold]] [[gnu::noinline]] void throw_invalid(entity_type e, const char* what,
+                                                                    std::string_view type) const {
         std::string why;
         if (e.is_null()) {
             why = "it is the null entity";
@@ -541,22 +563,24 @@ private:
         } else {
             why = "it was destroyed";
         }
-        throw invalid_entity(std::string{what} + ": entity " + to_string(e) + " is not alive: " +
-                             why);
+        std::string op{what};
+        if (!type.empty()) {
+            op += '<' + std::string{type} + '>';
+        }
+        throw invalid_entity(op + ": entity " + to_string(e) + " is not alive: " + why);
     }
 
     template <typename T>
     [[nodiscard]] const T& get_one(entity_type e) const {
-        return require_component(existing_pool<T>(), e, "get");
+        return require_component(existing_pool<T>(e, "get"), e, "get");
     }
 
     template <typename T>
     [[nodiscard]] bool has_one(entity_type e) const {
-        const auto* p = find_pool<T>();
+        const auto* p = find_checked<T>();
         if (p == nullptr) {
             return false;
         }
-        check_access(*p, false);
         return p->storage.contains(e);
     }
 
@@ -566,7 +590,7 @@ private:
         check_access(p, true);
         if (!p.storage.contains(e)) {
             if (required) {
-                require_valid(e, "remove");
+                require_valid(e, "remove", p.name());
                 throw component_missing("remove: entity " + to_string(e) + " has no " + p.name());
             }
             return false;
@@ -575,7 +599,9 @@ private:
         return true;
     }
 
-    void remove_from(pool_base& p, entity_type e) {
+    // A template so that, called with a typed pool, erase() is not a virtual call.
+    template <typename P>
+    void remove_from(P& p, entity_type e) {
         if (!p.on_destroy.empty()) {
             p.on_destroy.publish(*this, e);
             if (!p.set().contains(e)) {
@@ -587,25 +613,24 @@ private:
         signatures_.reset(e.index(), p.id());
     }
 
-    void check_access(const pool_base& p, bool write) const {
-        if (access_ != nullptr && !access_->allows(p.hash(), write)) [[unlikely]] {
+    ECSNET_ECS_INLINE void check_access(const pool_base& p, bool write) const {
+        if (access_ != nullptr) [[unlikely]] {
+            check_declared(p, write);
+        }
+    }
+
+    // Only while a scheduler runs a system.
+    [[gnu::noinline]] void check_declared(const pool_base& p, bool write) const {
+        if (!access_->allows(p.hash(), write)) {
             throw_access(p.name(), write);
         }
     }
 
-    [[noreturn]] void throw_access(std::string_view type, bool write) const {
+    [[noreturn]] [[gnu::cold]] [[gnu::noinline]] void throw_access(std::string_view type,
+                                                                   bool write) const {
         throw access_violation("system '" + access_system_ + "' " + (write ? "writes " : "reads ") +
                                std::string{type} + " without declaring it (it declared " +
                                access_->describe() + ")");
-    }
-
-    void grow_rows(std::size_t count) {
-        std::size_t rows = std::max<std::size_t>(log_.created_epoch.size(), 1024);
-        while (rows < count) {
-            rows *= 2;
-        }
-        log_.created_epoch.resize(rows, 0);
-        signatures_.ensure_rows(rows);
     }
 
     void advance_tick() {
@@ -615,7 +640,7 @@ private:
         if (++log_.epoch >= (std::uint32_t{1} << 31U)) {
             // Marks keep 31 bits of epoch: after ~2^31 ticks start over from a clean slate.
             log_.epoch = 1;
-            std::fill(log_.created_epoch.begin(), log_.created_epoch.end(), 0);
+            log_.created_epoch.fill(0);
             for (auto& p : pools_) {
                 p->reset_marks();
             }

@@ -1,0 +1,379 @@
+#include "cli.hpp"
+
+#include <CLI/CLI.hpp>
+
+#include <cmath>
+#include <cstdlib>
+#include <sstream>
+
+#include "ecsnet/protocol/components.hpp"
+#include "ecsnet/protocol/messages.hpp"
+#include "entity_arg.hpp"
+
+#ifndef ECSNET_VERSION
+#define ECSNET_VERSION "0.0.0"
+#endif
+
+namespace ecsnet::client_cli {
+
+namespace {
+
+constexpr const char* despawn_note =
+    "Connections with the same --name are the same owner: one run can destroy what another "
+    "spawned. The server despawns an owner's entities when its last connection leaves, unless "
+    "it runs with --keep-entities-on-disconnect: --hold, or the shell, stays connected.";
+
+// A float the protocol accepts: finite, also once narrowed to 32 bits.
+const CLI::Validator finite_float{[](std::string& text) -> std::string {
+                                      char* end = nullptr;
+                                      const double value = std::strtod(text.c_str(), &end);
+                                      if (end == text.c_str() || *end != '\0') {
+                                          return "'" + text + "' is not a number";
+                                      }
+                                      if (!std::isfinite(static_cast<float>(value))) {
+                                          return "'" + text +
+                                                 "' is not a finite 32-bit float (positions and "
+                                                 "velocities must be finite)";
+                                      }
+                                      return {};
+                                  },
+                                  ""};
+
+const CLI::Validator entity_text{[](std::string& text) -> std::string {
+                                     std::string why;
+                                     return parse_entity(text, &why) ? std::string{} : why;
+                                 },
+                                 ""};
+
+// The options of every command, bound to one invocation being parsed.
+struct bindings {
+    invocation inv;
+    float vx = 0.0F;
+    float vy = 0.0F;
+    std::string name;
+    std::int32_t health = 0;
+    std::uint32_t lifetime = 0;
+    double seconds = 0.0;
+    std::vector<std::string> entities;
+
+    CLI::Option* vx_opt = nullptr;
+    CLI::Option* vy_opt = nullptr;
+    CLI::Option* name_opt = nullptr;
+    CLI::Option* health_opt = nullptr;
+    CLI::Option* lifetime_opt = nullptr;
+    CLI::Option* seconds_opt = nullptr;
+
+    CLI::App* spawn = nullptr;
+    CLI::App* destroy = nullptr;
+    CLI::App* list = nullptr;
+    CLI::App* watch = nullptr;
+    CLI::App* shell = nullptr;
+    CLI::App* help = nullptr;
+    CLI::App* quit = nullptr;
+};
+
+std::vector<const CLI::App*> commands_of(const CLI::App& app) {
+    return app.get_subcommands([](const CLI::App*) { return true; });
+}
+
+std::string failure_message(const CLI::App* app, const CLI::Error& e) {
+    std::string text = std::string{"error: "} + e.what() + "\n";
+    if (app->get_help_ptr() != nullptr) {
+        text += "Run with --help for more information.\n";
+    }
+    return text;
+}
+
+// In the shell: no "Run with" (the shell has its own help).
+std::string shell_failure_message(const CLI::App*, const CLI::Error& e) {
+    return std::string{"error: "} + e.what() + "\n";
+}
+
+void add_commands(CLI::App& app, bindings& b, bool in_shell) {
+    b.spawn = app.add_subcommand(
+        "spawn", "Spawn entities owned by this client; prints 'spawned INDEX:VERSION' for each");
+    b.spawn->add_option("--x", b.inv.spawn.x, "Position x")
+        ->type_name("FLOAT")
+        ->check(finite_float)
+        ->capture_default_str();
+    b.spawn->add_option("--y", b.inv.spawn.y, "Position y")
+        ->type_name("FLOAT")
+        ->check(finite_float)
+        ->capture_default_str();
+    b.vx_opt = b.spawn
+                   ->add_option("--vx", b.vx,
+                                "Velocity x, units per second (default: no "
+                                "Velocity; 0 if only --vy is given)")
+                   ->type_name("FLOAT")
+                   ->check(finite_float);
+    b.vy_opt = b.spawn
+                   ->add_option("--vy", b.vy,
+                                "Velocity y, units per second (default: no "
+                                "Velocity; 0 if only --vx is given)")
+                   ->type_name("FLOAT")
+                   ->check(finite_float);
+    b.name_opt = b.spawn->add_option(
+        "--name", b.name,
+        "Name component, at most " + std::to_string(protocol::max_name_bytes) +
+            " bytes of UTF-8; {n} becomes the entity's number 1..count (default: no Name)");
+    b.health_opt = b.spawn->add_option("--health", b.health, "Health component (default: none)");
+    b.lifetime_opt = b.spawn->add_option(
+        "--lifetime", b.lifetime,
+        "Lifetime component: ticks until the server destroys the entity (default: none)");
+    b.spawn
+        ->add_option("--count", b.inv.spawn.count,
+                     "Entities to spawn; stops at the first one the server refuses")
+        ->check(CLI::PositiveNumber)
+        ->capture_default_str();
+    if (!in_shell) {
+        b.spawn->add_flag("--hold", b.inv.spawn.hold,
+                          "Stay connected after spawning, until Ctrl-C, so that the entities "
+                          "live on");
+        b.spawn->footer(despawn_note);
+    }
+
+    b.destroy = app.add_subcommand(
+        "destroy",
+        "Destroy entities this client owns; prints 'destroyed INDEX:VERSION' or the server's "
+        "error for each; exit 1 if any failed");
+    b.destroy->add_option("ENTITY", b.entities, "Entities as index:version, e.g. 5:1")
+        ->type_name("INDEX:VERSION")
+        ->required()
+        ->check(entity_text);
+
+    b.list = app.add_subcommand(
+        "list", "Print the entities of the world (index:version, owner, components), by index");
+
+    b.watch = app.add_subcommand(
+        "watch",
+        "Stream spawns and destroys as they arrive, with a summary every second (entities, "
+        "tick, bytes/s, component updates and removals per type, checksum OK or DESYNC); exit 1 "
+        "on desync");
+    b.seconds_opt = b.watch
+                        ->add_option("--seconds", b.seconds,
+                                     "Stop after this many seconds (default: until Ctrl-C)")
+                        ->check(CLI::PositiveNumber);
+    b.watch->add_flag("--every-update", b.inv.watch.every_update,
+                      "Also print every component update and removal, with its value "
+                      "(demo entities update ~30 times per second each)");
+
+    if (in_shell) {
+        b.help = app.add_subcommand("help", "List the commands, or show one command's help");
+        b.help->add_option("command", b.inv.help_topic, "A command");
+        b.quit = app.add_subcommand("quit", "Leave the shell (also: exit, Ctrl-D)");
+        b.quit->alias("exit");
+    } else {
+        b.shell = app.add_subcommand(
+            "shell",
+            "Interactive prompt with the same commands plus help and quit, on one connection "
+            "whose mirror stays live between commands; reads plain lines when stdin is not a "
+            "terminal");
+        b.shell->footer(
+            "Line editing and history (GNU readline; history in ~/.ecsnet_client_history). "
+            "Ctrl-C drops the line being typed or stops a running watch; quit, exit or Ctrl-D "
+            "leave.\nExit code: 1 if the connection was lost. With input that is not a terminal "
+            "(a script), also 1 if any command failed, else 2 if a line was a usage error.");
+    }
+}
+
+// Turns the parsed values into the invocation. Throws CLI::ValidationError.
+invocation finish(bindings& b) {
+    invocation& inv = b.inv;
+    if (b.spawn->parsed()) {
+        inv.what = command::spawn;
+        if (b.vx_opt->count() > 0 || b.vy_opt->count() > 0) {
+            inv.spawn.vx = b.vx;
+            inv.spawn.vy = b.vy;
+        }
+        if (b.health_opt->count() > 0) {
+            inv.spawn.health = b.health;
+        }
+        if (b.lifetime_opt->count() > 0) {
+            inv.spawn.lifetime = b.lifetime;
+        }
+        if (b.name_opt->count() > 0) {
+            // The longest name this count produces must fit.
+            std::string longest = b.name;
+            for (auto at = longest.find("{n}"); at != std::string::npos;
+                 at = longest.find("{n}", at)) {
+                const std::string n = std::to_string(inv.spawn.count);
+                longest.replace(at, 3, n);
+                at += n.size();
+            }
+            if (longest.size() > protocol::max_name_bytes) {
+                throw CLI::ValidationError("--name", "'" + longest + "' is " +
+                                                         std::to_string(longest.size()) +
+                                                         " bytes long; a name holds at most " +
+                                                         std::to_string(protocol::max_name_bytes));
+            }
+            if (!protocol::valid_utf8(b.name)) {
+                throw CLI::ValidationError("--name", "the name is not valid UTF-8");
+            }
+            inv.spawn.name = b.name;
+        }
+    } else if (b.destroy->parsed()) {
+        inv.what = command::destroy;
+        for (const auto& text : b.entities) {
+            std::string why;
+            const auto e = parse_entity(text, &why);
+            if (!e) {
+                throw CLI::ValidationError("ENTITY", why);  // the check already passed
+            }
+            inv.destroy.entities.push_back(*e);
+        }
+    } else if (b.list->parsed()) {
+        inv.what = command::list;
+    } else if (b.watch->parsed()) {
+        inv.what = command::watch;
+        if (b.seconds_opt->count() > 0) {
+            inv.watch.seconds = b.seconds;
+        }
+    } else if (b.shell != nullptr && b.shell->parsed()) {
+        inv.what = command::shell;
+    } else if (b.help != nullptr && b.help->parsed()) {
+        inv.what = command::help;
+    } else if (b.quit != nullptr && b.quit->parsed()) {
+        inv.what = command::quit;
+    }
+    return inv;
+}
+
+}  // namespace
+
+program_line parse_program(int argc, const char* const* argv) {
+    program_line out;
+    global_options& g = out.options;
+    if (const char* token = std::getenv("ECSNET_AUTH_TOKEN")) {
+        g.token = token;  // the server's variable; ECSNET_TOKEN, then --token, take precedence
+    }
+
+    CLI::App app{
+        "ecsnet-client: the sample client of ecsnet-server. Spawns, destroys, lists "
+        "and watches the entities of the replicated world.",
+        "ecsnet-client"};
+    app.set_version_flag("--version", std::string{"ecsnet-client "} + ECSNET_VERSION);
+    app.failure_message(failure_message);
+    app.get_formatter()->column_width(34);
+    app.require_subcommand(1);
+    app.fallthrough();  // global options may follow the command: `ecsnet-client list --json`
+
+    std::int64_t timeout_ms = g.timeout.count();
+    app.add_option("--host", g.host, "Server host name or address")
+        ->envname("ECSNET_HOST")
+        ->capture_default_str();
+    app.add_option("--port", g.port, "Server TCP port")
+        ->envname("ECSNET_PORT")
+        ->check(CLI::Range(1, 65535))
+        ->capture_default_str();
+    app.add_option(
+           "--name", g.client_name,
+           "This client's name: its identity as an owner of entities, and in the server's log "
+           "(spawn's --name names entities)")
+        ->envname("ECSNET_CLIENT_NAME")
+        ->capture_default_str();
+    app.add_option("--token", g.token,
+                   "Auth token, when the server requires one (also ECSNET_AUTH_TOKEN)")
+        ->envname("ECSNET_TOKEN");
+    app.add_flag("--json", g.json,
+                 "Print one JSON object per line (results and errors) instead of text");
+    app.add_option("--timeout-ms", timeout_ms,
+                   "Time allowed to connect and join, and for each answer of the server")
+        ->check(CLI::Range(1, 3'600'000))
+        ->capture_default_str();
+    bindings b;
+    add_commands(app, b, false);
+    const std::string exit_codes =
+        "Exit codes: 0 success; 1 runtime failure (cannot connect, refused command, lost "
+        "connection, desync); 2 usage error.";
+    app.footer("Commands take --help too, e.g. 'ecsnet-client spawn --help'.\n" + exit_codes);
+    // Subcommands copied the (then empty) footer when created: give each its own.
+    for (CLI::App* sub : {b.spawn, b.destroy, b.list, b.watch, b.shell}) {
+        const std::string own = sub->get_footer();
+        sub->footer((own.empty() ? "" : own + "\n") +
+                    "Global options (--host, --port, --name, --token, --json, --timeout-ms) go "
+                    "before or after the command: see ecsnet-client --help.\n" +
+                    exit_codes);
+    }
+    try {
+        app.parse(argc, argv);
+        out.run = finish(b);
+    } catch (const CLI::ParseError& e) {
+        // --help and --version exit 0; every usage error exits 2, whatever CLI11's own code.
+        out.exit_code = app.exit(e) == 0 ? exit_ok : exit_usage;
+        out.run.reset();
+        return out;
+    }
+    g.timeout = std::chrono::milliseconds{timeout_ms};
+    return out;
+}
+
+shell_line parse_shell_line(const std::string& line) {
+    shell_line out;
+    const auto first = line.find_first_not_of(" \t\r");
+    if (first == std::string::npos || line[first] == '#') {
+        return out;
+    }
+    CLI::App app{"", ""};
+    app.failure_message(shell_failure_message);
+    app.get_formatter()->column_width(34);
+    app.require_subcommand(1);
+    bindings b;
+    add_commands(app, b, true);
+
+    const auto word_end = line.find_first_of(" \t\r", first);
+    const std::string word = line.substr(first, word_end - first);
+    bool known = false;
+    for (const CLI::App* sub : commands_of(app)) {
+        known = known || sub->check_name(word);
+    }
+    if (!known) {
+        out.error = true;
+        out.text = "error: unknown command '" + word + "'; type help for the list\n";
+        return out;
+    }
+    try {
+        app.parse(line, false);
+        out.run = finish(b);
+        if (out.run->what == command::help && !out.run->help_topic.empty()) {
+            const auto* sub = [&]() -> const CLI::App* {
+                for (const CLI::App* s : commands_of(app)) {
+                    if (s->check_name(out.run->help_topic)) {
+                        return s;
+                    }
+                }
+                return nullptr;
+            }();
+            out.run.reset();
+            if (sub == nullptr) {
+                out.error = true;
+                out.text = "error: no command '" + b.inv.help_topic + "'; type help for the list\n";
+            } else {
+                out.text = sub->help();
+            }
+        }
+    } catch (const CLI::ParseError& e) {
+        std::ostringstream normal;
+        std::ostringstream errors;
+        const int code = app.exit(e, normal, errors);
+        out.run.reset();
+        out.error = code != 0;
+        out.text = code == 0 ? normal.str() : errors.str();
+    }
+    return out;
+}
+
+std::string shell_help() {
+    return "Commands (each takes --help, e.g. 'spawn --help'):\n"
+           "  spawn [--x X --y Y --vx VX --vy VY --name NAME --health H --lifetime TICKS]\n"
+           "        [--count N]           spawn entities owned by this client\n"
+           "  destroy INDEX:VERSION...    destroy entities this client owns\n"
+           "  list                        the entities of the world, by index\n"
+           "  watch [--seconds S] [--every-update]\n"
+           "                              stream changes and a summary every second; Ctrl-C "
+           "stops\n"
+           "  help [COMMAND]              this list, or a command's options\n"
+           "  quit                        leave (also: exit, Ctrl-D)\n"
+           "Entities spawned here live until you quit (unless the server keeps them).\n";
+}
+
+}  // namespace ecsnet::client_cli

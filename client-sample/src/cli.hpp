@@ -1,0 +1,83 @@
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "ecsnet/ecs/entity.hpp"
+
+// The command line of ecsnet-client (CLI11): global options and the subcommands spawn,
+// destroy, list, watch and shell. A shell line is parsed by the same code, without the
+// global options.
+namespace ecsnet::client_cli {
+
+struct global_options {
+    std::string host = "127.0.0.1";
+    std::uint16_t port = 7777;
+    std::string client_name = "ecsnet-client";
+    std::string token;
+    bool json = false;
+    std::chrono::milliseconds timeout{5000};
+};
+
+struct spawn_args {
+    float x = 0.0F;
+    float y = 0.0F;
+    std::optional<float> vx;  // Velocity is sent when either is given (the other is 0)
+    std::optional<float> vy;
+    std::optional<std::string> name;  // "{n}" becomes the entity's number, 1..count
+    std::optional<std::int32_t> health;
+    std::optional<std::uint32_t> lifetime;
+    std::uint32_t count = 1;
+    bool hold = false;  // stay connected until Ctrl-C (not in the shell)
+};
+
+struct destroy_args {
+    std::vector<ecs::Entity> entities;
+};
+
+struct watch_args {
+    std::optional<double> seconds;  // none: until Ctrl-C
+    bool every_update = false;
+};
+
+enum class command { spawn, destroy, list, watch, shell, help, quit };
+
+// One command to run, with its arguments.
+struct invocation {
+    command what = command::help;
+    spawn_args spawn;
+    destroy_args destroy;
+    watch_args watch;
+    std::string help_topic;  // shell `help <command>`
+};
+
+inline constexpr int exit_ok = 0;
+inline constexpr int exit_failure = 1;  // runtime: cannot connect, server error, desync
+inline constexpr int exit_usage = 2;    // bad command line
+
+struct program_line {
+    global_options options;
+    std::optional<invocation> run;
+    int exit_code = exit_ok;  // when !run: after --help/--version (0) or a usage error (2)
+};
+
+// Parses the program's command line. Prints help, the version or usage errors itself.
+[[nodiscard]] program_line parse_program(int argc, const char* const* argv);
+
+struct shell_line {
+    std::optional<invocation> run;
+    std::string text;  // help text (to stdout) or the usage error (when error)
+    bool error = false;
+};
+
+// Parses one shell line (a command without the program name and global options), quotes
+// as in a POSIX shell. An empty line or a comment (#...) yields neither run nor text.
+[[nodiscard]] shell_line parse_shell_line(const std::string& line);
+
+// What `help` prints in the shell.
+[[nodiscard]] std::string shell_help();
+
+}  // namespace ecsnet::client_cli

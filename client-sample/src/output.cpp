@@ -1,0 +1,509 @@
+#include "output.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <iostream>
+#include <vector>
+
+#include "ecsnet/protocol/components.hpp"
+
+namespace ecsnet::client_cli {
+
+// Keys in insertion order: "event" first, as people read them.
+using json = nlohmann::ordered_json;
+using protocol::Health;
+using protocol::Lifetime;
+using protocol::Name;
+using protocol::Owner;
+using protocol::Position;
+using protocol::Velocity;
+
+namespace {
+
+void print_json(const json& object) {
+    // Names are valid UTF-8 (the protocol checks); replace rather than throw all the same.
+    std::cout << object.dump(-1, ' ', false, json::error_handler_t::replace) << '\n' << std::flush;
+}
+
+void print_line(std::string_view text) {
+    std::cout << text << '\n' << std::flush;
+}
+
+void print_error_line(std::string_view text) {
+    std::cout << std::flush;  // keep the order of stdout and stderr lines on a terminal
+    std::cerr << text << '\n' << std::flush;
+}
+
+std::string fixed2(float value) {
+    char buffer[64];
+    std::snprintf(buffer, sizeof buffer, "%.2f", static_cast<double>(value));
+    return buffer;
+}
+
+std::string pair_text(float x, float y) {
+    // Appended, not "(" + ...: GCC 12 -O3 warns falsely (-Wrestrict) on "literal" + string&&.
+    std::string out{"("};
+    out += fixed2(x);
+    out += ", ";
+    out += fixed2(y);
+    out += ')';
+    return out;
+}
+
+// Control characters as \xNN so that a name cannot break a line or the terminal; with
+// `quoted`, also \" and \\.
+std::string printable(std::string_view text, bool quoted) {
+    std::string out;
+    out.reserve(text.size());
+    for (const char c : text) {
+        const auto u = static_cast<unsigned char>(c);
+        if (u < 0x20 || u == 0x7f) {
+            char buffer[8];
+            std::snprintf(buffer, sizeof buffer, "\\x%02x", u);
+            out += buffer;
+        } else if (quoted && (c == '"' || c == '\\')) {
+            out += '\\';
+            out += c;
+        } else {
+            out += c;
+        }
+    }
+    return out;
+}
+
+// Columns are aligned by code points (names are UTF-8).
+std::size_t display_width(std::string_view text) {
+    return static_cast<std::size_t>(std::count_if(text.begin(), text.end(), [](char c) {
+        return (static_cast<unsigned char>(c) & 0xC0U) != 0x80U;
+    }));
+}
+
+// {"event": name, then the fields of `more`}.
+json event(std::string_view name, const json& more = json::object()) {
+    json out{{"event", name}};
+    for (const auto& [key, value] : more.items()) {
+        out[key] = value;
+    }
+    return out;
+}
+
+json entity_ref(ecs::Entity e) {
+    return json{{"entity", ecs::to_string(e)}, {"index", e.index()}, {"version", e.version()}};
+}
+
+// The float's shortest decimal form (933.61139, not 933.6113891601563), read back exactly.
+double json_float(float value) {
+    char buffer[64];
+    const auto [end, ec] = std::to_chars(buffer, buffer + sizeof buffer - 1, value);
+    if (ec != std::errc{}) {
+        return static_cast<double>(value);
+    }
+    *end = '\0';
+    return std::strtod(buffer, nullptr);
+}
+
+json xy(float x, float y) {
+    return json{{"x", json_float(x)}, {"y", json_float(y)}};
+}
+
+// Every replicated component of `e`, null when absent (owner null: the server's entity).
+json entity_json(const protocol::mirror& m, ecs::Entity e) {
+    json out = entity_ref(e);
+    const auto* owner = m.get<Owner>(e);
+    const auto* name = m.get<Name>(e);
+    const auto* position = m.get<Position>(e);
+    const auto* velocity = m.get<Velocity>(e);
+    const auto* health = m.get<Health>(e);
+    const auto* lifetime = m.get<Lifetime>(e);
+    out["owner"] = owner != nullptr ? json(owner->client) : json(nullptr);
+    out["name"] = name != nullptr ? json(name->value) : json(nullptr);
+    out["position"] = position != nullptr ? xy(position->x, position->y) : json(nullptr);
+    out["velocity"] = velocity != nullptr ? xy(velocity->x, velocity->y) : json(nullptr);
+    out["health"] = health != nullptr ? json(health->value) : json(nullptr);
+    out["lifetime"] = lifetime != nullptr ? json(lifetime->ticks) : json(nullptr);
+    return out;
+}
+
+std::string owner_text(const protocol::mirror& m, ecs::Entity e) {
+    const auto* owner = m.get<Owner>(e);
+    return owner == nullptr ? std::string{"server"} : "client " + std::to_string(owner->client);
+}
+
+// " owner=client 3 name="ship" position=(1.00, 2.00) ...": the components `e` has.
+std::string describe(const protocol::mirror& m, ecs::Entity e) {
+    std::string out = " owner=";
+    const auto* owner = m.get<Owner>(e);
+    out += owner == nullptr ? std::string{"server"} : std::to_string(owner->client);
+    if (const auto* name = m.get<Name>(e)) {
+        out += " name=\"" + printable(name->value, true) + "\"";
+    }
+    if (const auto* p = m.get<Position>(e)) {
+        out += " position=" + pair_text(p->x, p->y);
+    }
+    if (const auto* v = m.get<Velocity>(e)) {
+        out += " velocity=" + pair_text(v->x, v->y);
+    }
+    if (const auto* h = m.get<Health>(e)) {
+        out += " health=" + std::to_string(h->value);
+    }
+    if (const auto* l = m.get<Lifetime>(e)) {
+        out += " lifetime=" + std::to_string(l->ticks);
+    }
+    return out;
+}
+
+// The value of one component of `e`, as text and JSON; nullopt when `e` does not have it.
+template <typename T>
+std::optional<std::pair<std::string, json>> component_value(const protocol::mirror& m,
+                                                            ecs::Entity e) {
+    const T* value = m.get<T>(e);
+    if (value == nullptr) {
+        return std::nullopt;
+    }
+    if constexpr (std::is_same_v<T, Position> || std::is_same_v<T, Velocity>) {
+        return std::pair{pair_text(value->x, value->y), xy(value->x, value->y)};
+    } else if constexpr (std::is_same_v<T, Health>) {
+        return std::pair{std::to_string(value->value), json(value->value)};
+    } else if constexpr (std::is_same_v<T, Lifetime>) {
+        return std::pair{std::to_string(value->ticks), json(value->ticks)};
+    } else if constexpr (std::is_same_v<T, Owner>) {
+        return std::pair{std::to_string(value->client), json(value->client)};
+    } else if constexpr (std::is_same_v<T, Name>) {
+        return std::pair{"\"" + printable(value->value, true) + "\"", json(value->value)};
+    } else {
+        static_assert(sizeof(T) == 0, "print this component type");
+    }
+}
+
+const char* checksum_text(checksum_state s) {
+    switch (s) {
+        case checksum_state::ok:
+            return "ok";
+        case checksum_state::desync:
+            return "desync";
+        case checksum_state::pending:
+            break;
+    }
+    return "pending";
+}
+
+std::uint64_t total_updates(const watch_summary& s) {
+    std::uint64_t n = 0;
+    for (const auto count : s.updates) {
+        n += count;
+    }
+    return n;
+}
+
+}  // namespace
+
+std::string_view component_name(std::uint32_t wire_id) {
+    static const auto names = [] {
+        std::array<std::string_view, protocol::replicated_count> out{};
+        protocol::for_each_component(
+            [&]<typename T>() { out[protocol::wire_id_v<T>] = protocol::column<T>::name; });
+        return out;
+    }();
+    return wire_id < names.size() ? names[wire_id] : std::string_view{"unknown"};
+}
+
+void printer::spawned(ecs::Entity e) {
+    if (json_) {
+        json out = event("spawned", entity_ref(e));
+        print_json(out);
+    } else {
+        print_line("spawned " + ecs::to_string(e));
+    }
+}
+
+void printer::destroyed(ecs::Entity e) {
+    if (json_) {
+        json out = event("destroyed", entity_ref(e));
+        print_json(out);
+    } else {
+        print_line("destroyed " + ecs::to_string(e));
+    }
+}
+
+void printer::entity_list(const protocol::mirror& m, std::uint32_t client_id) {
+    std::size_t owned = 0;
+    m.each([&](ecs::Entity e) {
+        const auto* owner = m.get<Owner>(e);
+        owned += owner != nullptr && owner->client == client_id ? 1 : 0;
+    });
+    const std::string count_text = std::to_string(m.size()) +
+                                   (m.size() == 1 ? " entity" : " entities") + " at tick " +
+                                   std::to_string(m.tick()) + "; this client (" +
+                                   std::to_string(client_id) + ") owns " + std::to_string(owned);
+    if (json_) {
+        m.each([&](ecs::Entity e) {  // in index order
+            json out = event("entity", entity_json(m, e));
+            print_json(out);
+        });
+        print_json(event("list", json{{"entities", m.size()},
+                                      {"tick", m.tick()},
+                                      {"client_id", client_id},
+                                      {"owned", owned}}));
+        return;
+    }
+
+    using row = std::array<std::string, 7>;
+    std::vector<row> rows;
+    rows.reserve(m.size() + 1);
+    rows.push_back({"ENTITY", "OWNER", "NAME", "POSITION", "VELOCITY", "HEALTH", "LIFETIME"});
+    m.each([&](ecs::Entity e) {
+        const auto* name = m.get<Name>(e);
+        const auto* p = m.get<Position>(e);
+        const auto* v = m.get<Velocity>(e);
+        const auto* h = m.get<Health>(e);
+        const auto* l = m.get<Lifetime>(e);
+        rows.push_back({ecs::to_string(e), owner_text(m, e),
+                        name == nullptr ? "-" : printable(name->value, false),
+                        p == nullptr ? "-" : pair_text(p->x, p->y),
+                        v == nullptr ? "-" : pair_text(v->x, v->y),
+                        h == nullptr ? "-" : std::to_string(h->value),
+                        l == nullptr ? "-" : std::to_string(l->ticks)});
+    });
+    std::array<std::size_t, 7> width{};
+    for (const auto& r : rows) {
+        for (std::size_t c = 0; c < r.size(); ++c) {
+            width[c] = std::max(width[c], display_width(r[c]));
+        }
+    }
+    std::string text;
+    for (const auto& r : rows) {
+        std::string line;
+        for (std::size_t c = 0; c < r.size(); ++c) {
+            line += r[c];
+            if (c + 1 < r.size()) {
+                line.append(width[c] - display_width(r[c]) + 2, ' ');
+            }
+        }
+        text += line + '\n';
+    }
+    std::cout << text << count_text << '\n' << std::flush;
+}
+
+void printer::refused(std::string_view command, const protocol::command_result& r) {
+    if (json_) {
+        json out = event("error", r.entity.is_null() ? json::object() : entity_ref(r.entity));
+        out["command"] = command;
+        out["code"] = protocol::to_string(r.code);
+        out["message"] = r.message;
+        print_json(out);
+    } else {
+        print_error_line("error: " + r.message);
+    }
+}
+
+void printer::not_attempted(std::string_view command, std::size_t count, std::string_view why) {
+    if (json_) {
+        print_json(event("error", json{{"command", command},
+                                       {"code", "NotAttempted"},
+                                       {"not_attempted", count},
+                                       {"message", why}}));
+    } else {
+        print_error_line("error: " + std::to_string(count) + " " + std::string{command} +
+                         (count == 1 ? " command" : " commands") +
+                         " not sent: " + std::string{why});
+    }
+}
+
+void printer::failure(std::string_view message) {
+    if (json_) {
+        print_json(event("error", json{{"message", message}}));
+    } else {
+        print_error_line(message);
+    }
+}
+
+void printer::usage_error(std::string_view text) {
+    std::string message{text};
+    while (!message.empty() && message.back() == '\n') {
+        message.pop_back();
+    }
+    if (json_) {
+        print_json(event("error", json{{"code", "Usage"}, {"message", message}}));
+    } else {
+        print_error_line(message);
+    }
+}
+
+void printer::note(std::string_view message) {
+    if (!json_) {
+        print_error_line("note: " + std::string{message});
+    }
+}
+
+void printer::watch_started(std::string_view endpoint, std::uint32_t client_id,
+                            const protocol::mirror& m, const protocol::welcome& welcome,
+                            std::optional<double> seconds) {
+    if (json_) {
+        json out = event("watching", json{{"server", endpoint},
+                                          {"client_id", client_id},
+                                          {"entities", m.size()},
+                                          {"tick", m.tick()},
+                                          {"tick_rate", json_float(welcome.tick_rate)},
+                                          {"checksum_interval", welcome.checksum_interval}});
+        out["seconds"] = seconds ? json(*seconds) : json(nullptr);
+        print_json(out);
+        return;
+    }
+    char rate[32];
+    std::snprintf(rate, sizeof rate, "%g", static_cast<double>(welcome.tick_rate));
+    char limit[48];
+    if (seconds) {
+        std::snprintf(limit, sizeof limit, "for %g s (Ctrl-C stops)", *seconds);
+    } else {
+        std::snprintf(limit, sizeof limit, "until Ctrl-C");
+    }
+    print_line("watching " + std::string{endpoint} + " as client " + std::to_string(client_id) +
+               ": " + std::to_string(m.size()) + " entities at tick " + std::to_string(m.tick()) +
+               ", " + rate + " ticks/s, checksum every " +
+               std::to_string(welcome.checksum_interval) + " ticks; " + limit);
+}
+
+void printer::watch_spawned(const protocol::mirror& m, ecs::Entity e) {
+    if (json_) {
+        json out = event("spawned", entity_json(m, e));
+        out["tick"] = m.tick() + 1;  // called while the Delta of the next tick is applied
+        print_json(out);
+    } else {
+        print_line("spawned " + ecs::to_string(e) + describe(m, e));
+    }
+}
+
+void printer::watch_destroyed(const protocol::mirror& m, ecs::Entity e) {
+    if (json_) {
+        json out =
+            event("destroyed", entity_json(m, e));  // the last values, before the mirror drops them
+        out["tick"] = m.tick() + 1;
+        print_json(out);
+    } else {
+        print_line("destroyed " + ecs::to_string(e) + describe(m, e));
+    }
+}
+
+void printer::watch_update(const protocol::mirror& m, ecs::Entity e, std::uint32_t wire_id) {
+    std::optional<std::pair<std::string, json>> value;
+    protocol::for_each_component([&]<typename T>() {
+        if (protocol::wire_id_v<T> == wire_id) {
+            value = component_value<T>(m, e);
+        }
+    });
+    const std::string_view component = component_name(wire_id);
+    if (json_) {
+        json out = event(value ? "updated" : "removed", entity_ref(e));
+        out["tick"] = m.tick() + 1;
+        out["component"] = component;
+        if (value) {
+            out["value"] = value->second;
+        }
+        print_json(out);
+    } else if (value) {
+        print_line("updated " + ecs::to_string(e) + " " + std::string{component} + "=" +
+                   value->first);
+    } else {
+        print_line("removed " + ecs::to_string(e) + " " + std::string{component});
+    }
+}
+
+void printer::watch_snapshot(std::uint64_t tick, std::size_t entities) {
+    if (json_) {
+        print_json(event("snapshot", json{{"tick", tick}, {"entities", entities}}));
+    } else {
+        print_line("snapshot at tick " + std::to_string(tick) + ": " + std::to_string(entities) +
+                   " entities (the mirror was replaced)");
+    }
+}
+
+void printer::watch_desync(std::string_view what) {
+    if (json_) {
+        print_json(event("desync", json{{"message", what}}));
+    } else {
+        print_line("DESYNC: " + std::string{what});
+    }
+}
+
+void printer::watch_summary_line(const watch_summary& s, bool total) {
+    const std::uint64_t updates = total_updates(s);
+    const double rate =
+        s.interval_s > 0.0 ? std::round(static_cast<double>(s.bytes) / s.interval_s) : 0.0;
+    if (json_) {
+        json by_component = json::object();
+        for (std::uint32_t id = 0; id < s.updates.size(); ++id) {
+            if (s.updates[id] != 0) {
+                by_component[std::string{component_name(id)}] = s.updates[id];
+            }
+        }
+        json out = event(total ? "total" : "summary",
+                         json{{"elapsed_s", std::round(s.elapsed_s * 1000.0) / 1000.0},
+                              {"interval_s", std::round(s.interval_s * 1000.0) / 1000.0},
+                              {"entities", s.entities},
+                              {"tick", s.tick},
+                              {"bytes", s.bytes},
+                              {"bytes_per_second", static_cast<std::uint64_t>(rate)},
+                              {"spawned", s.spawned},
+                              {"destroyed", s.destroyed},
+                              {"snapshots", s.snapshots},
+                              {"updates", updates},
+                              {"updates_by_component", by_component},
+                              {"checksums_matched", s.checksums_matched},
+                              {"checksums_mismatched", s.checksums_mismatched},
+                              {"checksum", checksum_text(s.checksum)}});
+        out["checksum_tick"] =
+            s.checksum == checksum_state::pending ? json(nullptr) : json(s.checksum_tick);
+        if (!s.problem.empty()) {
+            out["problem"] = s.problem;
+        }
+        print_json(out);
+        return;
+    }
+    char head[64];
+    std::snprintf(head, sizeof head, total ? "total %.1fs:" : "[%5.1fs]", s.elapsed_s);
+    std::string line = std::string{head} + " entities " + std::to_string(s.entities) + ", tick " +
+                       std::to_string(s.tick) + ", " +
+                       std::to_string(static_cast<std::uint64_t>(rate)) + " B/s, spawned " +
+                       std::to_string(s.spawned) + ", destroyed " + std::to_string(s.destroyed) +
+                       ", updates " + std::to_string(updates);
+    if (updates != 0) {
+        std::string parts;
+        for (std::uint32_t id = 0; id < s.updates.size(); ++id) {
+            if (s.updates[id] != 0) {
+                parts += (parts.empty() ? "" : ", ") + std::string{component_name(id)} + " " +
+                         std::to_string(s.updates[id]);
+            }
+        }
+        line += " (" + parts + ")";
+    }
+    if (s.snapshots != 0) {
+        line += ", snapshots " + std::to_string(s.snapshots);
+    }
+    if (total) {
+        line += ", checksums " + std::to_string(s.checksums_matched) + " OK " +
+                std::to_string(s.checksums_mismatched) + " DESYNC";
+    } else {
+        switch (s.checksum) {
+            case checksum_state::pending:
+                line += ", checksum pending";
+                break;
+            case checksum_state::ok:
+                line += ", checksum OK (tick " + std::to_string(s.checksum_tick) + ")";
+                break;
+            case checksum_state::desync:
+                line += ", checksum DESYNC (tick " + std::to_string(s.checksum_tick) + ")";
+                break;
+        }
+    }
+    if (!s.problem.empty()) {
+        line += ", mirror: " + s.problem;
+    }
+    print_line(line);
+}
+
+}  // namespace ecsnet::client_cli

@@ -1,0 +1,84 @@
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "ecsnet/ecs/entity.hpp"
+#include "ecsnet/protocol/columns.hpp"
+#include "ecsnet/protocol/messages.hpp"
+#include "ecsnet/protocol/mirror.hpp"
+
+// Everything ecsnet-client prints, as text or, with --json, as one JSON object per line.
+//
+// Text: results on stdout; refused commands ("error: MESSAGE") and failures on stderr.
+// JSON: every result and every error on stdout, each object with an "event" field; nothing on
+// stderr (usage errors and --help aside, which CLI11 prints as text).
+namespace ecsnet::client_cli {
+
+// The name of a replicated component's column ("position", ...), by wire id.
+[[nodiscard]] std::string_view component_name(std::uint32_t wire_id);
+
+enum class checksum_state { pending, ok, desync };
+
+// One `watch` interval (about a second), or the whole watch.
+struct watch_summary {
+    double elapsed_s = 0.0;   // since the watch started
+    double interval_s = 0.0;  // covered by the counts below
+    std::size_t entities = 0;
+    std::uint64_t tick = 0;
+    std::uint64_t bytes = 0;
+    std::uint64_t spawned = 0;
+    std::uint64_t destroyed = 0;
+    std::uint64_t snapshots = 0;
+    std::array<std::uint64_t, protocol::replicated_count> updates{};  // by wire id
+    std::uint64_t checksums_matched = 0;
+    std::uint64_t checksums_mismatched = 0;
+    checksum_state checksum = checksum_state::pending;  // the latest comparison
+    std::uint64_t checksum_tick = 0;
+    std::string problem;  // the mirror's inconsistency, if one happened in the interval
+};
+
+class printer {
+public:
+    explicit printer(bool json) : json_{json} {}
+
+    [[nodiscard]] bool is_json() const noexcept { return json_; }
+
+    // ---- command results ----
+    void spawned(ecs::Entity e);
+    void destroyed(ecs::Entity e);
+    // The mirrored entities as a table sorted by index, then a count line.
+    void entity_list(const protocol::mirror& mirror, std::uint32_t client_id);
+    // A command the server refused: "error: MESSAGE".
+    void refused(std::string_view command, const protocol::command_result& result);
+    // Commands never sent, after a refusal or an interrupt.
+    void not_attempted(std::string_view command, std::size_t count, std::string_view why);
+
+    // ---- failures and notes ----
+    // The command (or program) failed: the message as is ("cannot connect to ...").
+    void failure(std::string_view message);
+    // A usage error inside the shell (CLI11's text, "error: ...").
+    void usage_error(std::string_view text);
+    // Informational text for people; text mode only, on stderr.
+    void note(std::string_view message);
+
+    // ---- watch ----
+    void watch_started(std::string_view endpoint, std::uint32_t client_id,
+                       const protocol::mirror& mirror, const protocol::welcome& welcome,
+                       std::optional<double> seconds);
+    void watch_spawned(const protocol::mirror& mirror, ecs::Entity e);
+    void watch_destroyed(const protocol::mirror& mirror, ecs::Entity e);
+    // Component `wire_id` of `e` was set (or removed, when the mirror no longer has it).
+    void watch_update(const protocol::mirror& mirror, ecs::Entity e, std::uint32_t wire_id);
+    void watch_snapshot(std::uint64_t tick, std::size_t entities);
+    void watch_desync(std::string_view what);
+    void watch_summary_line(const watch_summary& s, bool total);
+
+private:
+    bool json_;
+};
+
+}  // namespace ecsnet::client_cli

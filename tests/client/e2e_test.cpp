@@ -1,0 +1,570 @@
+// End to end: the real ecsnet-client against the real ecsnet-server (one per test, on
+// 127.0.0.1 and a free port), both as processes; outputs, JSON and exit codes.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include <signal.h>
+
+#include <algorithm>
+#include <regex>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "fake_server.hpp"
+#include "process.hpp"
+
+namespace ecsnet::test {
+namespace {
+
+using nlohmann::json;
+using ::testing::AllOf;
+using ::testing::Contains;
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using ::testing::IsEmpty;
+using ::testing::Not;
+
+constexpr std::size_t demo_entities = 20;  // server's --demo-entities (process.cpp)
+
+std::vector<std::string> client_argv(std::uint16_t port, const std::vector<std::string>& args) {
+    std::vector<std::string> argv{ECSNET_CLIENT_BIN, "--port", std::to_string(port)};
+    argv.insert(argv.end(), args.begin(), args.end());
+    return argv;
+}
+
+result client(const server& s, const std::vector<std::string>& args, std::string_view input = {},
+              const environment& env = {}) {
+    return run(client_argv(s.port(), args), input, env);
+}
+
+// Every line of `text` as JSON; a line that does not parse fails the test.
+std::vector<json> json_lines(const std::string& text) {
+    std::vector<json> out;
+    for (const auto& line : lines(text)) {
+        try {
+            out.push_back(json::parse(line));
+        } catch (const json::exception& e) {
+            ADD_FAILURE() << "not JSON: '" << line << "': " << e.what();
+        }
+    }
+    return out;
+}
+
+std::vector<json> events(const std::vector<json>& objects, const std::string& name) {
+    std::vector<json> out;
+    std::copy_if(objects.begin(), objects.end(), std::back_inserter(out),
+                 [&](const json& j) { return j.value("event", "") == name; });
+    return out;
+}
+
+bool matches(const std::string& text, const std::string& pattern) {
+    return std::regex_match(text, std::regex{pattern});
+}
+
+std::string describe(const result& r) {
+    return "exit " + std::to_string(r.exit_code) + (r.timed_out ? " (timed out)" : "") +
+           "\n--- stdout ---\n" + r.out + "--- stderr ---\n" + r.err;
+}
+
+const std::string spawned_line = R"(spawned (\d+):(\d+))";
+
+// ---- spawn ----------------------------------------------------------------------------------
+
+TEST(ClientSpawn, PrintsOneLinePerEntity) {
+    server s;
+    const result r = client(s, {"spawn", "--x", "1", "--y", "-2", "--vx", "3", "--count", "3"});
+    ASSERT_EQ(r.exit_code, 0) << describe(r);
+    const auto out = lines(r.out);
+    ASSERT_EQ(out.size(), 3U) << describe(r);
+    std::set<std::string> seen;
+    for (const auto& line : out) {
+        std::smatch m;
+        ASSERT_TRUE(std::regex_match(line, m, std::regex{spawned_line})) << line;
+        EXPECT_GE(std::stoul(m[1].str()), demo_entities) << "demo entities hold 0..19";
+        EXPECT_EQ(m[2].str(), "1");
+        seen.insert(line);
+    }
+    EXPECT_EQ(seen.size(), 3U) << "distinct entities";
+    // One-shot spawns end with the connection: the client says so.
+    EXPECT_THAT(
+        r.err, HasSubstr("the server despawns these when no client named 'ecsnet-client' remains"));
+}
+
+TEST(ClientSpawn, JsonObjectsPerEntity) {
+    server s;
+    const result r = client(s, {"--json", "spawn", "--count", "2", "--name", "ship-{n}"});
+    ASSERT_EQ(r.exit_code, 0) << describe(r);
+    EXPECT_THAT(r.err, IsEmpty()) << "JSON mode prints nothing but JSON";
+    const auto objects = json_lines(r.out);
+    ASSERT_EQ(objects.size(), 2U) << describe(r);
+    for (const auto& j : objects) {
+        EXPECT_EQ(j.at("event"), "spawned");
+        EXPECT_EQ(j.at("entity").get<std::string>(),
+                  std::to_string(j.at("index").get<std::uint32_t>()) + ":" +
+                      std::to_string(j.at("version").get<std::uint32_t>()));
+        EXPECT_EQ(j.at("version"), 1);
+    }
+    EXPECT_EQ(r.out.rfind("{\"event\":\"spawned\"", 0), 0U) << "event comes first: " << r.out;
+}
+
+TEST(ClientSpawn, ComponentsReachTheWorld) {
+    server s;
+    const result r = client(s, {"--json", "shell"},
+                            "spawn --x 1.5 --y -2 --vx 0 --vy 0.25 --name 'my ship' --health 7 "
+                            "--lifetime 100000\nlist\nquit\n");
+    ASSERT_EQ(r.exit_code, 0) << describe(r);
+    const auto objects = json_lines(r.out);
+    const auto spawned = events(objects, "spawned");
+    ASSERT_EQ(spawned.size(), 1U) << describe(r);
+    const auto list = events(objects, "list");
+    ASSERT_EQ(list.size(), 1U) << describe(r);
+    json mine;
+    for (const auto& e : events(objects, "entity")) {
+        if (e.at("entity") == spawned[0].at("entity")) {
+            mine = e;
+        }
+    }
+    ASSERT_FALSE(mine.is_null()) << "the spawned entity is listed: " << r.out;
+    EXPECT_EQ(mine.at("owner"), list[0].at("client_id"));
+    EXPECT_EQ(mine.at("name"), "my ship");
+    EXPECT_EQ(mine.at("position").at("x"), 1.5);
+    EXPECT_EQ(mine.at("velocity").at("x"), 0.0);
+    EXPECT_EQ(mine.at("velocity").at("y"), 0.25);
+    EXPECT_EQ(mine.at("health"), 7);
+    EXPECT_LE(mine.at("lifetime").get<std::uint32_t>(), 100000U);
+    EXPECT_GT(mine.at("lifetime").get<std::uint32_t>(), 99000U);
+    EXPECT_EQ(list[0].at("owned"), 1);
+}
+
+TEST(ClientSpawn, RateLimitedCommandsAreSentAgainNotLost) {
+    // A bucket of 20 and 60/s: 100 spawns are refused RateLimited many times over.
+    server s{{"--command-burst", "20", "--command-rate", "60"}};
+    const result r = client(s, {"spawn", "--count", "100"});
+    ASSERT_EQ(r.exit_code, 0) << describe(r);
+    const auto out = lines(r.out);
+    EXPECT_EQ(out.size(), 100U);
+    EXPECT_EQ(std::set<std::string>(out.begin(), out.end()).size(), 100U) << "all distinct";
+    for (const auto& line : out) {
+        EXPECT_TRUE(matches(line, spawned_line)) << line;
+    }
+}
+
+TEST(ClientSpawn, StopsAtTheQuotaAndSaysWhy) {
+    server s{{"--max-entities-per-client", "3"}};
+    const result r = client(s, {"spawn", "--count", "40"});
+    EXPECT_EQ(r.exit_code, 1) << describe(r);
+    EXPECT_EQ(lines(r.out).size(), 3U) << describe(r);
+    EXPECT_THAT(r.err, HasSubstr("already owns 3 entities, its limit"));
+    EXPECT_TRUE(std::regex_search(r.err, std::regex{R"(error: \d+ spawn commands not sent: )"
+                                                    R"(stopped at the first refusal)"}))
+        << r.err;
+}
+
+TEST(ClientSpawn, HoldKeepsTheEntitiesUntilInterrupted) {
+    server s;
+    child holder{client_argv(s.port(), {"spawn", "--count", "2", "--hold"})};
+    ASSERT_TRUE(
+        holder.read_until([](const std::string& out) { return lines(out).size() >= 2; }, 30s))
+        << holder.out() << holder.err();
+    const result listed = client(s, {"--json", "list"});
+    ASSERT_EQ(listed.exit_code, 0) << describe(listed);
+    EXPECT_EQ(events(json_lines(listed.out), "list").at(0).at("entities"), demo_entities + 2);
+    kill(holder.pid(), SIGINT);
+    EXPECT_EQ(holder.wait(30s), 0) << holder.err();
+    EXPECT_THAT(holder.err(), HasSubstr("holding 2 entities"));
+}
+
+// ---- destroy --------------------------------------------------------------------------------
+
+TEST(ClientDestroy, ForeignEntityBelongsToTheServer) {
+    server s;
+    const result r = client(s, {"destroy", "5:1"});
+    EXPECT_EQ(r.exit_code, 1) << describe(r);
+    EXPECT_EQ(r.out, "");
+    EXPECT_EQ(r.err, "error: entity 5:1 belongs to the server\n");
+}
+
+TEST(ClientDestroy, WrongVersionIsAStaleHandle) {
+    server s;
+    const result r = client(s, {"destroy", "5:2"});
+    EXPECT_EQ(r.exit_code, 1) << describe(r);
+    EXPECT_EQ(r.err, "error: entity 5 is at version 1, not 2 (stale handle)\n");
+}
+
+TEST(ClientDestroy, JsonErrorsCarryCodeAndMessage) {
+    server s;
+    const result r = client(s, {"destroy", "5:1", "5:2", "999:1", "--json"});
+    EXPECT_EQ(r.exit_code, 1) << describe(r);
+    EXPECT_THAT(r.err, IsEmpty());
+    const auto objects = json_lines(r.out);
+    ASSERT_EQ(objects.size(), 3U) << describe(r);
+    EXPECT_EQ(objects[0].at("event"), "error");
+    EXPECT_EQ(objects[0].at("command"), "destroy");
+    EXPECT_EQ(objects[0].at("entity"), "5:1");
+    EXPECT_EQ(objects[0].at("code"), "NotOwner");
+    EXPECT_EQ(objects[0].at("message"), "entity 5:1 belongs to the server");
+    EXPECT_EQ(objects[1].at("code"), "StaleVersion");
+    EXPECT_EQ(objects[1].at("message"), "entity 5 is at version 1, not 2 (stale handle)");
+    EXPECT_EQ(objects[2].at("code"), "UnknownEntity");
+    EXPECT_EQ(objects[2].at("message"), "entity 999:1 does not exist");
+    EXPECT_EQ(objects[2].at("index"), 999);
+}
+
+TEST(ClientDestroy, BadEntitySyntaxIsAUsageError) {
+    server s;
+    for (const std::string bad : {"5", "5:", ":1", "5:x", "5:0", "-1:1", "4294967296:1", "a:b"}) {
+        const result r = client(s, {"destroy", bad});
+        EXPECT_EQ(r.exit_code, 2) << bad << "\n" << describe(r);
+        EXPECT_EQ(r.out, "") << bad;
+        EXPECT_THAT(r.err, AllOf(HasSubstr("error: "), HasSubstr("'" + bad + "'"))) << bad;
+    }
+    const result r = client(s, {"destroy", "5"});
+    EXPECT_THAT(r.err, HasSubstr("'5' has no version (write index:version, e.g. 5:1)"));
+    const result none = client(s, {"destroy"});
+    EXPECT_EQ(none.exit_code, 2) << describe(none);
+    // A bad entity anywhere refuses the whole command: nothing is sent.
+    const result mixed = client(s, {"destroy", "5:1", "6"});
+    EXPECT_EQ(mixed.exit_code, 2);
+    EXPECT_THAT(mixed.err, Not(HasSubstr("belongs to")));
+}
+
+TEST(ClientDestroy, OwnershipFollowsTheClientName) {
+    server s{{"--keep-entities-on-disconnect"}};
+    const result spawned = client(s, {"spawn"});
+    ASSERT_EQ(spawned.out, "spawned 20:1\n") << describe(spawned);
+    const result destroyed = client(s, {"destroy", "20:1"});
+    EXPECT_EQ(destroyed.exit_code, 0) << describe(destroyed);
+    EXPECT_EQ(destroyed.out, "destroyed 20:1\n");
+    const result again = client(s, {"destroy", "20:1"});
+    EXPECT_EQ(again.exit_code, 1);
+    EXPECT_EQ(again.err, "error: entity 20:1 does not exist\n");
+
+    const result theirs = client(s, {"--name", "someone-else", "spawn"});
+    ASSERT_EQ(theirs.exit_code, 0) << describe(theirs);
+    const std::string entity = lines(theirs.out).at(0).substr(8);
+    const result foreign = client(s, {"destroy", entity});
+    EXPECT_EQ(foreign.exit_code, 1);
+    EXPECT_TRUE(matches(foreign.err, "error: entity " + entity + R"( belongs to client \d+\n)"))
+        << foreign.err;
+}
+
+// ---- list -----------------------------------------------------------------------------------
+
+TEST(ClientList, TableSortedByIndexWithCount) {
+    server s;
+    const result r = client(s, {"list"});
+    ASSERT_EQ(r.exit_code, 0) << describe(r);
+    const auto out = lines(r.out);
+    ASSERT_EQ(out.size(), demo_entities + 2) << describe(r);
+    EXPECT_TRUE(
+        matches(out.front(), R"(ENTITY +OWNER +NAME +POSITION +VELOCITY +HEALTH +LIFETIME)"))
+        << out.front();
+    for (std::size_t i = 0; i < demo_entities; ++i) {
+        const std::string row = out[1 + i];
+        EXPECT_TRUE(matches(row, std::to_string(i) + R"(:1 +server +demo-)" + std::to_string(i) +
+                                     R"( +\(-?\d+\.\d\d, -?\d+\.\d\d\) +\(-?\d+\.\d\d, )"
+                                     R"(-?\d+\.\d\d\) +- +-)"))
+            << row;
+    }
+    EXPECT_TRUE(matches(out.back(), R"(20 entities at tick \d+; this client \(\d+\) owns 0)"))
+        << out.back();
+}
+
+TEST(ClientList, JsonOneObjectPerEntityThenTheCount) {
+    server s;
+    const result r = client(s, {"--json", "list"});
+    ASSERT_EQ(r.exit_code, 0) << describe(r);
+    const auto objects = json_lines(r.out);
+    ASSERT_EQ(objects.size(), demo_entities + 1) << describe(r);
+    for (std::size_t i = 0; i < demo_entities; ++i) {
+        const json& e = objects[i];
+        EXPECT_EQ(e.at("event"), "entity");
+        EXPECT_EQ(e.at("index"), i);
+        EXPECT_EQ(e.at("version"), 1);
+        EXPECT_EQ(e.at("entity"), std::to_string(i) + ":1");
+        EXPECT_TRUE(e.at("owner").is_null()) << "the server's";
+        EXPECT_EQ(e.at("name"), "demo-" + std::to_string(i));
+        EXPECT_TRUE(e.at("position").at("x").is_number());
+        EXPECT_TRUE(e.at("velocity").at("y").is_number());
+        EXPECT_TRUE(e.at("health").is_null());
+        EXPECT_TRUE(e.at("lifetime").is_null());
+    }
+    const json& count = objects.back();
+    EXPECT_EQ(count.at("event"), "list");
+    EXPECT_EQ(count.at("entities"), demo_entities);
+    EXPECT_EQ(count.at("owned"), 0);
+    EXPECT_TRUE(count.at("tick").is_number_unsigned());
+}
+
+// ---- watch ----------------------------------------------------------------------------------
+
+TEST(ClientWatch, StreamsSpawnsDestroysAndSummaries) {
+    server s;
+    child watcher{client_argv(s.port(), {"watch", "--seconds", "3"})};
+    ASSERT_TRUE(watcher.read_until(
+        [](const std::string& out) { return out.find('\n') != std::string::npos; }, 30s))
+        << watcher.err();
+    // Another client (another name: another owner) spawns one entity and leaves: the server
+    // despawns it.
+    const result spawned = client(s, {"--name", "visitor-client", "spawn", "--name", "visitor"});
+    ASSERT_EQ(spawned.exit_code, 0) << describe(spawned);
+    const std::string entity = lines(spawned.out).at(0).substr(std::string{"spawned "}.size());
+
+    EXPECT_EQ(watcher.wait(30s), 0) << watcher.err();
+    const auto out = lines(watcher.out());
+    ASSERT_GE(out.size(), 4U) << watcher.out();
+    EXPECT_TRUE(matches(out.front(), R"(watching 127\.0\.0\.1:\d+ as client \d+: 20 entities at )"
+                                     R"(tick \d+, 30 ticks/s, checksum every 30 ticks; for 3 s )"
+                                     R"(\(Ctrl-C stops\))"))
+        << out.front();
+    EXPECT_THAT(out,
+                Contains(AllOf(HasSubstr("spawned " + entity + " owner="),
+                               HasSubstr("name=\"visitor\""), HasSubstr("position=(0.00, 0.00)"))));
+    EXPECT_THAT(out, Contains(HasSubstr("destroyed " + entity + " owner=")));
+    std::size_t summaries = 0;
+    for (const auto& line : out) {
+        if (line.rfind("[", 0) == 0) {
+            ++summaries;
+            EXPECT_TRUE(matches(line, R"(\[ *\d+\.\ds\] entities 2[01], tick \d+, \d+ B/s, )"
+                                      R"(spawned [01], destroyed [01], updates \d+ )"
+                                      R"(\(position \d+.*\), checksum (OK \(tick \d+\)|pending))"))
+                << line;
+            EXPECT_THAT(line, Not(HasSubstr("DESYNC")));
+        }
+    }
+    EXPECT_GE(summaries, 3U) << watcher.out();
+    EXPECT_TRUE(matches(out.back(), R"(total \d+\.\ds: entities 20, .*spawned 1, destroyed 1, )"
+                                    R"(updates \d+ .*checksums [1-9]\d* OK 0 DESYNC)"))
+        << out.back();
+}
+
+TEST(ClientWatch, JsonEventsWithEveryUpdate) {
+    server s;
+    const result r = client(s, {"--json", "watch", "--seconds", "1.5", "--every-update"});
+    ASSERT_EQ(r.exit_code, 0) << describe(r);
+    const auto objects = json_lines(r.out);
+    ASSERT_FALSE(objects.empty());
+    EXPECT_EQ(objects.front().at("event"), "watching");
+    EXPECT_EQ(objects.front().at("entities"), demo_entities);
+    EXPECT_EQ(objects.back().at("event"), "total");
+    const auto updates = events(objects, "updated");
+    ASSERT_FALSE(updates.empty());
+    EXPECT_EQ(updates[0].at("component"), "position");
+    EXPECT_TRUE(updates[0].at("value").at("x").is_number());
+    const auto summaries = events(objects, "summary");
+    ASSERT_GE(summaries.size(), 1U);
+    std::uint64_t counted = 0;
+    for (const auto& summary : summaries) {
+        EXPECT_EQ(summary.at("entities"), demo_entities);
+        EXPECT_NE(summary.at("checksum"), "desync");
+        EXPECT_GT(summary.at("bytes_per_second").get<std::uint64_t>(), 0U);
+        counted += summary.at("updates").get<std::uint64_t>();
+    }
+    // Truthful: the summaries count exactly the updates that were printed.
+    EXPECT_EQ(counted, updates.size());
+    EXPECT_EQ(objects.back().at("updates"), updates.size());
+}
+
+TEST(ClientWatch, LostServerIsAFailure) {
+    server s;
+    child watcher{client_argv(s.port(), {"watch"})};
+    ASSERT_TRUE(watcher.read_until(
+        [](const std::string& out) { return out.find('\n') != std::string::npos; }, 30s));
+    ASSERT_TRUE(s.stop());
+    EXPECT_EQ(watcher.wait(30s), 1) << watcher.out() << watcher.err();
+    EXPECT_THAT(watcher.err(), HasSubstr("closed: shutting down"));
+    EXPECT_THAT(lines(watcher.out()).back(), HasSubstr("total "));
+}
+
+TEST(ClientWatch, ChecksumMismatchIsADesync) {
+    fake_server fake{0xBADULL};  // an empty world sums to 0
+    const result r =
+        run({ECSNET_CLIENT_BIN, "--port", std::to_string(fake.port()), "watch", "--seconds", "1"});
+    EXPECT_EQ(r.exit_code, 1) << describe(r);
+    EXPECT_THAT(r.out, HasSubstr("DESYNC: checksum mismatch at tick 5 (desync); asked the "
+                                 "server for a fresh snapshot"));
+    EXPECT_THAT(r.out, HasSubstr("checksum DESYNC (tick 5)"));
+    EXPECT_THAT(r.out, HasSubstr("checksums 0 OK 1 DESYNC"));
+}
+
+TEST(ClientWatch, MatchingChecksumIsOk) {
+    fake_server fake{0};
+    const result r = run({ECSNET_CLIENT_BIN, "--json", "--port", std::to_string(fake.port()),
+                          "watch", "--seconds", "1.2"});
+    EXPECT_EQ(r.exit_code, 0) << describe(r);
+    const auto summaries = events(json_lines(r.out), "summary");
+    ASSERT_FALSE(summaries.empty()) << r.out;
+    EXPECT_EQ(summaries[0].at("checksum"), "ok");
+    EXPECT_EQ(summaries[0].at("checksum_tick"), 5);
+}
+
+// ---- shell ----------------------------------------------------------------------------------
+
+TEST(ClientShell, SpawnListQuitFromStdin) {
+    server s;
+    const result r = client(s, {"shell"}, "spawn --count 2\nlist\nquit\n");
+    ASSERT_EQ(r.exit_code, 0) << describe(r);
+    EXPECT_THAT(r.err, IsEmpty()) << "no prompt, no banner, no note when stdin is a pipe";
+    const auto out = lines(r.out);
+    ASSERT_EQ(out.size(), 2 + 1 + demo_entities + 2 + 1) << describe(r);
+    EXPECT_TRUE(matches(out[0], spawned_line));
+    EXPECT_TRUE(matches(out[1], spawned_line));
+    const std::string first = out[0].substr(8);
+    const std::string second = out[1].substr(8);
+    // The mirror shows the new entities at once, owned by this client.
+    EXPECT_TRUE(matches(out[3 + demo_entities], first + R"( +client \d+ +- +\(0\.00, 0\.00\) .*)"))
+        << out[3 + demo_entities];
+    EXPECT_TRUE(matches(out[4 + demo_entities], second + R"( +client \d+ .*)"));
+    EXPECT_TRUE(matches(out.back(), R"(22 entities at tick \d+; this client \(\d+\) owns 2)"))
+        << out.back();
+    for (const auto& line : out) {
+        EXPECT_EQ(line.find('\x1b'), std::string::npos) << "no escape codes";
+    }
+}
+
+TEST(ClientShell, DestroyTwiceAndStaleHandles) {
+    server s;  // fresh: the first spawned entity takes index 20 at version 1
+    const result r =
+        client(s, {"shell"}, "spawn\ndestroy 20:1\ndestroy 20:1\ndestroy 5:2\ndestroy 5:1\nlist\n");
+    EXPECT_EQ(r.exit_code, 1) << "a command failed\n" << describe(r);
+    const auto out = lines(r.out);
+    ASSERT_GE(out.size(), 2U) << describe(r);
+    EXPECT_EQ(out[0], "spawned 20:1");
+    EXPECT_EQ(out[1], "destroyed 20:1");
+    EXPECT_THAT(lines(r.err), ElementsAre("error: entity 20:1 does not exist",
+                                          "error: entity 5 is at version 1, not 2 (stale handle)",
+                                          "error: entity 5:1 belongs to the server"));
+    EXPECT_TRUE(matches(out.back(), R"(20 entities at tick \d+; this client \(\d+\) owns 0)"))
+        << "the destroy shows in the mirror: " << out.back();
+}
+
+TEST(ClientShell, UsageErrorsDoNotEndTheShell) {
+    server s;
+    const result r = client(s, {"shell"},
+                            "bogus\ndestroy 5\nspawn --count 0\n\n# a comment\nspawn --help\n"
+                            "help\nlist --json\nspawn");  // the last line has no newline
+    EXPECT_EQ(r.exit_code, 2) << describe(r);
+    EXPECT_THAT(r.err, HasSubstr("error: unknown command 'bogus'; type help for the list"));
+    EXPECT_THAT(r.err, HasSubstr("'5' has no version"));
+    EXPECT_THAT(r.err, HasSubstr("--count"));
+    EXPECT_THAT(r.err, Not(HasSubstr("Run with --help")));
+    EXPECT_THAT(r.out, HasSubstr("Usage: spawn [OPTIONS]"));
+    EXPECT_THAT(r.out, HasSubstr("destroy INDEX:VERSION..."));  // help
+    EXPECT_TRUE(matches(lines(r.out).back(), spawned_line)) << "ran at end of input: " << r.out;
+}
+
+TEST(ClientShell, JsonMode) {
+    server s;
+    const result r = client(s, {"--json", "shell"}, "spawn\ndestroy 5:1\nlist\nquit\n");
+    EXPECT_EQ(r.exit_code, 1) << describe(r);
+    EXPECT_THAT(r.err, IsEmpty());
+    const auto objects = json_lines(r.out);
+    ASSERT_FALSE(objects.empty());
+    EXPECT_EQ(objects.front().at("event"), "spawned");
+    EXPECT_EQ(events(objects, "error").at(0).at("code"), "NotOwner");
+    EXPECT_EQ(events(objects, "entity").size(), demo_entities + 1);
+    EXPECT_EQ(objects.back().at("event"), "list");
+}
+
+TEST(ClientShell, EntitiesLiveUntilQuit) {
+    server s;
+    child shell{client_argv(s.port(), {"shell"})};
+    shell.write_stdin("spawn --count 3\n");
+    ASSERT_TRUE(
+        shell.read_until([](const std::string& out) { return lines(out).size() >= 3; }, 30s))
+        << shell.out() << shell.err();
+    // The shell waits for input with the connection open: the entities are in the world.
+    const result listed = client(s, {"--json", "list"});
+    EXPECT_EQ(events(json_lines(listed.out), "list").at(0).at("entities"), demo_entities + 3);
+    shell.write_stdin("quit\n");
+    EXPECT_EQ(shell.wait(30s), 0) << shell.err();
+}
+
+// ---- connection, options, usage -------------------------------------------------------------
+
+TEST(ClientConnection, NoServerExactMessage) {
+    const std::uint16_t port = closed_port();
+    for (const std::string command : {"list", "spawn", "watch", "shell"}) {
+        const result r = run({ECSNET_CLIENT_BIN, "--port", std::to_string(port), command});
+        EXPECT_EQ(r.exit_code, 1) << command << "\n" << describe(r);
+        EXPECT_EQ(r.out, "") << command;
+        EXPECT_EQ(r.err,
+                  "cannot connect to 127.0.0.1:" + std::to_string(port) + ": connection refused\n")
+            << command;
+    }
+    const result json_mode =
+        run({ECSNET_CLIENT_BIN, "--json", "--port", std::to_string(port), "destroy", "1:1"});
+    EXPECT_EQ(json_mode.exit_code, 1);
+    const auto objects = json_lines(json_mode.out);
+    ASSERT_EQ(objects.size(), 1U) << describe(json_mode);
+    EXPECT_EQ(objects[0].at("event"), "error");
+    EXPECT_EQ(objects[0].at("message"),
+              "cannot connect to 127.0.0.1:" + std::to_string(port) + ": connection refused");
+}
+
+TEST(ClientConnection, EnvironmentGivesHostPortAndToken) {
+    server s{{"--auth-token", "s3cret"}};
+    const environment env{{"ECSNET_HOST", "127.0.0.1"}, {"ECSNET_PORT", std::to_string(s.port())}};
+    const result refused = run({ECSNET_CLIENT_BIN, "list"}, {}, env);
+    EXPECT_EQ(refused.exit_code, 1) << describe(refused);
+    EXPECT_THAT(refused.err, HasSubstr("refused: bad auth token"));
+
+    environment with_token = env;
+    with_token.emplace_back("ECSNET_TOKEN", "s3cret");
+    const result listed = run({ECSNET_CLIENT_BIN, "list"}, {}, with_token);
+    EXPECT_EQ(listed.exit_code, 0) << describe(listed);
+
+    const result flag = run({ECSNET_CLIENT_BIN, "--token", "s3cret", "list"}, {}, env);
+    EXPECT_EQ(flag.exit_code, 0) << describe(flag);
+}
+
+TEST(ClientUsage, HelpEverywhere) {
+    const result top = run({ECSNET_CLIENT_BIN, "--help"});
+    EXPECT_EQ(top.exit_code, 0);
+    for (const char* word : {"spawn", "destroy", "list", "watch", "shell", "--host", "--port",
+                             "--json", "ECSNET_PORT", "Exit codes"}) {
+        EXPECT_THAT(top.out, HasSubstr(word));
+    }
+    for (const std::string command : {"spawn", "destroy", "list", "watch", "shell"}) {
+        const result r = run({ECSNET_CLIENT_BIN, command, "--help"});
+        EXPECT_EQ(r.exit_code, 0) << command;
+        EXPECT_THAT(r.out, HasSubstr("Usage: ecsnet-client " + command)) << r.out;
+    }
+    const result version = run({ECSNET_CLIENT_BIN, "--version"});
+    EXPECT_EQ(version.exit_code, 0);
+    EXPECT_THAT(version.out, HasSubstr("ecsnet-client "));
+}
+
+TEST(ClientUsage, BadCommandLinesExit2) {
+    const std::vector<std::vector<std::string>> bad{
+        {},
+        {"frobnicate"},
+        {"list", "--bogus"},
+        {"--port", "0", "list"},
+        {"--port", "70000", "list"},
+        {"spawn", "--count", "0"},
+        {"spawn", "--x", "nan"},
+        {"spawn", "--vx", "1e40"},
+        {"spawn", "--name", std::string(65, 'n')},
+        {"spawn", "--name", "ship-{n}", "--count", "10", "--x", "x"},
+        {"watch", "--seconds", "-1"},
+        {"destroy", "1:1", "--timeout-ms", "0"},
+    };
+    for (const auto& args : bad) {
+        std::vector<std::string> argv{ECSNET_CLIENT_BIN};
+        argv.insert(argv.end(), args.begin(), args.end());
+        const result r = run(argv);
+        std::string joined;
+        for (const auto& a : args) {
+            joined += a + " ";
+        }
+        EXPECT_EQ(r.exit_code, 2) << joined << "\n" << describe(r);
+        EXPECT_THAT(r.err, HasSubstr("error: ")) << joined;
+    }
+}
+
+}  // namespace
+}  // namespace ecsnet::test

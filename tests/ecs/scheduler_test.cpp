@@ -1,0 +1,363 @@
+#include "ecsnet/ecs/scheduler.hpp"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <functional>
+#include <limits>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "ecsnet/ecs/access.hpp"
+#include "ecsnet/ecs/world.hpp"
+
+namespace {
+
+using ecsnet::ecs::access_violation;
+using ecsnet::ecs::component_access;
+using ecsnet::ecs::Entity;
+using ecsnet::ecs::Scheduler;
+using ecsnet::ecs::SystemContext;
+using ecsnet::ecs::World;
+using ::testing::AllOf;
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using ::testing::IsEmpty;
+using ::testing::StartsWith;
+
+struct Position {
+    int x;
+    int y;
+};
+struct Velocity {
+    int dx;
+    int dy;
+};
+struct Health {
+    int hp;
+};
+struct NeverRegistered {
+    int v;
+};
+
+template <typename E, typename Fn>
+std::string message_of(Fn&& fn) {
+    try {
+        fn();
+    } catch (const E& e) {
+        return e.what();
+    } catch (const std::exception& e) {
+        return std::string{"<wrong exception type: "} + e.what() + ">";
+    }
+    return "<no exception>";
+}
+
+// ---- running systems ------------------------------------------------------------------------
+
+TEST(Scheduler, RunsSystemsInOrderOnceEachTick) {
+    const auto w = World::make();
+    std::vector<std::string> calls;
+    Scheduler s(0.5);
+    for (const char* name : {"input", "physics", "render"}) {
+        s.add(name, component_access{},
+              [&calls, name](SystemContext&) { calls.emplace_back(name); });
+    }
+    EXPECT_EQ(s.run(*w).tick, 0U);
+    EXPECT_EQ(s.run(*w).tick, 1U);
+    EXPECT_EQ(s.ticks(), 2U);
+    EXPECT_THAT(calls, ElementsAre("input", "physics", "render", "input", "physics", "render"));
+    ASSERT_EQ(s.systems().size(), 3U);
+    EXPECT_EQ(s.systems()[1].name, "physics");
+}
+
+TEST(Scheduler, PassesTheWorldDtAndTick) {
+    const auto w = World::make();
+    std::vector<std::uint64_t> ticks;
+    Scheduler s(1.0 / 30.0);
+    EXPECT_DOUBLE_EQ(s.dt(), 1.0 / 30.0);
+    s.add("probe", component_access{}, [&](SystemContext& ctx) {
+        EXPECT_EQ(&ctx.world, w.get());
+        EXPECT_DOUBLE_EQ(ctx.dt, 1.0 / 30.0);
+        ticks.push_back(ctx.tick);
+    });
+    for (int i = 0; i < 3; ++i) {
+        (void)s.run(*w);
+    }
+    EXPECT_THAT(ticks, ElementsAre(0U, 1U, 2U));
+}
+
+TEST(Scheduler, SyncPointAfterEachSystem) {
+    const auto w = World::make();
+    std::vector<std::size_t> seen_by_spawner;
+    std::vector<std::size_t> seen_by_counter;
+    Scheduler s(0.1);
+    s.add("spawner", component_access{}.writes<Position>(), [&](SystemContext& ctx) {
+        const auto child = ctx.commands.create();
+        ctx.commands.emplace<Position>(child, 1, 2);
+        // Deferred: not in the world while this system runs.
+        seen_by_spawner.push_back(ctx.world.storage<Position>().size());
+    });
+    s.add("counter", component_access{}.reads<Position>(), [&](SystemContext& ctx) {
+        std::size_t n = 0;
+        for (auto [e, p] : ctx.world.view<const Position>()) {
+            EXPECT_EQ(p.x, 1) << e;
+            ++n;
+        }
+        seen_by_counter.push_back(n);
+    });
+
+    const auto first = s.run(*w);
+    const auto second = s.run(*w);
+    EXPECT_THAT(seen_by_spawner, ElementsAre(0U, 1U));
+    EXPECT_THAT(seen_by_counter, ElementsAre(1U, 2U));
+    EXPECT_EQ(first.commands_applied, 2U);
+    EXPECT_EQ(second.commands_applied, 2U);
+    EXPECT_THAT(first.command_failures, IsEmpty());
+    EXPECT_EQ(w->alive(), 2U);
+}
+
+TEST(Scheduler, DisabledSystemsAreSkipped) {
+    const auto w = World::make();
+    std::vector<std::string> calls;
+    Scheduler s(0.1);
+    s.add("a", component_access{}, [&](SystemContext&) { calls.emplace_back("a"); });
+    s.add("b", component_access{}, [&](SystemContext&) { calls.emplace_back("b"); });
+    s.add("c", component_access{}, [&](SystemContext&) { calls.emplace_back("c"); });
+
+    EXPECT_TRUE(s.set_enabled("b", false));
+    EXPECT_FALSE(s.set_enabled("nope", false));
+    (void)s.run(*w);
+    EXPECT_TRUE(s.set_enabled("b", true));
+    (void)s.run(*w);
+    EXPECT_THAT(calls, ElementsAre("a", "c", "a", "b", "c"));
+}
+
+TEST(Scheduler, DuplicateSystemNamesAreRejected) {
+    Scheduler s(0.1);
+    s.add("move", component_access{}, [](SystemContext&) {});
+    EXPECT_THROW(s.add("move", component_access{}, [](SystemContext&) {}), std::invalid_argument);
+    EXPECT_EQ(s.systems().size(), 1U);
+}
+
+TEST(Scheduler, NonPositiveDtIsRejected) {
+    EXPECT_THROW(Scheduler{0.0}, std::invalid_argument);
+    EXPECT_THROW(Scheduler{-0.016}, std::invalid_argument);
+    EXPECT_THROW(Scheduler{std::numeric_limits<double>::quiet_NaN()}, std::invalid_argument);
+    EXPECT_NO_THROW(Scheduler{1e-6});
+}
+
+TEST(Scheduler, CommandFailuresAreReportedInTheTickReport) {
+    const auto w = World::make();
+    const Entity dead = w->create();
+    const Entity hurt = w->create();
+    w->emplace<Health>(hurt, 1);
+    w->destroy(dead);
+
+    Scheduler s(0.1);
+    s.add("reaper", component_access{}.writes<Health>(), [&](SystemContext& ctx) {
+        ctx.commands.destroy(dead);             // fails: already dead
+        ctx.commands.emplace<Health>(hurt, 2);  // fails: already there
+        ctx.commands.patch<Health>(hurt, [](Health& h) { h.hp += 10; });
+    });
+    bool later_ran = false;
+    s.add("later", component_access{}, [&](SystemContext&) { later_ran = true; });
+
+    const auto report = s.run(*w);
+    EXPECT_EQ(report.commands_applied, 1U);
+    ASSERT_EQ(report.command_failures.size(), 2U);
+    EXPECT_THAT(report.command_failures[0], AllOf(StartsWith("reaper: "), HasSubstr("0:1")));
+    EXPECT_THAT(report.command_failures[1], AllOf(StartsWith("reaper: "), HasSubstr("Health")));
+    EXPECT_EQ(w->get<Health>(hurt).hp, 11);
+    EXPECT_TRUE(later_ran);
+}
+
+// ---- access checks --------------------------------------------------------------------------
+
+// A world with one entity holding Position, Velocity and Health, and a scheduler whose only
+// system "sneaky" declared `access` and runs `body`.
+class SchedulerAccess : public ::testing::Test {
+protected:
+    void SetUp() override {
+        e_ = w_->create();
+        w_->emplace<Position>(e_, 1, 1);
+        w_->emplace<Velocity>(e_, 2, 2);
+        w_->emplace<Health>(e_, 3);
+    }
+
+    std::string violation(component_access access, std::function<void(SystemContext&)> body) {
+        Scheduler s(0.1);
+        s.add("sneaky", std::move(access), std::move(body));
+        return message_of<access_violation>([&] { (void)s.run(*w_); });
+    }
+
+    void expect_undeclared(const char* what, std::function<void(SystemContext&)> body) {
+        SCOPED_TRACE(what);
+        EXPECT_THAT(violation(component_access{}.reads<Velocity>(), std::move(body)),
+                    AllOf(HasSubstr("system 'sneaky'"), HasSubstr("Position")));
+    }
+
+    void expect_write_rejected(const char* what, std::function<void(SystemContext&)> body) {
+        SCOPED_TRACE(what);
+        EXPECT_THAT(violation(component_access{}.reads<Position>(), std::move(body)),
+                    AllOf(HasSubstr("system 'sneaky'"), HasSubstr("Position")));
+    }
+
+    std::shared_ptr<World> w_ = World::make();
+    Entity e_;
+};
+
+TEST_F(SchedulerAccess, TheMessageNamesSystemTypeAndDeclaration) {
+    const std::string message =
+        violation(component_access{}.reads<Velocity>().writes<Health>(),
+                  [this](SystemContext& ctx) { (void)ctx.world.get<Position>(e_); });
+    EXPECT_THAT(message, AllOf(HasSubstr("system 'sneaky' reads"), HasSubstr("Position"),
+                               HasSubstr("without declaring it"), HasSubstr("Velocity"),
+                               HasSubstr("Health")));
+}
+
+TEST_F(SchedulerAccess, UndeclaredComponentUseThrows) {
+    expect_undeclared("get", [this](SystemContext& c) { (void)c.world.get<Position>(e_); });
+    expect_undeclared("get several",
+                      [this](SystemContext& c) { (void)c.world.get<Velocity, Position>(e_); });
+    expect_undeclared("try_get", [this](SystemContext& c) { (void)c.world.try_get<Position>(e_); });
+    expect_undeclared("has", [this](SystemContext& c) { (void)c.world.has<Position>(e_); });
+    expect_undeclared("view", [](SystemContext& c) { (void)c.world.view<const Position>(); });
+    expect_undeclared("view exclude", [](SystemContext& c) {
+        (void)c.world.view<const Velocity>(ecsnet::ecs::exclude<Position>);
+    });
+    expect_undeclared("const world view", [](SystemContext& c) {
+        const World& cw = c.world;
+        (void)cw.view<const Position>();
+    });
+    expect_undeclared("storage", [](SystemContext& c) { (void)c.world.storage<Position>(); });
+    expect_undeclared("emplace",
+                      [](SystemContext& c) { c.world.emplace<Position>(c.world.create(), 0, 0); });
+    expect_undeclared("patch",
+                      [this](SystemContext& c) { c.world.patch<Position>(e_, [](Position&) {}); });
+    expect_undeclared("remove", [this](SystemContext& c) { c.world.remove<Position>(e_); });
+    expect_undeclared("clear", [this](SystemContext& c) { c.world.clear(e_); });
+    expect_undeclared("command emplace", [this](SystemContext& c) {
+        c.commands.emplace_or_replace<Position>(e_, 0, 0);
+    });
+    expect_undeclared("command patch", [this](SystemContext& c) {
+        c.commands.patch<Position>(e_, [](Position&) {});
+    });
+    expect_undeclared("command remove",
+                      [this](SystemContext& c) { c.commands.remove_if_present<Position>(e_); });
+    // Nothing got through.
+    EXPECT_EQ(w_->get<Position>(e_).x, 1);
+    EXPECT_EQ(w_->storage<Position>().size(), 1U);
+}
+
+TEST_F(SchedulerAccess, UndeclaredNeverRegisteredTypeIsAViolationToo) {
+    const auto names_it = AllOf(HasSubstr("system 'sneaky'"), HasSubstr("NeverRegistered"));
+    const component_access declared = component_access{}.reads<Position>();
+    EXPECT_THAT(
+        violation(declared, [this](SystemContext& c) { (void)c.world.get<NeverRegistered>(e_); }),
+        names_it);
+    EXPECT_THAT(violation(declared,
+                          [this](SystemContext& c) { (void)c.world.try_get<NeverRegistered>(e_); }),
+                names_it);
+    EXPECT_THAT(
+        violation(declared, [this](SystemContext& c) { (void)c.world.has<NeverRegistered>(e_); }),
+        names_it);
+    EXPECT_THAT(
+        violation(declared, [](SystemContext& c) { (void)c.world.view<const NeverRegistered>(); }),
+        names_it);
+}
+
+TEST_F(SchedulerAccess, AReadOnlyDeclarationRejectsWrites) {
+    expect_write_rejected("writing view", [](SystemContext& c) { (void)c.world.view<Position>(); });
+    expect_write_rejected(
+        "emplace", [](SystemContext& c) { c.world.emplace<Position>(c.world.create(), 0, 0); });
+    expect_write_rejected("replace",
+                          [this](SystemContext& c) { c.world.replace<Position>(e_, 0, 0); });
+    expect_write_rejected("emplace_or_replace", [this](SystemContext& c) {
+        c.world.emplace_or_replace<Position>(e_, 0, 0);
+    });
+    expect_write_rejected(
+        "patch", [this](SystemContext& c) { c.world.patch<Position>(e_, [](Position&) {}); });
+    expect_write_rejected("remove_if_present",
+                          [this](SystemContext& c) { c.world.remove_if_present<Position>(e_); });
+    expect_write_rejected("command emplace", [](SystemContext& c) {
+        c.commands.emplace<Position>(c.commands.create(), 0, 0);
+    });
+    expect_write_rejected("command remove",
+                          [this](SystemContext& c) { c.commands.remove<Position>(e_); });
+    EXPECT_EQ(w_->get<Position>(e_).x, 1);
+    EXPECT_EQ(w_->storage<Position>().size(), 1U);
+}
+
+TEST_F(SchedulerAccess, DeclaredAccessWorks) {
+    Scheduler s(0.1);
+    s.add("mover", component_access{}.reads<Velocity>().writes<Position, Health>(),
+          [this](SystemContext& c) {
+              for (auto [e, p, v] : c.world.view<Position, const Velocity>()) {
+                  p.x += v.dx;
+                  (void)e;
+              }
+              c.world.patch<Position>(e_, [](Position& p) { p.y += 10; });
+              EXPECT_EQ(c.world.get<Position>(e_).x, 3);  // writing implies reading
+              EXPECT_EQ(c.world.get<Velocity>(e_).dx, 2);
+              EXPECT_NE(c.world.try_get<Velocity>(e_), nullptr);
+              c.world.remove<Health>(e_);
+              const Entity fresh = c.world.create();
+              c.world.emplace<Position>(fresh, 0, 0);
+              c.commands.emplace<Health>(fresh, 9);
+              c.commands.destroy(c.commands.create());
+          });
+    const auto report = s.run(*w_);
+    EXPECT_THAT(report.command_failures, IsEmpty());
+    EXPECT_EQ(w_->get<Position>(e_).x, 3);
+    EXPECT_EQ(w_->get<Position>(e_).y, 11);
+    EXPECT_FALSE(w_->has<Health>(e_));
+    EXPECT_EQ(w_->storage<Health>().size(), 1U);
+    EXPECT_EQ(w_->alive(), 2U);
+}
+
+TEST_F(SchedulerAccess, CreatingAndDestroyingEntitiesNeedsNoDeclaration) {
+    Scheduler s(0.1);
+    s.add("janitor", component_access{}, [this](SystemContext& c) {
+        const Entity temp = c.world.create();
+        c.world.destroy(temp);
+        c.world.destroy(e_);  // has components, but destroying is entity-level
+        c.commands.destroy(c.commands.create());
+    });
+    EXPECT_NO_THROW((void)s.run(*w_));
+    EXPECT_FALSE(w_->valid(e_));
+    EXPECT_EQ(w_->alive(), 0U);
+}
+
+TEST_F(SchedulerAccess, AViolationStopsTheTickAndDropsThatSystemsCommands) {
+    std::vector<std::string> calls;
+    Scheduler s(0.1);
+    s.add("first", component_access{}.writes<Health>(), [&](SystemContext& c) {
+        calls.emplace_back("first");
+        c.commands.patch<Health>(e_, [](Health& h) { h.hp = 100; });
+    });
+    s.add("sneaky", component_access{}.writes<Velocity>(), [&](SystemContext& c) {
+        calls.emplace_back("sneaky");
+        c.commands.patch<Velocity>(e_, [](Velocity& v) { v.dx = 100; });
+        (void)c.world.get<Position>(e_);
+    });
+    s.add("last", component_access{}, [&](SystemContext&) { calls.emplace_back("last"); });
+
+    EXPECT_THROW((void)s.run(*w_), access_violation);
+    EXPECT_THAT(calls, ElementsAre("first", "sneaky"));
+    EXPECT_EQ(w_->get<Health>(e_).hp, 100);  // flushed at the first sync point
+    EXPECT_EQ(w_->get<Velocity>(e_).dx, 2);  // dropped
+    EXPECT_EQ(w_->get<Position>(e_).x, 1);   // outside a system, no restriction
+
+    // The scheduler is usable again once the culprit is disabled.
+    ASSERT_TRUE(s.set_enabled("sneaky", false));
+    calls.clear();
+    EXPECT_NO_THROW((void)s.run(*w_));
+    EXPECT_THAT(calls, ElementsAre("first", "last"));
+    EXPECT_EQ(w_->get<Velocity>(e_).dx, 2);
+}
+
+}  // namespace

@@ -1,0 +1,231 @@
+// parse_command_line: defaults, flags, ECSNET_* environment variables, exit codes.
+#include "ecsnet/server/config.hpp"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <initializer_list>
+#include <string>
+#include <vector>
+
+namespace {
+
+using ecsnet::server::describe;
+using ecsnet::server::log_format;
+using ecsnet::server::parse_command_line;
+using ecsnet::server::parsed_command_line;
+using ecsnet::server::server_config;
+using namespace std::chrono_literals;
+using testing::HasSubstr;
+
+constexpr const char* all_variables[] = {"ECSNET_BIND",
+                                         "ECSNET_PORT",
+                                         "ECSNET_TICK_RATE",
+                                         "ECSNET_MAX_CLIENTS",
+                                         "ECSNET_MAX_FRAME_BYTES",
+                                         "ECSNET_QUEUE_BYTES",
+                                         "ECSNET_DEMO_ENTITIES",
+                                         "ECSNET_LOG_LEVEL",
+                                         "ECSNET_LOG_FORMAT",
+                                         "ECSNET_AUTH_TOKEN",
+                                         "ECSNET_MAX_ENTITIES_PER_CLIENT",
+                                         "ECSNET_MAX_ENTITIES",
+                                         "ECSNET_COMMAND_RATE",
+                                         "ECSNET_COMMAND_BURST",
+                                         "ECSNET_KEEP_ENTITIES_ON_DISCONNECT",
+                                         "ECSNET_CHECKSUM_INTERVAL",
+                                         "ECSNET_WORLD_HALF_EXTENT",
+                                         "ECSNET_HELLO_TIMEOUT_MS",
+                                         "ECSNET_IDLE_TIMEOUT_MS",
+                                         "ECSNET_STALL_TIMEOUT_MS"};
+
+class ServerConfig : public testing::Test {
+protected:
+    // Whatever the environment of the test run holds must not leak into the results.
+    void SetUp() override { clear_environment(); }
+    void TearDown() override { clear_environment(); }
+
+    static void clear_environment() {
+        for (const char* name : all_variables) {
+            ::unsetenv(name);
+        }
+    }
+
+    static parsed_command_line parse(std::initializer_list<const char*> args) {
+        std::vector<const char*> argv{"ecsnet-server"};
+        argv.insert(argv.end(), args.begin(), args.end());
+        return parse_command_line(static_cast<int>(argv.size()), argv.data());
+    }
+};
+
+TEST_F(ServerConfig, DefaultsWithoutArguments) {
+    const parsed_command_line parsed = parse({});
+    ASSERT_FALSE(parsed.exit_code.has_value());
+    EXPECT_FALSE(parsed.healthcheck);
+    const server_config& c = parsed.config;
+    const server_config defaults;
+    EXPECT_EQ(c.bind, "0.0.0.0");
+    EXPECT_EQ(c.port, 7777);
+    EXPECT_EQ(c.tick_rate, 30.0);
+    EXPECT_EQ(c.max_clients, 256U);
+    EXPECT_EQ(c.max_frame_bytes, 64U * 1024U);
+    EXPECT_EQ(c.queue_bytes, 1024U * 1024U);
+    EXPECT_EQ(c.demo_entities, 0U);
+    EXPECT_EQ(c.log_level, "info");
+    EXPECT_EQ(c.log_format_, log_format::text);
+    EXPECT_EQ(c.auth_token, "");
+    EXPECT_EQ(c.max_entities_per_client, defaults.max_entities_per_client);
+    EXPECT_EQ(c.max_entities, defaults.max_entities);
+    EXPECT_EQ(c.command_rate, 200.0);
+    EXPECT_EQ(c.command_burst, 400.0);
+    EXPECT_FALSE(c.keep_entities_on_disconnect);
+    EXPECT_EQ(c.checksum_interval, 30U);
+    EXPECT_EQ(c.world_half_extent, 1000.0F);
+    EXPECT_EQ(c.hello_timeout, 5000ms);
+    EXPECT_EQ(c.idle_timeout, 60'000ms);
+    EXPECT_EQ(c.stall_timeout, 10'000ms);
+}
+
+TEST_F(ServerConfig, FlagsSetEveryField) {
+    const parsed_command_line parsed = parse({"--bind",
+                                              "127.0.0.1",
+                                              "--port",
+                                              "0",
+                                              "--tick-rate",
+                                              "60",
+                                              "--max-clients",
+                                              "3",
+                                              "--max-frame-bytes",
+                                              "1024",
+                                              "--queue-bytes",
+                                              "65536",
+                                              "--demo-entities",
+                                              "500",
+                                              "--log-level",
+                                              "debug",
+                                              "--log-format",
+                                              "json",
+                                              "--auth-token",
+                                              "s3cret",
+                                              "--max-entities-per-client",
+                                              "7",
+                                              "--max-entities",
+                                              "70",
+                                              "--command-rate",
+                                              "5",
+                                              "--command-burst",
+                                              "10",
+                                              "--keep-entities-on-disconnect",
+                                              "--checksum-interval",
+                                              "4",
+                                              "--world-half-extent",
+                                              "50",
+                                              "--hello-timeout-ms",
+                                              "300",
+                                              "--idle-timeout-ms",
+                                              "9000",
+                                              "--stall-timeout-ms",
+                                              "1500"});
+    ASSERT_FALSE(parsed.exit_code.has_value());
+    const server_config& c = parsed.config;
+    EXPECT_EQ(c.bind, "127.0.0.1");
+    EXPECT_EQ(c.port, 0);
+    EXPECT_EQ(c.tick_rate, 60.0);
+    EXPECT_EQ(c.max_clients, 3U);
+    EXPECT_EQ(c.max_frame_bytes, 1024U);
+    EXPECT_EQ(c.queue_bytes, 65536U);
+    EXPECT_EQ(c.demo_entities, 500U);
+    EXPECT_EQ(c.log_level, "debug");
+    EXPECT_EQ(c.log_format_, log_format::json);
+    EXPECT_EQ(c.auth_token, "s3cret");
+    EXPECT_EQ(c.max_entities_per_client, 7U);
+    EXPECT_EQ(c.max_entities, 70U);
+    EXPECT_EQ(c.command_rate, 5.0);
+    EXPECT_EQ(c.command_burst, 10.0);
+    EXPECT_TRUE(c.keep_entities_on_disconnect);
+    EXPECT_EQ(c.checksum_interval, 4U);
+    EXPECT_EQ(c.world_half_extent, 50.0F);
+    EXPECT_EQ(c.hello_timeout, 300ms);
+    EXPECT_EQ(c.idle_timeout, 9000ms);
+    EXPECT_EQ(c.stall_timeout, 1500ms);
+}
+
+TEST_F(ServerConfig, HealthcheckFlag) {
+    const parsed_command_line parsed = parse({"--healthcheck", "--port", "9100"});
+    ASSERT_FALSE(parsed.exit_code.has_value());
+    EXPECT_TRUE(parsed.healthcheck);
+    EXPECT_EQ(parsed.config.port, 9100);
+}
+
+TEST_F(ServerConfig, EnvironmentVariablesSetFields) {
+    ::setenv("ECSNET_PORT", "9000", 1);
+    ::setenv("ECSNET_BIND", "127.0.0.2", 1);
+    ::setenv("ECSNET_TICK_RATE", "20", 1);
+    ::setenv("ECSNET_AUTH_TOKEN", "from-env", 1);
+    ::setenv("ECSNET_KEEP_ENTITIES_ON_DISCONNECT", "true", 1);
+    ::setenv("ECSNET_LOG_FORMAT", "json", 1);
+    ::setenv("ECSNET_HELLO_TIMEOUT_MS", "250", 1);
+    const parsed_command_line parsed = parse({});
+    ASSERT_FALSE(parsed.exit_code.has_value());
+    EXPECT_EQ(parsed.config.port, 9000);
+    EXPECT_EQ(parsed.config.bind, "127.0.0.2");
+    EXPECT_EQ(parsed.config.tick_rate, 20.0);
+    EXPECT_EQ(parsed.config.auth_token, "from-env");
+    EXPECT_TRUE(parsed.config.keep_entities_on_disconnect);
+    EXPECT_EQ(parsed.config.log_format_, log_format::json);
+    EXPECT_EQ(parsed.config.hello_timeout, 250ms);
+}
+
+TEST_F(ServerConfig, CommandLineWinsOverEnvironment) {
+    ::setenv("ECSNET_PORT", "9000", 1);
+    const parsed_command_line parsed = parse({"--port", "9001"});
+    ASSERT_FALSE(parsed.exit_code.has_value());
+    EXPECT_EQ(parsed.config.port, 9001);
+}
+
+TEST_F(ServerConfig, BadEnvironmentValueIsAUsageError) {
+    ::setenv("ECSNET_TICK_RATE", "fast", 1);
+    EXPECT_EQ(parse({}).exit_code, 2);
+}
+
+TEST_F(ServerConfig, HelpAndVersionExitZero) {
+    testing::internal::CaptureStdout();
+    const parsed_command_line help = parse({"--help"});
+    const std::string text = testing::internal::GetCapturedStdout();
+    EXPECT_EQ(help.exit_code, 0);
+    EXPECT_THAT(text, HasSubstr("--port"));
+    EXPECT_THAT(text, HasSubstr("ECSNET_PORT"));
+
+    testing::internal::CaptureStdout();
+    const parsed_command_line version = parse({"--version"});
+    EXPECT_THAT(testing::internal::GetCapturedStdout(), HasSubstr("ecsnet-server"));
+    EXPECT_EQ(version.exit_code, 0);
+}
+
+TEST_F(ServerConfig, BadValuesExitTwo) {
+    testing::internal::CaptureStderr();  // CLI11 explains each error there
+    EXPECT_EQ(parse({"--port", "99999"}).exit_code, 2);
+    EXPECT_EQ(parse({"--port", "seven"}).exit_code, 2);
+    EXPECT_EQ(parse({"--tick-rate", "0"}).exit_code, 2);
+    EXPECT_EQ(parse({"--max-clients", "0"}).exit_code, 2);
+    EXPECT_EQ(parse({"--log-level", "loud"}).exit_code, 2);
+    EXPECT_EQ(parse({"--log-format", "xml"}).exit_code, 2);
+    EXPECT_EQ(parse({"--command-rate", "-1"}).exit_code, 2);
+    EXPECT_EQ(parse({"--hello-timeout-ms", "5"}).exit_code, 2);
+    EXPECT_EQ(parse({"--no-such-flag"}).exit_code, 2);
+    EXPECT_EQ(parse({"--port"}).exit_code, 2);
+    (void)testing::internal::GetCapturedStderr();
+}
+
+TEST_F(ServerConfig, DescribeNamesTheSettingsButNotTheToken) {
+    server_config c;
+    c.auth_token = "s3cret";
+    c.port = 4242;
+    const std::string text = describe(c);
+    EXPECT_THAT(text, HasSubstr("port=4242"));
+    EXPECT_THAT(text, HasSubstr("auth=token"));
+    EXPECT_THAT(text, testing::Not(HasSubstr("s3cret")));
+}
+
+}  // namespace

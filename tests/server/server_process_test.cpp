@@ -1,0 +1,311 @@
+// The ecsnet-server binary as a process: start-up, SIGTERM, --healthcheck, exit codes.
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+
+#include <chrono>
+#include <fstream>
+#include <functional>
+#include <iostream>
+#include <memory>
+#include <optional>
+#include <regex>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "ecsnet/client/connection.hpp"
+#include "test_support.hpp"
+
+extern char** environ;  // NOLINT: POSIX
+
+#ifndef ECSNET_SERVER_BINARY
+#error "ECSNET_SERVER_BINARY must name the ecsnet-server executable"
+#endif
+
+namespace {
+
+namespace protocol = ecsnet::protocol;
+using ecsnet::client::connect_options;
+using ecsnet::client::connection;
+using ecsnet::test::raw_socket;
+using testing::HasSubstr;
+using namespace std::chrono_literals;
+using clock_type = std::chrono::steady_clock;
+
+// ecsnet-server started with posix_spawn, stdout and stderr going to a temporary file. The
+// destructor kills it (SIGKILL) and reaps it if it is still running, whatever the test did.
+class server_process {
+public:
+    explicit server_process(const std::vector<std::string>& args) {
+        char path[] = "/tmp/ecsnet-server-test-XXXXXX";
+        const int log_fd = ::mkstemp(path);
+        if (log_fd < 0) {
+            throw std::runtime_error("mkstemp failed");
+        }
+        log_path_ = path;
+
+        std::vector<std::string> owned{ECSNET_SERVER_BINARY};
+        owned.insert(owned.end(), args.begin(), args.end());
+        std::vector<char*> argv;
+        for (std::string& a : owned) {
+            argv.push_back(a.data());
+        }
+        argv.push_back(nullptr);
+
+        posix_spawn_file_actions_t actions;
+        ::posix_spawn_file_actions_init(&actions);
+        ::posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
+        ::posix_spawn_file_actions_adddup2(&actions, log_fd, 1);
+        ::posix_spawn_file_actions_adddup2(&actions, log_fd, 2);
+        ::posix_spawn_file_actions_addclose(&actions, log_fd);
+        const int rc =
+            ::posix_spawn(&pid_, ECSNET_SERVER_BINARY, &actions, nullptr, argv.data(), environ);
+        ::posix_spawn_file_actions_destroy(&actions);
+        ::close(log_fd);  // the child has its own copy; we read the file by name
+        if (rc != 0) {
+            ::unlink(log_path_.c_str());
+            throw std::runtime_error("posix_spawn " + std::string{ECSNET_SERVER_BINARY} +
+                                     " failed: " + std::to_string(rc));
+        }
+        started_ = clock_type::now();
+    }
+    server_process(const server_process&) = delete;
+    server_process& operator=(const server_process&) = delete;
+
+    ~server_process() {
+        if (!status_) {
+            ::kill(pid_, SIGKILL);
+            int ignored = 0;
+            ::waitpid(pid_, &ignored, 0);
+        }
+        ::unlink(log_path_.c_str());
+    }
+
+    void signal(int number) const { ::kill(pid_, number); }
+
+    // The wait status once the process exited, at most `timeout` from now.
+    std::optional<int> wait_exit(std::chrono::milliseconds timeout) {
+        const auto deadline = clock_type::now() + timeout;
+        while (!status_) {
+            int status = 0;
+            const pid_t r = ::waitpid(pid_, &status, WNOHANG);
+            if (r == pid_) {
+                status_ = status;
+                exited_ = clock_type::now();
+                break;
+            }
+            if (r < 0 || clock_type::now() >= deadline) {
+                break;
+            }
+            std::this_thread::sleep_for(10ms);
+        }
+        return status_;
+    }
+
+    // Exit code of a process that exited normally, else -1 (killed by a signal or running).
+    int exit_code(std::chrono::milliseconds timeout) {
+        const auto status = wait_exit(timeout);
+        return status && WIFEXITED(*status) ? WEXITSTATUS(*status) : -1;
+    }
+
+    // From the start to the exit.
+    [[nodiscard]] std::chrono::milliseconds lifetime() const {
+        return std::chrono::duration_cast<std::chrono::milliseconds>(exited_ - started_);
+    }
+
+    [[nodiscard]] std::string log() const {
+        std::ifstream in{log_path_};
+        std::ostringstream text;
+        text << in.rdbuf();
+        return text.str();
+    }
+
+    // Waits until the log holds `needle`, while calling `meanwhile` (for example to keep a
+    // client reading). False when the process exits first or the time runs out.
+    bool wait_for_log(const std::string& needle, std::chrono::milliseconds timeout,
+                      const std::function<void()>& meanwhile = {}) {
+        const auto deadline = clock_type::now() + timeout;
+        while (clock_type::now() < deadline) {
+            if (log().find(needle) != std::string::npos) {
+                return true;
+            }
+            if (wait_exit(0ms)) {
+                return false;
+            }
+            if (meanwhile) {
+                meanwhile();
+            } else {
+                std::this_thread::sleep_for(20ms);
+            }
+        }
+        return log().find(needle) != std::string::npos;
+    }
+
+    // The port of its "listening on 127.0.0.1:PORT" line.
+    std::optional<std::uint16_t> port(std::chrono::milliseconds timeout = 10s) {
+        if (!wait_for_log("listening on 127.0.0.1:", timeout)) {
+            return std::nullopt;
+        }
+        std::smatch match;
+        const std::string text = log();
+        static const std::regex listening{R"(listening on 127\.0\.0\.1:(\d+))"};
+        if (!std::regex_search(text, match, listening)) {
+            return std::nullopt;
+        }
+        return static_cast<std::uint16_t>(std::stoi(match[1].str()));
+    }
+
+private:
+    pid_t pid_{-1};
+    std::string log_path_;
+    std::optional<int> status_;
+    clock_type::time_point started_;
+    clock_type::time_point exited_;
+};
+
+std::unique_ptr<connection> join(std::uint16_t port, const std::string& name) {
+    connect_options options;
+    options.port = port;
+    options.name = name;
+    options.timeout = 10s;
+    return std::make_unique<connection>(options);
+}
+
+// A port on which nothing listens (now).
+std::uint16_t unused_port() {
+    boost::asio::io_context io;
+    boost::asio::ip::tcp::acceptor acceptor{io, {boost::asio::ip::make_address("127.0.0.1"), 0}};
+    return acceptor.local_endpoint().port();
+}
+
+const std::vector<std::string> local{"--port", "0", "--bind", "127.0.0.1"};
+
+std::vector<std::string> local_with(std::vector<std::string> more) {
+    more.insert(more.begin(), local.begin(), local.end());
+    return more;
+}
+
+TEST(ServerProcess, SigtermExitsZeroAndClientsHearShuttingDown) {
+    server_process server{local_with({"--demo-entities", "50"})};
+    const auto port = server.port();
+    ASSERT_TRUE(port.has_value()) << server.log();
+    const auto alice = join(*port, "alice");
+    const auto bob = join(*port, "bob");
+    ASSERT_TRUE(alice->poll_until([&] { return alice->mirror().statistics().deltas >= 3; }, 5s));
+
+    const auto sent = clock_type::now();
+    server.signal(SIGTERM);
+    for (connection* c : {alice.get(), bob.get()}) {
+        ASSERT_TRUE(c->poll_until([&] { return !c->is_open(); }, 5s));
+        EXPECT_EQ(*c->closed_reason(), "shutting down");
+    }
+    const auto left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(sent + 5s - clock_type::now());
+    EXPECT_EQ(server.exit_code(std::max(left, 0ms)), 0) << "no clean exit within 5 s of SIGTERM\n"
+                                                        << server.log();
+    EXPECT_THAT(server.log(), HasSubstr("received SIGTERM, shutting down"));
+    std::cout
+        << "[ sigterm ] exited "
+        << std::chrono::duration_cast<std::chrono::milliseconds>(clock_type::now() - sent).count()
+        << " ms after SIGTERM\n";
+}
+
+TEST(ServerProcess, SigtermExitsZeroWhileAClientDoesNotRead) {
+    server_process server{local_with({"--demo-entities", "10000", "--tick-rate", "60",
+                                      "--queue-bytes", "262144", "--stall-timeout-ms", "60000"})};
+    const auto port = server.port();
+    ASSERT_TRUE(port.has_value()) << server.log();
+
+    raw_socket slow{*port, 4096};
+    slow.send(protocol::hello{protocol::protocol_version, "never-reads", ""});
+    const std::uint16_t slow_port = slow.socket().local_endpoint().port();
+    // Wait until the server's socket to it is full: its send queue in the kernel holds
+    // megabytes and stops growing although the server produces ~1 MB/s or more. The server's
+    // write is then stuck, and so would be a shutdown that waited for it.
+    const auto deadline = clock_type::now() + 30s;
+    std::size_t queued = 0;
+    int unchanged = 0;
+    while (clock_type::now() < deadline && unchanged < 5) {
+        std::this_thread::sleep_for(200ms);
+        const std::size_t now = ecsnet::test::kernel_send_queue(*port, slow_port).value_or(0);
+        unchanged = now >= 1024 * 1024 && now == queued ? unchanged + 1 : 0;
+        queued = now;
+    }
+    ASSERT_EQ(unchanged, 5) << "the server's socket to the client never filled up; it holds "
+                            << queued << " bytes\n"
+                            << server.log();
+    const auto sent = clock_type::now();
+    server.signal(SIGTERM);
+    EXPECT_EQ(server.exit_code(5s), 0) << "no clean exit within 5 s of SIGTERM\n" << server.log();
+    std::cout
+        << "[ sigterm, stalled client ] kernel send queue " << queued / 1024 << " KiB; exited "
+        << std::chrono::duration_cast<std::chrono::milliseconds>(clock_type::now() - sent).count()
+        << " ms after SIGTERM\n";
+}
+
+TEST(ServerProcess, HealthcheckSucceedsAgainstARunningServer) {
+    server_process server{local};
+    const auto port = server.port();
+    ASSERT_TRUE(port.has_value()) << server.log();
+
+    server_process check{{"--healthcheck", "--port", std::to_string(*port)}};
+    EXPECT_EQ(check.exit_code(10s), 0) << check.log();
+    EXPECT_THAT(check.log(), HasSubstr("healthy"));
+}
+
+TEST(ServerProcess, HealthcheckFailsWhenNothingListens) {
+    server_process check{{"--healthcheck", "--port", std::to_string(unused_port())}};
+    EXPECT_EQ(check.exit_code(10s), 1) << check.log();
+    EXPECT_LT(check.lifetime(), 2500ms);
+    EXPECT_THAT(check.log(), HasSubstr("cannot connect"));
+}
+
+TEST(ServerProcess, HealthcheckFailsInTimeWhenTheServerDoesNotAnswer) {
+    // Connections complete in the kernel's backlog, but nobody ever accepts or answers.
+    boost::asio::io_context io;
+    boost::asio::ip::tcp::acceptor mute{io, {boost::asio::ip::make_address("127.0.0.1"), 0}};
+    server_process check{{"--healthcheck", "--port", std::to_string(mute.local_endpoint().port())}};
+    EXPECT_EQ(check.exit_code(10s), 1) << check.log();
+    EXPECT_LT(check.lifetime(), 3000ms) << "budget 2 s, plus process start-up";
+    EXPECT_THAT(check.log(), HasSubstr("no answer within 2000 ms"));
+    std::cout << "[ healthcheck, mute server ] exited 1 after " << check.lifetime().count()
+              << " ms\n";
+}
+
+TEST(ServerProcess, HelpExitsZero) {
+    server_process help{{"--help"}};
+    EXPECT_EQ(help.exit_code(10s), 0) << help.log();
+    EXPECT_THAT(help.log(), HasSubstr("--healthcheck"));
+}
+
+TEST(ServerProcess, UsageErrorsExitTwo) {
+    server_process bad_port{{"--port", "99999"}};
+    EXPECT_EQ(bad_port.exit_code(10s), 2) << bad_port.log();
+    server_process unknown{{"--frobnicate"}};
+    EXPECT_EQ(unknown.exit_code(10s), 2) << unknown.log();
+}
+
+TEST(ServerProcess, CannotListenExitsOne) {
+    boost::asio::io_context io;
+    boost::asio::ip::tcp::acceptor taken{io, {boost::asio::ip::make_address("127.0.0.1"), 0}};
+    const std::string port = std::to_string(taken.local_endpoint().port());
+    server_process server{{"--port", port, "--bind", "127.0.0.1"}};
+    EXPECT_EQ(server.exit_code(10s), 1) << server.log();
+    EXPECT_THAT(server.log(), HasSubstr("cannot listen on 127.0.0.1:" + port));
+
+    server_process not_an_address{{"--port", "0", "--bind", "localhost-ish"}};
+    EXPECT_EQ(not_an_address.exit_code(10s), 1) << not_an_address.log();
+    EXPECT_THAT(not_an_address.log(), HasSubstr("is not an IP address"));
+}
+
+}  // namespace

@@ -1,0 +1,1263 @@
+// The server over real sockets, in this process: it runs on its own thread with its own
+// io_context, and the test thread talks to it only through clients (and through call(), which
+// runs a function on the server's thread).
+#include "ecsnet/server/server.hpp"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <spdlog/spdlog.h>
+#include <boost/asio/post.hpp>
+
+#include <malloc.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <future>
+#include <iostream>
+#include <map>
+#include <memory>
+#include <optional>
+#include <random>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "ecsnet/client/connection.hpp"
+#include "test_support.hpp"
+
+namespace {
+
+namespace asio = boost::asio;
+namespace protocol = ecsnet::protocol;
+using ecsnet::client::client_error;
+using ecsnet::client::connect_options;
+using ecsnet::client::connection;
+using ecsnet::ecs::Entity;
+using ecsnet::server::server_config;
+using ecsnet::server::server_stats;
+using ecsnet::test::dump;
+using ecsnet::test::raw_socket;
+using ecsnet::wire::ErrorCode;
+using protocol::component_set;
+using protocol::Health;
+using protocol::Lifetime;
+using protocol::Name;
+using protocol::Owner;
+using protocol::Position;
+using protocol::Velocity;
+using testing::HasSubstr;
+using namespace std::chrono_literals;
+using clock_type = std::chrono::steady_clock;
+
+server_config test_config() {
+    server_config c;
+    c.bind = "127.0.0.1";
+    c.port = 0;
+    c.tick_rate = 50.0;
+    c.shutdown_grace = 1000ms;
+    return c;
+}
+
+// ---- the server under test -------------------------------------------------------------------
+
+class test_server {
+public:
+    explicit test_server(server_config config) : server_{io_, std::move(config)} {
+        spdlog::set_level(spdlog::level::warn);
+        std::promise<std::uint16_t> port;
+        auto port_future = port.get_future();
+        thread_ = std::thread([this, port = std::move(port)]() mutable { run(port); });
+        try {
+            port_ = port_future.get();
+        } catch (...) {
+            thread_.join();
+            throw;
+        }
+    }
+    test_server(const test_server&) = delete;
+    test_server& operator=(const test_server&) = delete;
+    ~test_server() { (void)stop(); }
+
+    [[nodiscard]] std::uint16_t port() const noexcept { return port_; }
+
+    // Runs f(server) on the server's thread and returns its result.
+    template <typename F>
+    auto call(F f) -> std::invoke_result_t<F&, ecsnet::server::server&> {
+        using result = std::invoke_result_t<F&, ecsnet::server::server&>;
+        auto task = std::make_shared<std::packaged_task<result()>>(
+            [this, f = std::move(f)]() mutable { return f(server_); });
+        auto future = task->get_future();
+        asio::post(io_, [task] { (*task)(); });
+        if (future.wait_for(5s) != std::future_status::ready) {
+            throw std::runtime_error("the server thread did not answer within 5 s");
+        }
+        return future.get();
+    }
+    server_stats stats() {
+        return call([](ecsnet::server::server& s) { return s.stats(); });
+    }
+    std::size_t clients() {
+        return call([](ecsnet::server::server& s) { return s.clients(); });
+    }
+    std::uint64_t tick() {
+        return call([](ecsnet::server::server& s) { return s.tick(); });
+    }
+
+    // Graceful stop: server::stop() on its thread, then run() must return by itself. Returns
+    // how long that took.
+    std::chrono::milliseconds stop() {
+        if (!thread_.joinable()) {
+            return 0ms;
+        }
+        const auto started = clock_type::now();
+        asio::post(io_, [this] { server_.stop(); });
+        if (finished_.wait_for(15s) != std::future_status::ready) {
+            ADD_FAILURE() << "io_context::run() did not return within 15 s of server::stop()";
+            io_.stop();
+        }
+        thread_.join();
+        EXPECT_EQ(run_error_, "") << "io_context::run() threw";
+        return std::chrono::duration_cast<std::chrono::milliseconds>(clock_type::now() - started);
+    }
+
+private:
+    void run(std::promise<std::uint16_t>& port) {
+        try {
+            server_.start();
+            port.set_value(server_.port());
+        } catch (...) {
+            port.set_exception(std::current_exception());
+            finished_promise_.set_value();
+            return;
+        }
+        try {
+            io_.run();
+        } catch (const std::exception& e) {
+            run_error_ = e.what();
+        }
+        finished_promise_.set_value();
+    }
+
+    asio::io_context io_;
+    ecsnet::server::server server_;
+    std::thread thread_;
+    std::uint16_t port_{0};
+    std::promise<void> finished_promise_;
+    std::future<void> finished_ = finished_promise_.get_future();
+    std::string run_error_;  // written by the server thread, read after join
+};
+
+// ---- client helpers --------------------------------------------------------------------------
+
+std::unique_ptr<connection> join(std::uint16_t port, const std::string& name,
+                                 const std::string& token = {}) {
+    connect_options options;
+    options.port = port;
+    options.name = name;
+    options.token = token;
+    options.timeout = 10s;
+    return std::make_unique<connection>(options);
+}
+
+std::unique_ptr<connection> connect_only(std::uint16_t port) {
+    connect_options options;
+    options.port = port;
+    options.join = false;
+    return std::make_unique<connection>(options);
+}
+
+// Polls every client in turn until pred() holds, at most `timeout`.
+bool poll_all_until(const std::vector<connection*>& clients, const std::function<bool()>& pred,
+                    std::chrono::milliseconds timeout) {
+    const auto deadline = clock_type::now() + timeout;
+    while (!pred()) {
+        if (clock_type::now() >= deadline) {
+            return pred();
+        }
+        for (connection* c : clients) {
+            c->poll_for(5ms);
+        }
+    }
+    return true;
+}
+
+void poll_all_for(const std::vector<connection*>& clients, std::chrono::milliseconds duration) {
+    (void)poll_all_until(
+        clients, [] { return false; }, duration);
+}
+
+protocol::command_result spawn(connection& c, component_set components) {
+    const std::uint32_t id = c.next_request_id();
+    return c.request(protocol::spawn{id, std::move(components)}, id);
+}
+
+Entity spawn_ok(connection& c, component_set components) {
+    const protocol::command_result result = spawn(c, std::move(components));
+    EXPECT_TRUE(result.ok) << result.message;
+    return result.entity;
+}
+
+protocol::command_result destroy(connection& c, Entity e) {
+    const std::uint32_t id = c.next_request_id();
+    return c.request(protocol::destroy{id, e}, id);
+}
+
+// Waits for the results of requests already sent.
+std::map<std::uint32_t, protocol::command_result> collect(connection& c,
+                                                          const std::vector<std::uint32_t>& ids,
+                                                          std::chrono::milliseconds timeout) {
+    std::map<std::uint32_t, protocol::command_result> results;
+    (void)c.poll_until(
+        [&] {
+            for (const std::uint32_t id : ids) {
+                if (!results.contains(id)) {
+                    if (auto r = c.take_result(id)) {
+                        results.emplace(id, std::move(*r));
+                    }
+                }
+            }
+            return results.size() == ids.size();
+        },
+        timeout);
+    return results;
+}
+
+bool contains_all(const connection& c, const std::vector<Entity>& entities) {
+    return std::all_of(entities.begin(), entities.end(),
+                       [&](Entity e) { return c.mirror().contains(e); });
+}
+
+bool contains_none(const connection& c, const std::vector<Entity>& entities) {
+    return std::none_of(entities.begin(), entities.end(),
+                        [&](Entity e) { return c.mirror().contains(e); });
+}
+
+void expect_in_sync(const connection& c) {
+    const auto& s = c.mirror().statistics();
+    EXPECT_EQ(s.checksums_mismatched, 0U) << c.mirror().error();
+    EXPECT_EQ(s.inconsistencies, 0U) << c.mirror().error();
+    EXPECT_EQ(s.snapshots, 1U) << "no resync was needed";
+}
+
+// ---- handshake and replication ---------------------------------------------------------------
+
+TEST(ServerHandshake, WelcomeAndSnapshotOfTheDemoEntities) {
+    server_config config = test_config();
+    config.demo_entities = 25;
+    config.checksum_interval = 10;
+    test_server server{config};
+
+    const auto alice = join(server.port(), "alice");
+    const protocol::welcome& welcome = alice->welcome();
+    EXPECT_GE(welcome.client_id, 1U);
+    EXPECT_EQ(welcome.version, protocol::protocol_version);
+    EXPECT_FLOAT_EQ(welcome.tick_rate, 50.0F);
+    EXPECT_EQ(welcome.checksum_interval, 10U);
+
+    const protocol::mirror& mirror = alice->mirror();
+    ASSERT_TRUE(mirror.ready());
+    // The snapshot was of the Welcome's tick and every delta since followed it.
+    EXPECT_EQ(mirror.tick() - welcome.current_tick, mirror.statistics().deltas);
+    EXPECT_EQ(mirror.size(), 25U);
+    std::set<std::string> names;
+    mirror.each([&](Entity e) {
+        EXPECT_NE(mirror.get<Position>(e), nullptr);
+        EXPECT_NE(mirror.get<Velocity>(e), nullptr);
+        EXPECT_EQ(mirror.get<Owner>(e), nullptr) << "demo entities belong to the server";
+        ASSERT_NE(mirror.get<Name>(e), nullptr);
+        names.insert(mirror.get<Name>(e)->value);
+    });
+    EXPECT_EQ(names.size(), 25U);
+    EXPECT_TRUE(names.contains("demo-0"));
+    EXPECT_TRUE(names.contains("demo-24"));
+
+    const auto bob = join(server.port(), "bob");
+    EXPECT_NE(bob->welcome().client_id, welcome.client_id);
+    EXPECT_EQ(server.clients(), 2U);
+
+    // The stream goes on, and the mirror checks itself against the server's checksums.
+    ASSERT_TRUE(alice->poll_until(
+        [&] { return mirror.statistics().checksums_matched >= 2 || !alice->is_open(); }, 5s));
+    EXPECT_TRUE(alice->is_open());
+    ASSERT_TRUE(alice->last_checksum().has_value());
+    EXPECT_EQ(alice->last_checksum()->entity_count, 25U);
+    expect_in_sync(*alice);
+}
+
+TEST(ServerHandshake, PingIsAnsweredBeforeHelloButCommandsAreNot) {
+    test_server server{test_config()};
+    const auto c = connect_only(server.port());
+
+    c->send(protocol::ping{77});
+    ASSERT_TRUE(c->poll_until([&] { return c->last_pong().has_value(); }, 5s));
+    EXPECT_EQ(c->last_pong()->nonce, 77U);
+
+    c->send(protocol::spawn{5, component_set{}.set(Position{})});
+    std::optional<protocol::command_result> result;
+    ASSERT_TRUE(c->poll_until([&] { return (result = c->take_result(5)).has_value(); }, 5s));
+    EXPECT_FALSE(result->ok);
+    EXPECT_EQ(result->code, ErrorCode::NotJoined);
+
+    c->send(protocol::resync_request{"why not"});
+    ASSERT_TRUE(c->poll_until([&] { return !c->is_open(); }, 5s));
+    EXPECT_EQ(*c->closed_reason(), "ResyncRequest before Hello");
+}
+
+TEST(ServerReplication, SpawnAppearsInEveryClientsMirror) {
+    test_server server{test_config()};
+    const auto alice = join(server.port(), "alice");
+    const auto bob = join(server.port(), "bob");
+    const auto carol = join(server.port(), "carol");
+    const std::vector<connection*> all{alice.get(), bob.get(), carol.get()};
+
+    const std::uint32_t id = alice->next_request_id();
+    const protocol::command_result result = alice->request(
+        protocol::spawn{
+            id, component_set{}.set(Position{1.0F, 2.0F}).set(Health{50}).set(Name{"crate"})},
+        id);
+    ASSERT_TRUE(result.ok) << result.message;
+    EXPECT_EQ(result.request_id, id);
+    EXPECT_EQ(result.code, ErrorCode::None);
+    const Entity crate = result.entity;
+    ASSERT_FALSE(crate.is_null());
+
+    ASSERT_TRUE(poll_all_until(
+        all,
+        [&] {
+            return contains_all(*bob, {crate}) && contains_all(*carol, {crate}) &&
+                   contains_all(*alice, {crate});
+        },
+        5s));
+    for (const connection* c : all) {
+        const protocol::mirror& m = c->mirror();
+        ASSERT_NE(m.get<Owner>(crate), nullptr);
+        EXPECT_EQ(m.get<Owner>(crate)->client, alice->welcome().client_id);
+        ASSERT_NE(m.get<Position>(crate), nullptr);
+        EXPECT_EQ(*m.get<Position>(crate), (Position{1.0F, 2.0F}));
+        ASSERT_NE(m.get<Health>(crate), nullptr);
+        EXPECT_EQ(m.get<Health>(crate)->value, 50);
+        ASSERT_NE(m.get<Name>(crate), nullptr);
+        EXPECT_EQ(m.get<Name>(crate)->value, "crate");
+        EXPECT_EQ(m.get<Velocity>(crate), nullptr);
+        expect_in_sync(*c);
+    }
+}
+
+TEST(ServerReplication, DestroyRemovesFromEveryMirror) {
+    test_server server{test_config()};
+    const auto alice = join(server.port(), "alice");
+    const auto bob = join(server.port(), "bob");
+    const std::vector<connection*> all{alice.get(), bob.get()};
+
+    const Entity e = spawn_ok(*alice, component_set{}.set(Position{3.0F, 3.0F}));
+    ASSERT_TRUE(poll_all_until(
+        all, [&] { return contains_all(*bob, {e}); }, 5s));
+
+    const protocol::command_result result = destroy(*alice, e);
+    ASSERT_TRUE(result.ok) << result.message;
+    EXPECT_EQ(result.entity, e);
+    ASSERT_TRUE(poll_all_until(
+        all, [&] { return contains_none(*alice, {e}) && contains_none(*bob, {e}); }, 5s));
+    expect_in_sync(*alice);
+    expect_in_sync(*bob);
+}
+
+TEST(ServerReplication, SetAndRemoveReachEveryMirror) {
+    test_server server{test_config()};
+    const auto alice = join(server.port(), "alice");
+    const auto bob = join(server.port(), "bob");
+    const std::vector<connection*> all{alice.get(), bob.get()};
+
+    const Entity e = spawn_ok(*alice, component_set{}.set(Position{0.0F, 0.0F}).set(Health{100}));
+    std::uint32_t id = alice->next_request_id();
+    ASSERT_TRUE(
+        alice->request(protocol::set_components{id, e, component_set{}.set(Health{40})}, id).ok);
+    ASSERT_TRUE(poll_all_until(
+        all,
+        [&] {
+            const auto* h = bob->mirror().get<Health>(e);
+            return h != nullptr && h->value == 40;
+        },
+        5s));
+
+    id = alice->next_request_id();
+    const std::uint64_t health_bit = std::uint64_t{1} << protocol::wire_id_v<Health>;
+    ASSERT_TRUE(alice->request(protocol::remove_components{id, e, health_bit}, id).ok);
+    ASSERT_TRUE(poll_all_until(
+        all, [&] { return bob->mirror().get<Health>(e) == nullptr; }, 5s));
+    EXPECT_TRUE(bob->mirror().contains(e));
+
+    id = alice->next_request_id();
+    const protocol::command_result missing =
+        alice->request(protocol::remove_components{id, e, health_bit}, id);
+    EXPECT_EQ(missing.code, ErrorCode::ComponentMissing);
+}
+
+TEST(ServerCommands, ForeignUnknownAndServerEntitiesAreRejected) {
+    server_config config = test_config();
+    config.demo_entities = 3;
+    test_server server{config};
+    const auto alice = join(server.port(), "alice");
+    const auto bob = join(server.port(), "bob");
+
+    const Entity mine = spawn_ok(*alice, component_set{}.set(Position{}));
+
+    const protocol::command_result foreign = destroy(*bob, mine);
+    EXPECT_FALSE(foreign.ok);
+    EXPECT_EQ(foreign.code, ErrorCode::NotOwner);
+    EXPECT_EQ(foreign.message, "entity " + ecsnet::ecs::to_string(mine) + " belongs to client " +
+                                   std::to_string(alice->welcome().client_id));
+
+    Entity demo;
+    alice->mirror().each([&](Entity e) {
+        if (alice->mirror().get<Owner>(e) == nullptr) {
+            demo = e;
+        }
+    });
+    ASSERT_FALSE(demo.is_null());
+    const protocol::command_result server_owned = destroy(*alice, demo);
+    EXPECT_EQ(server_owned.code, ErrorCode::NotOwner);
+    EXPECT_THAT(server_owned.message, HasSubstr("belongs to the server"));
+
+    ASSERT_TRUE(destroy(*alice, mine).ok);
+    const protocol::command_result unknown = destroy(*alice, mine);
+    EXPECT_EQ(unknown.code, ErrorCode::UnknownEntity);
+    EXPECT_EQ(unknown.message, "entity " + ecsnet::ecs::to_string(mine) + " does not exist");
+
+    const protocol::command_result never = destroy(*alice, Entity{123'456, 1});
+    EXPECT_EQ(never.code, ErrorCode::UnknownEntity);
+    EXPECT_TRUE(alice->is_open());
+    EXPECT_TRUE(bob->is_open());
+}
+
+TEST(ServerCommands, StaleHandleIsRejected) {
+    // The server reuses an index only after 1024 others were freed: free 1100, then spawn.
+    constexpr std::size_t count = 1100;
+    server_config config = test_config();
+    config.command_rate = 1e6;
+    config.command_burst = 1e6;
+    test_server server{config};
+    const auto alice = join(server.port(), "alice");
+
+    std::vector<std::uint32_t> ids;
+    for (std::size_t i = 0; i < count; ++i) {
+        ids.push_back(alice->next_request_id());
+        alice->send(protocol::spawn{ids.back(), component_set{}.set(Health{1})});
+    }
+    const auto spawned = collect(*alice, ids, 20s);
+    ASSERT_EQ(spawned.size(), count);
+    std::map<std::uint32_t, Entity> by_index;
+    for (const auto& [id, result] : spawned) {
+        ASSERT_TRUE(result.ok) << result.message;
+        by_index[result.entity.index()] = result.entity;
+    }
+
+    ids.clear();
+    for (const auto& [index, e] : by_index) {
+        ids.push_back(alice->next_request_id());
+        alice->send(protocol::destroy{ids.back(), e});
+    }
+    const auto destroyed = collect(*alice, ids, 20s);
+    ASSERT_EQ(destroyed.size(), count);
+    for (const auto& [id, result] : destroyed) {
+        ASSERT_TRUE(result.ok) << result.message;
+    }
+
+    const Entity reborn = spawn_ok(*alice, component_set{}.set(Health{2}));
+    ASSERT_TRUE(by_index.contains(reborn.index())) << "the index was recycled";
+    const Entity stale = by_index.at(reborn.index());
+    ASSERT_GT(reborn.version(), stale.version());
+
+    const protocol::command_result result = destroy(*alice, stale);
+    EXPECT_FALSE(result.ok);
+    EXPECT_EQ(result.code, ErrorCode::StaleVersion);
+    EXPECT_EQ(result.message, "entity " + std::to_string(stale.index()) + " is at version " +
+                                  std::to_string(reborn.version()) + ", not " +
+                                  std::to_string(stale.version()) + " (stale handle)");
+    ASSERT_TRUE(alice->poll_until([&] { return alice->mirror().contains(reborn); }, 5s));
+    alice->poll_for(100ms);
+    EXPECT_TRUE(alice->mirror().contains(reborn)) << "the new entity was not touched";
+    expect_in_sync(*alice);
+}
+
+TEST(ServerReplication, LateJoinerSnapshotEqualsTheOtherMirrors) {
+    server_config config = test_config();
+    config.demo_entities = 30;
+    config.checksum_interval = 5;
+    test_server server{config};
+    const auto alice = join(server.port(), "alice");
+    const auto bob = join(server.port(), "bob");
+
+    const Entity moving = spawn_ok(
+        *alice, component_set{}.set(Position{0, 0}).set(Velocity{5, -3}).set(Name{"runner"}));
+    const Entity doomed = spawn_ok(*alice, component_set{}.set(Position{1, 1}));
+    spawn_ok(*alice, component_set{}.set(Health{7}).set(Lifetime{100'000}));
+    spawn_ok(*bob, component_set{}.set(Position{-4, 4}).set(Velocity{-1, 0}));
+    ASSERT_TRUE(destroy(*alice, doomed).ok);
+
+    // What alice and bob mirror at every tick from now on.
+    std::map<std::uint64_t, std::string> seen_by_alice;
+    std::map<std::uint64_t, std::string> seen_by_bob;
+    std::map<std::uint64_t, std::uint64_t> checksum_of_alice;
+    const auto record = [](connection& c, std::map<std::uint64_t, std::string>& seen) {
+        seen[c.mirror().tick()] = dump(c.mirror());
+        c.on_message = [&c, &seen](const ecsnet::wire::ServerMessage& message) {
+            if (message.body_type() == ecsnet::wire::ServerBody::Delta) {
+                seen[c.mirror().tick()] = dump(c.mirror());
+            }
+        };
+    };
+    record(*alice, seen_by_alice);
+    record(*bob, seen_by_bob);
+    const auto record_alice = alice->on_message;
+    alice->on_message = [&](const ecsnet::wire::ServerMessage& message) {
+        record_alice(message);
+        checksum_of_alice[alice->mirror().tick()] = alice->mirror().checksum();
+    };
+    poll_all_for({alice.get(), bob.get()}, 100ms);
+
+    const auto carol = join(server.port(), "carol");
+    const std::uint64_t tick = carol->mirror().tick();
+    const std::string carol_sees = dump(carol->mirror());
+    const std::uint64_t carol_checksum = carol->mirror().checksum();
+    ASSERT_TRUE(carol->mirror().contains(moving));
+
+    ASSERT_TRUE(poll_all_until(
+        {alice.get(), bob.get()},
+        [&] { return seen_by_alice.contains(tick) && seen_by_bob.contains(tick); }, 5s));
+    EXPECT_EQ(carol_sees, seen_by_alice.at(tick));
+    EXPECT_EQ(carol_sees, seen_by_bob.at(tick));
+    ASSERT_TRUE(checksum_of_alice.contains(tick));
+    EXPECT_EQ(carol_checksum, checksum_of_alice.at(tick));
+
+    ASSERT_TRUE(
+        carol->poll_until([&] { return carol->mirror().statistics().checksums_matched >= 2; }, 5s));
+    alice->on_message = nullptr;
+    bob->on_message = nullptr;
+    for (const connection* c : {alice.get(), bob.get(), carol.get()}) {
+        expect_in_sync(*c);
+    }
+}
+
+// ---- four clients, random commands -----------------------------------------------------------
+
+// One client of the workload and what it believes it owns.
+struct actor {
+    struct owned {
+        Entity entity;
+        std::set<std::uint32_t> components;  // wire ids, Owner aside
+        bool mortal = false;                 // has had a Lifetime: may vanish on its own
+    };
+    enum class kind { spawn, destroy, set, remove };
+    struct pending {
+        std::uint32_t request_id;
+        kind what;
+        std::size_t target;                  // index into entities (not for spawn)
+        std::set<std::uint32_t> components;  // spawned, set or removed
+        bool mortal = false;
+    };
+
+    std::unique_ptr<connection> conn;
+    std::uint32_t id = 0;
+    std::vector<owned> entities;
+    std::optional<pending> in_flight;
+    std::uint64_t checksums_received = 0;
+    std::map<kind, int> applied;
+    std::map<kind, int> vanished;
+};
+
+component_set random_components(std::mt19937& rng, const std::set<std::uint32_t>& types,
+                                const std::string& name) {
+    std::uniform_real_distribution<float> where(-900.0F, 900.0F);
+    std::uniform_real_distribution<float> speed(-40.0F, 40.0F);
+    component_set set;
+    for (const std::uint32_t type : types) {
+        if (type == protocol::wire_id_v<Position>) {
+            set.set(Position{where(rng), where(rng)});
+        } else if (type == protocol::wire_id_v<Velocity>) {
+            set.set(Velocity{speed(rng), speed(rng)});
+        } else if (type == protocol::wire_id_v<Health>) {
+            set.set(Health{std::uniform_int_distribution<int>(-10, 100)(rng)});
+        } else if (type == protocol::wire_id_v<Lifetime>) {
+            set.set(Lifetime{std::uniform_int_distribution<std::uint32_t>(5, 150)(rng)});
+        } else if (type == protocol::wire_id_v<Name>) {
+            set.set(Name{name});
+        }
+    }
+    return set;
+}
+
+// Sends one random command on the actor's own entities.
+void send_random_command(actor& a, std::mt19937& rng, int serial) {
+    const auto chance = [&](double p) { return std::bernoulli_distribution(p)(rng); };
+    const auto wire = [](auto tag) { return protocol::wire_id_v<decltype(tag)>; };
+    const std::uint32_t lifetime = wire(Lifetime{});
+    std::vector<std::uint32_t> settable{wire(Position{}), wire(Velocity{}), wire(Health{}),
+                                        wire(Name{})};
+    actor::pending p{a.conn->next_request_id(), actor::kind::spawn, 0, {}, false};
+    const std::string name = "a" + std::to_string(a.id) + "-" + std::to_string(serial);
+
+    if (a.entities.size() < 4 || (a.entities.size() < 24 && chance(0.3))) {
+        p.components.insert(wire(Position{}));
+        for (const std::uint32_t type : settable) {
+            if (chance(0.4)) {
+                p.components.insert(type);
+            }
+        }
+        if (chance(0.15)) {
+            p.components.insert(lifetime);
+            p.mortal = true;
+        }
+        a.conn->send(protocol::spawn{p.request_id, random_components(rng, p.components, name)});
+    } else {
+        p.target = std::uniform_int_distribution<std::size_t>(0, a.entities.size() - 1)(rng);
+        const actor::owned& target = a.entities[p.target];
+        const double roll = std::uniform_real_distribution<double>(0.0, 1.0)(rng);
+        if (roll < 0.25) {
+            p.what = actor::kind::destroy;
+            a.conn->send(protocol::destroy{p.request_id, target.entity});
+        } else if (roll < 0.45 && !target.components.empty()) {
+            p.what = actor::kind::remove;
+            std::vector<std::uint32_t> has(target.components.begin(), target.components.end());
+            std::shuffle(has.begin(), has.end(), rng);
+            const auto n = std::uniform_int_distribution<std::size_t>(1, has.size())(rng);
+            std::uint64_t mask = 0;
+            for (std::size_t i = 0; i < n; ++i) {
+                p.components.insert(has[i]);
+                mask |= std::uint64_t{1} << has[i];
+            }
+            a.conn->send(protocol::remove_components{p.request_id, target.entity, mask});
+        } else {
+            p.what = actor::kind::set;
+            for (const std::uint32_t type : settable) {
+                if (chance(0.35)) {
+                    p.components.insert(type);
+                }
+            }
+            if (chance(0.05)) {
+                p.components.insert(lifetime);
+                p.mortal = true;
+            }
+            if (p.components.empty()) {
+                p.components.insert(wire(Position{}));
+            }
+            a.conn->send(protocol::set_components{p.request_id, target.entity,
+                                                  random_components(rng, p.components, name)});
+        }
+    }
+    a.in_flight = std::move(p);
+}
+
+// Checks the answer to the actor's command against what it expected, and updates its books.
+void settle(actor& a, const protocol::command_result& result) {
+    ASSERT_TRUE(a.in_flight.has_value());
+    const actor::pending p = *a.in_flight;
+    a.in_flight.reset();
+    ASSERT_EQ(result.request_id, p.request_id);
+    if (p.what == actor::kind::spawn) {
+        ASSERT_TRUE(result.ok) << result.message;
+        a.entities.push_back(actor::owned{result.entity, p.components, p.mortal});
+        ++a.applied[p.what];
+        return;
+    }
+    actor::owned& target = a.entities[p.target];
+    ASSERT_EQ(result.entity, target.entity);
+    if (!result.ok) {
+        // Only an entity with a Lifetime may have ended on its own.
+        ASSERT_TRUE(target.mortal) << "command on " << ecsnet::ecs::to_string(target.entity)
+                                   << " failed: " << result.message;
+        ASSERT_THAT(result.code, testing::AnyOf(ErrorCode::UnknownEntity, ErrorCode::StaleVersion))
+            << result.message;
+        ++a.vanished[p.what];
+        a.entities.erase(a.entities.begin() + static_cast<std::ptrdiff_t>(p.target));
+        return;
+    }
+    ++a.applied[p.what];
+    if (p.what == actor::kind::destroy) {
+        a.entities.erase(a.entities.begin() + static_cast<std::ptrdiff_t>(p.target));
+    } else if (p.what == actor::kind::set) {
+        target.components.insert(p.components.begin(), p.components.end());
+        target.mortal = target.mortal || p.mortal;
+    } else {
+        for (const std::uint32_t type : p.components) {
+            target.components.erase(type);
+        }
+    }
+}
+
+std::set<std::uint32_t> components_in(const protocol::mirror& m, Entity e) {
+    std::set<std::uint32_t> out;
+    const auto add = [&]<typename T>() {
+        if (m.get<T>(e) != nullptr) {
+            out.insert(protocol::wire_id_v<T>);
+        }
+    };
+    add.operator()<Position>();
+    add.operator()<Velocity>();
+    add.operator()<Health>();
+    add.operator()<Lifetime>();
+    add.operator()<Name>();
+    return out;
+}
+
+TEST(ServerWorkload, FourClientsRandomCommandsStayInSync) {
+    constexpr auto duration = 10s;
+    server_config config = test_config();
+    config.demo_entities = 40;
+    config.checksum_interval = 5;
+    config.world_half_extent = 1000.0F;
+    test_server server{config};
+
+    std::vector<actor> actors(4);
+    std::vector<connection*> all;
+    for (std::size_t i = 0; i < actors.size(); ++i) {
+        actor& a = actors[i];
+        a.conn = join(server.port(), "actor-" + std::to_string(i));
+        a.id = a.conn->welcome().client_id;
+        a.conn->on_message = [&a](const ecsnet::wire::ServerMessage& message) {
+            if (message.body_type() == ecsnet::wire::ServerBody::Checksum) {
+                ++a.checksums_received;
+            }
+        };
+        all.push_back(a.conn.get());
+    }
+
+    // Rounds: every actor sends one command, then waits for its answer while all keep reading.
+    // About one command per actor per tick, far below the rate limit.
+    std::mt19937 rng{20240611};
+    const auto end = clock_type::now() + duration;
+    int rounds = 0;
+    while (clock_type::now() < end && !testing::Test::HasFatalFailure()) {
+        for (actor& a : actors) {
+            send_random_command(a, rng, rounds);
+        }
+        for (actor& a : actors) {
+            std::optional<protocol::command_result> result;
+            const std::uint32_t request_id = a.in_flight->request_id;
+            ASSERT_TRUE(poll_all_until(
+                all, [&] { return (result = a.conn->take_result(request_id)).has_value(); }, 5s))
+                << "no answer to request " << request_id << " of client " << a.id;
+            settle(a, *result);
+        }
+        ++rounds;
+    }
+    ASSERT_FALSE(testing::Test::HasFatalFailure());
+
+    // Compare all four at one tick: record what each mirrors at every tick from now on, and
+    // wait until all have passed the tick the most advanced one is at.
+    std::vector<std::map<std::uint64_t, std::string>> seen(actors.size());
+    std::uint64_t common_tick = 0;
+    for (std::size_t i = 0; i < actors.size(); ++i) {
+        connection& c = *actors[i].conn;
+        auto& mine = seen[i];
+        mine[c.mirror().tick()] = dump(c.mirror());
+        common_tick = std::max(common_tick, c.mirror().tick());
+        const auto count_checksums = c.on_message;
+        c.on_message = [&c, &mine, count_checksums](const ecsnet::wire::ServerMessage& m) {
+            count_checksums(m);
+            if (m.body_type() == ecsnet::wire::ServerBody::Delta) {
+                mine[c.mirror().tick()] = dump(c.mirror());
+            }
+        };
+    }
+    ASSERT_TRUE(poll_all_until(
+        all,
+        [&] {
+            return std::all_of(seen.begin(), seen.end(),
+                               [&](const auto& s) { return s.contains(common_tick); });
+        },
+        5s));
+    for (std::size_t i = 1; i < actors.size(); ++i) {
+        EXPECT_EQ(seen[i].at(common_tick), seen[0].at(common_tick))
+            << "client " << actors[i].id << " and client " << actors[0].id << " at tick "
+            << common_tick;
+    }
+
+    // Every entity an actor owns for sure is in every mirror, with its components.
+    std::size_t owned_total = 0;
+    for (const actor& a : actors) {
+        for (const actor::owned& o : a.entities) {
+            if (o.mortal) {
+                continue;
+            }
+            ++owned_total;
+            for (const actor& observer : actors) {
+                const protocol::mirror& m = observer.conn->mirror();
+                ASSERT_TRUE(m.contains(o.entity)) << ecsnet::ecs::to_string(o.entity);
+                ASSERT_NE(m.get<Owner>(o.entity), nullptr);
+                EXPECT_EQ(m.get<Owner>(o.entity)->client, a.id);
+                EXPECT_EQ(components_in(m, o.entity), o.components)
+                    << ecsnet::ecs::to_string(o.entity) << " seen by client " << observer.id;
+            }
+        }
+    }
+
+    std::map<actor::kind, int> applied;
+    std::map<actor::kind, int> vanished;
+    for (actor& a : actors) {
+        a.conn->on_message = nullptr;
+        SCOPED_TRACE("client " + std::to_string(a.id));
+        expect_in_sync(*a.conn);
+        const auto& s = a.conn->mirror().statistics();
+        EXPECT_GT(s.checksums_matched, 20U);
+        EXPECT_EQ(s.checksums_matched, a.checksums_received)
+            << "every checksum was compared and matched";
+        EXPECT_TRUE(a.conn->is_open());
+        for (const auto& [k, n] : a.applied) {
+            applied[k] += n;
+        }
+        for (const auto& [k, n] : a.vanished) {
+            vanished[k] += n;
+        }
+    }
+    EXPECT_GT(rounds, 50);
+    EXPECT_GT(applied[actor::kind::spawn], 20);
+    EXPECT_GT(applied[actor::kind::destroy], 10);
+    EXPECT_GT(applied[actor::kind::set], 20);
+    EXPECT_GT(applied[actor::kind::remove], 10);
+    EXPECT_EQ(server.stats().rate_limited, 0U);
+    std::cout << "[ workload ] " << rounds << " rounds, " << server.tick() << " ticks; applied "
+              << applied[actor::kind::spawn] << " spawns, " << applied[actor::kind::destroy]
+              << " destroys, " << applied[actor::kind::set] << " sets, "
+              << applied[actor::kind::remove] << " removes; "
+              << (vanished[actor::kind::destroy] + vanished[actor::kind::set] +
+                  vanished[actor::kind::remove])
+              << " commands found their entity expired; " << owned_total
+              << " owned entities checked; "
+              << actors[0].conn->mirror().statistics().checksums_matched
+              << " checksums matched per client\n";
+}
+
+// ---- slow consumers --------------------------------------------------------------------------
+
+// Heap bytes in use by the whole process (server and clients), freed memory excluded.
+#if defined(__SANITIZE_ADDRESS__)
+extern "C" std::size_t __sanitizer_get_current_allocated_bytes();
+std::size_t heap_in_use() {
+    return __sanitizer_get_current_allocated_bytes();
+}
+#else
+std::size_t heap_in_use() {
+    const struct mallinfo2 info = ::mallinfo2();
+    return info.uordblks + info.hblkhd;
+}
+#endif
+
+TEST(ServerSlowClient, NonReaderIsResyncedThenCutOffWhileOthersKeepUp) {
+    server_config config = test_config();
+    // Every tick moves them all: ~32 KB of delta per tick, ~1 MB/s per client. The kernel takes
+    // ~3 MB for a client that does not read, even with a small SO_RCVBUF; then the queue fills.
+    config.demo_entities = 4000;
+    config.tick_rate = 30.0;
+    config.queue_bytes = 256 * 1024;
+    config.stall_timeout = 2000ms;
+    test_server server{config};
+    const auto alice = join(server.port(), "alice");
+    const auto bob = join(server.port(), "bob");
+    const std::vector<connection*> fast{alice.get(), bob.get()};
+
+    poll_all_for(fast, 200ms);
+    const std::size_t heap_before = heap_in_use();
+    std::size_t heap_peak = heap_before;
+
+    raw_socket slow{server.port(), 4096};
+    slow.send(protocol::hello{protocol::protocol_version, "never-reads", ""});
+    const std::uint16_t slow_port = slow.socket().local_endpoint().port();
+    std::size_t max_kernel_queue = 0;  // what the server's socket to it holds, for the record
+
+    // Keep the two others reading; watch the server until it gave up on the slow one.
+    const auto started = clock_type::now();
+    const auto deadline = started + 30s;
+    std::optional<clock_type::duration> resynced_after;
+    std::optional<clock_type::duration> cut_off_after;
+    server_stats stats;
+    std::uint64_t max_lag = 0;
+    auto max_rtt = 0ms;
+    std::uint64_t nonce = 0;
+    auto next_check = started;
+    auto next_ping = started;
+    while (clock_type::now() < deadline && !cut_off_after) {
+        poll_all_for(fast, 20ms);
+        const auto now = clock_type::now();
+        if (now >= next_check) {
+            next_check = now + 200ms;
+            const std::uint64_t ticks_mirrored =
+                std::min(alice->mirror().tick(), bob->mirror().tick());
+            stats = server.stats();
+            heap_peak = std::max(heap_peak, heap_in_use());
+            max_kernel_queue =
+                std::max(max_kernel_queue,
+                         ecsnet::test::kernel_send_queue(server.port(), slow_port).value_or(0));
+            const std::uint64_t server_tick = server.tick();
+            max_lag = std::max(max_lag, server_tick - std::min(server_tick, ticks_mirrored));
+            if (stats.resyncs > 0 && !resynced_after) {
+                resynced_after = now - started;
+            }
+            if (resynced_after && server.clients() == 2) {
+                cut_off_after = now - started;
+            }
+        }
+        if (now >= next_ping) {  // how long the others wait for an answer meanwhile
+            next_ping = now + 300ms;
+            for (connection* c : fast) {
+                const std::uint64_t n = ++nonce;
+                const auto sent = clock_type::now();
+                c->send(protocol::ping{n});
+                ASSERT_TRUE(c->poll_until(
+                    [&] { return c->last_pong() && c->last_pong()->nonce == n; }, 5s));
+                max_rtt = std::max(max_rtt, std::chrono::duration_cast<std::chrono::milliseconds>(
+                                                clock_type::now() - sent));
+            }
+        }
+    }
+    const auto ms = [](std::optional<clock_type::duration> d) {
+        return d ? std::chrono::duration_cast<std::chrono::milliseconds>(*d).count() : -1;
+    };
+    std::cout << "[ slow client ] resynced after " << ms(resynced_after) << " ms, cut off after "
+              << ms(cut_off_after) << " ms; resyncs " << stats.resyncs << ", dropped frames "
+              << stats.dropped_frames << "; others: max lag " << max_lag << " ticks, max ping "
+              << max_rtt.count() << " ms, " << alice->mirror().statistics().deltas
+              << " deltas; kernel send queue to the slow client peaked at "
+              << max_kernel_queue / 1024 << " KiB; heap grew by at most "
+              << (heap_peak - heap_before) / 1024 << " KiB\n";
+
+    ASSERT_TRUE(resynced_after.has_value()) << "the slow client was never resynced";
+    EXPECT_GE(stats.resyncs, 1U);
+    EXPECT_GE(stats.dropped_frames, 10U) << "its deltas are dropped, not queued";
+    ASSERT_TRUE(cut_off_after.has_value()) << "the slow client was not disconnected";
+    // The others were never resynced and never missed a tick; they stayed close to the server.
+    for (const connection* c : fast) {
+        EXPECT_TRUE(c->is_open());
+        expect_in_sync(*c);
+        EXPECT_GT(c->mirror().statistics().checksums_matched, 0U);
+    }
+    // Its queue: at most one snapshot (~150 KB) + --queue-bytes + one write in progress
+    // (<= 256 KB). Without the rule it would hold every delta since the kernel filled, ~1 MB/s.
+    EXPECT_LT(heap_peak - heap_before, 1024U * 1024U) << "memory grew past the queue bound";
+    EXPECT_LT(max_lag, 60U) << "others fell more than 2 s behind";
+    EXPECT_LT(max_rtt, 2000ms) << "others waited seconds for a Pong";
+}
+
+// The queue bound counts the droppable bytes waiting behind the current write, with a tick's
+// delta and checksum as one unit: a tick larger than --queue-bytes still reaches a client that
+// keeps up (before that rule: 0 deltas and 124 snapshots in 5 s).
+TEST(ServerSlowClient, DeltaLargerThanTheQueueLimitStillReachesAFastClient) {
+    // 2000 moving entities make a delta of ~16 KB, over a queue limit of 8 KB: the limit must
+    // not turn every tick into a resync (and a full snapshot) for a client that reads.
+    server_config config = test_config();
+    config.demo_entities = 2000;
+    config.queue_bytes = 8 * 1024;
+    test_server server{config};
+    const auto alice = join(server.port(), "alice");
+
+    const std::uint64_t start = alice->mirror().statistics().deltas;
+    ASSERT_TRUE(alice->poll_until(
+        [&] { return alice->mirror().statistics().deltas >= start + 20 || !alice->is_open(); }, 5s))
+        << "deltas: " << alice->mirror().statistics().deltas - start
+        << ", snapshots: " << alice->mirror().statistics().snapshots;
+    expect_in_sync(*alice);
+    EXPECT_EQ(server.stats().resyncs, 0U);
+}
+
+// Pongs, like the CommandResults of malformed commands, are control frames that are never
+// dropped: a client that sends Pings but never reads would make the server queue replies until
+// --stall-timeout-ms cuts it off. Backpressure bounds them: past --queue-bytes of unsent
+// replies the session stops reading from that client. The kernel first absorbs ~3 MB of
+// replies; at the ~4k Pings/s an ASan build manages here, the test needs ~20 s to get past it.
+TEST(ServerSlowClient, PingFloodFromANonReaderDoesNotGrowServerMemory) {
+    server_config config = test_config();
+    config.queue_bytes = 64 * 1024;
+    config.stall_timeout = 60'000ms;  // longer than the flood
+    test_server server{config};
+    raw_socket flood{server.port(), 4096};
+    flood.send(protocol::hello{protocol::protocol_version, "ping-flood", ""});
+    (void)server.clients();  // the server thread has run since
+    const std::size_t before = heap_in_use();
+
+    std::vector<std::uint8_t> batch;
+    for (std::uint64_t n = 0; n < 1000; ++n) {
+        const auto frame = protocol::encode(protocol::client_message{protocol::ping{n}});
+        batch.insert(batch.end(), frame->begin(), frame->end());
+    }
+    const auto end = clock_type::now() + 20s;
+    std::uint64_t pings = 0;
+    std::size_t peak = before;
+    try {
+        // A write waits while the kernel holds more than the server has read: that only means
+        // the server is slower than the flood.
+        while (clock_type::now() < end &&
+               flood.write_within(batch, std::chrono::duration_cast<std::chrono::milliseconds>(
+                                             end - clock_type::now()))) {
+            pings += 1000;
+            peak = std::max(peak, heap_in_use());
+        }
+    } catch (const boost::system::system_error& e) {
+        std::cout << "[ ping flood ] the server closed the connection: " << e.what() << "\n";
+    }
+    peak = std::max(peak, heap_in_use());
+    const std::size_t growth = peak > before ? peak - before : 0;
+    std::cout << "[ ping flood ] " << pings << " pings (" << pings * batch.size() / 1000 / 1024
+              << " KiB) sent in 20 s; heap grew by " << growth / 1024 << " KiB\n";
+    EXPECT_LT(growth, 1024U * 1024U)
+        << "one snapshot (empty world) + 64 KiB of queue + a few control frames";
+}
+
+// ---- bad input -------------------------------------------------------------------------------
+
+std::vector<std::uint8_t> garbage_frame(std::mt19937& rng, std::uint32_t length) {
+    std::vector<std::uint8_t> bytes(protocol::frame_prefix_bytes + length);
+    for (std::size_t i = 0; i < protocol::frame_prefix_bytes; ++i) {
+        bytes[i] = static_cast<std::uint8_t>(length >> (8 * i));
+    }
+    std::uniform_int_distribution<int> byte(0, 255);
+    for (std::size_t i = protocol::frame_prefix_bytes; i < bytes.size(); ++i) {
+        bytes[i] = static_cast<std::uint8_t>(byte(rng));
+    }
+    return bytes;
+}
+
+// The others can still spawn and see each other's entities.
+void expect_others_unaffected(connection& alice, connection& bob) {
+    ASSERT_TRUE(alice.is_open());
+    ASSERT_TRUE(bob.is_open());
+    const Entity e = spawn_ok(alice, component_set{}.set(Name{"still here"}));
+    EXPECT_TRUE(poll_all_until(
+        {&alice, &bob}, [&] { return bob.mirror().contains(e); }, 5s));
+    expect_in_sync(alice);
+    expect_in_sync(bob);
+}
+
+TEST(ServerBadInput, GarbageFrameClosesOnlyThatConnection) {
+    test_server server{test_config()};
+    const auto alice = join(server.port(), "alice");
+    const auto bob = join(server.port(), "bob");
+    std::mt19937 rng{99};
+
+    for (const bool joined_first : {false, true}) {
+        for (const std::uint32_t length : {8U, 200U, 4000U}) {
+            SCOPED_TRACE((joined_first ? "after Hello, " : "before Hello, ") +
+                         std::to_string(length) + " bytes");
+            raw_socket bad{server.port()};
+            if (joined_first) {
+                bad.send(protocol::hello{protocol::protocol_version, "mallory", ""});
+            }
+            bad.write(garbage_frame(rng, length));
+            const raw_socket::close_result closed = bad.read_until_closed(5s);
+            EXPECT_TRUE(closed.closed);
+            ASSERT_TRUE(closed.reason.has_value()) << "no Disconnect before the close";
+            EXPECT_THAT(*closed.reason, HasSubstr("malformed frame"));
+        }
+    }
+    EXPECT_EQ(server.stats().invalid_frames, 6U);
+    expect_others_unaffected(*alice, *bob);
+}
+
+TEST(ServerBadInput, OversizeLengthPrefixClosesOnlyThatConnection) {
+    server_config config = test_config();
+    config.max_frame_bytes = 4096;
+    test_server server{config};
+    const auto alice = join(server.port(), "alice");
+    const auto bob = join(server.port(), "bob");
+
+    for (const std::uint32_t length : {4097U, 0xFFFF'FFFFU}) {
+        SCOPED_TRACE(length);
+        raw_socket bad{server.port()};
+        bad.send(protocol::hello{protocol::protocol_version, "mallory", ""});
+        const std::array<std::uint8_t, 4> prefix{
+            static_cast<std::uint8_t>(length), static_cast<std::uint8_t>(length >> 8U),
+            static_cast<std::uint8_t>(length >> 16U), static_cast<std::uint8_t>(length >> 24U)};
+        bad.write(prefix);
+        const raw_socket::close_result closed = bad.read_until_closed(5s);
+        EXPECT_TRUE(closed.closed);
+        ASSERT_TRUE(closed.reason.has_value());
+        EXPECT_EQ(*closed.reason,
+                  "frame of " + std::to_string(length) + " bytes exceeds the limit of 4096");
+    }
+    EXPECT_EQ(server.stats().invalid_frames, 2U);
+    expect_others_unaffected(*alice, *bob);
+}
+
+TEST(ServerBadInput, SilentConnectionIsClosedAfterTheHandshakeTimeout) {
+    server_config config = test_config();
+    config.hello_timeout = 300ms;
+    test_server server{config};
+    const auto alice = join(server.port(), "alice");
+
+    raw_socket silent{server.port()};
+    raw_socket half_prefix{server.port()};
+    half_prefix.write(std::array<std::uint8_t, 2>{8, 0});
+    const auto started = clock_type::now();
+    const raw_socket::close_result closed = silent.read_until_closed(5s);
+    const auto waited =
+        std::chrono::duration_cast<std::chrono::milliseconds>(clock_type::now() - started);
+    EXPECT_TRUE(closed.closed) << "still open after 5 s";
+    EXPECT_EQ(closed.frames, 0U);
+    EXPECT_TRUE(half_prefix.read_until_closed(5s).closed);
+    std::cout << "[ handshake timeout ] closed after " << waited.count() << " ms\n";
+
+    // A joined client is not subject to it.
+    alice->poll_for(500ms);
+    EXPECT_TRUE(alice->is_open());
+    EXPECT_EQ(server.clients(), 1U);
+}
+
+// ---- admission -------------------------------------------------------------------------------
+
+TEST(ServerAdmission, ThirdClientGetsServerFull) {
+    server_config config = test_config();
+    config.max_clients = 2;
+    test_server server{config};
+    auto alice = join(server.port(), "alice");
+    const auto bob = join(server.port(), "bob");
+
+    const auto started = clock_type::now();
+    try {
+        (void)join(server.port(), "carol");
+        ADD_FAILURE() << "a third client was admitted";
+    } catch (const client_error& e) {
+        EXPECT_THAT(e.what(), HasSubstr("server full (2 clients)"));
+    }
+    EXPECT_LT(clock_type::now() - started, 3s);
+    EXPECT_EQ(server.stats().refused, 1U);
+
+    // A place frees up when a client leaves.
+    alice.reset();
+    ASSERT_TRUE(bob->poll_until([&] { return server.clients() == 1; }, 5s));
+    const auto dave = join(server.port(), "dave");
+    EXPECT_TRUE(dave->mirror().ready());
+}
+
+TEST(ServerAdmission, AuthToken) {
+    server_config config = test_config();
+    config.auth_token = "s3cret";
+    test_server server{config};
+
+    for (const std::string token : {"", "wrong", "s3cret-and-more", "s3cre"}) {
+        SCOPED_TRACE("token '" + token + "'");
+        try {
+            (void)join(server.port(), "mallory", token);
+            ADD_FAILURE() << "admitted";
+        } catch (const client_error& e) {
+            EXPECT_THAT(e.what(), HasSubstr("bad auth token"));
+        }
+    }
+    const auto alice = join(server.port(), "alice", "s3cret");
+    EXPECT_TRUE(alice->mirror().ready());
+    EXPECT_EQ(server.stats().refused, 4U);
+    EXPECT_EQ(server.clients(), 1U);
+}
+
+TEST(ServerAdmission, ProtocolVersionMismatchIsRefusedWithAReason) {
+    test_server server{test_config()};
+    const auto c = connect_only(server.port());
+    c->send(protocol::hello{protocol::protocol_version + 1, "from-the-future", ""});
+    ASSERT_TRUE(c->poll_until([&] { return !c->is_open(); }, 5s));
+    EXPECT_EQ(*c->closed_reason(), "protocol version 2 not supported (server speaks 1)");
+    EXPECT_EQ(server.stats().refused, 1U);
+}
+
+TEST(ServerAdmission, CommandRateLimit) {
+    server_config config = test_config();
+    config.command_rate = 5.0;
+    config.command_burst = 5.0;
+    test_server server{config};
+    const auto alice = join(server.port(), "alice");
+
+    std::vector<std::uint32_t> ids;
+    for (int i = 0; i < 20; ++i) {
+        ids.push_back(alice->next_request_id());
+        alice->send(protocol::spawn{ids.back(), component_set{}.set(Health{i})});
+    }
+    const auto results = collect(*alice, ids, 5s);
+    ASSERT_EQ(results.size(), ids.size());
+    int ok = 0;
+    int limited = 0;
+    for (const auto& [id, result] : results) {
+        if (result.ok) {
+            ++ok;
+        } else {
+            EXPECT_EQ(result.code, ErrorCode::RateLimited);
+            EXPECT_EQ(result.message, "more than 5 commands per second");
+            ++limited;
+        }
+    }
+    EXPECT_GE(ok, 5);
+    EXPECT_LE(ok, 7);
+    EXPECT_EQ(ok + limited, 20);
+    EXPECT_EQ(server.stats().rate_limited, static_cast<std::uint64_t>(limited));
+    EXPECT_TRUE(alice->is_open()) << "a burst is not abuse";
+
+    alice->poll_for(500ms);  // two tokens back
+    EXPECT_TRUE(spawn(*alice, component_set{}.set(Health{99})).ok);
+}
+
+// ---- disconnects -----------------------------------------------------------------------------
+
+TEST(ServerDisconnect, ClientsEntitiesAreDespawned) {
+    server_config config = test_config();
+    config.demo_entities = 5;
+    test_server server{config};
+    auto alice = join(server.port(), "alice");
+    const auto bob = join(server.port(), "bob");
+
+    std::vector<Entity> hers;
+    hers.push_back(spawn_ok(*alice, component_set{}.set(Position{})));
+    hers.push_back(spawn_ok(*alice, component_set{}.set(Position{}).set(Velocity{1, 1})));
+    hers.push_back(spawn_ok(*alice, component_set{}.set(Name{"x"})));
+    const Entity his = spawn_ok(*bob, component_set{}.set(Position{}));
+    ASSERT_TRUE(bob->poll_until([&] { return contains_all(*bob, hers); }, 5s));
+
+    alice.reset();
+    ASSERT_TRUE(bob->poll_until([&] { return contains_none(*bob, hers); }, 5s));
+    EXPECT_TRUE(bob->mirror().contains(his));
+    EXPECT_EQ(bob->mirror().size(), 5U + 1U);
+    expect_in_sync(*bob);
+}
+
+TEST(ServerDisconnect, KeepEntitiesOnDisconnect) {
+    server_config config = test_config();
+    config.keep_entities_on_disconnect = true;
+    test_server server{config};
+    auto alice = join(server.port(), "alice");
+    const auto bob = join(server.port(), "bob");
+    const std::uint32_t alice_id = alice->welcome().client_id;
+
+    std::vector<Entity> hers;
+    hers.push_back(spawn_ok(*alice, component_set{}.set(Position{})));
+    hers.push_back(spawn_ok(*alice, component_set{}.set(Position{}).set(Velocity{10, 0})));
+    ASSERT_TRUE(bob->poll_until([&] { return contains_all(*bob, hers); }, 5s));
+
+    alice.reset();
+    ASSERT_TRUE(bob->poll_until([&] { return server.clients() == 1; }, 5s));
+    const std::uint64_t gone_at = bob->mirror().tick();
+    ASSERT_TRUE(bob->poll_until([&] { return bob->mirror().tick() >= gone_at + 10; }, 5s));
+    ASSERT_TRUE(contains_all(*bob, hers));
+    for (const Entity e : hers) {
+        ASSERT_NE(bob->mirror().get<Owner>(e), nullptr);
+        EXPECT_EQ(bob->mirror().get<Owner>(e)->client, alice_id);
+    }
+    EXPECT_GT(bob->mirror().get<Position>(hers[1])->x, 0.0F) << "and the world goes on";
+    expect_in_sync(*bob);
+}
+
+TEST(ServerShutdown, StopSendsShuttingDownToEveryClient) {
+    server_config config = test_config();
+    config.demo_entities = 10;
+    test_server server{config};
+    const auto alice = join(server.port(), "alice");
+    const auto bob = join(server.port(), "bob");
+    const auto pending = connect_only(server.port());  // not joined yet
+    ASSERT_TRUE(alice->poll_until([&] { return server.clients() == 3; }, 5s));
+
+    const auto took = server.stop();
+    EXPECT_LT(took, 5s);
+    for (connection* c : {alice.get(), bob.get(), pending.get()}) {
+        ASSERT_TRUE(c->poll_until([&] { return !c->is_open(); }, 5s));
+        EXPECT_EQ(*c->closed_reason(), "shutting down");
+    }
+}
+
+}  // namespace

@@ -1,0 +1,219 @@
+// Helpers shared by the socket-level server tests: a bare TCP client for what
+// ecsnet::client::connection will not do (send arbitrary bytes, never read), and a canonical
+// text form of a mirror for comparing clients.
+#pragma once
+
+#include <boost/asio/connect.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/read.hpp>
+#include <boost/asio/write.hpp>
+
+#include <array>
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <fstream>
+#include <optional>
+#include <span>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "ecsnet/protocol/components.hpp"
+#include "ecsnet/protocol/frame.hpp"
+#include "ecsnet/protocol/messages.hpp"
+#include "ecsnet/protocol/mirror.hpp"
+
+namespace ecsnet::test {
+
+using namespace std::chrono_literals;
+
+// A plain blocking TCP connection to 127.0.0.1 with bounded reads.
+class raw_socket {
+public:
+    using clock = std::chrono::steady_clock;
+    enum class read_status { frame, closed, timeout };
+
+    // A small `receive_buffer` (SO_RCVBUF, set before connecting so that the window is small
+    // from the start) makes a client whose kernel buffer fills quickly.
+    explicit raw_socket(std::uint16_t port, std::optional<int> receive_buffer = std::nullopt)
+        : socket_{io_} {
+        socket_.open(boost::asio::ip::tcp::v4());
+        if (receive_buffer) {
+            socket_.set_option(boost::asio::socket_base::receive_buffer_size{*receive_buffer});
+        }
+        socket_.connect({boost::asio::ip::make_address("127.0.0.1"), port});
+    }
+
+    void write(std::span<const std::uint8_t> bytes) {
+        boost::asio::write(socket_, boost::asio::buffer(bytes.data(), bytes.size()));
+    }
+    void send(const protocol::client_message& message) { write(*protocol::encode(message)); }
+
+    // Like write(), but gives up after `timeout` (false). Throws if the connection failed.
+    bool write_within(std::span<const std::uint8_t> bytes, std::chrono::milliseconds timeout) {
+        bool done = false;
+        boost::system::error_code error;
+        boost::asio::async_write(socket_, boost::asio::buffer(bytes.data(), bytes.size()),
+                                 [&](const boost::system::error_code& ec, std::size_t) {
+                                     error = ec;
+                                     done = true;
+                                 });
+        io_.restart();
+        io_.run_for(timeout);
+        if (!done) {
+            boost::system::error_code ignored;
+            socket_.cancel(ignored);
+            io_.restart();
+            io_.run();  // the handler runs (operation_aborted) while its captures live
+            return false;
+        }
+        if (error) {
+            throw boost::system::system_error(error);
+        }
+        return true;
+    }
+
+    // One whole server frame (prefix included). After a timeout the stream may be cut in the
+    // middle of a frame: treat it as the end.
+    read_status read_frame(std::vector<std::uint8_t>& out, std::chrono::milliseconds timeout) {
+        const auto deadline = clock::now() + timeout;
+        std::array<std::uint8_t, protocol::frame_prefix_bytes> prefix{};
+        if (const auto s = read_exactly(prefix.data(), prefix.size(), deadline);
+            s != read_status::frame) {
+            return s;
+        }
+        const std::uint32_t length = protocol::read_prefix(prefix);
+        if (length > protocol::default_max_server_frame) {
+            throw std::runtime_error("server announced a frame of " + std::to_string(length) +
+                                     " bytes");
+        }
+        out.resize(protocol::frame_prefix_bytes + length);
+        std::copy(prefix.begin(), prefix.end(), out.begin());
+        return read_exactly(out.data() + protocol::frame_prefix_bytes, length, deadline);
+    }
+
+    struct close_result {
+        bool closed = false;                // the server closed the connection
+        std::optional<std::string> reason;  // from its Disconnect, if one came
+        std::size_t frames = 0;
+    };
+
+    // Reads (and discards) server frames until the server closes the connection, at most
+    // `timeout`.
+    close_result read_until_closed(std::chrono::milliseconds timeout) {
+        const auto deadline = clock::now() + timeout;
+        close_result result;
+        std::vector<std::uint8_t> bytes;
+        while (clock::now() < deadline) {
+            const auto left =
+                std::chrono::duration_cast<std::chrono::milliseconds>(deadline - clock::now());
+            const read_status s = read_frame(bytes, std::max(left, 1ms));
+            if (s == read_status::closed) {
+                result.closed = true;
+                return result;
+            }
+            if (s == read_status::timeout) {
+                return result;
+            }
+            ++result.frames;
+            const auto* message = protocol::verify_server_frame(bytes);
+            if (message == nullptr) {
+                throw std::runtime_error("the server sent an unverifiable frame");
+            }
+            if (message->body_type() == wire::ServerBody::Disconnect) {
+                if (const auto control = protocol::decode_server_control(*message)) {
+                    if (const auto* d = std::get_if<protocol::disconnect>(&*control)) {
+                        result.reason = d->reason;
+                    }
+                }
+            }
+        }
+        return result;
+    }
+
+    [[nodiscard]] boost::asio::ip::tcp::socket& socket() noexcept { return socket_; }
+
+private:
+    read_status read_exactly(std::uint8_t* data, std::size_t size, clock::time_point deadline) {
+        bool done = false;
+        boost::system::error_code error;
+        boost::asio::async_read(socket_, boost::asio::buffer(data, size),
+                                [&](const boost::system::error_code& ec, std::size_t) {
+                                    error = ec;
+                                    done = true;
+                                });
+        io_.restart();
+        io_.run_until(deadline);
+        if (!done) {
+            boost::system::error_code ignored;
+            socket_.cancel(ignored);
+            io_.restart();
+            io_.run();  // the handler runs (operation_aborted) while its captures live
+            return read_status::timeout;
+        }
+        return error ? read_status::closed : read_status::frame;
+    }
+
+    boost::asio::io_context io_;
+    boost::asio::ip::tcp::socket socket_;
+};
+
+// Bytes the kernel holds, not yet acknowledged, in the send queue of the TCP socket from
+// 127.0.0.1:local_port to 127.0.0.1:remote_port (/proc/net/tcp), if there is one. Lets a test
+// see that a server's socket to a client that does not read is full without reaching into
+// the server.
+inline std::optional<std::size_t> kernel_send_queue(std::uint16_t local_port,
+                                                    std::uint16_t remote_port) {
+    std::ifstream table{"/proc/net/tcp"};
+    std::string line;
+    std::getline(table, line);  // header
+    while (std::getline(table, line)) {
+        unsigned local_address = 0;
+        unsigned local = 0;
+        unsigned remote_address = 0;
+        unsigned remote = 0;
+        unsigned state = 0;
+        unsigned long tx_queue = 0;
+        if (std::sscanf(line.c_str(), " %*d: %8X:%4X %8X:%4X %2X %8lX", &local_address, &local,
+                        &remote_address, &remote, &state, &tx_queue) == 6 &&
+            local == local_port && remote == remote_port) {
+            return static_cast<std::size_t>(tx_queue);
+        }
+    }
+    return std::nullopt;
+}
+
+// Every mirrored entity with every component, one per line, floats in hex: two mirrors hold
+// the same world exactly when their dumps are equal.
+inline std::string dump(const protocol::mirror& m) {
+    std::ostringstream out;
+    out << std::hexfloat;
+    m.each([&](ecs::Entity e) {
+        out << ecs::to_string(e);
+        if (const auto* p = m.get<protocol::Position>(e)) {
+            out << " pos(" << p->x << ',' << p->y << ')';
+        }
+        if (const auto* v = m.get<protocol::Velocity>(e)) {
+            out << " vel(" << v->x << ',' << v->y << ')';
+        }
+        if (const auto* h = m.get<protocol::Health>(e)) {
+            out << " health(" << h->value << ')';
+        }
+        if (const auto* l = m.get<protocol::Lifetime>(e)) {
+            out << " lifetime(" << l->ticks << ')';
+        }
+        if (const auto* o = m.get<protocol::Owner>(e)) {
+            out << " owner(" << o->client << ')';
+        }
+        if (const auto* n = m.get<protocol::Name>(e)) {
+            out << " name(" << n->value << ')';
+        }
+        out << '\n';
+    });
+    return out.str();
+}
+
+}  // namespace ecsnet::test
