@@ -56,15 +56,18 @@ run() {
 }
 
 echo "ecsnet demo: server pid $server_pid on 127.0.0.1:$port with $entities moving entities"
-spawned=$(run spawn --count 3 --x 0 --y 0 --vx 5 --vy 2 --name ship)
+# (spawn's note that entities are despawned with their owner does not apply: see above)
+spawned=$(run spawn --count 3 --x 0 --y 0 --vx 5 --vy 2 --name 'ship-{n}' 2> /dev/null)
 echo "$spawned"
-first=$(echo "$spawned" | sed -n 's/^spawned \([0-9]*:[0-9]*\)$/\1/p' | head -n 1)
+first=$(echo "$spawned" | sed -n 's/^spawned \([0-9]*:[0-9]*\)$/\1/p' | sed -n 1p)
+second=$(echo "$spawned" | sed -n 's/^spawned \([0-9]*:[0-9]*\)$/\1/p' | sed -n 2p)
 run list | { head -n 6; echo "  ..."; } || true
 run list | tail -n 1
 run destroy "$first"
-index=${first%%:*}
-version=${first##*:}
-run destroy "$index:$((version + 1))" || echo "(exit code $?, as expected: a wrong version is refused)"
+run destroy "$first" || echo "(exit code $?, as expected: it is gone)"
+index=${second%%:*}
+version=${second##*:}
+run destroy "$index:$((version + 1))" || echo "(exit code $?, as expected: a stale version is refused)"
 run destroy 0:1 || echo "(exit code $?, as expected: demo entities belong to the server)"
 run watch --seconds "$watch_seconds"
 

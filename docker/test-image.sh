@@ -1,0 +1,464 @@
+#!/usr/bin/env bash
+# Builds docker/Dockerfile, unchanged, with Debian's podman (no Docker engine needed) and tests
+# the image: its configuration, its filesystem (no compiler, every shared library resolves), a
+# running server driven by the sample client through a published port, the health check, a
+# clean SIGTERM stop, and docker/compose.yaml with podman-compose.
+#
+# Usage: docker/test-image.sh [--client PATH] [--keep-image] [--purge-cache] [--help]
+#   --client PATH   ecsnet-client built on the host (default: $ECSNET_CLIENT, else
+#                   build/release/bin/ecsnet-client if it exists, else the client in the image,
+#                   run in a second container that reaches the server through the host)
+#   --keep-image    keep the tag ecsnet:test at the end (the build cache is always kept)
+#   --purge-cache   delete the podman store and base images under the cache dir, then exit
+# Environment: ECSNET_PODMAN_CACHE (default /var/tmp/ecsnet-podman): private podman state,
+#   configuration, base images and build cache, reused between runs; ECSNET_REFRESH_BASE=1
+#   rebuilds the Debian base images; ECSNET_BUILD_TIMEOUT (s, default 3600).
+# Needs root (or sudo) for apt-get and podman. Removes what it creates (containers, the tag,
+# networks, processes) by name or pid at the end, also on failure. Prints the time of each step
+# and the total; every wait is bounded.
+set -euo pipefail
+
+repo=$(cd "$(dirname "$0")/.." && pwd)
+cache=${ECSNET_PODMAN_CACHE:-/var/tmp/ecsnet-podman}
+image=localhost/ecsnet:test
+client=${ECSNET_CLIENT:-}
+keep_image=0
+purge=0
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --client) client=$2; shift 2 ;;
+    --keep-image) keep_image=1; shift ;;
+    --purge-cache) purge=1; shift ;;
+    -h|--help) awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; exit 0 ;;
+    *) echo "test-image.sh: unknown argument $1 (try --help)" >&2; exit 2 ;;
+  esac
+done
+if [ -z "$client" ] && [ -x "$repo/build/release/bin/ecsnet-client" ]; then
+  client=$repo/build/release/bin/ecsnet-client
+fi
+if [ -n "$client" ]; then
+  [ -x "$client" ] || { echo "test-image.sh: no executable client at $client" >&2; exit 2; }
+  client=$(cd "$(dirname "$client")" && pwd)/$(basename "$client")
+fi
+cd "$repo"
+
+t_start=$(date +%s.%N)
+elapsed() { awk -v a="$1" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }'; }
+step_start=$t_start
+step() {
+  echo "== [$(elapsed "$t_start") s] $*"
+  step_start=$(date +%s.%N)
+}
+ok() { echo "   ok: $*"; }
+fail() { echo "   FAIL: $*" >&2; exit 1; }
+indent() { sed 's/^/      /'; }
+
+as_root=()
+if [ "$(id -u)" -ne 0 ]; then
+  command -v sudo > /dev/null || { echo "test-image.sh: needs root or sudo" >&2; exit 2; }
+  as_root=(sudo)
+fi
+
+# ---- 0. packages (idempotent) -------------------------------------------------------------
+step "packages"
+packages=(podman runc slirp4netns catatonit conmon buildah debootstrap uidmap podman-compose
+          netavark aardvark-dns python3 debian-archive-keyring)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2> /dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "   installing ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  timeout 600 "${as_root[@]}" apt-get update -qq
+  timeout 900 "${as_root[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" > /dev/null
+fi
+ok "$(podman --version), $(runc --version | head -n 1), podman-compose $(dpkg-query -W -f='${Version}' podman-compose)"
+
+# ---- 1. private podman state and the Debian base images -----------------------------------
+# Private configuration: runc (crun fails here on hybrid cgroups), cgroupfs (no systemd),
+# explicit ulimits (root lacks CAP_SYS_RESOURCE), netavark + aardvark-dns (service names
+# resolve on compose networks), all state under $cache, nothing under /etc or /var/lib.
+step "podman configuration and base images (cache: $cache)"
+mkdir -p "$cache"/{storage,run,tmp,engine-tmp,networks,base}
+if [ "$purge" -eq 1 ]; then
+  [ -f "$cache/containers.conf" ] && timeout 300 "${as_root[@]}" env \
+    CONTAINERS_CONF="$cache/containers.conf" CONTAINERS_STORAGE_CONF="$cache/storage.conf" \
+    TMPDIR="$cache/tmp" podman system reset --force > /dev/null 2>&1 || true
+  "${as_root[@]}" rm -rf "$cache"
+  echo "test-image.sh: removed $cache"
+  exit 0
+fi
+exec 9> "$cache/lock"
+flock -w 1800 9 || fail "another test-image.sh holds $cache/lock (waited 30 min)"
+
+hard_nofile=$(ulimit -Hn)
+[ "$hard_nofile" = unlimited ] && hard_nofile=1048576
+nofile=$(( hard_nofile < 65536 ? hard_nofile : 65536 ))
+cat > "$cache/containers.conf" << EOF
+[containers]
+default_ulimits = ["nofile=$nofile:$nofile", "nproc=32768:32768"]
+log_driver = "k8s-file"
+
+[engine]
+runtime = "runc"
+cgroup_manager = "cgroupfs"
+events_logger = "file"
+events_logfile_path = "$cache/events.log"
+tmp_dir = "$cache/engine-tmp"
+
+[network]
+network_backend = "netavark"
+network_config_dir = "$cache/networks"
+EOF
+cat > "$cache/storage.conf" << EOF
+[storage]
+driver = "overlay"
+graphroot = "$cache/storage"
+runroot = "$cache/run"
+EOF
+export CONTAINERS_CONF=$cache/containers.conf
+export CONTAINERS_STORAGE_CONF=$cache/storage.conf
+export TMPDIR=$cache/tmp
+export BUILDAH_FORMAT=docker  # keeps HEALTHCHECK (OCI image configs have none)
+penv=(CONTAINERS_CONF="$CONTAINERS_CONF" CONTAINERS_STORAGE_CONF="$CONTAINERS_STORAGE_CONF"
+      TMPDIR="$TMPDIR" BUILDAH_FORMAT=docker)
+# podman with a time limit: pm ARGS (120 s), pmt SECONDS ARGS; pc: podman-compose (180 s)
+pmt() { local t=$1; shift; timeout "$t" "${as_root[@]}" env "${penv[@]}" podman "$@"; }
+pm() { pmt 120 "$@"; }
+pc() { timeout 180 "${as_root[@]}" env "${penv[@]}" "${compose_env[@]}" podman-compose "$@"; }
+compose_env=()
+
+# Base images for the unmodified FROM lines: a minbase debootstrap of bookworm (from the mirror
+# this machine's apt uses) as docker.io/library/debian:bookworm, and the same trimmed like the
+# official slim variant (no docs, man pages, locales) as docker.io/library/debian:bookworm-slim.
+# Both carry CMD ["bash"], like the official images.
+make_base_tarballs() {
+  local mirror rootfs
+  mirror=$(sed -n 's/^URIs:[[:space:]]*\([^[:space:]]*\).*/\1/p' \
+             /etc/apt/sources.list.d/debian.sources 2> /dev/null | grep -v security | head -n 1)
+  [ -n "$mirror" ] || mirror=$(awk '$1 == "deb" && $0 !~ /security/ { print $2; exit }' \
+                                 /etc/apt/sources.list 2> /dev/null)
+  [ -n "$mirror" ] || mirror=http://deb.debian.org/debian
+  rootfs=$cache/base/rootfs
+  "${as_root[@]}" rm -rf "$rootfs"
+  echo "   debootstrap --variant=minbase bookworm from $mirror"
+  timeout 1200 "${as_root[@]}" debootstrap --variant=minbase bookworm "$rootfs" "$mirror" \
+    > "$cache/base/debootstrap.log" 2>&1 || { tail -n 20 "$cache/base/debootstrap.log" >&2; fail "debootstrap"; }
+  "${as_root[@]}" sh -c "
+    set -e
+    rm -f '$rootfs/etc/apt/sources.list'
+    cat > '$rootfs/etc/apt/sources.list.d/debian.sources' << 'SOURCES'
+Types: deb
+URIs: http://deb.debian.org/debian
+Suites: bookworm bookworm-updates
+Components: main
+Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
+
+Types: deb
+URIs: http://deb.debian.org/debian-security
+Suites: bookworm-security
+Components: main
+Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
+SOURCES
+    # apt settings of the official images (debuerreotype): no package caches left behind
+    cat > '$rootfs/etc/apt/apt.conf.d/docker-clean' << 'APT'
+DPkg::Post-Invoke { \"rm -f /var/cache/apt/archives/*.deb /var/cache/apt/archives/partial/*.deb /var/cache/apt/*.bin || true\"; };
+APT::Update::Post-Invoke { \"rm -f /var/cache/apt/archives/*.deb /var/cache/apt/archives/partial/*.deb /var/cache/apt/*.bin || true\"; };
+Dir::Cache::pkgcache \"\";
+Dir::Cache::srcpkgcache \"\";
+APT
+    echo 'Acquire::Languages \"none\";' > '$rootfs/etc/apt/apt.conf.d/docker-no-languages'
+    echo 'Acquire::GzipIndexes \"true\";' > '$rootfs/etc/apt/apt.conf.d/docker-gzip-indexes'
+    echo 'Apt::AutoRemove::SuggestsImportant \"false\";' > '$rootfs/etc/apt/apt.conf.d/docker-autoremove-suggests'
+    rm -rf '$rootfs'/var/cache/apt/*.bin '$rootfs'/var/cache/apt/archives/*.deb \
+           '$rootfs'/var/lib/apt/lists/* '$rootfs'/var/log/*.log '$rootfs'/dev/* '$rootfs'/tmp/*
+    tar --numeric-owner -C '$rootfs' -cf '$cache/base/bookworm.tar.tmp' .
+    mv '$cache/base/bookworm.tar.tmp' '$cache/base/bookworm.tar'
+    cat > '$rootfs/etc/dpkg/dpkg.cfg.d/docker' << 'DPKG'
+path-exclude /usr/share/doc/*
+path-include /usr/share/doc/*/copyright
+path-exclude /usr/share/man/*
+path-exclude /usr/share/info/*
+path-exclude /usr/share/locale/*
+path-exclude /usr/share/lintian/*
+path-exclude /usr/share/linda/*
+DPKG
+    find '$rootfs/usr/share/doc' -mindepth 1 -not -name copyright -not -type d -delete
+    rm -rf '$rootfs'/usr/share/man/* '$rootfs'/usr/share/info/* '$rootfs'/usr/share/locale/*
+    tar --numeric-owner -C '$rootfs' -cf '$cache/base/bookworm-slim.tar.tmp' .
+    mv '$cache/base/bookworm-slim.tar.tmp' '$cache/base/bookworm-slim.tar'
+    rm -rf '$rootfs'
+  "
+}
+base_ready() {
+  pm image exists docker.io/library/debian:bookworm \
+    && pm image exists docker.io/library/debian:bookworm-slim
+}
+if [ "${ECSNET_REFRESH_BASE:-0}" = 1 ]; then
+  "${as_root[@]}" rm -f "$cache/base/bookworm.tar" "$cache/base/bookworm-slim.tar"
+  pm rmi -f docker.io/library/debian:bookworm docker.io/library/debian:bookworm-slim \
+    localhost/debian:bookworm localhost/debian:bookworm-slim > /dev/null 2>&1 || true
+fi
+if base_ready; then
+  ok "base images cached: $(pm images --format '{{.Repository}}:{{.Tag}} {{.Size}}' \
+        --filter reference='docker.io/library/debian' | tr '\n' ' ')"
+else
+  if [ ! -s "$cache/base/bookworm.tar" ] || [ ! -s "$cache/base/bookworm-slim.tar" ]; then
+    make_base_tarballs
+  fi
+  for variant in bookworm bookworm-slim; do
+    pm import -q --change 'CMD ["bash"]' "$cache/base/$variant.tar" \
+      "localhost/debian:$variant" > /dev/null
+    pm tag "localhost/debian:$variant" "docker.io/library/debian:$variant"
+  done
+  base_ready || fail "base images missing after import"
+  ok "base images imported ($(elapsed "$step_start") s)"
+fi
+
+# ---- cleanup of everything the run creates, by name / pid --------------------------------
+run_id=ecsnet-test-$$
+server_name=$run_id-server
+check_name=$run_id-check
+project=ecsnet-test-$$
+pids=()
+cleanup() {
+  local rc=$?
+  set +e
+  for pid in "${pids[@]}"; do kill "$pid" 2> /dev/null; done
+  for name in "$server_name" "$check_name" "$run_id-port" "$run_id-client1" "$run_id-client2" \
+              "${project}_client_run1" "${project}_client_run2"; do
+    pm container exists "$name" 2> /dev/null && pm rm -f -t 0 "$name" > /dev/null 2>&1
+  done
+  local names
+  names=$(pm ps -a --filter "label=io.podman.compose.project=$project" \
+            --format '{{.Names}}' 2> /dev/null)
+  for name in $names; do pm rm -f -t 0 "$name" > /dev/null 2>&1; done
+  pm network exists "${project}_default" 2> /dev/null \
+    && pm network rm -f "${project}_default" > /dev/null 2>&1
+  if [ "$keep_image" -eq 0 ]; then
+    # Only the tag goes: its layers stay as the build cache of the next run.
+    pm image exists "$image" 2> /dev/null && pm untag "$image" > /dev/null 2>&1
+  fi
+  echo "== cleanup done"
+  echo "== total $(elapsed "$t_start") s, exit $rc"
+  exit "$rc"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+# ---- 2. build the real Dockerfile -----------------------------------------------------------
+step "podman build --pull=never --format docker -f docker/Dockerfile -t $image ."
+build_log=$cache/build.log
+if ! pmt "${ECSNET_BUILD_TIMEOUT:-3600}" build --pull=never --format docker \
+       -f docker/Dockerfile -t "$image" . > "$build_log" 2>&1; then
+  tail -n 40 "$build_log" >&2
+  fail "podman build (log: $build_log)"
+fi
+cached=$(grep -c -- '--> Using cache' "$build_log" || true)
+versions=$(grep -E '^ecsnet-(server|client) ' "$build_log" | paste -sd ' ' || true)
+ok "built in $(elapsed "$step_start") s ($cached cached steps)${versions:+; $versions}"
+size=$(pm image inspect "$image" --format '{{.Size}}')
+ok "image size $(awk -v s="$size" 'BEGIN { printf "%.1f MB", s / 1e6 }')"
+
+# ---- 3. image configuration and filesystem -------------------------------------------------
+step "image configuration (podman image inspect)"
+pm image inspect "$image" > "$cache/inspect.json"
+python3 - "$cache/inspect.json" << 'EOF'
+import json, re, sys
+img = json.load(open(sys.argv[1]))[0]
+c = img["Config"]
+def check(cond, what, got):
+    print(("   ok: " if cond else "   FAIL: ") + what + ": " + json.dumps(got))
+    if not cond:
+        sys.exit(1)
+user = c.get("User", "")
+check(re.fullmatch(r"[0-9]+(:[0-9]+)?", user) is not None and int(user.split(":")[0]) != 0
+      and (":" not in user or int(user.split(":")[1]) != 0), "numeric non-root user", user)
+check(c.get("Entrypoint") == ["/usr/local/bin/ecsnet-server"], "JSON-form entrypoint", c.get("Entrypoint"))
+check(not c.get("Cmd"), "CMD empty (no inherited [\"bash\"]; defaults come from ENV)", c.get("Cmd"))
+hc = c.get("Healthcheck") or img.get("HealthCheck") or img.get("Healthcheck") or {}
+check(hc.get("Test", [])[:1] == ["CMD"] and "--healthcheck" in hc.get("Test", []), "healthcheck", hc)
+check("7777/tcp" in (c.get("ExposedPorts") or {}), "exposed port", list((c.get("ExposedPorts") or {}).keys()))
+check(c.get("StopSignal") in ("SIGTERM", "15"), "stop signal", c.get("StopSignal"))
+env = dict(e.split("=", 1) for e in c.get("Env", []))
+check(env.get("ECSNET_PORT") == "7777" and env.get("ECSNET_BIND") == "0.0.0.0", "ENV defaults",
+      {k: v for k, v in env.items() if k.startswith("ECSNET_")})
+EOF
+
+step "image filesystem (a container of the image, no network)"
+fs_out=$(pm run --rm --name "$check_name" --network=none --no-healthcheck --entrypoint /bin/sh "$image" -c '
+  echo "id: $(id -u):$(id -g) $(id -un)"
+  for c in gcc g++ cc c++ cpp clang clang++ ld as make cmake ninja; do
+    p=$(command -v "$c") && echo "compiler: $c at $p"
+  done
+  find / -xdev \( -name "cc1*" -o -name "collect2" -o -name "*-linux-gnu-gcc*" \) -print 2> /dev/null \
+    | sed "s/^/compiler: /"
+  ldd /usr/local/bin/ecsnet-server /usr/local/bin/ecsnet-client
+  /usr/local/bin/ecsnet-server --version
+  /usr/local/bin/ecsnet-client --version
+  start=$(date +%s%N)
+  /usr/local/bin/ecsnet-server --healthcheck > /dev/null 2>&1
+  echo "healthcheck without a server: exit $? after $(( ($(date +%s%N) - start) / 1000000 )) ms"
+  test -w /usr/local/bin/ecsnet-server && echo "writable: ecsnet-server"
+  echo "packages: $(dpkg-query -W | wc -l)"
+  echo "done"
+' 2>&1) || { echo "$fs_out" | indent; fail "the check container failed"; }
+echo "$fs_out" | indent
+grep -qx 'id: 10001:10001 ecsnet' <<< "$fs_out" || fail "the image does not run as 10001:10001"
+if grep -q '^compiler: ' <<< "$fs_out"; then fail "a compiler is in the runtime image"; fi
+ok "no compiler (gcc g++ cc c++ cpp clang ld as make cmake ninja, cc1*, collect2)"
+if grep -q 'not found' <<< "$fs_out"; then fail "unresolved shared libraries"; fi
+ok "every shared library of both binaries resolves ($(grep -c '=>' <<< "$fs_out") ldd lines)"
+if grep -q '^writable: ' <<< "$fs_out"; then fail "the binaries are writable by the runtime user"; fi
+grep -q '^ecsnet-server ' <<< "$fs_out" && grep -q '^ecsnet-client ' <<< "$fs_out" \
+  || fail "--version of a binary"
+ok "both binaries run in the image; not writable by the runtime user"
+grep -Eq '^healthcheck without a server: exit 1 after [0-9]{1,4} ms$' <<< "$fs_out" \
+  && [ "$(sed -n 's/^healthcheck without a server: exit 1 after \([0-9]*\) ms$/\1/p' <<< "$fs_out")" -lt 3000 ] \
+  || fail "the health check must report unhealthy (exit 1) within 2 s when no server answers"
+ok "with no server, the health check exits 1 within 2 s"
+
+# ---- 4. the server in a container, the client from the host --------------------------------
+free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+wait_healthy() {  # NAME SECONDS: podman healthcheck run until healthy (no systemd timer here)
+  local deadline=$((SECONDS + $2))
+  while [ $SECONDS -lt $deadline ]; do
+    pm healthcheck run "$1" > /dev/null 2>&1 && return 0
+    [ "$(pm inspect "$1" --format '{{.State.Running}}' 2> /dev/null)" = true ] || return 1
+    sleep 0.5
+  done
+  return 1
+}
+port=$(free_port)
+step "podman run -d --network=slirp4netns -p 127.0.0.1:$port:7777 $image (config by ECSNET_* env)"
+pm run -d --name "$server_name" --network=slirp4netns -p "127.0.0.1:$port:7777" \
+  -e ECSNET_DEMO_ENTITIES=20 -e ECSNET_TICK_RATE=20 -e ECSNET_KEEP_ENTITIES_ON_DISCONNECT=true \
+  "$image" > /dev/null 2> "$cache/podman-run.log" \
+  || { indent < "$cache/podman-run.log"; fail "podman run"; }
+wait_healthy "$server_name" 30 || { pm logs "$server_name" 2>&1 | indent; fail "not healthy within 30 s"; }
+ok "healthy after $(elapsed "$step_start") s"
+logs=$(pm logs "$server_name" 2>&1)
+echo "$logs" | head -n 2 | indent
+grep -q 'tick_rate=20 .*demo_entities=20 .*on_disconnect=keep' <<< "$logs" \
+  || fail "the ECSNET_* environment did not reach the server"
+grep -q 'listening on 0.0.0.0:7777' <<< "$logs" || fail "not listening on 0.0.0.0:7777"
+ok "configuration from the environment: tick_rate=20 demo_entities=20 on_disconnect=keep"
+pid=$(pm inspect "$server_name" --format '{{.State.Pid}}')
+pid1=$("${as_root[@]}" cat "/proc/$pid/comm")
+uid1=$("${as_root[@]}" awk '/^Uid:/ { print $2 }' "/proc/$pid/status")
+[ "$pid1" = ecsnet-server ] && [ "$uid1" = 10001 ] || fail "PID 1 of the container is $pid1 (uid $uid1)"
+ok "PID 1 in the container is ecsnet-server, uid 10001 (host pid $pid)"
+
+step "ECSNET_PORT=7878: the server and the image's health check both follow it"
+pm run -d --name "$run_id-port" --network=none -e ECSNET_PORT=7878 "$image" > /dev/null 2>> "$cache/podman-run.log"
+wait_healthy "$run_id-port" 30 || { pm logs "$run_id-port" 2>&1 | indent; fail "not healthy on 7878"; }
+grep -q 'listening on 0.0.0.0:7878' <<< "$(pm logs "$run_id-port" 2>&1)" || fail "not listening on 7878"
+pm rm -f -t 10 "$run_id-port" > /dev/null 2>> "$cache/podman-run.log"
+ok "listening on 0.0.0.0:7878 and healthy"
+
+if [ -n "$client" ]; then
+  step "the host's client ($client) through 127.0.0.1:$port"
+  ecsnet_client() { timeout 30 "$client" --host 127.0.0.1 --port "$port" --name image-test "$@"; }
+else
+  # No client on the host: the image's client in a second container, which reaches the
+  # published port through slirp4netns' gateway to the host's loopback (10.0.2.2).
+  step "no host client: the image's client in a container, through the host's 127.0.0.1:$port"
+  client_runs=0
+  ecsnet_client() {
+    client_runs=$((client_runs + 1))
+    pmt 60 run --rm --name "$run_id-client$(( (client_runs % 2) + 1 ))" --no-healthcheck \
+      --network=slirp4netns:allow_host_loopback=true --entrypoint /usr/local/bin/ecsnet-client \
+      "$image" --host 10.0.2.2 --port "$port" --name image-test "$@"
+  }
+fi
+spawned=$(ecsnet_client spawn --count 5 --x 1 --y 2 --name 'docker {n}' 2>&1) || { echo "$spawned" | indent; fail "spawn"; }
+echo "$spawned" | indent
+mapfile -t ids < <(echo "$spawned" | sed -n 's/^spawned \([0-9]*:[0-9]*\).*/\1/p')
+[ "${#ids[@]}" -eq 5 ] || fail "spawn --count 5 printed ${#ids[@]} entities"
+ok "spawned ${ids[*]}"
+listed=$(ecsnet_client list) || { echo "$listed" | indent; fail "list"; }
+echo "$listed" | head -n 3 | indent
+echo "$listed" | tail -n 1 | indent
+for id in "${ids[@]}"; do
+  grep -Eq "(^|[^0-9:])$id([^0-9:]|$)" <<< "$listed" || fail "list does not show $id"
+done
+ok "list shows the 5 spawned entities (and the demo entities)"
+out=$(ecsnet_client destroy "${ids[0]}") || { echo "$out" | indent; fail "destroy ${ids[0]}"; }
+echo "$out" | indent
+set +e
+out=$(ecsnet_client destroy "${ids[0]}" 2>&1); rc=$?
+set -e
+echo "$out" | indent
+[ "$rc" -eq 1 ] || fail "destroying ${ids[0]} twice exited $rc, not 1"
+listed=$(ecsnet_client list) || fail "list"
+if grep -Eq "(^|[^0-9:])${ids[0]}([^0-9:]|$)" <<< "$listed"; then fail "${ids[0]} still listed"; fi
+grep -Eq "(^|[^0-9:])${ids[1]}([^0-9:]|$)" <<< "$listed" || fail "${ids[1]} no longer listed"
+ok "destroyed ${ids[0]}; the stale handle is refused (exit 1); list no longer shows it"
+
+step "podman healthcheck run $server_name"
+hc=$(pm healthcheck run "$server_name" 2>&1) || { echo "$hc" | indent; fail "unhealthy"; }
+status=$(pm inspect "$server_name" --format '{{.State.Healthcheck.Status}}' 2> /dev/null || true)
+ok "exit 0${hc:+ ($hc)}, .State.Healthcheck.Status ${status:-?}"
+
+step "podman stop -t 10 $server_name (SIGTERM to PID 1)"
+if [ -n "$client" ]; then  # a connected watcher: the server must say goodbye, not hang on it
+  timeout 60 "$client" --host 127.0.0.1 --port "$port" watch --seconds 30 > "$cache/watch.log" 2>&1 &
+  pids+=($!)
+  sleep 1
+fi
+t_stop=$(date +%s.%N)
+pm stop -t 10 "$server_name" > /dev/null 2>> "$cache/podman-run.log"
+stop_s=$(elapsed "$t_stop")
+code=$(pm inspect "$server_name" --format '{{.State.ExitCode}}')
+pm logs "$server_name" 2>&1 | tail -n 3 | indent
+[ "$code" = 0 ] || fail "exit code $code"
+awk -v s="$stop_s" 'BEGIN { exit !(s < 10) }' || fail "took $stop_s s: killed after the grace period?"
+logs=$(pm logs "$server_name" 2>&1)
+grep -q 'received SIGTERM' <<< "$logs" || fail "no 'received SIGTERM' in the log"
+ok "exit code 0 after $stop_s s (grace period 10 s)"
+if [ -n "$client" ]; then
+  wait "${pids[0]}" || true
+  pids=()
+  tail -n 2 "$cache/watch.log" | indent
+fi
+pm rm "$server_name" > /dev/null 2>> "$cache/podman-run.log"
+
+# ---- 5. docker/compose.yaml with podman-compose ---------------------------------------------
+port2=$(free_port)
+compose_env=(ECSNET_IMAGE="$image" ECSNET_PUBLISH="127.0.0.1:$port2" ECSNET_CLIENT_NAME=compose-test)
+compose=(-p "$project" -f docker/compose.yaml)
+step "podman-compose -p $project -f docker/compose.yaml up -d server (published 127.0.0.1:$port2)"
+pc "${compose[@]}" up -d server > "$cache/compose.log" 2>&1 || { indent < "$cache/compose.log"; fail "compose up"; }
+srv=${project}_server_1
+wait_healthy "$srv" 30 || { pm logs "$srv" 2>&1 | indent; fail "$srv not healthy within 30 s"; }
+ok "$srv healthy after $(elapsed "$step_start") s; init: $(pm inspect "$srv" --format '{{.HostConfig.Init}}'), restart: $(pm inspect "$srv" --format '{{.HostConfig.RestartPolicy.Name}}')"
+
+step "podman-compose run --rm client spawn --count 5 (client -> host name \"server\")"
+out=$(pc "${compose[@]}" run --rm -T --no-deps --name "${project}_client_run1" client spawn --count 5 2>&1) \
+  || { echo "$out" | indent; fail "compose run client spawn"; }
+grep -E '^spawned' <<< "$out" | indent
+[ "$(grep -c '^spawned [0-9]*:[0-9]*' <<< "$out")" -eq 5 ] || fail "the client service did not spawn 5"
+out=$(pc "${compose[@]}" run --rm -T --no-deps --name "${project}_client_run2" client list 2>&1) \
+  || { echo "$out" | indent; fail "compose run client list"; }
+grep 'entities at tick' <<< "$out" | indent
+grep -q 'entities at tick .*owns 5$' <<< "$out" || fail "the next client run (same name) does not own the 5"
+ok "the client service spawned 5 entities on the server service; the next run (same name) lists them as its own"
+if [ -n "$client" ]; then
+  n=$(timeout 30 "$client" --host 127.0.0.1 --port "$port2" list | tail -n 1)
+  echo "$n" | indent
+  ok "the host's client reaches the compose server on the published 127.0.0.1:$port2"
+fi
+
+step "podman-compose stop -t 10 server; down; network rm ${project}_default"
+pc "${compose[@]}" stop -t 10 server >> "$cache/compose.log" 2>&1 || fail "compose stop"
+code=$(pm inspect "$srv" --format '{{.State.ExitCode}}')
+[ "$code" = 0 ] || fail "the compose server exited $code"
+ok "the compose server (behind init) exited 0 on SIGTERM"
+pc "${compose[@]}" down >> "$cache/compose.log" 2>&1 || fail "compose down"
+pm network exists "${project}_default" && pm network rm "${project}_default" > /dev/null
+left=$(pm ps -a --filter "label=io.podman.compose.project=$project" --format '{{.Names}}')
+[ -z "$left" ] || fail "containers left after down: $left"
+ok "no container or network of the project left"
+
+step "all checks passed"
