@@ -1,17 +1,61 @@
 #!/usr/bin/env bash
-# The whole test suite on a fresh Debian 12 machine: installs missing packages, configures a
-# Debug build with AddressSanitizer + UndefinedBehaviorSanitizer, builds, runs ctest.
-# Usage: scripts/test.sh [extra ctest args, e.g. -R World]
+# The whole test suite on a fresh Debian 12 machine: installs missing packages, builds Debug
+# with AddressSanitizer + UndefinedBehaviorSanitizer and runs every test through ctest, then
+# the Docker image test (docker/test-image.sh, with podman) and the fuzzers (scripts/fuzz.sh,
+# libFuzzer, 60 s per target).
+# Usage: scripts/test.sh [--no-image] [--no-fuzz] [ctest args, e.g. -R Server]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+image=1
+fuzz=1
+ctest_args=()
+for arg in "$@"; do
+  case "$arg" in
+    --no-image) image=0 ;;
+    --no-fuzz) fuzz=0 ;;
+    -h|--help) sed -n '2,6p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *) ctest_args+=("$arg") ;;
+  esac
+done
+# A ctest filter means "just these tests".
+if [ ${#ctest_args[@]} -gt 0 ]; then
+  image=0
+  fuzz=0
+fi
+
+started=$(date +%s)
+stage() { echo; echo "== $* ($(( $(date +%s) - started )) s)"; }
+
+stage "dependencies"
 scripts/install-deps.sh
 
+stage "build: Debug + ASan + UBSan"
 build=${ECSNET_TEST_BUILD_DIR:-build/asan}
 jobs=${ECSNET_JOBS:-$(nproc)}
 cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Debug -DECSNET_SANITIZE=ON -DECSNET_WERROR=ON
 cmake --build "$build" -j "$jobs"
 
+stage "ctest"
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1:strict_string_checks=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
-ctest --test-dir "$build" --output-on-failure -j "$jobs" "$@"
+log=$(mktemp /tmp/ecsnet-ctest.XXXXXX.log)
+ctest --test-dir "$build" --output-on-failure -j "$jobs" ${ctest_args[@]+"${ctest_args[@]}"} \
+  | tee "$log"
+# "100% tests passed, 0 tests failed out of 812" -> repeated as the run's last line below.
+summary=$(sed -n 's/.*tests passed, \([0-9]*\) tests\{0,1\} failed out of \([0-9]*\).*/\1 \2/p' "$log" | tail -n 1)
+rm -f "$log"
+
+if [ "$image" = 1 ]; then
+  stage "Docker image test (podman)"
+  ECSNET_CLIENT="$PWD/$build/bin/ecsnet-client" docker/test-image.sh
+fi
+
+if [ "$fuzz" = 1 ] && [ -x scripts/fuzz.sh ]; then
+  stage "fuzzing"
+  scripts/fuzz.sh
+fi
+
+stage "done"
+read -r failed total <<< "${summary:-0 0}"
+echo "ctest: $((total - failed)) passed, $failed failed"
