@@ -950,6 +950,9 @@ TEST(ServerSlowClient, DeltaLargerThanTheQueueLimitStillReachesAFastClient) {
     server_config config = test_config();
     config.demo_entities = 2000;
     config.queue_bytes = 8 * 1024;
+    // Slow enough that the client reads each tick before the next even on a loaded machine: a
+    // client two ticks behind is resynced, as it should be, when the bound is under two deltas.
+    config.tick_rate = 10;
     test_server server{config};
     const auto alice = join(server.port(), "alice");
 
