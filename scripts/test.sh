@@ -1,19 +1,19 @@
 #!/usr/bin/env bash
 # The whole test suite on a fresh Debian 12 machine: installs missing packages, builds Debug
 # with AddressSanitizer + UndefinedBehaviorSanitizer and runs every test through ctest, then
-# the Docker image test (docker/test-image.sh, with podman) and the fuzzers (scripts/fuzz.sh,
-# libFuzzer, 60 s per target).
-# Usage: scripts/test.sh [--no-image] [--no-fuzz] [ctest args, e.g. -R Server]
+# the Docker image test (docker/test-image.sh, with podman). With --fuzz, also the fuzzers
+# (scripts/fuzz.sh, libFuzzer, 60 s per target; their corpus is replayed by ctest always).
+# Usage: scripts/test.sh [--no-image] [--fuzz] [ctest args, e.g. -R Server]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 image=1
-fuzz=1
+fuzz=0
 ctest_args=()
 for arg in "$@"; do
   case "$arg" in
     --no-image) image=0 ;;
-    --no-fuzz) fuzz=0 ;;
+    --fuzz) fuzz=1 ;;
     -h|--help) sed -n '2,6p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) ctest_args+=("$arg") ;;
   esac
