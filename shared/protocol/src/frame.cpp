@@ -12,6 +12,8 @@ constexpr flatbuffers::uoffset_t client_max_depth = 8;
 constexpr flatbuffers::uoffset_t client_max_tables = 64;
 constexpr flatbuffers::uoffset_t server_max_depth = 12;
 constexpr flatbuffers::uoffset_t server_max_tables = 1U << 20U;
+// The largest FlatBuffers scalar: frames handed out by frame_reader start at such an address.
+constexpr std::size_t frame_alignment = 8;
 
 frame copy_out(const flatbuffers::FlatBufferBuilder& fbb) {
     const std::uint8_t* data = fbb.GetBufferPointer();
@@ -128,8 +130,16 @@ frame_reader::status frame_reader::next(std::span<const std::uint8_t>& out) {
     if (available < frame_prefix_bytes + length) {
         return status::need_more;
     }
-    out = std::span<const std::uint8_t>{buffer_.data() + consumed_, frame_prefix_bytes + length};
+    const std::uint8_t* start = buffer_.data() + consumed_;
     consumed_ += frame_prefix_bytes + length;
+    // FlatBuffers reads scalars in place, so a frame must start where an 8-byte scalar may be
+    // read (the verifier checks alignment relative to the frame's start only). A frame that
+    // follows one of odd length starts anywhere: copy it to an aligned buffer first.
+    if (reinterpret_cast<std::uintptr_t>(start) % frame_alignment != 0) {
+        aligned_.assign(start, start + frame_prefix_bytes + length);
+        start = aligned_.data();
+    }
+    out = std::span<const std::uint8_t>{start, frame_prefix_bytes + length};
     return status::frame;
 }
 

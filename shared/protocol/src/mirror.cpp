@@ -113,7 +113,7 @@ bool mirror::apply_group(state& target, const wire::EntityGroup& group, bool not
     for (std::size_t i = 0; i < count; ++i) {
         const std::uint32_t index = scratch_[i];
         if (index >= target.versions.size()) {
-            target.versions.resize(std::max<std::size_t>(index + 1, target.versions.size() * 2), 0);
+            target.versions.resize(std::max(std::size_t{index} + 1, target.versions.size() * 2), 0);
         }
         target.versions[index] = versions->Get(static_cast<flatbuffers::uoffset_t>(i));
         ++target.count;

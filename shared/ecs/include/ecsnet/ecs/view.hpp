@@ -125,7 +125,11 @@ public:
         static_assert(std::is_invocable_v<Fn&, entity_type, Get&...> ||
                           std::is_invocable_v<Fn&, Get&...>,
                       "each() takes fn(entity, components&...) or fn(components&...)");
-        each_dispatch(fn, std::index_sequence_for<Get...>{});
+        if constexpr (sizeof...(Get) == 1 && sizeof...(Exclude) == 0) {
+            each_single(fn);
+        } else {
+            each_dispatch(fn, std::index_sequence_for<Get...>{});
+        }
     }
 
     [[nodiscard]] bool contains(entity_type e) const noexcept {
@@ -170,6 +174,21 @@ private:
         }
     }
 
+    // One storage and no filter: its packed values line up with the entities.
+    template <typename Fn>
+    void each_single(Fn& fn) const {
+        [[maybe_unused]] const auto versions = structural_versions();
+        const std::size_t count = driver_->size();
+        const entity_type* entities = driver_->data();
+        for (std::size_t i = 0; i < count; ++i) {
+            const entity_type e = entities[i];
+            auto& value = std::get<0>(gets_)->storage.values()[i];
+            touch_writes(e);
+            invoke(fn, e, static_cast<Get&>(value)...);
+            check_unchanged(versions);
+        }
+    }
+
     // Picks, once, the loop instantiated for the storage that drives (each_driven<D>).
     template <typename Fn, std::size_t... I>
     void each_dispatch(Fn& fn, std::index_sequence<I...> seq) const {
@@ -193,12 +212,17 @@ private:
             }
             touch_writes(e);
             invoke(fn, e, fetch_driven<D, I>(e, driven, i)...);
-            if constexpr (checks_enabled) {
-                if (structural_versions() != versions) {
-                    throw iteration_invalidated(
-                        "a storage changed structurally while view.each() iterated it; record "
-                        "emplace/remove/destroy in a command buffer instead");
-                }
+            check_unchanged(versions);
+        }
+    }
+
+    void check_unchanged(
+        [[maybe_unused]] const std::array<std::uint64_t, sizeof...(Get)>& versions) const {
+        if constexpr (checks_enabled) {
+            if (structural_versions() != versions) {
+                throw iteration_invalidated(
+                    "a storage changed structurally while view.each() iterated it; record "
+                    "emplace/remove/destroy in a command buffer instead");
             }
         }
     }

@@ -36,7 +36,8 @@ using frame = std::shared_ptr<const std::vector<std::uint8_t>>;
 // Verifies exactly these bytes (prefix included) as a client frame: length prefix matches,
 // identifier, the FlatBuffers verifier with tight limits, and a body present whenever the
 // message has a type (the verifier lets a tag without its table through). Returns the root,
-// or null with the reason in `why`. Nothing may read the frame before this passed.
+// or null with the reason in `why`. Nothing may read the frame before this passed. The bytes
+// must start at an 8-byte aligned address: FlatBuffers reads scalars in place.
 [[nodiscard]] const wire::ClientMessage* verify_client_frame(std::span<const std::uint8_t> bytes,
                                                              std::string* why = nullptr);
 [[nodiscard]] const wire::ServerMessage* verify_server_frame(std::span<const std::uint8_t> bytes,
@@ -53,7 +54,8 @@ public:
     void feed(std::span<const std::uint8_t> bytes);
 
     // On status::frame, `out` is the next whole frame (prefix included), valid until the next
-    // call to feed() or next(). After oversize the stream is unusable: close it.
+    // call to feed() or next(), and 8-byte aligned as FlatBuffers needs (a frame after one of
+    // odd length is copied). After oversize the stream is unusable: close it.
     [[nodiscard]] status next(std::span<const std::uint8_t>& out);
 
     [[nodiscard]] std::size_t buffered() const noexcept { return buffer_.size() - consumed_; }
@@ -63,6 +65,7 @@ private:
     std::size_t max_;
     std::vector<std::uint8_t> buffer_;
     std::size_t consumed_{0};
+    std::vector<std::uint8_t> aligned_;  // a copy of a frame that starts misaligned in buffer_
 };
 
 }  // namespace ecsnet::protocol

@@ -1,0 +1,453 @@
+// Writes the seed corpus of the fuzz targets from today's encoders:
+//
+//   build/fuzz/bin/fuzz_make_corpus tests/fuzz/corpus
+//
+// creates <dir>/client_frame, <dir>/commands and <dir>/mirror with a handful of inputs each, in
+// the input formats of fuzz_targets.hpp. Files are overwritten; review the result before
+// committing. Regression inputs (regression-*) in the corpus directories are not touched.
+#include <bit>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "ecsnet/ecs/world.hpp"
+#include "ecsnet/protocol/checksum.hpp"
+#include "ecsnet/protocol/components.hpp"
+#include "ecsnet/protocol/frame.hpp"
+#include "ecsnet/protocol/messages.hpp"
+#include "ecsnet/protocol/replication.hpp"
+#include "fuzz_targets.hpp"
+
+namespace {
+
+namespace fs = std::filesystem;
+namespace proto = ecsnet::protocol;
+using ecsnet::ecs::Entity;
+using ecsnet::ecs::World;
+using ecsnet::fuzz::command_op;
+using proto::component_set;
+using proto::Health;
+using proto::Lifetime;
+using proto::Name;
+using proto::Owner;
+using proto::Position;
+using proto::Velocity;
+
+using bytes = std::vector<std::uint8_t>;
+
+void write(const fs::path& path, const bytes& content) {
+    fs::create_directories(path.parent_path());
+    std::ofstream out{path, std::ios::binary | std::ios::trunc};
+    out.write(reinterpret_cast<const char*>(content.data()),
+              static_cast<std::streamsize>(content.size()));
+    std::printf("%s (%zu bytes)\n", path.string().c_str(), content.size());
+}
+
+component_set full_set() {
+    return component_set{}
+        .set(Position{1.5F, -2.0F})
+        .set(Velocity{3.0F, 4.0F})
+        .set(Health{100})
+        .set(Lifetime{40})
+        .set(Name{"seed"});
+}
+
+// ---- client_frame: raw frames, concatenated --------------------------------------------------
+
+bytes frames(const std::vector<proto::client_message>& messages) {
+    bytes out;
+    for (const auto& m : messages) {
+        const proto::frame f = proto::encode(m);
+        out.insert(out.end(), f->begin(), f->end());
+    }
+    return out;
+}
+
+void client_frame_corpus(const fs::path& dir) {
+    const Entity first{0, 1};
+    write(dir / "hello", frames({proto::hello{1, "alice", ""}}));
+    write(dir / "ping", frames({proto::ping{42}}));
+    write(
+        dir / "session",
+        frames({proto::hello{1, "alice", "token"}, proto::spawn{1, full_set()},
+                proto::set_components{2, first, component_set{}.set(Position{7.0F, 8.0F})},
+                proto::remove_components{3, first, 1U << proto::wire_id_v<Health>}, proto::ping{9},
+                proto::resync_request{"checksum mismatch"}, proto::destroy{4, first}}));
+    // Index 0 comes back at version 2: the old handle is stale.
+    write(dir / "stale",
+          frames({proto::hello{1, "", ""}, proto::spawn{1, {}}, proto::destroy{2, first},
+                  proto::spawn{3, component_set{}.set(Health{1})},
+                  proto::set_components{4, first, component_set{}.set(Health{2})},
+                  proto::destroy{5, Entity{0, 2}}}));
+    write(dir / "quota", frames({proto::hello{1, "q", ""}, proto::spawn{1, {}}, proto::spawn{2, {}},
+                                 proto::spawn{3, {}}, proto::spawn{4, {}}, proto::spawn{5, {}},
+                                 proto::spawn{6, {}}}));
+    // Commands before Hello, a second Hello (disconnect), then another owner.
+    write(dir / "two_sessions",
+          frames({proto::spawn{1, {}}, proto::ping{1}, proto::hello{1, "a", ""},
+                  proto::spawn{2, {}}, proto::hello{1, "a", ""}, proto::hello{1, "b", ""},
+                  proto::destroy{3, first}, proto::spawn{4, {}}}));
+    // Values the decoder refuses (non-fatal), then a wrong protocol version (fatal).
+    const float nan = std::numeric_limits<float>::quiet_NaN();
+    const float inf = std::numeric_limits<float>::infinity();
+    write(
+        dir / "invalid_values",
+        frames({proto::hello{1, "v", ""}, proto::spawn{1, component_set{}.set(Position{nan, 0})},
+                proto::spawn{2, component_set{}.set(Velocity{inf, 0})},
+                proto::spawn{3, component_set{}.set(Name{std::string(80, 'n')})},
+                proto::spawn{4, component_set{}.set(Owner{2})}, proto::set_components{5, first, {}},
+                proto::remove_components{6, first, 1U << proto::wire_id_v<Owner>},
+                proto::hello{7, "w", ""}}));
+    write(dir / "resync_before_hello", frames({proto::resync_request{"early"}}));
+}
+
+// ---- commands: the script format of fuzz_commands -----------------------------------------
+
+class script {
+public:
+    // The quotas as fuzz_commands reads them: 1 + b % 8 and 1 + b % 32.
+    script(unsigned per_client, unsigned world) {
+        out_ = {static_cast<std::uint8_t>(per_client - 1), static_cast<std::uint8_t>(world - 1)};
+    }
+
+    script& spawn(unsigned client, const component_set& c) {
+        op(command_op::spawn, client);
+        components(c);
+        return *this;
+    }
+    script& destroy(unsigned client, std::uint8_t entity) {
+        op(command_op::destroy, client);
+        out_.push_back(entity);
+        return *this;
+    }
+    script& set(unsigned client, std::uint8_t entity, const component_set& c) {
+        op(command_op::set, client);
+        out_.push_back(entity);
+        components(c);
+        return *this;
+    }
+    script& remove(unsigned client, std::uint8_t entity, std::uint8_t mask) {
+        op(command_op::remove, client);
+        out_.push_back(mask);
+        out_.push_back(entity);
+        return *this;
+    }
+    script& remove_wide(unsigned client, std::uint8_t entity, std::uint64_t mask) {
+        op(command_op::remove, client, 1);
+        u64(mask);
+        out_.push_back(entity);
+        return *this;
+    }
+    script& tick() {
+        op(command_op::tick, 0);
+        return *this;
+    }
+    script& resync() {
+        op(command_op::tick, 0, 1);
+        return *this;
+    }
+    script& despawn(unsigned client) {
+        op(command_op::despawn, client);
+        return *this;
+    }
+    script& hello(unsigned client, const std::string& name) {
+        op(command_op::not_a_command, client, 0);
+        text(name);
+        text("");
+        return *this;
+    }
+    script& ping(unsigned client) {
+        op(command_op::not_a_command, client, 1);
+        u64(7);
+        return *this;
+    }
+    script& server_destroy(std::uint8_t entity) {
+        op(command_op::server_destroy, 0);
+        out_.push_back(entity);
+        return *this;
+    }
+
+    // Entity selectors (fuzz_targets.cpp, read_entity).
+    static std::uint8_t known(unsigned i) { return static_cast<std::uint8_t>(i << 2U); }
+    static std::uint8_t older(unsigned i) { return static_cast<std::uint8_t>((i << 2U) | 2U); }
+    static std::uint8_t newer(unsigned i) {
+        return static_cast<std::uint8_t>((i << 2U) | 2U | 0x80U);
+    }
+
+    [[nodiscard]] const bytes& data() const { return out_; }
+
+private:
+    void op(command_op kind, unsigned client, unsigned variant = 0) {
+        out_.push_back(static_cast<std::uint8_t>(static_cast<unsigned>(kind) | (client << 3U) |
+                                                 (variant << 6U)));
+    }
+    void u32(std::uint32_t v) {
+        for (unsigned i = 0; i < 4; ++i) {
+            out_.push_back(static_cast<std::uint8_t>(v >> (8U * i)));
+        }
+    }
+    void u64(std::uint64_t v) {
+        u32(static_cast<std::uint32_t>(v));
+        u32(static_cast<std::uint32_t>(v >> 32U));
+    }
+    void f32(float v) { u32(std::bit_cast<std::uint32_t>(v)); }
+    void text(const std::string& s) {
+        out_.push_back(static_cast<std::uint8_t>(s.size()));
+        out_.insert(out_.end(), s.begin(), s.end());
+    }
+    void components(const component_set& c) {
+        std::uint8_t present = 0;
+        proto::for_each_component([&]<typename T>() {
+            if (c.get<T>()) {
+                present = static_cast<std::uint8_t>(present | (1U << proto::wire_id_v<T>));
+            }
+        });
+        out_.push_back(present);
+        if (const auto& p = c.get<Position>()) {
+            f32(p->x);
+            f32(p->y);
+        }
+        if (const auto& v = c.get<Velocity>()) {
+            f32(v->x);
+            f32(v->y);
+        }
+        if (const auto& h = c.get<Health>()) {
+            u32(static_cast<std::uint32_t>(h->value));
+        }
+        if (const auto& l = c.get<Lifetime>()) {
+            u32(l->ticks);
+        }
+        if (const auto& o = c.get<Owner>()) {
+            u32(o->client);
+        }
+        if (const auto& n = c.get<Name>()) {
+            text(n->value);
+        }
+    }
+
+    bytes out_;
+};
+
+void commands_corpus(const fs::path& dir) {
+    // Client slots: 0 -> client 1, 1 -> client 2, 2 -> client 3 (fuzz_targets.hpp).
+    write(dir / "lifecycle",
+          script{4, 16}
+              .spawn(0, full_set())
+              .set(0, script::known(0), component_set{}.set(Position{5.0F, 6.0F}))
+              .remove(0, script::known(0), 1U << proto::wire_id_v<Health>)
+              .tick()
+              .destroy(0, script::known(0))
+              .tick()
+              .data());
+    write(dir / "two_clients", script{4, 16}
+                                   .spawn(0, component_set{}.set(Health{3}))
+                                   .destroy(1, script::known(0))
+                                   .set(1, script::known(0), component_set{}.set(Health{4}))
+                                   .tick()
+                                   .destroy(0, script::known(0))
+                                   .spawn(1, component_set{}.set(Name{"bob"}))
+                                   .set(0, script::older(1), component_set{}.set(Health{5}))
+                                   .destroy(1, script::newer(1))
+                                   .remove(0, script::known(1), 1U << proto::wire_id_v<Name>)
+                                   .tick()
+                                   .data());
+    const float nan = std::numeric_limits<float>::quiet_NaN();
+    const float inf = std::numeric_limits<float>::infinity();
+    write(dir / "invalid", script{4, 16}
+                               .spawn(0, component_set{}.set(Position{nan, 1.0F}))
+                               .spawn(0, component_set{}.set(Velocity{1.0F, -inf}))
+                               .spawn(0, component_set{}.set(Name{std::string(100, 'x')}))
+                               .spawn(0, component_set{}.set(Name{"\xC3\x28"}))
+                               .spawn(0, component_set{}.set(Owner{2}))
+                               .spawn(0, {})
+                               .set(0, script::known(0), {})
+                               .remove(0, script::known(0), 0)
+                               .remove(0, script::known(0), 1U << proto::wire_id_v<Owner>)
+                               .remove_wide(0, script::known(0), 0xFFFFFFFF00000001ULL)
+                               .data());
+    write(dir / "quota", script{2, 5}
+                             .spawn(0, {})
+                             .spawn(0, {})
+                             .spawn(0, {})
+                             .spawn(1, {})
+                             .spawn(1, {})
+                             .spawn(2, {})
+                             .despawn(0)
+                             .spawn(2, {})
+                             .spawn(2, {})
+                             .tick()
+                             .data());
+    write(dir / "game", script{8, 32}
+                            .spawn(0, component_set{}
+                                          .set(Position{999.0F, -999.0F})
+                                          .set(Velocity{3.0e38F, -3.0e38F})
+                                          .set(Lifetime{2}))
+                            .spawn(1, component_set{}.set(Lifetime{0}).set(Name{"short"}))
+                            .tick()
+                            .tick()
+                            .resync()
+                            .tick()
+                            .server_destroy(script::known(0))
+                            .tick()
+                            .data());
+    write(dir / "not_commands", script{4, 16}
+                                    .hello(0, "alice")
+                                    .ping(1)
+                                    .spawn(0, {})
+                                    .server_destroy(script::known(0))
+                                    .data());
+}
+
+// ---- mirror: config byte, then u16 body length + frame body ----------------------------------
+
+bytes mirror_input(std::uint8_t config, const std::vector<proto::frame>& list) {
+    bytes out{config};
+    for (const auto& f : list) {
+        const std::size_t body = f->size() - proto::frame_prefix_bytes;
+        if (body > 0xFFFF) {
+            std::fprintf(stderr, "frame too large for the mirror corpus\n");
+            std::exit(1);
+        }
+        out.push_back(static_cast<std::uint8_t>(body));
+        out.push_back(static_cast<std::uint8_t>(body >> 8U));
+        out.insert(out.end(), f->begin() + proto::frame_prefix_bytes, f->end());
+    }
+    return out;
+}
+
+proto::frame checksum_of(const World& world, std::uint64_t tick) {
+    return proto::encode(proto::server_control{proto::checksum_report{
+        tick, proto::checksum::of_world(world), static_cast<std::uint32_t>(world.alive())}});
+}
+
+void mirror_corpus(const fs::path& dir) {
+    write(dir / "control",
+          mirror_input(
+              0, {proto::encode(proto::server_control{proto::welcome{7, 1, 20.0F, 3, 10}}),
+                  proto::encode(proto::server_control{proto::command_result{
+                      5, false, ecsnet::wire::ErrorCode::NotOwner, "not yours", Entity{3, 2}}}),
+                  proto::encode(proto::server_control{proto::pong{1, 2}}),
+                  proto::encode(proto::server_control{proto::disconnect{"bye"}})}));
+
+    // A world replicated over a few ticks: chunked snapshot, deltas, checksums.
+    auto world = World::make(ecsnet::ecs::world_options{.entities = {.min_free_indices = 0}});
+    proto::replication_encoder encoder;
+    std::vector<Entity> e;
+    for (int i = 0; i < 6; ++i) {
+        e.push_back(world->create());
+        world->emplace<Position>(e.back(), static_cast<float>(i), 1.0F);
+        if (i % 2 == 0) {
+            world->emplace<Velocity>(e.back(), 1.0F, 0.0F);
+        }
+        if (i % 3 == 0) {
+            world->emplace<Name>(e.back(), "e" + std::to_string(i));
+            world->emplace<Owner>(e.back(), static_cast<std::uint32_t>(i));
+        }
+    }
+    world->discard_changes();
+    std::vector<proto::frame> stream =
+        encoder.encode_snapshot(*world, 10, {.max_chunk_bytes = 160});
+    stream.push_back(checksum_of(*world, 10));
+    const std::vector<proto::frame> snapshot_only = stream;
+
+    world->patch<Position>(e[0], [](Position& p) { p.x += 1.0F; });
+    world->destroy(e[1]);
+    const Entity reused = world->create();  // index 1 at version 2
+    world->emplace<Health>(reused, 9);
+    world->remove<Velocity>(e[2]);
+    world->emplace<Lifetime>(e[3], 5U);
+    stream.push_back(encoder.encode_delta(*world, world->take_changes(), 11));
+    stream.push_back(checksum_of(*world, 11));
+    for (int i = 0; i < 4; ++i) {
+        (void)world->create();
+    }
+    world->destroy(e[4]);
+    world->replace<Name>(e[0], "renamed");
+    stream.push_back(encoder.encode_delta(*world, world->take_changes(), 12));
+    stream.push_back(checksum_of(*world, 12));
+
+    write(dir / "snapshot", mirror_input(0, snapshot_only));
+    write(dir / "stream", mirror_input(4, stream));
+    // Out of order: a delta before any snapshot, a tick gap, then the snapshot; a wrong checksum.
+    write(dir / "out_of_order", mirror_input(5, {stream[stream.size() - 2], snapshot_only.front(),
+                                                 snapshot_only.back(), stream.back()}));
+    // max_index 0: only index 0 fits.
+    write(dir / "max_index_zero", mirror_input(3, stream));
+
+    // Frames today's encoders never write, built with the generated FlatBuffers API.
+    namespace wire = ecsnet::wire;
+    const auto server_frame = [](flatbuffers::FlatBufferBuilder& fbb, wire::ServerBody type,
+                                 flatbuffers::Offset<void> body) {
+        return proto::finish_frame(fbb, wire::CreateServerMessage(fbb, type, body));
+    };
+    const auto snapshot_of = [&](std::vector<std::uint32_t> list,
+                                 std::vector<std::uint32_t> versions, bool position) {
+        flatbuffers::FlatBufferBuilder fbb;
+        const auto at = wire::CreateIndexSet(fbb, 0, fbb.CreateVector(list));
+        flatbuffers::Offset<wire::ComponentColumns> columns;
+        if (position) {
+            const std::vector<wire::Position> values(list.size(), wire::Position{1.0F, 2.0F});
+            const auto column = fbb.CreateVectorOfStructs(values);
+            wire::ComponentColumnsBuilder b{fbb};
+            b.add_position(column);
+            columns = b.Finish();
+        }
+        const auto group = wire::CreateEntityGroup(fbb, at, fbb.CreateVector(versions), columns);
+        const auto groups = fbb.CreateVector(std::vector{group});
+        const auto count = static_cast<std::uint32_t>(list.size());
+        return server_frame(fbb, wire::ServerBody::Snapshot,
+                            wire::CreateSnapshot(fbb, 1, 0, 1, count, groups).Union());
+    };
+    // A group that lists index 3 twice.
+    write(dir / "duplicate_index", mirror_input(4, {snapshot_of({3, 3}, {1, 1}, false)}));
+    // An update to a NaN position, then one for an unknown index.
+    const auto update = [&](std::uint64_t tick, std::uint32_t index, float x) {
+        flatbuffers::FlatBufferBuilder fbb;
+        const auto at = wire::CreateIndexSet(fbb, 0, fbb.CreateVector(std::vector{index}));
+        const auto values = fbb.CreateVectorOfStructs(std::vector{wire::Position{x, 0.0F}});
+        wire::ComponentColumnsBuilder b{fbb};
+        b.add_position_at(at);
+        b.add_position(values);
+        const auto columns = b.Finish();
+        return server_frame(fbb, wire::ServerBody::Delta,
+                            wire::CreateDelta(fbb, tick, 0, 0, columns).Union());
+    };
+    write(dir / "invalid_update",
+          mirror_input(5, {snapshot_of({0, 1}, {1, 7}, true), update(2, 0, 5.0F),
+                           update(3, 1, std::numeric_limits<float>::quiet_NaN()),
+                           snapshot_of({0}, {2}, true), update(2, 9, 1.0F)}));
+    // Control messages with values a client refuses.
+    flatbuffers::FlatBufferBuilder w;
+    const proto::frame welcome = server_frame(
+        w, wire::ServerBody::Welcome,
+        wire::CreateWelcome(w, 1, 1, std::numeric_limits<float>::infinity(), 0, 1).Union());
+    flatbuffers::FlatBufferBuilder r;
+    const auto text = r.CreateString("ok");
+    const proto::frame result = server_frame(
+        r, wire::ServerBody::CommandResult,
+        wire::CreateCommandResult(r, 1, true, static_cast<wire::ErrorCode>(99), text).Union());
+    flatbuffers::FlatBufferBuilder d;
+    const auto reason = d.CreateString("\xFF\xFE");
+    const proto::frame bye =
+        server_frame(d, wire::ServerBody::Disconnect, wire::CreateDisconnect(d, reason).Union());
+    write(dir / "invalid_control", mirror_input(0, {welcome, result, bye}));
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    if (argc != 2) {
+        std::fprintf(stderr, "usage: %s <corpus-dir>\n", argv[0]);
+        return 2;
+    }
+    const fs::path root{argv[1]};
+    client_frame_corpus(root / "client_frame");
+    commands_corpus(root / "commands");
+    mirror_corpus(root / "mirror");
+    return 0;
+}
