@@ -26,41 +26,7 @@
 #include "ecsnet/protocol/frame.hpp"
 #include "ecsnet/protocol/messages.hpp"
 #include "ecsnet/protocol/replication.hpp"
-
-namespace ecsnet::protocol {
-
-// Readable failure output for the values the tests compare.
-void PrintTo(const Position& v, std::ostream* out) {
-    *out << "Position{" << v.x << ", " << v.y << "}";
-}
-void PrintTo(const Velocity& v, std::ostream* out) {
-    *out << "Velocity{" << v.x << ", " << v.y << "}";
-}
-void PrintTo(const Health& v, std::ostream* out) {
-    *out << "Health{" << v.value << "}";
-}
-void PrintTo(const Lifetime& v, std::ostream* out) {
-    *out << "Lifetime{" << v.ticks << "}";
-}
-void PrintTo(const Owner& v, std::ostream* out) {
-    *out << "Owner{" << v.client << "}";
-}
-void PrintTo(const Name& v, std::ostream* out) {
-    *out << "Name{\"" << v.value << "\"}";
-}
-void PrintTo(const component_set& set, std::ostream* out) {
-    *out << "{";
-    const char* sep = "";
-    for_each_component([&]<typename T>() {
-        if (const auto& v = set.get<T>()) {
-            *out << sep << ::testing::PrintToString(*v);
-            sep = ", ";
-        }
-    });
-    *out << "}";
-}
-
-}  // namespace ecsnet::protocol
+#include "printers.hpp"
 
 namespace {
 
