@@ -19,7 +19,6 @@
 #include <cstdlib>
 #include <memory>
 #include <random>
-#include <string>
 #include <vector>
 
 #include "ecsnet/ecs/world.hpp"
