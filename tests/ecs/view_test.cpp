@@ -241,6 +241,31 @@ TEST_F(ViewFixture, AWritingViewMarksEveryVisitedComponentUpdated) {
     EXPECT_EQ(changes.find<Position>(), nullptr);
 }
 
+TEST_F(ViewFixture, AWritingEachReturningBoolMarksOnlyWhereItReturnsTrue) {
+    (void)w_->take_changes();
+    // Multi-type (driven) loop: writes e_[3] only.
+    w_->view<Position, const Velocity>().each([&](Entity e, Position& p, const Velocity&) {
+        if (e != e_[3]) {
+            return false;
+        }
+        p.x += 1;
+        return true;
+    });
+    // Single-type loop: writes e_[1] only.
+    w_->view<Position>().each([&](Entity e, Position& p) {
+        p.y += e == e_[1] ? 1.0F : 0.0F;
+        return e == e_[1];
+    });
+    auto changes = w_->take_changes();
+    ASSERT_EQ(changes.components.size(), 1U);
+    ASSERT_NE(changes.find<Position>(), nullptr);
+    EXPECT_THAT(changes.find<Position>()->updated, UnorderedElementsAre(e_[1], e_[3]));
+    EXPECT_EQ(w_->get<Position>(e_[3]).x, 31.0F);
+
+    w_->view<Position>().each([](Position&) { return false; });
+    EXPECT_TRUE(w_->take_changes().empty());
+}
+
 TEST_F(ViewFixture, AReadOnlyViewRecordsNothing) {
     (void)w_->take_changes();
     int visited = 0;

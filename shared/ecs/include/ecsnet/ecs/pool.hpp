@@ -53,15 +53,20 @@ public:
         if (!log_->enabled || log_->created_this_tick(entity.index())) {
             return;  // a new entity is sent whole
         }
-        if (dirty_epoch_ != log_->epoch) {
-            dirty_epoch_ = log_->epoch;
-            touched_.clear();
-            dirty_ = true;
-        }
+        begin_epoch();
+        structural_ = structural_ || !existed;
         std::uint32_t& mark = marks_.at(entity.index());
         if ((mark >> 1U) != log_->epoch) {
             mark = (log_->epoch << 1U) | (existed ? 1U : 0U);
             touched_.push_back(entity);
+        }
+    }
+
+    // Records that a component is being removed this tick (remove, or its entity destroyed).
+    void note_removal() {
+        if (log_->enabled) {
+            begin_epoch();
+            structural_ = true;
         }
     }
 
@@ -71,7 +76,14 @@ public:
         if (!dirty_ || dirty_epoch_ != log_->epoch) {
             return;
         }
+        if (!structural_) {
+            // Only values were written: every touched entity still has the component, and
+            // none was created this tick (touch() skips those), so all are plain updates.
+            out.updated.insert(out.updated.end(), touched_.begin(), touched_.end());
+            return;
+        }
         const auto& entities = set();
+        out.updated.reserve(out.updated.size() + touched_.size());  // nearly all are updates
         for (const entity_type first : touched_) {
             const bool existed = (marks_.get(first.index()) & 1U) != 0;
             const entity_type now = entities.find_index(first.index());
@@ -92,10 +104,20 @@ public:
         marks_.fill(0);
         touched_.clear();
         dirty_ = false;
+        structural_ = false;
         dirty_epoch_ = 0;
     }
 
 private:
+    ECSNET_ECS_INLINE void begin_epoch() {
+        if (dirty_epoch_ != log_->epoch) {
+            dirty_epoch_ = log_->epoch;
+            touched_.clear();
+            dirty_ = true;
+            structural_ = false;
+        }
+    }
+
     component_id id_;
     std::uint64_t hash_;
     std::string name_;
@@ -105,6 +127,7 @@ private:
     std::vector<entity_type> touched_;
     std::uint32_t dirty_epoch_{0};
     bool dirty_{false};
+    bool structural_{false};  // a component was added or removed this epoch
 };
 
 template <typename Traits, typename Component>

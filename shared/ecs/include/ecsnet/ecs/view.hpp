@@ -32,7 +32,8 @@ class basic_view;
 // Access follows constness: view<const Position> reads; view<Position> is declared as
 // writing Position, and every entity it visits has Position marked as updated in the change
 // set. Iterating a view yields (entity, components...), for range-for with structured bindings
-// or each(fn).
+// or each(fn). A writing view's fn may return bool: then only the entities for which it
+// returns true are marked (a system that writes some entities and leaves the rest unchanged).
 //
 // During iteration, component values may be read and written, and entities may be created.
 // Structural changes to the storages being iterated (emplace/remove of a Get type, destroy of
@@ -166,11 +167,25 @@ private:
     }
 
     template <typename Fn, typename... C>
-    static void invoke(Fn& fn, entity_type e, C&... components) {
+    static decltype(auto) invoke(Fn& fn, entity_type e, C&... components) {
         if constexpr (std::is_invocable_v<Fn&, entity_type, C&...>) {
-            fn(e, components...);
+            return fn(e, components...);
         } else {
-            fn(components...);
+            return fn(components...);
+        }
+    }
+
+    // Marks the written components of `e` around fn: before the call, or, when fn returns
+    // bool, after it and only if it returned true.
+    template <typename Fn, typename... C>
+    void visit(Fn& fn, entity_type e, C&... components) const {
+        if constexpr (std::is_same_v<decltype(invoke(fn, e, components...)), bool>) {
+            if (invoke(fn, e, components...)) {
+                touch_writes(e);
+            }
+        } else {
+            touch_writes(e);
+            invoke(fn, e, components...);
         }
     }
 
@@ -183,8 +198,7 @@ private:
         for (std::size_t i = 0; i < count; ++i) {
             const entity_type e = entities[i];
             auto& value = std::get<0>(gets_)->storage.values()[i];
-            touch_writes(e);
-            invoke(fn, e, static_cast<Get&>(value)...);
+            visit(fn, e, static_cast<Get&>(value)...);
             check_unchanged(versions);
         }
     }
@@ -210,8 +224,7 @@ private:
             if (!accepts_except<D>(e, std::index_sequence<I...>{})) {
                 continue;
             }
-            touch_writes(e);
-            invoke(fn, e, fetch_driven<D, I>(e, driven, i)...);
+            visit(fn, e, fetch_driven<D, I>(e, driven, i)...);
             check_unchanged(versions);
         }
     }

@@ -172,6 +172,7 @@ public:
                 p.on_destroy.publish(*this, e);
             }
             if (p.set().contains(e)) {
+                p.note_removal();
                 p.erase(e);
             }
         });
@@ -609,6 +610,7 @@ private:
             }
         }
         p.touch(e, true);
+        p.note_removal();
         p.erase(e);
         signatures_.reset(e.index(), p.id());
     }
