@@ -296,11 +296,8 @@ TEST(IndexSet, SizeSaturatesAtLimitPlusOne) {
 template <typename T>
 std::vector<T> round_trip(const std::vector<T>& values) {
     flatbuffers::FlatBufferBuilder fbb;
-    std::vector<const T*> pointers;
-    for (const T& v : values) {
-        pointers.push_back(&v);
-    }
-    const auto column = proto::encode_values<T>(fbb, std::span<const T* const>{pointers});
+    const auto column = proto::encode_values<T>(
+        fbb, values.size(), [&](std::size_t i) -> const T& { return values[i]; });
     wire::ComponentColumnsBuilder builder(fbb);
     proto::column<T>::add_values(builder, column);
     fbb.Finish(builder.Finish());

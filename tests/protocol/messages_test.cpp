@@ -373,6 +373,16 @@ TEST(ServerMessages, PongRoundTrips) {
 TEST(ServerMessages, ChecksumReportRoundTrips) {
     const proto::checksum_report c{1000, 0xDEADBEEFCAFEBABEULL, 12345};
     EXPECT_EQ(round_trip(c), proto::server_control{c});
+    const proto::checksum_report slice{1001, 42, 7, 65'536, 131'072};
+    EXPECT_EQ(round_trip(slice), proto::server_control{slice});
+}
+
+TEST(ServerRejections, ChecksumOfAnEmptyIndexRangeIsRefused) {
+    for (const auto& [first, end] : {std::pair{5U, 5U}, std::pair{9U, 2U}}) {
+        std::string why;
+        EXPECT_FALSE(round_trip(proto::checksum_report{1, 2, 3, first, end}, &why).has_value());
+        EXPECT_THAT(why, HasSubstr("empty index range"));
+    }
 }
 
 TEST(ServerMessages, DisconnectRoundTrips) {

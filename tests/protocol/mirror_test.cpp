@@ -413,6 +413,36 @@ TEST(MirrorChecksum, MatchesAndMismatchesAreCounted) {
     EXPECT_EQ(mirror.statistics().inconsistencies, 2U);
 }
 
+TEST(MirrorChecksum, SliceChecksumsCompareOnlyTheirIndices) {
+    server s;
+    std::mt19937 rng(5);
+    populate(*s.world, 200, rng);
+    static_cast<void>(s.tick());
+    proto::mirror mirror;
+    ASSERT_TRUE(feed_all(mirror, s.snapshot()));
+
+    const auto slice = [&](std::uint32_t first, std::uint32_t end, std::uint64_t offset = 0) {
+        const auto sum = proto::checksum::of_world(*s.world, {first, end});
+        return proto::encode(proto::server_control{
+            proto::checksum_report{s.current, sum.hash + offset, sum.entities, first, end}});
+    };
+    EXPECT_TRUE(feed(mirror, slice(0, 64)));
+    EXPECT_TRUE(feed(mirror, slice(64, 150)));
+    EXPECT_TRUE(feed(mirror, slice(150, 0xFFFFFFFFU)));
+    EXPECT_EQ(mirror.statistics().checksums_matched, 3U);
+
+    // The whole world's hash claimed for a slice is a mismatch.
+    const auto whole = proto::checksum::of_world(*s.world);
+    EXPECT_FALSE(feed(mirror, proto::encode(proto::server_control{proto::checksum_report{
+                                  s.current, whole, static_cast<std::uint32_t>(s.world->alive()),
+                                  0, 64}})));
+    EXPECT_EQ(mirror.statistics().checksums_mismatched, 1U);
+    ASSERT_TRUE(mirror.take_resync_reason().has_value());
+    ASSERT_TRUE(feed_all(mirror, s.snapshot()));
+    EXPECT_FALSE(feed(mirror, slice(64, 150, 1)));
+    EXPECT_EQ(mirror.statistics().checksums_mismatched, 2U);
+}
+
 TEST(MirrorChecksum, CatchesAChangeTheDeltasMissed) {
     server s;
     const Entity e = s.world->create();

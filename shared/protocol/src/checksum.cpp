@@ -1,7 +1,8 @@
 #include "ecsnet/protocol/checksum.hpp"
 
-// XXH64_state_t on the stack needs the static-linking definitions.
-#define XXH_STATIC_LINKING_ONLY
+// Inlined: a term hashes 8 to ~80 bytes, where a call and XXH3's size dispatch cost as much
+// as the hashing itself.
+#define XXH_INLINE_ALL
 #include <xxhash.h>
 
 #include <vector>
@@ -9,7 +10,7 @@
 namespace ecsnet::protocol::checksum {
 
 std::uint64_t hash_bytes(std::span<const std::byte> bytes) noexcept {
-    return XXH64(bytes.data(), bytes.size(), 0);
+    return XXH3_64bits(bytes.data(), bytes.size());
 }
 
 std::uint64_t hash_parts(std::span<const std::byte> head, std::span<const std::byte> value) noexcept {
@@ -20,14 +21,33 @@ std::uint64_t hash_parts(std::span<const std::byte> head, std::span<const std::b
         if (!value.empty()) {
             std::memcpy(buffer.data() + head.size(), value.data(), value.size());
         }
-        return XXH64(buffer.data(), head.size() + value.size(), 0);
+        return XXH3_64bits(buffer.data(), head.size() + value.size());
     }
-    XXH64_state_t state;
-    XXH64_reset(&state, 0);
-    XXH64_update(&state, head.data(), head.size());
-    XXH64_update(&state, value.data(), value.size());
-    return XXH64_digest(&state);
+    XXH3_state_t state;
+    XXH3_64bits_reset(&state);
+    XXH3_64bits_update(&state, head.data(), head.size());
+    XXH3_64bits_update(&state, value.data(), value.size());
+    return XXH3_64bits_digest(&state);
 }
+
+namespace {
+
+// component_term with the size known at compile time for struct components: one fixed-size
+// buffer and XXH3's fixed-length path, about 3x faster than the general one.
+template <typename T>
+std::uint64_t term_of(std::uint32_t index, std::uint32_t version, const T& value) noexcept {
+    if constexpr (is_string_component_v<T>) {
+        return component_term(index, version, value);
+    } else {
+        const std::array<std::uint32_t, 3> head{wire_id_v<T>, index, version};
+        std::array<std::byte, sizeof head + sizeof(T)> buffer;
+        std::memcpy(buffer.data(), head.data(), sizeof head);
+        std::memcpy(buffer.data() + sizeof head, &value, sizeof(T));
+        return XXH3_64bits(buffer.data(), buffer.size());
+    }
+}
+
+}  // namespace
 
 std::uint64_t of_world(const ecs::World& world) {
     std::uint64_t sum = 0;
@@ -40,10 +60,19 @@ std::uint64_t of_world(const ecs::World& world) {
         const auto entities = storage->entities();
         const auto values = storage->values();
         for (std::size_t i = 0; i < entities.size(); ++i) {
-            sum += component_term(entities[i].index(), entities[i].version(), values[i]);
+            sum += term_of(entities[i].index(), entities[i].version(), values[i]);
         }
     });
     return sum;
+}
+
+slice_sum of_world(const ecs::World& world, index_range range) {
+    if (range.whole()) {
+        return {of_world(world), static_cast<std::uint32_t>(world.alive())};
+    }
+    return of_slice(
+        range, world.entities().slots(), [&](std::uint32_t index) { return world.current(index); },
+        [&]<typename T>() { return world.find_storage<T>(); });
 }
 
 }  // namespace ecsnet::protocol::checksum

@@ -27,8 +27,8 @@ flatbuffers::Offset<wire::ComponentColumns> encode_set(flatbuffers::FlatBufferBu
     std::array<flatbuffers::uoffset_t, replicated_count> values{};
     for_each_component([&]<typename T>() {
         if (const auto& v = set.get<T>()) {
-            const T* one = &*v;
-            values[wire_id_v<T>] = encode_values<T>(fbb, std::span<const T* const>{&one, 1}).o;
+            values[wire_id_v<T>] =
+                encode_values<T>(fbb, 1, [&](std::size_t) -> const T& { return *v; }).o;
         }
     });
     wire::ComponentColumnsBuilder builder(fbb);
@@ -355,7 +355,8 @@ frame encode(const server_control& message) {
             },
             [&](const checksum_report& m) {
                 return std::pair{wire::ServerBody::Checksum,
-                                 wire::CreateChecksum(fbb, m.tick, m.hash, m.entity_count).Union()};
+                                 wire::CreateChecksum(fbb, m.tick, m.hash, m.entity_count, m.first_index,
+                                                      m.end_index).Union()};
             },
             [&](const disconnect& m) {
                 const auto reason = optional_string(fbb, m.reason);
@@ -406,7 +407,11 @@ std::optional<server_control> decode_server_control(const wire::ServerMessage& m
         }
         case wire::ServerBody::Checksum: {
             const auto* m = message.body_as_Checksum();
-            return checksum_report{m->tick(), m->hash(), m->entity_count()};
+            if (m->first_index() >= m->end_index()) {
+                return fail("Checksum covers an empty index range");
+            }
+            return checksum_report{m->tick(), m->hash(), m->entity_count(), m->first_index(),
+                                   m->end_index()};
         }
         case wire::ServerBody::Disconnect: {
             const auto* reason = message.body_as_Disconnect()->reason();

@@ -309,7 +309,18 @@ bool mirror::apply_checksum(const wire::Checksum& message) {
     if (!ready() || message.tick() != tick_) {
         return true;  // not comparable now (still joining, or resyncing)
     }
-    const bool matched = checksum() == message.hash() && live_.count == message.entity_count();
+    const checksum::index_range range{message.first_index(), message.end_index()};
+    if (range.first >= range.end) {
+        return inconsistent("Checksum covers an empty index range");
+    }
+    const checksum::slice_sum own =
+        range.whole()
+            ? checksum::slice_sum{checksum(), static_cast<std::uint32_t>(live_.count)}
+            : checksum::of_slice(
+                  range, live_.versions.size(),
+                  [&](std::uint32_t index) { return live_.find(index); },
+                  [&]<typename T>() { return &std::get<storage_t<T>>(live_.storages); });
+    const bool matched = own.hash == message.hash() && own.entities == message.entity_count();
     if (matched) {
         ++stats_.checksums_matched;
     } else {

@@ -115,12 +115,10 @@ flatbuffers::Offset<wire::EntityGroup> replication_encoder::encode_group(
             return;
         }
         const auto& storage = *world.find_storage<T>();
-        std::vector<const T*> values;
-        values.reserve(entities.size());
-        for (const std::uint32_t pos : plan_.order) {
-            values.push_back(&storage.get(entities[pos]));
-        }
-        columns.values[wire_id_v<T>] = encode_values<T>(fbb_, values).o;
+        columns.values[wire_id_v<T>] =
+            encode_values<T>(fbb_, plan_.order.size(), [&](std::size_t i) -> const T& {
+                return storage.get(entities[plan_.order[i]]);
+            }).o;
     });
     const auto columns_offset = columns.finish(fbb_);
     return wire::CreateEntityGroup(fbb_, at, versions_offset, columns_offset);
@@ -135,23 +133,24 @@ flatbuffers::Offset<wire::ComponentColumns> replication_encoder::encode_updates(
             return;
         }
         // Added to an entity the client already has, or updated: both are "set" on the wire.
-        std::vector<ecs::Entity> entities;
-        entities.reserve(changed->added.size() + changed->updated.size());
-        entities.insert(entities.end(), changed->added.begin(), changed->added.end());
-        entities.insert(entities.end(), changed->updated.begin(), changed->updated.end());
+        const auto& added = changed->added;
+        const auto& updated = changed->updated;
         indices_.clear();
-        for (const ecs::Entity e : entities) {
+        indices_.reserve(added.size() + updated.size());
+        for (const ecs::Entity e : added) {
+            indices_.push_back(e.index());
+        }
+        for (const ecs::Entity e : updated) {
             indices_.push_back(e.index());
         }
         plan_.build(indices_);
         const auto& storage = *world.find_storage<T>();
-        std::vector<const T*> values;
-        values.reserve(entities.size());
-        for (const std::uint32_t pos : plan_.order) {
-            values.push_back(&storage.get(entities[pos]));
-        }
         columns.at[wire_id_v<T>] = plan_.encode(fbb_).o;
-        columns.values[wire_id_v<T>] = encode_values<T>(fbb_, values).o;
+        columns.values[wire_id_v<T>] =
+            encode_values<T>(fbb_, plan_.order.size(), [&](std::size_t i) -> const T& {
+                const std::size_t pos = plan_.order[i];
+                return storage.get(pos < added.size() ? added[pos] : updated[pos - added.size()]);
+            }).o;
     });
     return columns.finish(fbb_);
 }

@@ -110,15 +110,15 @@ template <typename T>
 
 // ---- values ---------------------------------------------------------------------------------
 
-// Writes the values as the type's value column.
-template <typename T>
+// Writes `count` values, value_at(i) for i in [0, count), as the type's value column.
+template <typename T, typename ValueAt>
 [[nodiscard]] flatbuffers::Offset<typename column<T>::vector_type> encode_values(
-    flatbuffers::FlatBufferBuilder& fbb, std::span<const T* const> values) {
+    flatbuffers::FlatBufferBuilder& fbb, std::size_t count, ValueAt&& value_at) {
     if constexpr (is_string_component_v<T>) {
         std::vector<flatbuffers::Offset<flatbuffers::String>> strings;
-        strings.reserve(values.size());
-        for (const T* v : values) {
-            strings.push_back(fbb.CreateString(v->value));
+        strings.reserve(count);
+        for (std::size_t i = 0; i < count; ++i) {
+            strings.push_back(fbb.CreateString(static_cast<const T&>(value_at(i)).value));
         }
         return fbb.CreateVector(strings);
     } else {
@@ -126,9 +126,10 @@ template <typename T>
         static_assert(sizeof(W) == sizeof(T) && std::is_trivially_copyable_v<T>,
                       "a fixed-size component must have its FlatBuffers struct's layout");
         W* out = nullptr;
-        const auto offset = fbb.CreateUninitializedVectorOfStructs<W>(values.size(), &out);
-        for (std::size_t i = 0; i < values.size(); ++i) {
-            std::memcpy(static_cast<void*>(out + i), values[i], sizeof(W));
+        const auto offset = fbb.CreateUninitializedVectorOfStructs<W>(count, &out);
+        for (std::size_t i = 0; i < count; ++i) {
+            const T& value = value_at(i);
+            std::memcpy(static_cast<void*>(out + i), &value, sizeof(W));
         }
         return offset;
     }

@@ -1,6 +1,7 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
 #include <optional>
 #include <span>
 #include <string>
@@ -143,6 +144,9 @@ struct checksum_report {
     std::uint64_t tick{};
     std::uint64_t hash{};
     std::uint32_t entity_count{};
+    // The entity indices [first_index, end_index) covered; the defaults: all of them.
+    std::uint32_t first_index{0};
+    std::uint32_t end_index{std::numeric_limits<std::uint32_t>::max()};
     friend bool operator==(const checksum_report&, const checksum_report&) = default;
 };
 struct disconnect {
