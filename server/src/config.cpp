@@ -22,6 +22,7 @@ parsed_command_line parse_command_line(int argc, const char* const* argv) {
     std::string format = "text";
     std::int64_t hello_ms = c.hello_timeout.count();
     std::int64_t idle_ms = c.idle_timeout.count();
+    std::int64_t frame_ms = c.frame_timeout.count();
     std::int64_t stall_ms = c.stall_timeout.count();
     std::int64_t stats_s = c.stats_interval.count();
 
@@ -76,6 +77,9 @@ parsed_command_line parse_command_line(int argc, const char* const* argv) {
     env(app.add_option("--idle-timeout-ms", idle_ms, "Close a client that sends nothing for this long")
             ->check(CLI::Range(100, 86'400'000)),
         "ECSNET_IDLE_TIMEOUT_MS");
+    env(app.add_option("--frame-timeout-ms", frame_ms, "Close a client whose started frame does not complete by then")
+            ->check(CLI::Range(100, 600'000)),
+        "ECSNET_FRAME_TIMEOUT_MS");
     env(app.add_option("--stall-timeout-ms", stall_ms, "Close a client that reads nothing for this long while data waits")
             ->check(CLI::Range(100, 600'000)),
         "ECSNET_STALL_TIMEOUT_MS");
@@ -95,6 +99,7 @@ parsed_command_line parse_command_line(int argc, const char* const* argv) {
     c.log_format_ = format == "json" ? log_format::json : log_format::text;
     c.hello_timeout = std::chrono::milliseconds{hello_ms};
     c.idle_timeout = std::chrono::milliseconds{idle_ms};
+    c.frame_timeout = std::chrono::milliseconds{frame_ms};
     c.stall_timeout = std::chrono::milliseconds{stall_ms};
     c.stats_interval = std::chrono::seconds{stats_s};
     return out;

@@ -14,44 +14,39 @@ using protocol::Position;
 using protocol::Velocity;
 
 void add_game_systems(ecs::Scheduler& scheduler, float half_extent) {
-    scheduler.add("movement", ecs::component_access{}.reads<Velocity>().writes<Position>(),
-                  [](ecs::SystemContext& ctx) {
-                      const auto dt = static_cast<float>(ctx.dt);
-                      ctx.world.view<const Position, const Velocity>().each(
-                          [&](ecs::Entity e, const Position&, const Velocity& v) {
-                              if (v.x != 0.0F || v.y != 0.0F) {
-                                  ctx.world.patch<Position>(e, [&](Position& p) {
-                                      p.x += v.x * dt;
-                                      p.y += v.y * dt;
-                                  });
-                              }
-                          });
-                  });
-
-    scheduler.add("bounds", ecs::component_access{}.writes<Position, Velocity>(),
+    // Movement and bounds in one pass over the moving entities: at 1M entities a second pass
+    // costs milliseconds a tick.
+    scheduler.add("movement", ecs::component_access{}.reads<Velocity>().writes<Position, Velocity>(),
                   [half_extent](ecs::SystemContext& ctx) {
+                      const auto dt = static_cast<float>(ctx.dt);
                       const auto outside = [&](float value) {
                           return value < -half_extent || value > half_extent;
                       };
-                      ctx.world.view<const Position, const Velocity>().each(
-                          [&](ecs::Entity e, const Position& p, const Velocity& v) {
-                              if (!outside(p.x) && !outside(p.y)) {
-                                  return;
+                      // Returning false leaves a resting entity unmarked: it costs no bytes.
+                      ctx.world.view<Position, const Velocity>().each(
+                          [&](ecs::Entity e, Position& p, const Velocity& v) {
+                              if (v.x == 0.0F && v.y == 0.0F && !outside(p.x) && !outside(p.y)) {
+                                  return false;
                               }
+                              p.x += v.x * dt;
+                              p.y += v.y * dt;
+                              if (!outside(p.x) && !outside(p.y)) {
+                                  return true;
+                              }
+                              // Bounce: back inside, heading inwards.
                               const bool flip_x = (p.x < -half_extent && v.x < 0) ||
                                                   (p.x > half_extent && v.x > 0);
                               const bool flip_y = (p.y < -half_extent && v.y < 0) ||
                                                   (p.y > half_extent && v.y > 0);
-                              ctx.world.patch<Position>(e, [&](Position& q) {
-                                  q.x = std::clamp(q.x, -half_extent, half_extent);
-                                  q.y = std::clamp(q.y, -half_extent, half_extent);
-                              });
+                              p.x = std::clamp(p.x, -half_extent, half_extent);
+                              p.y = std::clamp(p.y, -half_extent, half_extent);
                               if (flip_x || flip_y) {
                                   ctx.world.patch<Velocity>(e, [&](Velocity& w) {
                                       w.x = flip_x ? -w.x : w.x;
                                       w.y = flip_y ? -w.y : w.y;
                                   });
                               }
+                              return true;
                           });
                   });
 

@@ -200,6 +200,10 @@ const std::vector<protocol::frame>& server::snapshot_frames() {
     if (snapshot_tick_ != tick_) {
         snapshot_cache_ = encoder_.encode_snapshot(*world_, tick_);
         snapshot_tick_ = tick_;
+        snapshot_bytes_ = 0;
+        for (const auto& f : snapshot_cache_) {
+            snapshot_bytes_ += f->size();
+        }
     }
     return snapshot_cache_;
 }
@@ -273,18 +277,10 @@ void server::run_tick() {
     }
 
     const auto changes = world_->take_changes();
-    const protocol::frame delta = encoder_.encode_delta(*world_, changes, tick_);
-    const bool checksum_tick = tick_ % config_.checksum_interval == 0;
-    protocol::frame checksum;
-    if (checksum_tick) {
-        checksum = protocol::encode(protocol::server_control{protocol::checksum_report{
-            tick_, protocol::checksum::of_world(*world_),
-            static_cast<std::uint32_t>(world_->alive())}});
-    }
-    for (const auto& [id, s] : sessions_) {
-        if (s->joined()) {
-            s->send_tick(delta, checksum_tick ? &checksum : nullptr);
-        }
+    const bool anyone_joined =
+        std::any_of(sessions_.begin(), sessions_.end(), [](const auto& s) { return s.second->joined(); });
+    if (anyone_joined) {
+        broadcast_tick(changes);
     }
 
     ++stats_.ticks;
@@ -298,6 +294,44 @@ void server::run_tick() {
         if (warnings_.allow(suppressed)) {
             spdlog::warn("tick {} took {:.2f} ms, over its {:.2f} ms budget ({} overruns so far)",
                          tick_, elapsed_ms, budget_ms, stats_.overruns);
+        }
+    }
+}
+
+protocol::checksum::index_range server::next_checksum_range() {
+    // Up to checksum_slice_indices the whole world is hashed each time; past that, successive
+    // checksums cover successive slices, the last one open-ended, so a tick never hashes more
+    // than one slice of a large world.
+    const std::size_t slots = world_->entities().slots();
+    if (slots <= checksum_slice_indices) {
+        checksum_next_index_ = 0;
+        return {};
+    }
+    protocol::checksum::index_range range{checksum_next_index_,
+                                          checksum_next_index_ + checksum_slice_indices};
+    if (range.end >= slots) {
+        range.end = protocol::checksum::index_range{}.end;
+        checksum_next_index_ = 0;
+    } else {
+        checksum_next_index_ = range.end;
+    }
+    return range;
+}
+
+void server::broadcast_tick(const ecs::World::change_set_type& changes) {
+    // Encoded once; every session queues the same frame.
+    const protocol::frame delta = encoder_.encode_delta(*world_, changes, tick_);
+    const bool checksum_tick = tick_ % config_.checksum_interval == 0;
+    protocol::frame checksum;
+    if (checksum_tick) {
+        const protocol::checksum::index_range range = next_checksum_range();
+        const protocol::checksum::slice_sum sum = protocol::checksum::of_world(*world_, range);
+        checksum = protocol::encode(protocol::server_control{
+            protocol::checksum_report{tick_, sum.hash, sum.entities, range.first, range.end}});
+    }
+    for (const auto& [id, s] : sessions_) {
+        if (s->joined()) {
+            s->send_tick(delta, checksum_tick ? &checksum : nullptr);
         }
     }
 }

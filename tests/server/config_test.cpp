@@ -38,6 +38,7 @@ constexpr const char* all_variables[] = {"ECSNET_BIND",
                                          "ECSNET_WORLD_HALF_EXTENT",
                                          "ECSNET_HELLO_TIMEOUT_MS",
                                          "ECSNET_IDLE_TIMEOUT_MS",
+                                         "ECSNET_FRAME_TIMEOUT_MS",
                                          "ECSNET_STALL_TIMEOUT_MS"};
 
 class ServerConfig : public testing::Test {
@@ -84,6 +85,7 @@ TEST_F(ServerConfig, DefaultsWithoutArguments) {
     EXPECT_EQ(c.world_half_extent, 1000.0F);
     EXPECT_EQ(c.hello_timeout, 5000ms);
     EXPECT_EQ(c.idle_timeout, 60'000ms);
+    EXPECT_EQ(c.frame_timeout, 10'000ms);
     EXPECT_EQ(c.stall_timeout, 10'000ms);
 }
 
@@ -125,6 +127,8 @@ TEST_F(ServerConfig, FlagsSetEveryField) {
                                               "300",
                                               "--idle-timeout-ms",
                                               "9000",
+                                              "--frame-timeout-ms",
+                                              "2500",
                                               "--stall-timeout-ms",
                                               "1500"});
     ASSERT_FALSE(parsed.exit_code.has_value());
@@ -148,7 +152,18 @@ TEST_F(ServerConfig, FlagsSetEveryField) {
     EXPECT_EQ(c.world_half_extent, 50.0F);
     EXPECT_EQ(c.hello_timeout, 300ms);
     EXPECT_EQ(c.idle_timeout, 9000ms);
+    EXPECT_EQ(c.frame_timeout, 2500ms);
     EXPECT_EQ(c.stall_timeout, 1500ms);
+}
+
+TEST_F(ServerConfig, FrameTimeoutFromFlagOrEnvironment) {
+    ::setenv("ECSNET_FRAME_TIMEOUT_MS", "3000", 1);
+    EXPECT_EQ(parse({}).config.frame_timeout, 3000ms);
+    EXPECT_EQ(parse({"--frame-timeout-ms", "700"}).config.frame_timeout, 700ms);
+    testing::internal::CaptureStderr();
+    EXPECT_EQ(parse({"--frame-timeout-ms", "99"}).exit_code, 2);
+    EXPECT_EQ(parse({"--frame-timeout-ms", "600001"}).exit_code, 2);
+    (void)testing::internal::GetCapturedStderr();
 }
 
 TEST_F(ServerConfig, HealthcheckFlag) {

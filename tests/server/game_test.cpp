@@ -1,4 +1,4 @@
-// The demo game's systems (movement, bounds, lifetime) and the demo entities.
+// The demo game's systems (movement with bounds, lifetime) and the demo entities.
 #include "ecsnet/server/game.hpp"
 
 #include <gtest/gtest.h>

@@ -483,6 +483,31 @@ TEST(ServerCommands, StaleHandleIsRejected) {
     expect_in_sync(*alice);
 }
 
+// Past 65,536 entity slots each Checksum covers one slice of the index space, in turn; the
+// mirror checks each slice against its own entities.
+TEST(ServerReplication, ChecksumsOfALargeWorldRotateThroughSlicesAndMatch) {
+    server_config config = test_config();
+    config.demo_entities = 140'000;  // three slices: [0, 64Ki), [64Ki, 128Ki), [128Ki, end)
+    config.tick_rate = 10.0;
+    config.checksum_interval = 1;
+    test_server server{config};
+    const auto alice = join(server.port(), "alice");
+    std::set<std::pair<std::uint32_t, std::uint32_t>> ranges;
+    alice->on_message = [&](const ecsnet::wire::ServerMessage& m) {
+        if (const auto* c = m.body_as_Checksum()) {
+            ranges.emplace(c->first_index(), c->end_index());
+        }
+    };
+    ASSERT_TRUE(alice->poll_until(
+        [&] { return alice->mirror().statistics().checksums_matched >= 4 || !alice->is_open(); },
+        20s))
+        << "matched " << alice->mirror().statistics().checksums_matched;
+    EXPECT_EQ(alice->mirror().statistics().checksums_mismatched, 0U);
+    const std::set<std::pair<std::uint32_t, std::uint32_t>> expected{
+        {0U, 65'536U}, {65'536U, 131'072U}, {131'072U, 0xFFFFFFFFU}};
+    EXPECT_EQ(ranges, expected);
+}
+
 TEST(ServerReplication, LateJoinerSnapshotEqualsTheOtherMirrors) {
     server_config config = test_config();
     config.demo_entities = 30;
@@ -963,6 +988,27 @@ TEST(ServerSlowClient, DeltaLargerThanTheQueueLimitStillReachesAFastClient) {
         << ", snapshots: " << alice->mirror().statistics().snapshots;
     expect_in_sync(*alice);
     EXPECT_EQ(server.stats().resyncs, 0U);
+}
+
+// A snapshot larger than what the kernel buffers plus --queue-bytes makes the session stop
+// reading from its client (backpressure) while the snapshot drains. That pause is the server's
+// doing: the frame deadline of the client's last frame (its Hello) must not run meanwhile. It
+// did, and a client joining a 1M-entity world was cut off with "frame not completed in time".
+TEST(ServerSlowClient, JoiningABigWorldOutlastsTheFrameTimeout) {
+    server_config config = test_config();
+    config.demo_entities = 200'000;  // a ~4 MB snapshot: more than the kernel takes at once
+    config.tick_rate = 5.0;
+    config.queue_bytes = 64 * 1024;
+    config.frame_timeout = 500ms;
+    test_server server{config};
+
+    raw_socket joiner{server.port(), 4096};
+    joiner.send(protocol::hello{protocol::protocol_version, "big-world", ""});
+    std::this_thread::sleep_for(1500ms);  // three frame timeouts without reading
+    const auto result = joiner.read_until_closed(3s);
+    EXPECT_FALSE(result.closed) << "closed after " << result.frames << " frames";
+    EXPECT_GT(result.frames, 0U);
+    EXPECT_EQ(server.clients(), 1U);
 }
 
 // Pongs, like the CommandResults of malformed commands, are control frames that are never

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "ecsnet/ecs/scheduler.hpp"
+#include "ecsnet/protocol/checksum.hpp"
 #include "ecsnet/protocol/messages.hpp"
 #include "ecsnet/protocol/replication.hpp"
 #include "ecsnet/server/commands.hpp"
@@ -23,6 +24,9 @@
 namespace ecsnet::server {
 
 class session;
+
+// Entity indices one Checksum covers at most (docs/PROTOCOL.md, "Checksum").
+inline constexpr std::uint32_t checksum_slice_indices = 65'536;
 
 struct server_stats {
     std::uint64_t ticks{0};
@@ -43,7 +47,7 @@ struct server_stats {
 // Each tick, on absolute deadlines: apply the commands received since the last tick in
 // arrival order -> run the systems (movement, bounds, lifetime; each followed by a sync point)
 // -> take the change set -> encode the delta once -> queue the same bytes to every joined
-// client -> every N ticks, a checksum. Nothing else writes to the world, so a snapshot taken
+// client -> every N ticks, a checksum (of one slice of a large world). Nothing else writes to the world, so a snapshot taken
 // between ticks and the deltas after it always agree.
 class server {
 public:
@@ -68,6 +72,8 @@ public:
     [[nodiscard]] ecs::Scheduler& scheduler() noexcept { return scheduler_; }
     [[nodiscard]] const server_stats& stats() const noexcept { return stats_; }
     [[nodiscard]] const server_config& config() const noexcept { return config_; }
+    // Size of the last snapshot sent (all chunks); 0 before the first join.
+    [[nodiscard]] std::size_t snapshot_bytes() const noexcept { return snapshot_bytes_; }
     [[nodiscard]] std::size_t clients() const noexcept { return active_; }
 
 private:
@@ -85,6 +91,9 @@ private:
     boost::asio::awaitable<void> tick_loop();
     boost::asio::awaitable<void> stats_loop();
     void run_tick();
+    // Encodes the tick's delta (and checksum) once and queues it to every joined session.
+    void broadcast_tick(const ecs::World::change_set_type& changes);
+    [[nodiscard]] protocol::checksum::index_range next_checksum_range();
     [[nodiscard]] const std::vector<protocol::frame>& snapshot_frames();
 
     struct pending_command {
@@ -116,7 +125,9 @@ private:
     std::vector<std::uint32_t> pending_despawns_;
 
     std::uint64_t tick_{0};
+    std::uint32_t checksum_next_index_{0};
     std::uint64_t snapshot_tick_{~std::uint64_t{0}};
+    std::size_t snapshot_bytes_{0};
     std::vector<protocol::frame> snapshot_cache_;
 
     server_stats stats_;

@@ -24,13 +24,14 @@ class server;
 // io_context thread.
 //
 // Outbound queue rule (docs/SERVER.md): deltas and checksums are droppable. When a tick's
-// frames would take the droppable bytes waiting behind the current write past --queue-bytes,
-// every waiting droppable frame is dropped and no more deltas are queued; once the queue has
-// drained, the client gets a fresh snapshot and deltas resume from the next tick. Replies are
-// bounded by backpressure: past --queue-bytes of unsent replies, the session stops reading
-// from the client. A client whose socket accepts nothing for --stall-timeout-ms while data
-// waits is disconnected. Server memory per client is thus bounded by one snapshot, one tick's
-// frames, twice --queue-bytes and the frame being read.
+// frames would take the droppable bytes waiting behind the current write past the bound,
+// max(--queue-bytes, size of the last snapshot), every waiting droppable frame is dropped and
+// no more deltas are queued; once the queue has drained, the client gets a fresh snapshot and
+// deltas resume from the next tick. Replies are bounded by backpressure: past --queue-bytes
+// of unsent replies, the session stops reading from the client (no read deadline runs while it
+// does). A client whose socket accepts nothing for --stall-timeout-ms while data waits is
+// disconnected. Server memory per client is thus bounded by two snapshots, one tick's frames,
+// twice --queue-bytes and the frame being read; delta frames are shared by all clients.
 class session : public std::enable_shared_from_this<session> {
 public:
     using clock = std::chrono::steady_clock;
