@@ -11,6 +11,7 @@
 #   ECSNET_FUZZ_BUILD_DIR  build directory (default build/fuzz)
 #   ECSNET_FUZZ_KEEP       1: keep the work directory (grown corpora, logs) even on success
 #   ECSNET_JOBS            build parallelism (default nproc)
+#   ECSNET_FUZZ_PARALLEL   targets fuzzed at once (default nproc)
 # A finding replays with: build/fuzz/bin/fuzz_<target> <input>
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -57,28 +58,47 @@ trap cleanup EXIT
 export ASAN_OPTIONS=${ASAN_OPTIONS:-abort_on_error=1:detect_leaks=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 
-summary=()
+# Each target runs for its full time; up to ECSNET_FUZZ_PARALLEL (default: nproc) at once.
+parallel=${ECSNET_FUZZ_PARALLEL:-$(nproc)}
+run_target() {
+  local t=$1 dir="$work/$1"
+  # -entropic=0: with clang 14's libFuzzer the entropic schedule spends most of the time in
+  # its feature bookkeeping on these targets (~5x fewer executions, less coverage in a minute).
+  local args=(-max_total_time="$seconds" -rss_limit_mb=2048 -timeout=10 -entropic=0
+              -print_final_stats=1 -artifact_prefix="$dir/findings/")
+  if [ -f "tests/fuzz/$t.dict" ]; then
+    args+=(-dict="tests/fuzz/$t.dict")
+  fi
+  # The outer timeout only guards against a wedged process: libFuzzer stops itself.
+  timeout --kill-after=30 $((seconds + 300)) \
+    "$build/bin/fuzz_$t" "${args[@]}" "$dir/corpus" >"$dir/log" 2>&1
+  echo $? > "$dir/rc"
+}
+
+pids=()
 for t in "${targets[@]}"; do
   dir="$work/$t"
   mkdir -p "$dir/corpus" "$dir/findings"
   cp tests/fuzz/corpus/"$t"/* "$dir/corpus/"
-  # -entropic=0: with clang 14's libFuzzer the entropic schedule spends most of the time in
-  # its feature bookkeeping on these targets (~5x fewer executions, less coverage in a minute).
-  args=(-max_total_time="$seconds" -rss_limit_mb=2048 -timeout=10 -entropic=0
-        -print_final_stats=1 -artifact_prefix="$dir/findings/")
-  if [ -f "tests/fuzz/$t.dict" ]; then
-    args+=(-dict="tests/fuzz/$t.dict")
-  fi
   echo "fuzz: $t for ${seconds}s on $(find "$dir/corpus" -type f | wc -l) seed inputs"
-  set +e
-  # The outer timeout only guards against a wedged process: libFuzzer stops itself.
-  timeout --kill-after=30 $((seconds + 300)) \
-    "$build/bin/fuzz_$t" "${args[@]}" "$dir/corpus" >"$dir/log" 2>&1
-  rc=$?
-  set -e
+  run_target "$t" &
+  pids+=($!)
+  if [ ${#pids[@]} -ge "$parallel" ]; then
+    wait "${pids[0]}"
+    pids=("${pids[@]:1}")
+  fi
+done
+wait
+
+summary=()
+failed=0
+for t in "${targets[@]}"; do
+  dir="$work/$t"
+  rc=$(cat "$dir/rc" 2>/dev/null || echo 1)
   finding=$(find "$dir/findings" -type f -print -quit)
   if [ "$rc" -ne 0 ] || [ -n "$finding" ]; then
     keep=1
+    failed=1
     echo "fuzz: $t FAILED (exit $rc)" >&2
     tail -n 80 "$dir/log" >&2
     if [ -n "$finding" ]; then
@@ -86,7 +106,7 @@ for t in "${targets[@]}"; do
       echo "fuzz: base64: $(base64 -w0 "$finding")" >&2
       echo "fuzz: replay: $build/bin/fuzz_$t $finding" >&2
     fi
-    exit 1
+    continue
   fi
   runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$dir/log" | tail -n 1)
   rate=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$dir/log" | tail -n 1)
@@ -100,6 +120,9 @@ for t in "${targets[@]}"; do
   echo "fuzz: $line"
   summary+=("$line")
 done
+if [ "$failed" = 1 ]; then
+  exit 1
+fi
 
 echo "fuzz: no findings"
 printf '  %s\n' "${summary[@]}"

@@ -1,20 +1,22 @@
 #!/usr/bin/env bash
 # The whole test suite on a fresh Debian 12 machine: installs missing packages, builds Debug
-# with AddressSanitizer + UndefinedBehaviorSanitizer and runs every test through ctest, then
-# the Docker image test (docker/test-image.sh, with podman). With --fuzz, also the fuzzers
-# (scripts/fuzz.sh, libFuzzer, 60 s per target; their corpus is replayed by ctest always).
-# Usage: scripts/test.sh [--no-image] [--fuzz] [ctest args, e.g. -R Server]
+# with AddressSanitizer + UndefinedBehaviorSanitizer and runs every test through ctest
+# (including the fault, load and soak tests of tests/reliability), then the fuzzers
+# (scripts/fuzz.sh: libFuzzer, clang, 60 s per target) and the Docker image test
+# (docker/test-image.sh, with podman).
+# Usage: scripts/test.sh [--no-image] [--no-fuzz] [ctest args, e.g. -R Server]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 image=1
-fuzz=0
+fuzz=1
 ctest_args=()
 for arg in "$@"; do
   case "$arg" in
     --no-image) image=0 ;;
-    --fuzz) fuzz=1 ;;
-    -h|--help) sed -n '2,6p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --no-fuzz) fuzz=0 ;;
+    --fuzz) fuzz=1 ;;  # the default; kept for old command lines
+    -h|--help) sed -n '2,7p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) ctest_args+=("$arg") ;;
   esac
 done
@@ -46,14 +48,14 @@ ctest --test-dir "$build" --output-on-failure -j "$jobs" ${ctest_args[@]+"${ctes
 summary=$(sed -n 's/.*tests passed, \([0-9]*\) tests\{0,1\} failed out of \([0-9]*\).*/\1 \2/p' "$log" | tail -n 1)
 rm -f "$log"
 
+if [ "$fuzz" = 1 ]; then
+  stage "fuzzing (libFuzzer, 60 s per target)"
+  scripts/fuzz.sh
+fi
+
 if [ "$image" = 1 ]; then
   stage "Docker image test (podman)"
   ECSNET_CLIENT="$PWD/$build/bin/ecsnet-client" docker/test-image.sh
-fi
-
-if [ "$fuzz" = 1 ] && [ -x scripts/fuzz.sh ]; then
-  stage "fuzzing"
-  scripts/fuzz.sh
 fi
 
 stage "done"

@@ -10,6 +10,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -249,8 +250,12 @@ server::server(const std::vector<std::string>& extra_args) {
     close(fd);
     log_path_ = path;
 
-    std::vector<std::string> argv{ECSNET_SERVER_BIN, "--port", "0",           "--bind", "127.0.0.1",
-                                  "--demo-entities", "20",     "--log-level", "info"};
+    std::vector<std::string> argv{ECSNET_SERVER_BIN, "--port", "0", "--bind", "127.0.0.1",
+                                  "--log-level", "info"};
+    // 20 demo entities unless the test asks for another number (CLI11 refuses an option twice).
+    if (std::find(extra_args.begin(), extra_args.end(), "--demo-entities") == extra_args.end()) {
+        argv.insert(argv.end(), {"--demo-entities", "20"});
+    }
     argv.insert(argv.end(), extra_args.begin(), extra_args.end());
     auto args = argv_pointers(argv);
     posix_spawn_file_actions_t actions;

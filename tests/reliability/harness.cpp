@@ -1,0 +1,107 @@
+#include "harness.hpp"
+
+#include <dirent.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <regex>
+#include <sstream>
+
+namespace ecsnet::test {
+
+std::optional<std::size_t> rss_kib(pid_t pid) {
+    std::ifstream in("/proc/" + std::to_string(pid) + "/status");
+    std::string line;
+    while (std::getline(in, line)) {
+        if (line.rfind("VmRSS:", 0) == 0) {
+            return static_cast<std::size_t>(std::stoull(line.substr(6)));
+        }
+    }
+    return std::nullopt;
+}
+
+std::optional<std::size_t> fd_count(pid_t pid) {
+    DIR* dir = ::opendir(("/proc/" + std::to_string(pid) + "/fd").c_str());
+    if (dir == nullptr) {
+        return std::nullopt;
+    }
+    std::size_t n = 0;
+    while (const dirent* entry = ::readdir(dir)) {
+        if (entry->d_name[0] != '.') {
+            ++n;
+        }
+    }
+    ::closedir(dir);
+    return n;
+}
+
+std::optional<double> cpu_seconds(pid_t pid) {
+    std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+    std::string line;
+    if (!std::getline(in, line)) {
+        return std::nullopt;
+    }
+    // The fields after the command name, which is in parentheses and may contain spaces;
+    // utime and stime are fields 14 and 15.
+    std::istringstream rest(line.substr(line.rfind(')') + 2));
+    std::string field;
+    unsigned long long utime = 0;
+    unsigned long long stime = 0;
+    for (int i = 3; i <= 15 && rest >> field; ++i) {
+        if (i == 14) {
+            utime = std::stoull(field);
+        } else if (i == 15) {
+            stime = std::stoull(field);
+        }
+    }
+    return static_cast<double>(utime + stime) / static_cast<double>(::sysconf(_SC_CLK_TCK));
+}
+
+std::vector<server_stats> parse_stats(const std::string& log) {
+    static const std::regex line{
+        R"(stats: tick (\d+) p50 ([\d.]+) ms p99 ([\d.]+) ms, (\d+) entities, (\d+) clients, )"
+        R"((\d+) B/s out, (\d+) overruns, (\d+) resyncs, (\d+) rate-limited, (\d+) invalid frames)"};
+    std::vector<server_stats> out;
+    for (auto it = std::sregex_iterator(log.begin(), log.end(), line); it != std::sregex_iterator();
+         ++it) {
+        const std::smatch& m = *it;
+        server_stats s;
+        s.tick = std::stoull(m[1].str());
+        s.tick_p50_ms = std::stod(m[2].str());
+        s.tick_p99_ms = std::stod(m[3].str());
+        s.entities = std::stoull(m[4].str());
+        s.clients = std::stoull(m[5].str());
+        s.bytes_out_per_s = std::stod(m[6].str());
+        s.overruns = std::stoull(m[7].str());
+        s.resyncs = std::stoull(m[8].str());
+        s.rate_limited = std::stoull(m[9].str());
+        s.invalid_frames = std::stoull(m[10].str());
+        out.push_back(s);
+    }
+    return out;
+}
+
+std::size_t count_lines(const std::string& log, std::string_view needle) {
+    std::istringstream in(log);
+    std::string line;
+    std::size_t n = 0;
+    while (std::getline(in, line)) {
+        if (line.find(needle) != std::string::npos) {
+            ++n;
+        }
+    }
+    return n;
+}
+
+std::string sanitizer_report(const std::string& log) {
+    for (const std::string_view marker :
+         {"ERROR: AddressSanitizer", "ERROR: LeakSanitizer", "runtime error:"}) {
+        if (const auto at = log.find(marker); at != std::string::npos) {
+            const auto from = at < 200 ? 0 : at - 200;
+            return log.substr(from, 2000);
+        }
+    }
+    return {};
+}
+
+}  // namespace ecsnet::test
