@@ -185,20 +185,33 @@ void launch(const options& o, launched_server& out) {
     throw std::runtime_error("the server did not listen within 60 s");
 }
 
-// Tick p99 of each stats line ("... p99 1.234 ms ...") logged after `from_line`.
-std::vector<double> tick_p99s(const std::string& log_path, std::size_t from_line,
-                              std::size_t& lines) {
-    std::vector<double> out;
+struct tick_stats {
+    std::vector<double> p99s;          // of each stats line
+    std::optional<std::uint64_t> first_overruns;  // the server's running count, first and last
+    std::uint64_t last_overruns = 0;
+};
+
+// The stats lines ("stats: tick T p50 X ms p99 Y ms, ..., O overruns, ...") logged after
+// `from_line`.
+tick_stats read_tick_stats(const std::string& log_path, std::size_t from_line, std::size_t& lines) {
+    tick_stats out;
     std::ifstream log(log_path);
     std::string line;
     lines = 0;
     while (std::getline(log, line)) {
-        if (lines++ < from_line) {
+        if (lines++ < from_line || line.find("stats: tick") == std::string::npos) {
             continue;
         }
-        const auto at = line.find(" p99 ");
-        if (line.find("stats: tick") != std::string::npos && at != std::string::npos) {
-            out.push_back(std::stod(line.substr(at + 5)));
+        if (const auto at = line.find(" p99 "); at != std::string::npos) {
+            out.p99s.push_back(std::stod(line.substr(at + 5)));
+        }
+        if (const auto at = line.find(" overruns"); at != std::string::npos) {
+            const auto start = line.rfind(' ', at - 1) + 1;
+            const std::uint64_t overruns = std::stoull(line.substr(start, at - start));
+            if (!out.first_overruns) {
+                out.first_overruns = overruns;
+            }
+            out.last_overruns = overruns;
         }
     }
     return out;
@@ -264,8 +277,12 @@ void run_client(const options& o, std::uint16_t port, std::size_t index,
                 } else if (r && !r->ok) {
                     throw std::runtime_error("spawn refused: " + r->message);
                 }
+                // The spacing, give or take half a tick period, uniformly: sends are then not
+                // phase-locked to the server's ticks and sample every point of the period.
+                const double period_ms = 1000.0 / o.tick_rate;
                 c.poll_for(std::chrono::milliseconds(
-                    static_cast<int>(std::max(1.0, spacing_ms - ms_since(sent))) + gap_ms(rng) / 4));
+                    static_cast<int>(std::max(1.0, spacing_ms - period_ms / 2 - ms_since(sent))) +
+                    gap_ms(rng)));
                 continue;
             }
             c.poll_for(20ms);
@@ -330,8 +347,9 @@ int main(int argc, char** argv) {
         std::this_thread::sleep_for(std::chrono::duration<double>(o.warmup_s));
 
         std::size_t log_lines = 0;
+        std::uint64_t overruns_before = 0;
         if (!launched.log_path.empty()) {
-            (void)tick_p99s(launched.log_path, 0, log_lines);
+            overruns_before = read_tick_stats(launched.log_path, 0, log_lines).last_overruns;
         }
         const auto cpu0 = pid > 0 ? cpu_seconds(pid) : std::nullopt;
         const auto t0 = clock_type::now();
@@ -350,9 +368,14 @@ int main(int argc, char** argv) {
             t.join();
         }
         std::vector<double> p99s;
+        std::int64_t overruns = -1;  // unknown when attached to a server we did not start
         if (!launched.log_path.empty()) {
             std::size_t total = 0;
-            p99s = tick_p99s(launched.log_path, log_lines, total);
+            const tick_stats window_stats = read_tick_stats(launched.log_path, log_lines, total);
+            p99s = window_stats.p99s;
+            if (window_stats.first_overruns) {
+                overruns = static_cast<std::int64_t>(window_stats.last_overruns - overruns_before);
+            }
         }
 
         // Warm joins: fresh connections to the running server, one after another.
@@ -416,6 +439,7 @@ int main(int argc, char** argv) {
             {"server_rss_mib_max", rss_max},
             {"tick_p99_ms_max", p99s.empty() ? -1.0 : *std::max_element(p99s.begin(), p99s.end())},
             {"tick_p99_ms_median", p99s.empty() ? -1.0 : percentile(p99s, 0.5)},
+            {"tick_overruns", overruns},
         };
         std::printf("%-32s %s\n", "scenario", o.label.c_str());
         std::printf("%-32s %zu moving entities, %zu clients, %.0f Hz, %.1f s window, %llu ticks\n",
@@ -432,9 +456,10 @@ int main(int argc, char** argv) {
                     static_cast<unsigned long long>(matched),
                     static_cast<unsigned long long>(inconsistent));
         std::printf("%-32s %.2f %% of one core, RSS max %.1f MiB\n", "server", cpu_pct, rss_max);
-        std::printf("%-32s p99 max %.3f ms, median %.3f ms (per-second stats lines)\n",
+        std::printf("%-32s p99 max %.3f ms, median %.3f ms (per-second stats lines), %lld "
+                    "overruns\n",
                     "server tick time", j["tick_p99_ms_max"].get<double>(),
-                    j["tick_p99_ms_median"].get<double>());
+                    j["tick_p99_ms_median"].get<double>(), static_cast<long long>(overruns));
         std::printf("%s\n", j.dump().c_str());
         return mismatched == 0 && inconsistent == 0 ? 0 : 1;
     } catch (const std::exception& e) {

@@ -27,12 +27,12 @@ mkdir -p "$(dirname "$out")"
 
 # label entities clients spawns joins
 scenarios=(
-  "1k-8     1000    8  100 10"
-  "10k-8    10000   8  100 10"
-  "10k-1    10000   1  100 10"
-  "100-32   100     32 100 10"
-  "100k-1   100000  1  100  5"
-  "1m-1     1000000 1  100  3"
+  "1k-8     1000    8  200 10"
+  "10k-8    10000   8  200 10"
+  "10k-1    10000   1  200 10"
+  "100-32   100     32 200 10"
+  "100k-1   100000  1  200  5"
+  "1m-1     1000000 1  200  3"
 )
 echo "machine: $(nproc) cores, $(sed -n 's/^model name\s*: //p' /proc/cpuinfo | head -n 1), load $(cut -d' ' -f1-3 /proc/loadavg)"
 for s in "${scenarios[@]}"; do
