@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs every load scenario of docs/BENCHMARKS.md with ecsnet-loadgen against a release build:
 # server pinned to core 0, load generator to core 1. Appends one JSON line per scenario to
-# the output file (default bench/results/matrix-<date>.jsonl) and prints the tables.
+# the output file (default bench/results/matrix-<date>.jsonl) and prints the tables, then the
+# CPU floor of the same fan-out with plain send() calls (bench/loopback_floor.cpp).
 # Usage: bench/run-matrix.sh [--window S] [--out FILE] [--only LABEL]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -22,7 +23,7 @@ done
 scripts/install-deps.sh > /dev/null
 build=${ECSNET_BUILD_DIR:-build/release}
 cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DECSNET_BUILD_TESTS=OFF > /dev/null
-cmake --build "$build" -j "$(nproc)" --target ecsnet-server ecsnet-loadgen > /dev/null
+cmake --build "$build" -j "$(nproc)" --target ecsnet-server ecsnet-loadgen loopback-floor > /dev/null
 mkdir -p "$(dirname "$out")"
 
 # label entities clients spawns joins
@@ -46,5 +47,11 @@ for s in "${scenarios[@]}"; do
       --warmup 3 --window "$window" | tee /tmp/ecsnet-matrix-last.txt
   tail -n 1 /tmp/ecsnet-matrix-last.txt >> "$out"
 done
+if [ -z "$only" ]; then
+  # What plain send() calls cost for the same fan-out, without a server (lower bound of its CPU).
+  echo
+  "$build/bin/loopback-floor" 8 8000 30 10
+  "$build/bin/loopback-floor" 32 1000 30 10
+fi
 echo
 echo "results appended to $out"
