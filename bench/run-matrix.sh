@@ -7,7 +7,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-window=10
+window=30
 out="bench/results/matrix-$(date +%Y%m%d-%H%M%S).jsonl"
 only=""
 while [ $# -gt 0 ]; do
@@ -28,12 +28,12 @@ mkdir -p "$(dirname "$out")"
 
 # label entities clients spawns joins
 scenarios=(
-  "1k-8     1000    8  200 10"
-  "10k-8    10000   8  200 10"
-  "10k-1    10000   1  200 10"
-  "100-32   100     32 200 10"
-  "100k-1   100000  1  200  5"
-  "1m-1     1000000 1  200  3"
+  "1k-8     1000    8  600 10"
+  "10k-8    10000   8  600 10"
+  "10k-1    10000   1  600 10"
+  "100-32   100     32 600 10"
+  "100k-1   100000  1  600  5"
+  "1m-1     1000000 1  600  3"
 )
 echo "machine: $(nproc) cores, $(sed -n 's/^model name\s*: //p' /proc/cpuinfo | head -n 1), load $(cut -d' ' -f1-3 /proc/loadavg)"
 for s in "${scenarios[@]}"; do
