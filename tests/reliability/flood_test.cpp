@@ -57,6 +57,9 @@ namespace protocol = ecsnet::protocol;
 namespace wire = ecsnet::wire;
 using ecsnet::client::connect_options;
 using ecsnet::client::connection;
+using ecsnet::test::exit_status_of;
+using ecsnet::test::figures;
+using ecsnet::test::percentile;
 using ecsnet::test::raw_socket;
 using testing::HasSubstr;
 using namespace std::chrono_literals;
@@ -71,74 +74,6 @@ double ms_between(clock_type::time_point from, clock_type::time_point to) {
 
 double seconds_between(clock_type::time_point from, clock_type::time_point to) {
     return std::chrono::duration<double>(to - from).count();
-}
-
-// Nearest-rank percentile, as the server's stats line computes it.
-double percentile(std::vector<double> values, double p) {
-    if (values.empty()) {
-        return 0.0;
-    }
-    const auto rank = static_cast<std::size_t>(std::ceil(p * static_cast<double>(values.size())));
-    const auto k = std::max<std::size_t>(rank, 1) - 1;
-    std::nth_element(values.begin(), values.begin() + static_cast<std::ptrdiff_t>(k), values.end());
-    return values[k];
-}
-
-// One `FIGURES {"test":...}` line on stdout, each figure also a gtest property.
-class figures {
-public:
-    explicit figures(std::string test) : json_{"{\"test\":\"" + test + "\""} {}
-
-    template <typename T>
-        requires std::is_arithmetic_v<T>
-    figures& add(const std::string& key, T value) {
-        std::string text;
-        if constexpr (std::is_floating_point_v<T>) {
-            std::array<char, 32> buffer{};
-            std::snprintf(buffer.data(), buffer.size(), "%.2f", static_cast<double>(value));
-            text = buffer.data();
-        } else {
-            text = std::to_string(value);
-        }
-        json_ += ",\"" + key + "\":" + text;
-        testing::Test::RecordProperty(key, text);
-        return *this;
-    }
-
-    figures& add(const std::string& key, const std::string& value) {
-        std::string escaped;
-        for (const char c : value) {
-            if (c == '"' || c == '\\') {
-                escaped += '\\';
-            }
-            escaped += static_cast<unsigned char>(c) < 0x20 ? ' ' : c;
-        }
-        json_ += ",\"" + key + "\":\"" + escaped + "\"";
-        testing::Test::RecordProperty(key, value);
-        return *this;
-    }
-
-    void print() const { std::cout << "FIGURES " << json_ << "}\n" << std::flush; }
-
-private:
-    std::string json_;
-};
-
-// Waits (bounded) for the process to exit and returns its exit code (128 + signal when
-// killed) without reaping it: the `server` object still owns its pid.
-std::optional<int> exit_status_of(pid_t pid, std::chrono::milliseconds timeout) {
-    const auto deadline = clock_type::now() + timeout;
-    while (clock_type::now() < deadline) {
-        siginfo_t info{};
-        if (::waitid(P_PID, static_cast<id_t>(pid), &info, WEXITED | WNOHANG | WNOWAIT) != 0) {
-            return std::nullopt;
-        }
-        if (info.si_pid == pid) {
-            return info.si_code == CLD_EXITED ? info.si_status : 128 + info.si_status;
-        }
-        std::this_thread::sleep_for(20ms);
-    }
-    return std::nullopt;
 }
 
 // SIGTERM, then the exit code (0 expected: the server's normal exit path, LeakSanitizer included).

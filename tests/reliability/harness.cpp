@@ -1,11 +1,20 @@
 #include "harness.hpp"
 
 #include <dirent.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstdio>
 #include <fstream>
+#include <iostream>
 #include <regex>
 #include <sstream>
+#include <thread>
 
 namespace ecsnet::test {
 
@@ -103,5 +112,59 @@ std::string sanitizer_report(const std::string& log) {
     }
     return {};
 }
+
+double percentile(std::vector<double> values, double p) {
+    if (values.empty()) {
+        return 0.0;
+    }
+    const auto rank = static_cast<std::size_t>(std::ceil(p * static_cast<double>(values.size())));
+    const auto k = std::max<std::size_t>(rank, 1) - 1;
+    std::nth_element(values.begin(), values.begin() + static_cast<std::ptrdiff_t>(k), values.end());
+    return values[k];
+}
+
+std::optional<int> exit_status_of(pid_t pid, std::chrono::milliseconds timeout) {
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    while (std::chrono::steady_clock::now() < deadline) {
+        siginfo_t info{};
+        if (::waitid(P_PID, static_cast<id_t>(pid), &info, WEXITED | WNOHANG | WNOWAIT) != 0) {
+            return std::nullopt;
+        }
+        if (info.si_pid == pid) {
+            return info.si_code == CLD_EXITED ? info.si_status : 128 + info.si_status;
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds{20});
+    }
+    return std::nullopt;
+}
+
+figures::figures(const std::string& test) : json_{"{\"test\":\"" + test + "\""} {}
+
+std::string figures::format(double value) {
+    std::array<char, 32> buffer{};
+    std::snprintf(buffer.data(), buffer.size(), "%.2f", value);
+    return buffer.data();
+}
+
+figures& figures::add_number(const std::string& key, const std::string& text) {
+    json_ += ",\"" + key + "\":" + text;
+    testing::Test::RecordProperty(key, text);
+    return *this;
+}
+
+figures& figures::add(const std::string& key, const std::string& value) {
+    std::string escaped;
+    for (const char c : value) {
+        if (c == '"' || c == '\\') {
+            escaped += '\\';
+        }
+        escaped += static_cast<unsigned char>(c) < 0x20 ? ' ' : c;
+    }
+    json_ += ",\"" + key + "\":\"" + escaped + "\"";
+    testing::Test::RecordProperty(key, value);
+    return *this;
+}
+
+void figures::print() const { std::cout << "FIGURES " << json_ << "}\n" << std::flush; }
 
 }  // namespace ecsnet::test

@@ -4,11 +4,13 @@
 
 #include <sys/types.h>
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <vector>
 
 namespace ecsnet::test {
@@ -43,5 +45,34 @@ struct server_stats {
 // The first sanitizer report in `log` (AddressSanitizer, LeakSanitizer, UBSan "runtime
 // error:"), with some context; empty when there is none.
 [[nodiscard]] std::string sanitizer_report(const std::string& log);
+
+// Nearest-rank percentile (p in [0, 1]), as the server's stats line computes it; 0 when empty.
+[[nodiscard]] double percentile(std::vector<double> values, double p);
+
+// Waits (bounded) for a child to exit and returns its exit code (128 + signal when killed),
+// without reaping it: the `server` object that owns the pid still reaps it.
+[[nodiscard]] std::optional<int> exit_status_of(pid_t pid, std::chrono::milliseconds timeout);
+
+// One `FIGURES {"test":...}` JSON line on stdout, for docs/RELIABILITY.md; each figure is also a
+// gtest property, so the XML report carries it.
+class figures {
+public:
+    explicit figures(const std::string& test);
+
+    template <typename T>
+        requires std::is_arithmetic_v<T>
+    figures& add(const std::string& key, T value) {
+        return add_number(key, std::is_floating_point_v<T> ? format(static_cast<double>(value))
+                                                           : std::to_string(value));
+    }
+    figures& add(const std::string& key, const std::string& value);
+    figures& add(const std::string& key, const char* value) { return add(key, std::string{value}); }
+    void print() const;
+
+private:
+    static std::string format(double value);
+    figures& add_number(const std::string& key, const std::string& text);
+    std::string json_;
+};
 
 }  // namespace ecsnet::test

@@ -48,6 +48,8 @@ using ecsnet::client::connect_options;
 using ecsnet::client::connection;
 using ecsnet::ecs::Entity;
 using ecsnet::test::count_lines;
+using ecsnet::test::figures;
+using ecsnet::test::percentile;
 using ecsnet::test::fd_count;
 using ecsnet::test::raw_socket;
 using ecsnet::test::sanitizer_report;
@@ -69,47 +71,6 @@ double ms_between(clock_type::time_point from, clock_type::time_point to) {
 }
 
 double ms_since(clock_type::time_point from) { return ms_between(from, clock_type::now()); }
-
-// One `FIGURES {"test":...}` line on stdout, each figure also a gtest property (so the XML
-// report carries it) for docs/RELIABILITY.md.
-class figures {
-public:
-    explicit figures(std::string test) : json_{"{\"test\":\"" + test + "\""} {}
-
-    template <typename T>
-        requires std::is_arithmetic_v<T>
-    figures& add(const std::string& key, T value) {
-        std::string text;
-        if constexpr (std::is_floating_point_v<T>) {
-            std::array<char, 32> buffer{};
-            std::snprintf(buffer.data(), buffer.size(), "%.1f", static_cast<double>(value));
-            text = buffer.data();
-        } else {
-            text = std::to_string(value);
-        }
-        json_ += ",\"" + key + "\":" + text;
-        testing::Test::RecordProperty(key, text);
-        return *this;
-    }
-
-    figures& add(const std::string& key, const std::string& value) {
-        std::string quoted;
-        for (const char c : value) {
-            if (c == '"' || c == '\\') {
-                quoted += '\\';
-            }
-            quoted += static_cast<unsigned char>(c) < 0x20 ? ' ' : c;
-        }
-        json_ += ",\"" + key + "\":\"" + quoted + "\"";
-        testing::Test::RecordProperty(key, value);
-        return *this;
-    }
-
-    void print() const { std::cout << "FIGURES " << json_ << "}\n" << std::flush; }
-
-private:
-    std::string json_;
-};
 
 // The test process holds thousands of sockets at once: lift its soft descriptor limit to the
 // hard one. Returns the soft limit now in force.
@@ -398,15 +359,6 @@ std::uint64_t mask_of(std::initializer_list<std::uint32_t> wire_ids) {
 
 template <typename T>
 constexpr std::uint32_t wire_id = protocol::wire_id_v<T>;
-
-double percentile(std::vector<double> values, double p) {
-    if (values.empty()) {
-        return 0;
-    }
-    std::sort(values.begin(), values.end());
-    const auto k = static_cast<std::size_t>(p * static_cast<double>(values.size() - 1));
-    return values[k];
-}
 
 // ---- timeouts --------------------------------------------------------------------------------
 

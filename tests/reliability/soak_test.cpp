@@ -47,6 +47,7 @@ namespace protocol = ecsnet::protocol;
 using ecsnet::client::connect_options;
 using ecsnet::client::connection;
 using ecsnet::ecs::Entity;
+using ecsnet::test::exit_status_of;
 using ecsnet::test::raw_socket;
 using ecsnet::wire::ErrorCode;
 using namespace std::chrono_literals;
@@ -838,23 +839,6 @@ private:
 // A sanitizer option list with one more option (a later one wins).
 std::string append_option(const char* options, const std::string& option) {
     return options == nullptr || *options == '\0' ? option : std::string{options} + ":" + option;
-}
-
-// Waits (bounded) for the process to exit and returns its exit code, 128 + signal when
-// killed, without reaping it: the `server` object still owns (and reaps) its pid.
-std::optional<int> exit_status_of(pid_t pid, std::chrono::milliseconds timeout) {
-    const auto deadline = clock_type::now() + timeout;
-    while (clock_type::now() < deadline) {
-        siginfo_t info{};
-        if (::waitid(P_PID, static_cast<id_t>(pid), &info, WEXITED | WNOHANG | WNOWAIT) != 0) {
-            return std::nullopt;
-        }
-        if (info.si_pid == pid) {
-            return info.si_code == CLD_EXITED ? info.si_status : 128 + info.si_status;
-        }
-        std::this_thread::sleep_for(20ms);
-    }
-    return std::nullopt;
 }
 
 TEST(Soak, ManyClientsChurnReconnectsAndSlowReadersLeaveAnExactWorldAndFlatResources) {
