@@ -68,6 +68,9 @@ parsed_command_line parse_command_line(int argc, const char* const* argv) {
     env(app.add_option("--checksum-interval", c.checksum_interval, "Send a world checksum every this many ticks")
             ->check(CLI::Range(1, 1'000'000)),
         "ECSNET_CHECKSUM_INTERVAL");
+    env(app.add_option("--checksum-slice", c.checksum_slice, "Entity indices one checksum covers at most; larger worlds are checked a slice per checksum")
+            ->check(CLI::Range(1, 1 << 30)),
+        "ECSNET_CHECKSUM_SLICE");
     env(app.add_option("--world-half-extent", c.world_half_extent, "Entities bounce inside [-E, E] on both axes")
             ->check(CLI::PositiveNumber),
         "ECSNET_WORLD_HALF_EXTENT");
@@ -109,10 +112,10 @@ std::string describe(const server_config& c) {
     return fmt::format(
         "bind={} port={} tick_rate={} max_clients={} max_frame_bytes={} queue_bytes={} "
         "demo_entities={} max_entities={} max_entities_per_client={} command_rate={}/s "
-        "burst={} checksum_interval={} auth={} on_disconnect={} world=[-{},{}] log={}/{}",
+        "burst={} checksum_interval={} checksum_slice={} auth={} on_disconnect={} world=[-{},{}] log={}/{}",
         c.bind, c.port, c.tick_rate, c.max_clients, c.max_frame_bytes, c.queue_bytes,
         c.demo_entities, c.max_entities, c.max_entities_per_client, c.command_rate,
-        c.command_burst, c.checksum_interval, c.auth_token.empty() ? "off" : "token",
+        c.command_burst, c.checksum_interval, c.checksum_slice, c.auth_token.empty() ? "off" : "token",
         c.keep_entities_on_disconnect ? "keep" : "despawn", c.world_half_extent,
         c.world_half_extent, c.log_level, c.log_format_ == log_format::json ? "json" : "text");
 }

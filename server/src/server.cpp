@@ -299,16 +299,16 @@ void server::run_tick() {
 }
 
 protocol::checksum::index_range server::next_checksum_range() {
-    // Up to checksum_slice_indices the whole world is hashed each time; past that, successive
-    // checksums cover successive slices, the last one open-ended, so a tick never hashes more
-    // than one slice of a large world.
+    // Up to --checksum-slice indices the whole world is hashed each time; past that,
+    // successive checksums cover successive slices, the last one open-ended, so a tick never
+    // hashes more than one slice of a large world.
     const std::size_t slots = world_->entities().slots();
-    if (slots <= checksum_slice_indices) {
+    if (slots <= config_.checksum_slice) {
         checksum_next_index_ = 0;
         return {};
     }
     protocol::checksum::index_range range{checksum_next_index_,
-                                          checksum_next_index_ + checksum_slice_indices};
+                                          checksum_next_index_ + config_.checksum_slice};
     if (range.end >= slots) {
         range.end = protocol::checksum::index_range{}.end;
         checksum_next_index_ = 0;

@@ -35,6 +35,7 @@ constexpr const char* all_variables[] = {"ECSNET_BIND",
                                          "ECSNET_COMMAND_BURST",
                                          "ECSNET_KEEP_ENTITIES_ON_DISCONNECT",
                                          "ECSNET_CHECKSUM_INTERVAL",
+                                         "ECSNET_CHECKSUM_SLICE",
                                          "ECSNET_WORLD_HALF_EXTENT",
                                          "ECSNET_HELLO_TIMEOUT_MS",
                                          "ECSNET_IDLE_TIMEOUT_MS",
@@ -82,6 +83,7 @@ TEST_F(ServerConfig, DefaultsWithoutArguments) {
     EXPECT_EQ(c.command_burst, 400.0);
     EXPECT_FALSE(c.keep_entities_on_disconnect);
     EXPECT_EQ(c.checksum_interval, 30U);
+    EXPECT_EQ(c.checksum_slice, 65'536U);
     EXPECT_EQ(c.world_half_extent, 1000.0F);
     EXPECT_EQ(c.hello_timeout, 5000ms);
     EXPECT_EQ(c.idle_timeout, 60'000ms);
@@ -121,6 +123,8 @@ TEST_F(ServerConfig, FlagsSetEveryField) {
                                               "--keep-entities-on-disconnect",
                                               "--checksum-interval",
                                               "4",
+                                              "--checksum-slice",
+                                              "2048",
                                               "--world-half-extent",
                                               "50",
                                               "--hello-timeout-ms",
@@ -149,6 +153,7 @@ TEST_F(ServerConfig, FlagsSetEveryField) {
     EXPECT_EQ(c.command_burst, 10.0);
     EXPECT_TRUE(c.keep_entities_on_disconnect);
     EXPECT_EQ(c.checksum_interval, 4U);
+    EXPECT_EQ(c.checksum_slice, 2048U);
     EXPECT_EQ(c.world_half_extent, 50.0F);
     EXPECT_EQ(c.hello_timeout, 300ms);
     EXPECT_EQ(c.idle_timeout, 9000ms);
@@ -181,6 +186,7 @@ TEST_F(ServerConfig, EnvironmentVariablesSetFields) {
     ::setenv("ECSNET_KEEP_ENTITIES_ON_DISCONNECT", "true", 1);
     ::setenv("ECSNET_LOG_FORMAT", "json", 1);
     ::setenv("ECSNET_HELLO_TIMEOUT_MS", "250", 1);
+    ::setenv("ECSNET_CHECKSUM_SLICE", "4096", 1);
     const parsed_command_line parsed = parse({});
     ASSERT_FALSE(parsed.exit_code.has_value());
     EXPECT_EQ(parsed.config.port, 9000);
@@ -188,6 +194,7 @@ TEST_F(ServerConfig, EnvironmentVariablesSetFields) {
     EXPECT_EQ(parsed.config.tick_rate, 20.0);
     EXPECT_EQ(parsed.config.auth_token, "from-env");
     EXPECT_TRUE(parsed.config.keep_entities_on_disconnect);
+    EXPECT_EQ(parsed.config.checksum_slice, 4096U);
     EXPECT_EQ(parsed.config.log_format_, log_format::json);
     EXPECT_EQ(parsed.config.hello_timeout, 250ms);
 }

@@ -483,12 +483,13 @@ TEST(ServerCommands, StaleHandleIsRejected) {
     expect_in_sync(*alice);
 }
 
-// Past 65,536 entity slots each Checksum covers one slice of the index space, in turn; the
-// mirror checks each slice against its own entities.
+// Past --checksum-slice entity slots each Checksum covers one slice of the index space, in
+// turn; the mirror checks each slice against its own entities.
 TEST(ServerReplication, ChecksumsOfALargeWorldRotateThroughSlicesAndMatch) {
     server_config config = test_config();
-    config.demo_entities = 140'000;  // three slices: [0, 64Ki), [64Ki, 128Ki), [128Ki, end)
-    config.tick_rate = 10.0;
+    config.demo_entities = 2'500;  // three slices: [0, 1024), [1024, 2048), [2048, end)
+    config.checksum_slice = 1'024;
+    config.tick_rate = 20.0;
     config.checksum_interval = 1;
     test_server server{config};
     const auto alice = join(server.port(), "alice");
@@ -500,11 +501,11 @@ TEST(ServerReplication, ChecksumsOfALargeWorldRotateThroughSlicesAndMatch) {
     };
     ASSERT_TRUE(alice->poll_until(
         [&] { return alice->mirror().statistics().checksums_matched >= 4 || !alice->is_open(); },
-        20s))
+        10s))
         << "matched " << alice->mirror().statistics().checksums_matched;
     EXPECT_EQ(alice->mirror().statistics().checksums_mismatched, 0U);
     const std::set<std::pair<std::uint32_t, std::uint32_t>> expected{
-        {0U, 65'536U}, {65'536U, 131'072U}, {131'072U, 0xFFFFFFFFU}};
+        {0U, 1'024U}, {1'024U, 2'048U}, {2'048U, 0xFFFFFFFFU}};
     EXPECT_EQ(ranges, expected);
 }
 

@@ -30,6 +30,7 @@ struct server_config {
     double command_burst = 400.0;
     bool keep_entities_on_disconnect = false;
     std::uint32_t checksum_interval = 30;
+    std::uint32_t checksum_slice = 65'536;  // entity indices one checksum covers at most
     float world_half_extent = 1000.0F;  // entities stay inside [-e, e] on both axes
 
     std::chrono::milliseconds hello_timeout{5000};

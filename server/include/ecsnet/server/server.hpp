@@ -25,8 +25,6 @@ namespace ecsnet::server {
 
 class session;
 
-// Entity indices one Checksum covers at most (docs/PROTOCOL.md, "Checksum").
-inline constexpr std::uint32_t checksum_slice_indices = 65'536;
 
 struct server_stats {
     std::uint64_t ticks{0};
