@@ -267,13 +267,24 @@ program_line parse_program(int argc, const char* const* argv) {
         ->capture_default_str();
     app.add_option(
            "--name", g.client_name,
-           "This client's name: its identity as an owner of entities, and in the server's log "
-           "(spawn's --name names entities)")
+           "This client's name, for display in the server's log (spawn's --name names "
+           "entities). Ownership is not the name: see --connect-token, and the resume keys kept "
+           "per server and name in $XDG_STATE_HOME/ecsnet/keys")
         ->envname("ECSNET_CLIENT_NAME")
         ->capture_default_str();
     app.add_option("--token", g.token,
                    "Auth token, when the server requires one (also ECSNET_AUTH_TOKEN)")
         ->envname("ECSNET_TOKEN");
+    app.add_option("--connect-token", g.connect_token,
+                   "Signed connect token from the game's backend (servers run with --token-secret)")
+        ->envname("ECSNET_CONNECT_TOKEN");
+    app.add_flag("--tls", g.tls, "Connect with TLS, verifying the server's certificate and host name")
+        ->envname("ECSNET_TLS");
+    app.add_option("--ca", g.ca_file,
+                   "CA certificate(s) (PEM) to verify the server with, instead of the system's "
+                   "(implies --tls)")
+        ->envname("ECSNET_CA")
+        ->check(CLI::ExistingFile);
     app.add_flag("--json", g.json,
                  "Print one JSON object per line (results and errors) instead of text");
     app.add_option("--timeout-ms", timeout_ms,
@@ -290,7 +301,8 @@ program_line parse_program(int argc, const char* const* argv) {
     for (CLI::App* sub : {b.spawn, b.destroy, b.list, b.watch, b.shell}) {
         const std::string own = sub->get_footer();
         sub->footer((own.empty() ? "" : own + "\n") +
-                    "Global options (--host, --port, --name, --token, --json, --timeout-ms) go "
+                    "Global options (--host, --port, --name, --token, --connect-token, --tls, --ca, "
+                    "--json, --timeout-ms) go "
                     "before or after the command: see ecsnet-client --help.\n" +
                     exit_codes);
     }

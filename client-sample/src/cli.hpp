@@ -18,6 +18,9 @@ struct global_options {
     std::uint16_t port = 7777;
     std::string client_name = "ecsnet-client";
     std::string token;
+    std::string connect_token;
+    bool tls = false;
+    std::string ca_file;  // empty: the system's trusted certificates
     bool json = false;
     std::chrono::milliseconds timeout{5000};
 };

@@ -4,6 +4,7 @@
 
 #include "cli.hpp"
 #include "commands.hpp"
+#include "identity_store.hpp"
 #include "ecsnet/client/connection.hpp"
 #include "interrupt.hpp"
 #include "output.hpp"
@@ -18,13 +19,29 @@ int main(int argc, char** argv) {
     const global_options& g = parsed.options;
     printer out{g.json};
     try {
+        // Development identity: the key this server gave this user under this name before.
+        const auto store = g.connect_token.empty() ? identity_store::from_environment()
+                                                   : std::nullopt;
+        const std::vector<std::uint8_t> known_key =
+            store ? store->load(g.host, g.port, g.client_name) : std::vector<std::uint8_t>{};
         ecsnet::client::connection conn{ecsnet::client::connect_options{
             .host = g.host,
             .port = g.port,
             .name = g.client_name,
             .token = g.token,
+            .connect_token = g.connect_token,
+            .resume_key = known_key,
             .timeout = g.timeout,
+            .tls = g.tls || !g.ca_file.empty(),
+            .ca_file = g.ca_file,
         }};
+        if (store && !conn.welcome().resume_key.empty() && conn.welcome().resume_key != known_key) {
+            try {
+                store->save(g.host, g.port, g.client_name, conn.welcome().resume_key);
+            } catch (const std::exception& e) {
+                out.note(std::string{"cannot keep this identity for the next run: "} + e.what());
+            }
+        }
         catch_interrupts();
         context ctx{conn, out, g.host + ":" + std::to_string(g.port), g.timeout, g.client_name};
         return parsed.run->what == command::shell ? run_shell(ctx) : run_command(ctx, *parsed.run);

@@ -29,9 +29,13 @@ command_processor::command_processor(ecs::World& world, command_limits limits)
     construct_connection_ = world_.on_construct<Owner>().connect(
         [this](ecs::World& w, ecs::Entity e) { ++owned_[w.get<Owner>(e).client]; });
     destroy_connection_ = world_.on_destroy<Owner>().connect([this](ecs::World& w, ecs::Entity e) {
-        const auto it = owned_.find(w.get<Owner>(e).client);
+        const std::uint32_t client = w.get<Owner>(e).client;
+        const auto it = owned_.find(client);
         if (it != owned_.end() && --it->second == 0) {
             owned_.erase(it);
+            if (on_last_entity_gone) {
+                on_last_entity_gone(client);
+            }
         }
     });
 }

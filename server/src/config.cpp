@@ -1,5 +1,7 @@
 #include "ecsnet/server/config.hpp"
 
+#include "ecsnet/server/connect_token.hpp"
+
 #include <CLI/CLI.hpp>
 #include <spdlog/fmt/fmt.h>
 
@@ -25,6 +27,7 @@ parsed_command_line parse_command_line(int argc, const char* const* argv) {
     std::int64_t frame_ms = c.frame_timeout.count();
     std::int64_t stall_ms = c.stall_timeout.count();
     std::int64_t stats_s = c.stats_interval.count();
+    std::int64_t resync_ms = c.resync_interval.count();
 
     const auto env = [](CLI::Option* o, const char* name) { return o->envname(name)->capture_default_str(); };
     env(app.add_option("--bind", c.bind, "Address to listen on"), "ECSNET_BIND");
@@ -52,6 +55,36 @@ parsed_command_line parse_command_line(int argc, const char* const* argv) {
         "ECSNET_LOG_FORMAT");
     env(app.add_option("--auth-token", c.auth_token, "Shared secret every Hello must carry (empty: none)"),
         "ECSNET_AUTH_TOKEN");
+    env(app.add_option("--token-secret", c.token_secret,
+                       "HMAC-SHA256 secret shared with the backend that issues connect tokens; "
+                       "when set, every client needs a valid token and owners are its player ids "
+                       "(at least 16 bytes; empty: development identity by resume keys)"),
+        "ECSNET_TOKEN_SECRET");
+    env(app.add_option("--world-id", c.world_id, "This server's world id: connect tokens must name it")
+            ->check([](const std::string& v) {
+                return v.size() <= 64 ? std::string{} : std::string{"at most 64 bytes"};
+            }),
+        "ECSNET_WORLD_ID");
+    env(app.add_option("--tls-cert", c.tls_cert, "TLS certificate chain (PEM); with --tls-key, clients must use TLS")
+            ->check(CLI::ExistingFile),
+        "ECSNET_TLS_CERT");
+    env(app.add_option("--tls-key", c.tls_key, "TLS private key (PEM) of --tls-cert")
+            ->check(CLI::ExistingFile),
+        "ECSNET_TLS_KEY");
+    env(app.add_option("--max-pending", c.max_pending,
+                       "Connections waiting for their Hello at most (not counted in --max-clients); "
+                       "past it the oldest is closed")
+            ->check(CLI::Range(1, 1'000'000)),
+        "ECSNET_MAX_PENDING");
+    env(app.add_option("--max-pending-per-address", c.max_pending_per_address,
+                       "Connections waiting for their Hello from one address at most; more are refused")
+            ->check(CLI::Range(1, 1'000'000)),
+        "ECSNET_MAX_PENDING_PER_ADDRESS");
+    env(app.add_option("--resync-interval-ms", resync_ms,
+                       "A client's ResyncRequests are served at most once per interval (more are "
+                       "coalesced; persistent excess disconnects)")
+            ->check(CLI::Range(0, 600'000)),
+        "ECSNET_RESYNC_INTERVAL_MS");
     env(app.add_option("--max-entities-per-client", c.max_entities_per_client, "Live entities one client may own"),
         "ECSNET_MAX_ENTITIES_PER_CLIENT");
     env(app.add_option("--max-entities", c.max_entities, "Live entities in the world at most"),
@@ -92,8 +125,39 @@ parsed_command_line parse_command_line(int argc, const char* const* argv) {
     app.add_flag("--healthcheck", out.healthcheck,
                  "Check that a server answers on 127.0.0.1:--port and ticks; exit 0 if so, else 1 (within 2 s)");
 
+    issue_token_request token;
+    std::string ttl = "1h";
+    CLI::App* issue = app.add_subcommand(
+        "issue-token",
+        "Print a connect token for a player, signed with --token-secret (ECSNET_TOKEN_SECRET), "
+        "as a game backend would issue it (docs/PROTOCOL.md, Identity)");
+    issue->add_option("--player", token.player, "Player id (1-64 bytes of UTF-8)")->required();
+    issue->add_option("--ttl", ttl, "Validity: 90s, 15m, 1h, 7d")->capture_default_str();
+    issue->add_option("--world", token.world, "World id the token admits to (the server's --world-id)")
+        ->envname("ECSNET_WORLD_ID")
+        ->capture_default_str();
+
     try {
         app.parse(argc, argv);
+        if (issue->parsed()) {
+            try {
+                token.ttl = parse_ttl(ttl);
+            } catch (const std::invalid_argument& e) {
+                throw CLI::ValidationError("--ttl", e.what());
+            }
+            if (c.token_secret.empty()) {
+                throw CLI::RequiredError("--token-secret (or ECSNET_TOKEN_SECRET) for issue-token");
+            }
+            out.issue_token = token;
+        }
+        if (!c.token_secret.empty() && c.token_secret.size() < min_token_secret_bytes) {
+            throw CLI::ValidationError("--token-secret", "must be at least " +
+                                                             std::to_string(min_token_secret_bytes) +
+                                                             " bytes (for example: openssl rand -hex 32)");
+        }
+        if (c.tls_cert.empty() != c.tls_key.empty()) {
+            throw CLI::ValidationError("--tls-cert/--tls-key", "give both or neither");
+        }
     } catch (const CLI::ParseError& e) {
         // --help and --version exit 0; every usage error exits 2, whatever CLI11's own code.
         out.exit_code = app.exit(e) == 0 ? 0 : 2;
@@ -105,6 +169,7 @@ parsed_command_line parse_command_line(int argc, const char* const* argv) {
     c.frame_timeout = std::chrono::milliseconds{frame_ms};
     c.stall_timeout = std::chrono::milliseconds{stall_ms};
     c.stats_interval = std::chrono::seconds{stats_s};
+    c.resync_interval = std::chrono::milliseconds{resync_ms};
     return out;
 }
 
@@ -112,10 +177,14 @@ std::string describe(const server_config& c) {
     return fmt::format(
         "bind={} port={} tick_rate={} max_clients={} max_frame_bytes={} queue_bytes={} "
         "demo_entities={} max_entities={} max_entities_per_client={} command_rate={}/s "
-        "burst={} checksum_interval={} checksum_slice={} auth={} on_disconnect={} world=[-{},{}] log={}/{}",
+        "burst={} checksum_interval={} checksum_slice={} auth={} identity={} tls={} max_pending={} "
+        "max_pending_per_address={} resync_interval={}ms on_disconnect={} world=[-{},{}] log={}/{}",
         c.bind, c.port, c.tick_rate, c.max_clients, c.max_frame_bytes, c.queue_bytes,
         c.demo_entities, c.max_entities, c.max_entities_per_client, c.command_rate,
         c.command_burst, c.checksum_interval, c.checksum_slice, c.auth_token.empty() ? "off" : "token",
+        c.token_secret.empty() ? std::string{"resume-keys"} : "connect-tokens(world=" + c.world_id + ")",
+        c.tls_cert.empty() ? "off" : "on", c.max_pending, c.max_pending_per_address,
+        c.resync_interval.count(),
         c.keep_entities_on_disconnect ? "keep" : "despawn", c.world_half_extent,
         c.world_half_extent, c.log_level, c.log_format_ == log_format::json ? "json" : "text");
 }

@@ -7,6 +7,7 @@
 #include <cstdio>
 
 #include "ecsnet/server/config.hpp"
+#include "ecsnet/server/connect_token.hpp"
 #include "ecsnet/server/healthcheck.hpp"
 #include "ecsnet/server/logging.hpp"
 #include "ecsnet/server/server.hpp"
@@ -16,6 +17,19 @@ int main(int argc, char** argv) {
     auto parsed = parse_command_line(argc, argv);
     if (parsed.exit_code) {
         return *parsed.exit_code;
+    }
+    if (parsed.issue_token) {
+        try {
+            const auto& t = *parsed.issue_token;
+            std::printf("%s\n", issue_connect_token(
+                                     {t.player, t.world, std::chrono::system_clock::now() + t.ttl},
+                                     parsed.config.token_secret)
+                                     .c_str());
+            return 0;
+        } catch (const std::exception& e) {
+            std::fprintf(stderr, "ecsnet-server issue-token: %s\n", e.what());
+            return 2;
+        }
     }
     if (parsed.healthcheck) {
         std::string why;

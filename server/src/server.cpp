@@ -3,12 +3,15 @@
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/use_awaitable.hpp>
+#include <openssl/crypto.h>
+#include <openssl/sha.h>
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
 #include <cmath>
 
 #include "ecsnet/protocol/checksum.hpp"
+#include "ecsnet/server/connect_token.hpp"
 #include "ecsnet/server/game.hpp"
 #include "ecsnet/server/session.hpp"
 
@@ -44,14 +47,13 @@ double percentile(std::vector<double>& values, double p) {
 }
 
 bool same_secret(const std::string& a, const std::string& b) {
-    // Constant time in the content: do not leak how much of the token matched.
-    unsigned char diff = a.size() == b.size() ? 0 : 1;
-    for (std::size_t i = 0; i < std::max(a.size(), b.size()); ++i) {
-        const auto x = i < a.size() ? static_cast<unsigned char>(a[i]) : 0;
-        const auto y = i < b.size() ? static_cast<unsigned char>(b[i]) : 0;
-        diff |= static_cast<unsigned char>(x ^ y);
-    }
-    return diff == 0;
+    // Constant time in the content: do not leak how much of the token matched. Comparing
+    // digests also hides the length.
+    std::array<unsigned char, SHA256_DIGEST_LENGTH> x{};
+    std::array<unsigned char, SHA256_DIGEST_LENGTH> y{};
+    SHA256(reinterpret_cast<const unsigned char*>(a.data()), a.size(), x.data());
+    SHA256(reinterpret_cast<const unsigned char*>(b.data()), b.size(), y.data());
+    return CRYPTO_memcmp(x.data(), y.data(), x.size()) == 0;
 }
 
 }  // namespace
@@ -64,8 +66,11 @@ server::server(asio::io_context& io, server_config config)
       commands_{*world_, command_limits{config_.max_entities_per_client, config_.max_entities}},
       acceptor_{io},
       tick_timer_{io},
-      stats_timer_{io} {
+      stats_timer_{io},
+      owners_{[this](std::uint32_t id) { return commands_.owned_by(id) > 0; }} {
     add_game_systems(scheduler_, config_.world_half_extent);
+    // An owner without connections whose last entity ends (lifetime, despawn) is forgotten.
+    commands_.on_last_entity_gone = [this](std::uint32_t owner) { owners_.forget_if_idle(owner); };
 }
 
 server::~server() = default;
@@ -84,6 +89,9 @@ void server::start() {
                                      ec.message());
         }
     };
+    if (!config_.tls_cert.empty()) {
+        tls_.emplace(make_server_tls_context(config_.tls_cert, config_.tls_key));
+    }
     acceptor_.open(endpoint.protocol(), ec);
     check("open");
     acceptor_.set_option(asio::ip::tcp::acceptor::reuse_address(true), ec);
@@ -117,6 +125,8 @@ void server::stop() {
     tick_timer_.cancel();
     stats_timer_.cancel();
     spdlog::info("shutting down: {} clients, tick {}", active_, tick_);
+    // Commands received since the last tick are applied and answered: replies are owed.
+    apply_pending_commands();
     std::vector<std::shared_ptr<session>> all;
     for (const auto& [id, s] : sessions_) {
         all.push_back(s);
@@ -147,19 +157,80 @@ awaitable<void> server::accept_loop() {
         boost::system::error_code ignored;
         socket.set_option(asio::ip::tcp::no_delay(true), ignored);
         ++stats_.connections;
-        const std::uint32_t id = next_client_id_++;
-        auto s = std::make_shared<session>(std::move(socket), *this, id);
+        const std::uint64_t id = next_session_id_++;
+        auto stream = tls_ ? make_tls_stream(std::move(socket), *tls_)
+                           : make_tcp_stream(std::move(socket));
+        auto s = std::make_shared<session>(std::move(stream), *this, id);
         sessions_.emplace(id, s);
-        if (active_ >= config_.max_clients) {
+        // Before Hello a connection holds no player slot, only one of --max-pending: silent
+        // sockets cannot lock players out. One address may hold only so many; past the global
+        // bound the oldest waiting connection makes room, so a prompt Hello still gets in.
+        const auto per_address = pending_per_address_.find(s->remote_address());
+        if (per_address != pending_per_address_.end() &&
+            per_address->second >= config_.max_pending_per_address) {
+            ++stats_.pending_refused;
             ++stats_.refused;
-            s->refuse("server full (" + std::to_string(config_.max_clients) + " clients)");
+            s->refuse("too many connections from " + s->remote_address() + " waiting for Hello");
             continue;
         }
-        ++active_;
-        s->set_counted(true);
+        if (pending_ids_.size() >= config_.max_pending) {
+            const auto oldest = sessions_.find(*pending_ids_.begin());
+            ++stats_.pending_evicted;
+            if (oldest != sessions_.end()) {
+                const auto victim = oldest->second;  // closed() erases it from sessions_
+                victim->close_now("closed to make room: too many connections waiting for Hello");
+            }
+        }
+        start_pending(s);
         spdlog::debug("client {} connected from {}", id, s->remote());
         s->start();
     }
+}
+
+void server::start_pending(const std::shared_ptr<session>& s) {
+    pending_ids_.insert(s->id());
+    ++pending_per_address_[s->remote_address()];
+    s->set_pending(true);
+}
+
+void server::end_pending(session& s) {
+    if (!s.pending()) {
+        return;
+    }
+    s.set_pending(false);
+    pending_ids_.erase(s.id());
+    const auto it = pending_per_address_.find(s.remote_address());
+    if (it != pending_per_address_.end() && --it->second == 0) {
+        pending_per_address_.erase(it);
+    }
+}
+
+std::optional<std::string> server::identify(session& s, const protocol::hello& hello,
+                                            protocol::welcome& welcome) {
+    // Ownership follows a credential, never the name (display only): a verified connect
+    // token's player, or the resume key this server gave the owner.
+    owner_registry::claim claim;
+    if (!config_.token_secret.empty()) {
+        if (hello.connect_token.empty()) {
+            return std::string{"connect token required (this server issues identities through "
+                               "its game backend)"};
+        }
+        auto verified = verify_connect_token(hello.connect_token, config_.token_secret,
+                                             config_.world_id);
+        if (auto* why = std::get_if<std::string>(&verified)) {
+            return std::move(*why);
+        }
+        const auto& claims = std::get<connect_token_claims>(verified);
+        claim = owners_.claim_by_player(claims.player);
+        welcome.player_id = claims.player;
+    } else {
+        claim = owners_.claim_by_key(hello.resume_key);
+        welcome.resume_key.assign(claim.key->begin(), claim.key->end());
+    }
+    s.set_owner_id(claim.owner);
+    owners_.connected(claim.owner);
+    welcome.client_id = claim.owner;
+    return std::nullopt;
 }
 
 std::optional<std::string> server::admit(session& s, const protocol::hello& hello) {
@@ -170,29 +241,35 @@ std::optional<std::string> server::admit(session& s, const protocol::hello& hell
     if (!config_.auth_token.empty() && !same_secret(hello.auth_token, config_.auth_token)) {
         return std::string{"bad auth token"};
     }
-    // Identity: connections with the same name act as one owner, so a command-line client can
-    // spawn in one run and destroy in the next; an unnamed connection is an owner of its own.
-    std::uint32_t owner = 0;
-    if (hello.client_name.empty()) {
-        owner = next_owner_id_++;
-    } else {
-        const auto [it, inserted] = owner_ids_.try_emplace(hello.client_name, next_owner_id_);
-        next_owner_id_ += inserted ? 1 : 0;
-        owner = it->second;
+    if (active_ >= config_.max_clients) {
+        return "server full (" + std::to_string(config_.max_clients) + " clients)";
     }
-    s.set_owner_id(owner);
-    ++connections_of_owner_[owner];
-    s.send(protocol::encode(protocol::server_control{protocol::welcome{
-        owner, protocol::protocol_version, static_cast<float>(config_.tick_rate), tick_,
-        config_.checksum_interval}}));
+    protocol::welcome welcome{0, protocol::protocol_version, static_cast<float>(config_.tick_rate),
+                              tick_, config_.checksum_interval, {}, {}};
+    if (auto refused = identify(s, hello, welcome)) {
+        ++stats_.identity_refused;
+        return refused;
+    }
+    end_pending(s);
+    ++active_;
+    s.set_counted(true);
+    s.send(protocol::encode(protocol::server_control{welcome}));
     send_snapshot(s);
-    spdlog::info("client {} ({}, owner {}) joined from {} at tick {}", s.id(),
-                 printable(hello.client_name), owner, s.remote(), tick_);
+    spdlog::info("client {} ({}, owner {}{}) joined from {} at tick {}", s.id(),
+                 printable(hello.client_name), welcome.client_id,
+                 welcome.player_id.empty() ? std::string{} : ", player " + printable(welcome.player_id),
+                 s.remote(), tick_);
     return std::nullopt;
 }
 
 void server::queue_command(const std::shared_ptr<session>& s, protocol::client_message message) {
     pending_.push_back(pending_command{s, s->owner_id(), std::move(message)});
+    s->command_queued();
+}
+
+void server::queue_result(const std::shared_ptr<session>& s, protocol::command_result result) {
+    pending_.push_back(pending_command{s, s->owner_id(), std::move(result)});
+    s->command_queued();
 }
 
 const std::vector<protocol::frame>& server::snapshot_frames() {
@@ -210,24 +287,21 @@ const std::vector<protocol::frame>& server::snapshot_frames() {
 
 void server::send_snapshot(session& s) {
     for (const auto& f : snapshot_frames()) {
-        s.send(f);
+        s.send_snapshot_chunk(f);
     }
 }
 
 void server::closed(session& s, const std::string& /*reason*/) {
+    end_pending(s);
     if (s.counted()) {
         s.set_counted(false);
         --active_;
     }
-    if (s.owner_id() != 0) {
-        const auto it = connections_of_owner_.find(s.owner_id());
-        if (it != connections_of_owner_.end() && --it->second == 0) {
-            connections_of_owner_.erase(it);
-            if (!config_.keep_entities_on_disconnect) {
-                // At the next tick (only ticks write the world), and only if the owner has not
-                // come back by then.
-                pending_despawns_.push_back(s.owner_id());
-            }
+    if (s.owner_id() != 0 && owners_.disconnected(s.owner_id()) == 0) {
+        if (!owners_.forget_if_idle(s.owner_id()) && !config_.keep_entities_on_disconnect) {
+            // At the next tick (only ticks write the world), and only if the owner has not
+            // come back by then; the owner is forgotten once its last entity is gone.
+            pending_despawns_.push_back(s.owner_id());
         }
     }
     sessions_.erase(s.id());
@@ -250,21 +324,31 @@ awaitable<void> server::tick_loop() {
     }
 }
 
+void server::apply_pending_commands() {
+    // Swapped out first: a reply may close its session (a fatal disconnect owed after it),
+    // which must not touch the vector being walked.
+    std::vector<pending_command> commands;
+    commands.swap(pending_);
+    for (auto& command : commands) {
+        const auto s = command.from.lock();
+        if (s == nullptr || !s->awaits_results()) {
+            continue;  // the connection is gone: its commands go with it
+        }
+        const protocol::command_result result =
+            std::holds_alternative<protocol::command_result>(command.what)
+                ? std::get<protocol::command_result>(std::move(command.what))
+                : commands_.apply(command.client, std::get<protocol::client_message>(command.what));
+        s->send_result(result);
+    }
+}
+
 void server::run_tick() {
     const auto started = clock::now();
     ++tick_;
 
-    for (auto& command : pending_) {
-        const auto s = command.from.lock();
-        if (s == nullptr || !s->joined()) {
-            continue;  // the client left: its commands go with it
-        }
-        s->send(protocol::encode(
-            protocol::server_control{commands_.apply(command.client, command.message)}));
-    }
-    pending_.clear();
+    apply_pending_commands();
     for (const std::uint32_t client : pending_despawns_) {
-        if (!connections_of_owner_.contains(client) && commands_.owned_by(client) > 0) {
+        if (owners_.connections(client) == 0 && commands_.owned_by(client) > 0) {
             const std::size_t n = commands_.despawn_all_of(client);
             spdlog::debug("despawned {} entities of client {}", n, client);
         }

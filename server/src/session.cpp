@@ -1,13 +1,11 @@
 #include "ecsnet/server/session.hpp"
 
 #include <algorithm>
+#include <array>
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
-#include <boost/asio/detached.hpp>
-#include <boost/asio/read.hpp>
 #include <boost/asio/use_awaitable.hpp>
-#include <boost/asio/write.hpp>
 #include <spdlog/spdlog.h>
 
 #include "ecsnet/server/server.hpp"
@@ -27,22 +25,39 @@ constexpr auto watchdog_period = std::chrono::milliseconds{200};
 // Sustained abuse: more than this many rate-limited commands within the window disconnects.
 constexpr std::uint64_t abuse_limit = 1000;
 constexpr auto abuse_window = std::chrono::seconds{10};
+// ResyncRequests past this many within the abuse window disconnect (they cost nothing once
+// coalesced, but a client sending them endlessly is broken or hostile).
+constexpr std::uint64_t resync_abuse_limit = 100;
+// Replies waiting for the tick per session before reading pauses: bounds what a flood of
+// commands can park in the server's queue between two ticks.
+constexpr std::size_t max_awaiting_results = 4096;
 
-std::string endpoint_text(const asio::ip::tcp::socket& socket) {
-    boost::system::error_code ec;
-    const auto ep = socket.remote_endpoint(ec);
-    return ec ? std::string{"unknown"} : ep.address().to_string() + ":" + std::to_string(ep.port());
+std::string suppressed_note(std::size_t suppressed) {
+    return suppressed == 0 ? std::string{}
+                           : " (" + std::to_string(suppressed) + " similar warnings suppressed)";
+}
+
+template <typename Message>
+std::uint32_t request_id_of(const Message& message) {
+    return std::visit(
+        [](const auto& m) -> std::uint32_t {
+            if constexpr (requires { m.request_id; }) {
+                return m.request_id;
+            } else {
+                return 0;
+            }
+        },
+        message);
 }
 
 }  // namespace
 
-session::session(asio::ip::tcp::socket socket, server& owner, std::uint32_t id)
-    : socket_{std::move(socket)},
+session::session(std::unique_ptr<byte_stream> stream, server& owner, std::uint64_t id)
+    : stream_{std::move(stream)},
       owner_{owner},
       id_{id},
-      remote_{endpoint_text(socket_)},
-      wake_writer_{socket_.get_executor()},
-      resume_reading_{socket_.get_executor()},
+      wake_writer_{stream_->get_executor()},
+      resume_reading_{stream_->get_executor()},
       commands_{owner.config().command_rate, owner.config().command_burst} {
     hello_deadline_ = clock::now() + owner_.config().hello_timeout;
     read_deadline_ = hello_deadline_;
@@ -63,41 +78,61 @@ void session::spawn_coroutines() {
             }
         };
     };
-    asio::co_spawn(socket_.get_executor(), read_loop(shared_from_this()), log_failure("reader"));
-    asio::co_spawn(socket_.get_executor(), write_loop(shared_from_this()), log_failure("writer"));
-    asio::co_spawn(socket_.get_executor(), watchdog(shared_from_this()), log_failure("watchdog"));
+    const auto executor = stream_->get_executor();
+    asio::co_spawn(executor, read_loop(shared_from_this()), log_failure("reader"));
+    asio::co_spawn(executor, write_loop(shared_from_this()), log_failure("writer"));
+    asio::co_spawn(executor, watchdog(shared_from_this()), log_failure("watchdog"));
 }
 
 void session::start() { spawn_coroutines(); }
 
 void session::refuse(std::string reason) {
+    spdlog::info("client {} from {} refused: {}", id_, remote(), reason);
+    begin_closing(std::move(reason));
+    read_deadline_ = clock::time_point::max();
+    spawn_coroutines();  // the reader only discards input until the close
+}
+
+void session::begin_closing(std::string reason) {
+    // Queued tick frames and snapshot chunks are moot; replies are owed and stay, in order.
+    std::deque<queued> kept;
+    for (std::size_t i = 0; i < queue_.size(); ++i) {
+        if (i < in_flight_ || queue_[i].what == kind::reply) {
+            kept.push_back(std::move(queue_[i]));
+        } else {
+            queued_bytes_ -= queue_[i].frame->size();
+            if (queue_[i].droppable()) {
+                droppable_bytes_ -= queue_[i].frame->size();
+            }
+        }
+    }
+    queue_ = std::move(kept);
+    resync_pending_ = false;
+    resync_deferred_ = false;
     phase_ = phase::joined;  // let push() queue the Disconnect
-    push(protocol::encode(protocol::server_control{protocol::disconnect{reason}}), false);
+    push(protocol::encode(protocol::server_control{protocol::disconnect{std::move(reason)}}),
+         kind::reply);
     phase_ = phase::closing;
     close_deadline_ = clock::now() + owner_.config().shutdown_grace;
-    read_deadline_ = clock::time_point::max();
-    // Only the writer (flush then close) and the watchdog (deadline) run: nothing is read.
-    asio::co_spawn(socket_.get_executor(), write_loop(shared_from_this()), asio::detached);
-    asio::co_spawn(socket_.get_executor(), watchdog(shared_from_this()), asio::detached);
-    spdlog::info("client {} from {} refused: {}", id_, remote_, reason);
+    resume_reading_.cancel();  // a reader paused by backpressure goes on to discard input
 }
 
 void session::disconnect(std::string reason) {
-    if (phase_ == phase::closing || phase_ == phase::closed) {
+    if (phase_ == phase::finishing || phase_ == phase::closing || phase_ == phase::closed) {
         return;
     }
-    // Whatever was not sent yet is moot except what is being written now.
-    while (queue_.size() > in_flight_) {
-        queued_bytes_ -= queue_.back().frame->size();
-        if (queue_.back().droppable) {
-            droppable_bytes_ -= queue_.back().frame->size();
-        }
-        queue_.pop_back();
+    if (awaiting_results_ > 0) {
+        // Commands already accepted are applied at the next tick and answered first.
+        spdlog::info("client {} ({}) disconnecting after {} queued commands: {}", id_,
+                     printable(name_), awaiting_results_, reason);
+        finishing_reason_ = std::move(reason);
+        phase_ = phase::finishing;
+        read_deadline_ = clock::time_point::max();
+        resume_reading_.cancel();
+        return;
     }
-    push(protocol::encode(protocol::server_control{protocol::disconnect{reason}}), false);
-    phase_ = phase::closing;
-    close_deadline_ = clock::now() + owner_.config().shutdown_grace;
     spdlog::info("client {} ({}) disconnecting: {}", id_, printable(name_), reason);
+    begin_closing(reason);
     notify_closed(reason);
 }
 
@@ -107,9 +142,7 @@ void session::close_now(std::string reason) {
     }
     const bool announced = phase_ == phase::closing;
     phase_ = phase::closed;
-    boost::system::error_code ignored;
-    socket_.shutdown(asio::ip::tcp::socket::shutdown_both, ignored);
-    socket_.close(ignored);
+    stream_->close();
     wake_writer_.cancel();
     resume_reading_.cancel();
     if (!announced) {
@@ -125,19 +158,34 @@ void session::notify_closed(const std::string& reason) {
     }
 }
 
-void session::push(protocol::frame frame, bool droppable) {
+void session::push(protocol::frame frame, kind what) {
     if (phase_ == phase::closing || phase_ == phase::closed) {
         return;
     }
     queued_bytes_ += frame->size();
-    if (droppable) {
+    if (what == kind::tick) {
         droppable_bytes_ += frame->size();
     }
-    queue_.push_back(queued{std::move(frame), droppable});
+    queue_.push_back(queued{std::move(frame), what});
     wake_writer_.cancel();
 }
 
-void session::send(protocol::frame frame) { push(std::move(frame), false); }
+void session::send(protocol::frame frame) { push(std::move(frame), kind::reply); }
+
+void session::send_snapshot_chunk(protocol::frame frame) { push(std::move(frame), kind::snapshot); }
+
+void session::send_result(const protocol::command_result& result) {
+    send(protocol::encode(protocol::server_control{result}));
+    if (awaiting_results_ > 0) {
+        --awaiting_results_;
+    }
+    if (awaiting_results_ == 0 && phase_ == phase::finishing) {
+        phase_ = phase::joined;  // disconnect() acts on a live session only
+        disconnect(std::move(finishing_reason_));
+    } else if (awaiting_results_ < max_awaiting_results) {
+        resume_reading_.cancel();
+    }
+}
 
 void session::send_tick(const protocol::frame& delta, const protocol::frame* checksum) {
     if (phase_ != phase::joined || resync_pending_) {
@@ -159,9 +207,9 @@ void session::send_tick(const protocol::frame& delta, const protocol::frame* che
         owner_.stats_.dropped_frames += checksum == nullptr ? 1 : 2;
         return;
     }
-    push(delta, true);
+    push(delta, kind::tick);
     if (checksum != nullptr) {
-        push(*checksum, true);
+        push(*checksum, kind::tick);
     }
 }
 
@@ -169,7 +217,7 @@ void session::request_resync(const char* why) {
     // Drop every droppable frame not being written; keep the order of the rest.
     std::deque<queued> kept;
     for (std::size_t i = 0; i < queue_.size(); ++i) {
-        if (i >= in_flight_ && queue_[i].droppable) {
+        if (i >= in_flight_ && queue_[i].droppable()) {
             queued_bytes_ -= queue_[i].frame->size();
             droppable_bytes_ -= queue_[i].frame->size();
             ++owner_.stats_.dropped_frames;
@@ -183,9 +231,7 @@ void session::request_resync(const char* why) {
         std::size_t suppressed = 0;
         if (owner_.warnings().allow(suppressed)) {
             spdlog::warn("client {} ({}) resync: {}{}", id_, printable(name_), why,
-                         suppressed == 0 ? std::string{}
-                                         : " (" + std::to_string(suppressed) +
-                                               " similar warnings suppressed)");
+                         suppressed_note(suppressed));
         }
     }
     resync_pending_ = true;
@@ -194,13 +240,31 @@ void session::request_resync(const char* why) {
 
 // `self` keeps the session alive for as long as the coroutine runs.
 awaitable<void> session::read_loop([[maybe_unused]] std::shared_ptr<session> self) {
+    // TLS: bounded by the Hello deadline (or a refusal's close deadline) like everything
+    // before Hello; the writer waits for it.
+    if (const auto ec = co_await stream_->handshake(); ec) {
+        close_now("TLS handshake failed: " + ec.message());
+        co_return;
+    }
+    stream_ready_ = true;
+    wake_writer_.cancel();
+    if (phase_ == phase::handshake) {
+        co_await read_frames();
+    }
+    co_await discard_input();
+}
+
+awaitable<void> session::read_frames() {
     const auto& config = owner_.config();
     std::array<std::uint8_t, protocol::frame_prefix_bytes> prefix{};
     while (phase_ == phase::handshake || phase_ == phase::joined) {
         // Backpressure: replies (Pongs, CommandResults, errors) to a client that sends but does
-        // not read would otherwise pile up. Stop reading until they drain; its own sends then
-        // stall in TCP, and the stall timeout cuts it off if it never reads.
-        while (control_backlog() > config.queue_bytes && phase_ != phase::closed) {
+        // not read would otherwise pile up, and so would replies waiting for the tick. Stop
+        // reading until they drain; its own sends then stall in TCP, and the stall timeout cuts
+        // it off if it never reads.
+        while ((control_backlog() > config.queue_bytes ||
+                awaiting_results_ >= max_awaiting_results) &&
+               (phase_ == phase::handshake || phase_ == phase::joined)) {
             // Not reading is our choice here, not the client's: no read deadline runs (a
             // snapshot of a large world can take longer to send than the frame timeout), except
             // that Hello stays due by its deadline.
@@ -219,10 +283,27 @@ awaitable<void> session::read_loop([[maybe_unused]] std::shared_ptr<session> sel
             read_deadline_ = hello_deadline_;
             read_deadline_reason_ = "no Hello within the handshake timeout";
         }
-        auto [ec, n] = co_await asio::async_read(socket_, asio::buffer(prefix), use_tuple);
-        if (ec) {
-            close_now(ec == asio::error::eof ? "client closed the connection" : ec.message());
-            co_return;
+        // The first byte of a frame starts its deadline: a prefix trickled a byte at a time
+        // is a started frame too.
+        std::size_t have = 0;
+        while (have < prefix.size()) {
+            auto [ec, n] = co_await stream_->read_some(asio::buffer(prefix.data() + have,
+                                                                    prefix.size() - have));
+            if (ec) {
+                input_ended_ = true;
+                close_now(ec == asio::error::eof ? "client closed the connection" : ec.message());
+                co_return;
+            }
+            if (have == 0) {
+                read_deadline_ = clock::now() + config.frame_timeout;
+                read_deadline_reason_ = "frame not completed in time";
+                // Starting a frame does not extend the handshake: Hello is due by its deadline.
+                if (phase_ == phase::handshake && hello_deadline_ < read_deadline_) {
+                    read_deadline_ = hello_deadline_;
+                    read_deadline_reason_ = "no Hello within the handshake timeout";
+                }
+            }
+            have += n;
         }
         const std::uint32_t length = protocol::read_prefix(prefix);
         if (length > config.max_frame_bytes) {
@@ -231,23 +312,18 @@ awaitable<void> session::read_loop([[maybe_unused]] std::shared_ptr<session> sel
                        std::to_string(config.max_frame_bytes));
             co_return;
         }
-        // A frame once started must arrive whole in time: a trickle is cut off.
-        read_deadline_ = clock::now() + config.frame_timeout;
-        read_deadline_reason_ = "frame not completed in time";
-        // Starting a frame does not extend the handshake: Hello is due by its deadline.
-        if (phase_ == phase::handshake && hello_deadline_ < read_deadline_) {
-            read_deadline_ = hello_deadline_;
-            read_deadline_reason_ = "no Hello within the handshake timeout";
-        }
         read_buffer_.resize(protocol::frame_prefix_bytes + length);
         std::copy(prefix.begin(), prefix.end(), read_buffer_.begin());
-        auto [body_ec, body_n] = co_await asio::async_read(
-            socket_, asio::buffer(read_buffer_.data() + protocol::frame_prefix_bytes, length),
-            use_tuple);
+        auto [body_ec, body_n] = co_await stream_->read(
+            asio::buffer(read_buffer_.data() + protocol::frame_prefix_bytes, length));
         if (body_ec) {
+            input_ended_ = true;
             close_now(body_ec == asio::error::eof ? "client closed the connection"
                                                   : body_ec.message());
             co_return;
+        }
+        if (phase_ != phase::handshake && phase_ != phase::joined) {
+            break;  // disconnected by the server while this frame arrived: not answered
         }
         protocol::decoded_client decoded = protocol::decode_client_frame(read_buffer_);
         if (!decoded.message) {
@@ -255,10 +331,8 @@ awaitable<void> session::read_loop([[maybe_unused]] std::shared_ptr<session> sel
                 ++owner_.stats_.invalid_frames;
                 std::size_t suppressed = 0;
                 if (owner_.warnings().allow(suppressed)) {
-                    spdlog::warn("client {} from {}: {}{}", id_, remote_, decoded.error.message,
-                                 suppressed == 0 ? std::string{}
-                                                 : " (" + std::to_string(suppressed) +
-                                                       " similar warnings suppressed)");
+                    spdlog::warn("client {} from {}: {}{}", id_, remote(), decoded.error.message,
+                                 suppressed_note(suppressed));
                 }
                 disconnect(decoded.error.message);
                 co_return;
@@ -270,9 +344,42 @@ awaitable<void> session::read_loop([[maybe_unused]] std::shared_ptr<session> sel
     }
 }
 
+awaitable<void> session::discard_input() {
+    // Closing: read and drop what the client still sends until it closes its side or the
+    // writer closes the socket. Closing with unread input would make our kernel answer with a
+    // reset, and the client's kernel would then discard the replies and Disconnect in flight.
+    std::array<std::uint8_t, 4096> sink{};
+    while (phase_ != phase::closed && !input_ended_) {
+        auto [ec, n] = co_await stream_->read_some(asio::buffer(sink));
+        if (ec) {
+            input_ended_ = true;
+            if (fin_sent_ || ec != asio::error::eof) {
+                close_now(ec == asio::error::eof ? "disconnected" : ec.message());
+            }
+        }
+    }
+    wake_writer_.cancel();
+}
+
+void session::reply_now_or_in_order(protocol::command_result result) {
+    if (awaiting_results_ > 0) {
+        owner_.queue_result(shared_from_this(), std::move(result));
+    } else {
+        send(protocol::encode(protocol::server_control{result}));
+    }
+}
+
 void session::reject_command(const protocol::decode_error& error) {
-    send(protocol::encode(protocol::server_control{
-        protocol::command_result{error.request_id.value_or(0), false, error.code, error.message, {}}}));
+    reply_now_or_in_order(protocol::command_result{error.request_id.value_or(0), false, error.code,
+                                                   error.message, {}});
+}
+
+void session::refuse_rate_limited(std::uint32_t request_id) {
+    reply_now_or_in_order(protocol::command_result{
+        request_id, false, wire::ErrorCode::RateLimited,
+        "more than " + std::to_string(static_cast<int>(owner_.config().command_rate)) +
+            " commands per second",
+        {}});
 }
 
 void session::handle(protocol::client_message message) {
@@ -291,7 +398,7 @@ void session::handle(protocol::client_message message) {
         return;
     }
     if (auto* p = std::get_if<protocol::ping>(&message)) {
-        // Answered before Hello too: the healthcheck pings without joining.
+        // Answered before Hello too: a liveness probe need not join.
         send(protocol::encode(protocol::server_control{protocol::pong{p->nonce, owner_.tick()}}));
         return;
     }
@@ -302,25 +409,10 @@ void session::handle(protocol::client_message message) {
         }
         reject_command(protocol::decode_error{wire::ErrorCode::NotJoined,
                                               "send Hello before commands",
-                                              std::visit(
-                                                  [](const auto& m) -> std::optional<std::uint32_t> {
-                                                      if constexpr (requires { m.request_id; }) {
-                                                          return m.request_id;
-                                                      } else {
-                                                          return std::nullopt;
-                                                      }
-                                                  },
-                                                  message),
-                                              false});
+                                              request_id_of(message), false});
         return;
     }
-    if (auto* r = std::get_if<protocol::resync_request>(&message)) {
-        spdlog::info("client {} ({}) asked for a resync: {}", id_, printable(name_),
-                     printable(r->reason));
-        request_resync("requested by the client");
-        return;
-    }
-    // A command: rate-limited here, applied at the next tick in arrival order.
+    // Commands and ResyncRequests share the per-client budget.
     const auto now = clock::now();
     if (!commands_.try_take(now)) {
         ++rate_limited_;
@@ -333,23 +425,39 @@ void session::handle(protocol::client_message message) {
             disconnect("command rate limit exceeded persistently");
             return;
         }
-        const std::uint32_t request_id = std::visit(
-            [](const auto& m) -> std::uint32_t {
-                if constexpr (requires { m.request_id; }) {
-                    return m.request_id;
-                } else {
-                    return 0;
-                }
-            },
-            message);
-        send(protocol::encode(protocol::server_control{protocol::command_result{
-            request_id, false, wire::ErrorCode::RateLimited,
-            "more than " + std::to_string(static_cast<int>(owner_.config().command_rate)) +
-                " commands per second",
-            {}}}));
+        refuse_rate_limited(request_id_of(message));
         return;
     }
+    if (auto* r = std::get_if<protocol::resync_request>(&message)) {
+        handle_resync(*r);
+        return;
+    }
+    // A command: applied at the next tick in arrival order.
     owner_.queue_command(shared_from_this(), std::move(message));
+}
+
+void session::handle_resync(const protocol::resync_request& request) {
+    // Each one would cost a whole snapshot: at most one per interval, the rest coalesced.
+    ++owner_.stats_.resyncs_requested;
+    const auto now = clock::now();
+    if (now - resync_window_start_ > abuse_window) {
+        resync_window_start_ = now;
+        resyncs_in_window_ = 0;
+    }
+    if (++resyncs_in_window_ > resync_abuse_limit) {
+        disconnect("ResyncRequests exceeded " + std::to_string(resync_abuse_limit) + " per " +
+                   std::to_string(abuse_window.count()) + " s");
+        return;
+    }
+    if (resync_pending_ || resync_deferred_ || now < next_resync_allowed_) {
+        ++owner_.stats_.resyncs_coalesced;
+        resync_deferred_ = !resync_pending_;
+        return;
+    }
+    spdlog::debug("client {} ({}) asked for a resync: {}", id_, printable(name_),
+                  printable(request.reason));
+    next_resync_allowed_ = now + owner_.config().resync_interval;
+    request_resync("requested by the client");
 }
 
 awaitable<void> session::write_loop([[maybe_unused]] std::shared_ptr<session> self) {
@@ -358,12 +466,21 @@ awaitable<void> session::write_loop([[maybe_unused]] std::shared_ptr<session> se
         if (phase_ == phase::closed) {
             co_return;
         }
-        if (queue_.empty()) {
-            if (phase_ == phase::closing) {
-                close_now("disconnected");
-                co_return;
-            }
-            if (resync_pending_ && phase_ == phase::joined) {
+        if (queue_.empty() || !stream_ready_) {
+            if (!stream_ready_) {
+                // Nothing may be written before the TLS handshake completes.
+            } else if (phase_ == phase::closing) {
+                if (!fin_sent_) {
+                    // Everything owed is sent: FIN, then close once the client closed too
+                    // (the reader drains its input) or the close deadline passed.
+                    fin_sent_ = true;
+                    stream_->shutdown_send();
+                }
+                if (input_ended_) {
+                    close_now("disconnected");
+                    co_return;
+                }
+            } else if (resync_pending_ && phase_ == phase::joined) {
                 resync_pending_ = false;
                 owner_.send_snapshot(*this);
                 continue;
@@ -385,12 +502,12 @@ awaitable<void> session::write_loop([[maybe_unused]] std::shared_ptr<session> se
         in_flight_ = buffers.size();
         in_flight_droppable_bytes_ = 0;
         for (std::size_t i = 0; i < in_flight_; ++i) {
-            if (queue_[i].droppable) {
+            if (queue_[i].droppable()) {
                 in_flight_droppable_bytes_ += queue_[i].frame->size();
             }
         }
         write_deadline_ = clock::now() + owner_.config().stall_timeout;
-        auto [ec, written] = co_await asio::async_write(socket_, buffers, use_tuple);
+        auto [ec, written] = co_await stream_->write(buffers);
         write_deadline_ = clock::time_point::max();
         if (ec) {
             close_now(ec.message());
@@ -399,7 +516,7 @@ awaitable<void> session::write_loop([[maybe_unused]] std::shared_ptr<session> se
         owner_.stats_.bytes_out += written;
         for (std::size_t i = 0; i < in_flight_; ++i) {
             queued_bytes_ -= queue_.front().frame->size();
-            if (queue_.front().droppable) {
+            if (queue_.front().droppable()) {
                 droppable_bytes_ -= queue_.front().frame->size();
             }
             queue_.pop_front();
@@ -413,7 +530,7 @@ awaitable<void> session::write_loop([[maybe_unused]] std::shared_ptr<session> se
 }
 
 awaitable<void> session::watchdog([[maybe_unused]] std::shared_ptr<session> self) {
-    asio::steady_timer timer{socket_.get_executor()};
+    asio::steady_timer timer{stream_->get_executor()};
     while (phase_ != phase::closed) {
         // On a grid shared by every session: one wake-up of the server thread checks them all,
         // instead of one per session per period (measurable CPU with many idle clients).
@@ -430,8 +547,12 @@ awaitable<void> session::watchdog([[maybe_unused]] std::shared_ptr<session> self
         } else if (now > write_deadline_) {
             close_now("not reading: no write progress for " +
                       std::to_string(owner_.config().stall_timeout.count()) + " ms");
-        } else if (now > read_deadline_ && phase_ != phase::closing) {
+        } else if (now > read_deadline_ && phase_ != phase::closing && phase_ != phase::finishing) {
             close_now(read_deadline_reason_);
+        } else if (resync_deferred_ && now >= next_resync_allowed_ && phase_ == phase::joined) {
+            resync_deferred_ = false;
+            next_resync_allowed_ = now + owner_.config().resync_interval;
+            request_resync("requested by the client (coalesced)");
         }
     }
 }

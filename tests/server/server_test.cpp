@@ -2,6 +2,7 @@
 // io_context, and the test thread talks to it only through clients (and through call(), which
 // runs a function on the server's thread).
 #include "ecsnet/server/server.hpp"
+#include "ecsnet/server/connect_token.hpp"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -1300,7 +1301,12 @@ TEST(ServerShutdown, StopSendsShuttingDownToEveryClient) {
     const auto alice = join(server.port(), "alice");
     const auto bob = join(server.port(), "bob");
     const auto pending = connect_only(server.port());  // not joined yet
-    ASSERT_TRUE(alice->poll_until([&] { return server.clients() == 3; }, 5s));
+    ASSERT_TRUE(alice->poll_until(
+        [&] {
+            return server.clients() == 2 &&
+                   server.call([](ecsnet::server::server& s) { return s.pending_connections(); }) == 1;
+        },
+        5s));
 
     const auto took = server.stop();
     EXPECT_LT(took, 5s);
@@ -1308,6 +1314,286 @@ TEST(ServerShutdown, StopSendsShuttingDownToEveryClient) {
         ASSERT_TRUE(c->poll_until([&] { return !c->is_open(); }, 5s));
         EXPECT_EQ(*c->closed_reason(), "shutting down");
     }
+}
+
+// ---- identity (issue 12.2) --------------------------------------------------------------------
+
+std::unique_ptr<connection> join_with(std::uint16_t port, connect_options options) {
+    options.port = port;
+    options.timeout = 10s;
+    return std::make_unique<connection>(options);
+}
+
+TEST(ServerIdentity, TheNameIsNotAnIdentity) {
+    server_config config = test_config();
+    config.keep_entities_on_disconnect = true;
+    test_server server{config};
+    auto alice = join(server.port(), "alice");
+    const Entity hers = spawn_ok(*alice, component_set{}.set(Position{}));
+
+    const auto mallory = join(server.port(), "alice");  // the same name, no key
+    EXPECT_NE(mallory->welcome().client_id, alice->welcome().client_id);
+    const auto result = destroy(*mallory, hers);
+    EXPECT_FALSE(result.ok);
+    EXPECT_EQ(result.code, ErrorCode::NotOwner);
+    alice.reset();
+    EXPECT_EQ(destroy(*mallory, hers).code, ErrorCode::NotOwner) << "nor once alice has left";
+}
+
+TEST(ServerIdentity, TheResumeKeyFromWelcomeIsTheOwner) {
+    server_config config = test_config();
+    config.keep_entities_on_disconnect = true;
+    test_server server{config};
+    auto alice = join(server.port(), "alice");
+    ASSERT_EQ(alice->welcome().resume_key.size(), protocol::resume_key_bytes);
+    const std::uint32_t owner = alice->welcome().client_id;
+    const auto key = alice->welcome().resume_key;
+    const Entity hers = spawn_ok(*alice, component_set{}.set(Position{}));
+    alice.reset();
+
+    connect_options options;
+    options.name = "a new name, the same owner";
+    options.resume_key = key;
+    const auto again = join_with(server.port(), options);
+    EXPECT_EQ(again->welcome().client_id, owner);
+    EXPECT_EQ(again->welcome().resume_key, key);
+    EXPECT_TRUE(destroy(*again, hers).ok);
+}
+
+TEST(ServerIdentity, AnOwnerWithoutConnectionOrEntityIsForgotten) {
+    test_server server{test_config()};
+    const auto known = [&] {
+        return server.call([](ecsnet::server::server& s) { return s.owners().size(); });
+    };
+    const auto watcher = join(server.port(), "watcher");
+    for (int i = 0; i < 20; ++i) {
+        auto c = join(server.port(), "visitor-" + std::to_string(i));
+        (void)spawn_ok(*c, component_set{}.set(Position{}));
+    }
+    ASSERT_TRUE(watcher->poll_until([&] { return known() == 1; }, 5s))
+        << known() << " owners known; only the watcher is connected or owns anything";
+}
+
+TEST(ServerIdentity, ConnectTokensDecideTheOwner) {
+    const std::string secret = "a-signing-secret-of-32-bytes...";
+    server_config config = test_config();
+    config.token_secret = secret;
+    config.world_id = "eu-1";
+    config.keep_entities_on_disconnect = true;
+    test_server server{config};
+    const auto now = std::chrono::system_clock::now();
+    const auto token = [&](const std::string& player, const std::string& world,
+                           std::chrono::system_clock::time_point expires) {
+        return ecsnet::server::issue_connect_token({player, world, expires}, secret);
+    };
+    const auto refused_with = [&](const std::string& connect_token) -> std::string {
+        connect_options options;
+        options.connect_token = connect_token;
+        try {
+            (void)join_with(server.port(), options);
+        } catch (const client_error& e) {
+            return e.what();
+        }
+        return "admitted";
+    };
+    EXPECT_THAT(refused_with(""), HasSubstr("connect token required"));
+    EXPECT_THAT(refused_with(token("alice", "eu-1", now - 1s)), HasSubstr("expired"));
+    EXPECT_THAT(refused_with(token("alice", "us-2", now + 1h)),
+                HasSubstr("for world 'us-2', this server is world 'eu-1'"));
+    EXPECT_THAT(refused_with(ecsnet::server::issue_connect_token({"alice", "eu-1", now + 1h},
+                                                                 "not-the-server's-secret-at-all")),
+                HasSubstr("signature does not match"));
+    EXPECT_EQ(server.stats().identity_refused, 4U);
+
+    connect_options as_alice;
+    as_alice.connect_token = token("alice", "eu-1", now + 1h);
+    as_alice.name = "display only";
+    auto alice = join_with(server.port(), as_alice);
+    EXPECT_EQ(alice->welcome().player_id, "alice");
+    EXPECT_TRUE(alice->welcome().resume_key.empty());
+    const Entity hers = spawn_ok(*alice, component_set{}.set(Position{}));
+    connect_options as_bob;
+    as_bob.connect_token = token("bob", "eu-1", now + 1h);
+    as_bob.name = "alice";
+    const auto bob = join_with(server.port(), as_bob);
+    EXPECT_EQ(destroy(*bob, hers).code, ErrorCode::NotOwner);
+    alice.reset();
+    const auto alice_again = join_with(server.port(), as_alice);  // another device, same player
+    EXPECT_TRUE(destroy(*alice_again, hers).ok);
+}
+
+// ---- pre-Hello connections (issue 12.3) -------------------------------------------------------
+
+TEST(ServerAdmission, SilentSocketsDoNotLockPlayersOut) {
+    server_config config = test_config();
+    config.max_clients = 4;
+    config.max_pending = 16;
+    config.max_pending_per_address = 1000;
+    config.hello_timeout = 30s;
+    test_server server{config};
+    std::vector<std::unique_ptr<raw_socket>> silent;
+    for (int i = 0; i < 100; ++i) {
+        silent.push_back(std::make_unique<raw_socket>(server.port()));
+    }
+    // Every player slot is still free, and a prompt Hello gets one.
+    for (int i = 0; i < 4; ++i) {
+        const auto player = join(server.port(), "player-" + std::to_string(i));
+        EXPECT_TRUE(player->mirror().ready());
+    }
+    const auto stats = server.stats();
+    EXPECT_GE(stats.pending_evicted, 84U) << "the oldest silent sockets made room";
+    EXPECT_LE(server.call([](ecsnet::server::server& s) { return s.pending_connections(); }), 16U);
+}
+
+TEST(ServerAdmission, PreHelloConnectionsPerAddressAreBounded) {
+    server_config config = test_config();
+    config.max_pending_per_address = 3;
+    config.hello_timeout = 30s;
+    test_server server{config};
+    std::vector<std::unique_ptr<raw_socket>> silent;
+    for (int i = 0; i < 3; ++i) {
+        silent.push_back(std::make_unique<raw_socket>(server.port()));
+    }
+    ASSERT_TRUE(poll_all_until(
+        {}, [&] { return server.call([](ecsnet::server::server& s) { return s.pending_connections(); }) == 3; },
+        5s));
+    raw_socket fourth{server.port()};
+    const auto closed = fourth.read_until_closed(5s);
+    EXPECT_TRUE(closed.closed);
+    EXPECT_EQ(closed.reason, "too many connections from 127.0.0.1 waiting for Hello");
+    EXPECT_EQ(server.stats().pending_refused, 1U);
+}
+
+// ---- ResyncRequest flood (issue 12.3) ----------------------------------------------------------
+
+TEST(ServerResync, RequestsAreCoalescedAndAFloodDisconnects) {
+    server_config config = test_config();
+    config.demo_entities = 2000;  // a snapshot of ~60 kB: each resync would cost that
+    config.resync_interval = 2s;
+    test_server server{config};
+    const auto c = join(server.port(), "resyncer");
+    const auto before = server.stats();
+    for (int i = 0; i < 60; ++i) {
+        c->send(protocol::resync_request{"again"});
+    }
+    c->poll_for(500ms);
+    auto after = server.stats();
+    EXPECT_EQ(after.resyncs_requested - before.resyncs_requested, 60U);
+    EXPECT_LE(after.resyncs - before.resyncs, 1U) << "one snapshot, the rest coalesced";
+    EXPECT_GE(after.resyncs_coalesced - before.resyncs_coalesced, 59U);
+    EXPECT_TRUE(c->is_open()) << "60 within the window is not yet abuse";
+    EXPECT_TRUE(c->mirror().ready());
+
+    for (int i = 0; i < 60 && c->is_open(); ++i) {
+        c->send(protocol::resync_request{"and again"});
+    }
+    ASSERT_TRUE(c->poll_until([&] { return !c->is_open(); }, 5s));
+    EXPECT_EQ(*c->closed_reason(), "ResyncRequests exceeded 100 per 10 s");
+    after = server.stats();
+    EXPECT_LE(after.resyncs - before.resyncs, 2U);
+}
+
+// ---- the wire contract with docs/PROTOCOL.md (issue 12.10) -------------------------------------
+
+TEST(ServerCommandResults, ComeInCommandOrder) {
+    test_server server{test_config()};
+    const auto c = join(server.port(), "orderly");
+    std::vector<std::uint32_t> order;
+    c->on_message = [&](const ecsnet::wire::ServerMessage& m) {
+        if (m.body_type() == ecsnet::wire::ServerBody::CommandResult) {
+            order.push_back(m.body_as_CommandResult()->request_id());
+        }
+    };
+    const float nan = std::numeric_limits<float>::quiet_NaN();
+    c->send(protocol::spawn{1, component_set{}.set(Position{1, 2})});
+    c->send(protocol::spawn{2, component_set{}.set(Position{nan, 0})});
+    c->send(protocol::destroy{3, Entity{4000, 1}});
+    c->send(protocol::set_components{4, Entity{1, 1}, component_set{}});
+    ASSERT_TRUE(c->poll_until([&] { return order.size() == 4; }, 5s));
+    EXPECT_EQ(order, (std::vector<std::uint32_t>{1, 2, 3, 4}));
+}
+
+TEST(ServerCommandResults, ARateLimitDisconnectSendsEveryReplyOwedFirst) {
+    server_config config = test_config();
+    config.command_rate = 5.0;
+    config.command_burst = 5.0;
+    test_server server{config};
+    const auto c = join(server.port(), "flooder");
+    std::set<std::uint32_t> answered;
+    c->on_message = [&](const ecsnet::wire::ServerMessage& m) {
+        if (m.body_type() == ecsnet::wire::ServerBody::CommandResult) {
+            answered.insert(m.body_as_CommandResult()->request_id());
+        }
+    };
+    // Everything is sent before anything is read: frames are still in flight when the server
+    // decides to disconnect.
+    constexpr std::uint32_t sent = 1500;
+    for (std::uint32_t id = 1; id <= sent; ++id) {
+        c->send(protocol::spawn{id, component_set{}.set(Health{1})});
+    }
+    ASSERT_TRUE(c->poll_until([&] { return !c->is_open(); }, 10s));
+    EXPECT_EQ(*c->closed_reason(), "command rate limit exceeded persistently");
+    // The server read 5 + 1001 commands before deciding; every one of them was answered.
+    ASSERT_GE(answered.size(), 1006U);
+    EXPECT_EQ(*answered.begin(), 1U);
+    EXPECT_EQ(*answered.rbegin(), answered.size()) << "no reply missing in between";
+}
+
+TEST(ServerBadInput, APartialLengthPrefixIsCutByTheFrameTimeout) {
+    server_config config = test_config();
+    config.frame_timeout = 300ms;
+    config.idle_timeout = 60s;
+    test_server server{config};
+    const auto alice = join(server.port(), "alice");
+    raw_socket trickler{server.port()};
+    trickler.send(protocol::hello{protocol::protocol_version, "trickler", ""});
+    const std::array<std::uint8_t, 2> half_prefix{8, 0};
+    trickler.write(half_prefix);
+    const auto started = clock_type::now();
+    const auto closed = trickler.read_until_closed(5s);
+    EXPECT_TRUE(closed.closed);
+    EXPECT_LT(clock_type::now() - started, 3s) << "not the 60 s idle timeout";
+}
+
+// ---- TLS (issue 12.2) -----------------------------------------------------------------------
+
+server_config tls_config() {
+    server_config config = test_config();
+    config.tls_cert = ECSNET_TLS_TEST_DIR "/server.pem";
+    config.tls_key = ECSNET_TLS_TEST_DIR "/server.key";
+    return config;
+}
+
+TEST(ServerTls, AClientThatVerifiesTheServerJoinsAndPlays) {
+    test_server server{tls_config()};
+    connect_options options;
+    options.tls = true;
+    options.ca_file = ECSNET_TLS_TEST_DIR "/ca.pem";
+    const auto alice = join_with(server.port(), options);
+    const Entity e = spawn_ok(*alice, component_set{}.set(Position{1, 2}));
+    ASSERT_TRUE(alice->poll_until([&] { return alice->mirror().contains(e); }, 5s));
+    EXPECT_TRUE(destroy(*alice, e).ok);
+}
+
+TEST(ServerTls, AnUnknownCertificateIsRefusedByDefault) {
+    test_server server{tls_config()};
+    connect_options options;
+    options.tls = true;  // the system's CAs do not know the test CA
+    try {
+        (void)join_with(server.port(), options);
+        ADD_FAILURE() << "joined a server whose certificate nobody vouches for";
+    } catch (const client_error& e) {
+        EXPECT_THAT(e.what(), HasSubstr("certificate verify failed"));
+    }
+}
+
+TEST(ServerTls, APlainClientIsNotServedAndTheServerGoesOn) {
+    test_server server{tls_config()};
+    EXPECT_THROW((void)join(server.port(), "plain"), client_error);
+    connect_options options;
+    options.tls = true;
+    options.ca_file = ECSNET_TLS_TEST_DIR "/ca.pem";
+    EXPECT_TRUE(join_with(server.port(), options)->mirror().ready());
 }
 
 }  // namespace

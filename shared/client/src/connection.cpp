@@ -1,6 +1,7 @@
 #include "ecsnet/client/connection.hpp"
 
 #include <boost/asio/connect.hpp>
+#include <boost/asio/ssl/host_name_verification.hpp>
 #include <boost/asio/write.hpp>
 
 #include <cctype>
@@ -50,10 +51,14 @@ connection::connection(const connect_options& options)
         throw client_error("cannot connect to " + endpoint_ + ": " + sentence_part(ec.message()));
     }
     socket_.set_option(asio::ip::tcp::no_delay(true), ec);
+    if (options.tls) {
+        start_tls(options, deadline);
+    }
     if (!options.join) {
         return;
     }
-    send(protocol::hello{protocol::protocol_version, options.name, options.token});
+    send(protocol::hello{protocol::protocol_version, options.name, options.token,
+                         options.resume_key, options.connect_token});
     const bool joined = poll_until([&] { return (welcome_ && mirror_.ready()) || closed_; },
                                    std::chrono::duration_cast<std::chrono::milliseconds>(
                                        deadline - clock::now()));
@@ -63,6 +68,53 @@ connection::connection(const connect_options& options)
     if (!joined) {
         throw client_error("timed out joining " + endpoint_ +
                            (welcome_ ? " (no complete snapshot)" : " (no Welcome)"));
+    }
+}
+
+void connection::start_tls(const connect_options& options, clock::time_point deadline) {
+    tls_context_.emplace(asio::ssl::context::tls_client);
+    auto& context = *tls_context_;
+    context.set_options(asio::ssl::context::default_workarounds | asio::ssl::context::no_sslv2 |
+                        asio::ssl::context::no_sslv3 | asio::ssl::context::no_tlsv1 |
+                        asio::ssl::context::no_tlsv1_1);
+    boost::system::error_code ec;
+    if (options.ca_file.empty()) {
+        context.set_default_verify_paths(ec);
+    } else {
+        context.load_verify_file(options.ca_file, ec);
+    }
+    if (ec) {
+        throw client_error("cannot load CA certificates" +
+                           (options.ca_file.empty() ? std::string{} : " from " + options.ca_file) +
+                           ": " + sentence_part(ec.message()));
+    }
+    context.set_verify_mode(asio::ssl::verify_peer);
+    tls_.emplace(socket_, context);
+    // The certificate must name the host we asked for (a DNS name or an IP address), and the
+    // server learns that name (SNI) to pick its certificate.
+    tls_->set_verify_callback(asio::ssl::host_name_verification(options.host));
+    if (SSL_set_tlsext_host_name(tls_->native_handle(), options.host.c_str()) != 1) {
+        throw client_error("cannot set the TLS server name " + options.host);
+    }
+    bool done = false;
+    tls_->async_handshake(asio::ssl::stream_base::client, [&](const boost::system::error_code& e) {
+        ec = e;
+        done = true;
+    });
+    while (!done && io_.run_one_until(deadline) != 0) {
+    }
+    if (!done) {
+        boost::system::error_code ignored;
+        socket_.close(ignored);
+        io_.run_for(100ms);  // the aborted handshake completes while its captures live
+        throw client_error("TLS handshake with " + endpoint_ + ": timed out");
+    }
+    if (ec) {
+        throw client_error("TLS handshake with " + endpoint_ + " failed: " +
+                           sentence_part(ec.message()) +
+                           (ec.category() == asio::error::get_ssl_category()
+                                ? " (is it a TLS server, and does --ca hold its CA?)"
+                                : ""));
     }
 }
 
@@ -102,11 +154,16 @@ void connection::send(const protocol::client_message& message) {
     bool done = false;
     boost::system::error_code ec;
     // The handler owns the frame: the write may outlive this call if it times out.
-    asio::async_write(socket_, asio::buffer(*frame),
-                      [&done, &ec, keep = frame](const boost::system::error_code& e, std::size_t) {
-                          ec = e;
-                          done = true;
-                      });
+    const auto on_written = [&done, &ec, keep = frame](const boost::system::error_code& e,
+                                                       std::size_t) {
+        ec = e;
+        done = true;
+    };
+    if (tls_) {
+        asio::async_write(*tls_, asio::buffer(*frame), on_written);
+    } else {
+        asio::async_write(socket_, asio::buffer(*frame), on_written);
+    }
     const auto deadline = clock::now() + 5s;
     while (!done && io_.run_one_until(deadline) != 0) {
     }
@@ -127,8 +184,7 @@ void connection::start_read() {
         return;
     }
     reading_ = true;
-    socket_.async_read_some(
-        asio::buffer(read_chunk_), [this](const boost::system::error_code& ec, std::size_t n) {
+    const auto on_read = [this](const boost::system::error_code& ec, std::size_t n) {
             reading_ = false;
             if (ec) {
                 fail(ec == asio::error::eof ? "server closed the connection"
@@ -150,7 +206,12 @@ void connection::start_read() {
                 }
                 handle_frame(frame);
             }
-        });
+    };
+    if (tls_) {
+        tls_->async_read_some(asio::buffer(read_chunk_), on_read);
+    } else {
+        socket_.async_read_some(asio::buffer(read_chunk_), on_read);
+    }
 }
 
 void connection::handle_frame(std::span<const std::uint8_t> bytes) {

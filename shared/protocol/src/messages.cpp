@@ -19,6 +19,11 @@ flatbuffers::Offset<flatbuffers::String> optional_string(flatbuffers::FlatBuffer
     return s.empty() ? 0 : fbb.CreateString(s);
 }
 
+flatbuffers::Offset<flatbuffers::Vector<std::uint8_t>> optional_bytes(
+    flatbuffers::FlatBufferBuilder& fbb, const std::vector<std::uint8_t>& bytes) {
+    return bytes.empty() ? 0 : fbb.CreateVector(bytes);
+}
+
 wire::EntityRef to_wire(ecs::Entity e) { return wire::EntityRef{e.index(), e.version()}; }
 
 // One value per present type; with `at`, each value's entity index too (removals: `at` only).
@@ -180,8 +185,11 @@ frame encode(const client_message& message) {
             [&](const hello& m) {
                 const auto name = optional_string(fbb, m.client_name);
                 const auto token = optional_string(fbb, m.auth_token);
+                const auto key = optional_bytes(fbb, m.resume_key);
+                const auto connect = optional_string(fbb, m.connect_token);
                 return std::pair{wire::ClientBody::Hello,
-                                 wire::CreateHello(fbb, m.version, name, token).Union()};
+                                 wire::CreateHello(fbb, m.version, name, token, key, connect)
+                                     .Union()};
             },
             [&](const spawn& m) {
                 const auto columns = encode_set(fbb, m.components);
@@ -246,6 +254,21 @@ decoded_client decode_client_frame(std::span<const std::uint8_t> bytes) {
             if (h.auth_token.size() > max_token_bytes) {
                 return fail(fatal_error("auth token longer than " +
                                         std::to_string(max_token_bytes) + " bytes"));
+            }
+            if (const auto* key = m->resume_key()) {
+                if (key->size() != resume_key_bytes) {
+                    return fail(fatal_error("resume key must be " +
+                                            std::to_string(resume_key_bytes) + " bytes, not " +
+                                            std::to_string(key->size())));
+                }
+                h.resume_key.assign(key->begin(), key->end());
+            }
+            if (const auto* token = m->connect_token()) {
+                if (token->size() > max_connect_token_bytes) {
+                    return fail(fatal_error("connect token longer than " +
+                                            std::to_string(max_connect_token_bytes) + " bytes"));
+                }
+                h.connect_token = token->str();
             }
             out.message = std::move(h);
             return out;
@@ -336,9 +359,12 @@ frame encode(const server_control& message) {
     const auto [type, body] = std::visit(
         overloaded{
             [&](const welcome& m) {
+                const auto key = optional_bytes(fbb, m.resume_key);
+                const auto player = optional_string(fbb, m.player_id);
                 return std::pair{wire::ServerBody::Welcome,
                                  wire::CreateWelcome(fbb, m.client_id, m.version, m.tick_rate,
-                                                     m.current_tick, m.checksum_interval)
+                                                     m.current_tick, m.checksum_interval, key,
+                                                     player)
                                      .Union()};
             },
             [&](const command_result& m) {
@@ -382,8 +408,23 @@ std::optional<server_control> decode_server_control(const wire::ServerMessage& m
             if (!std::isfinite(m->tick_rate()) || m->tick_rate() <= 0.0F) {
                 return fail("Welcome with a tick rate that is not a positive number");
             }
-            return welcome{m->client_id(), m->protocol_version(), m->tick_rate(),
-                           m->current_tick(), m->checksum_interval()};
+            welcome w{m->client_id(), m->protocol_version(), m->tick_rate(),
+                      m->current_tick(), m->checksum_interval(), {}, {}};
+            if (const auto* key = m->resume_key()) {
+                if (key->size() != resume_key_bytes) {
+                    return fail("Welcome with a resume key of " + std::to_string(key->size()) +
+                                " bytes, not " + std::to_string(resume_key_bytes));
+                }
+                w.resume_key.assign(key->begin(), key->end());
+            }
+            if (const auto* player = m->player_id()) {
+                if (player->size() > max_player_id_bytes || !valid_utf8(player->string_view())) {
+                    return fail("Welcome with a player id that is not UTF-8 of at most " +
+                                std::to_string(max_player_id_bytes) + " bytes");
+                }
+                w.player_id = player->str();
+            }
+            return w;
         }
         case wire::ServerBody::CommandResult: {
             const auto* m = message.body_as_CommandResult();

@@ -2,6 +2,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <unordered_map>
 
 #include "ecsnet/ecs/world.hpp"
@@ -38,6 +39,9 @@ public:
 
     [[nodiscard]] std::size_t owned_by(std::uint32_t client) const noexcept;
     [[nodiscard]] const command_counters& counters() const noexcept { return counters_; }
+    // Called when a client's last entity is gone, however it ended (so per-owner state can
+    // be dropped). It must not change the world.
+    std::function<void(std::uint32_t client)> on_last_entity_gone;
 
 private:
     protocol::command_result spawn(std::uint32_t client, const protocol::spawn& command);

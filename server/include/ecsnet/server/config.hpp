@@ -23,6 +23,18 @@ struct server_config {
     std::string log_level = "info";
     log_format log_format_ = log_format::text;
     std::string auth_token;
+    // Identity (docs/SERVER.md): with a secret, owners come from signed connect tokens for
+    // this world id; without one, from the resume keys the server hands out.
+    std::string token_secret;
+    std::string world_id = "default";
+    // TLS: both set, or neither (plain TCP).
+    std::string tls_cert;
+    std::string tls_key;
+    // Connections that have not sent Hello yet: a bound of their own (past it the oldest is
+    // closed, so a prompt player still gets in) and a bound per remote address.
+    std::size_t max_pending = 256;
+    std::size_t max_pending_per_address = 32;
+    std::chrono::milliseconds resync_interval{2000};  // one client-asked snapshot per interval
 
     std::size_t max_entities_per_client = 10'000;
     std::size_t max_entities = 2'000'000;
@@ -43,9 +55,16 @@ struct server_config {
 
 // The outcome of parsing a command line: run with a config, run the healthcheck, or exit
 // (after --help / --version or a usage error) with a code.
+struct issue_token_request {
+    std::string player;
+    std::string world = "default";
+    std::chrono::seconds ttl{3600};
+};
+
 struct parsed_command_line {
     server_config config;
     bool healthcheck = false;
+    std::optional<issue_token_request> issue_token;  // `ecsnet-server issue-token ...`
     std::optional<int> exit_code;
 };
 

@@ -3,14 +3,18 @@
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/ssl/context.hpp>
 #include <boost/asio/steady_timer.hpp>
 
 #include <chrono>
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
+#include <set>
 #include <string>
 #include <unordered_map>
+#include <variant>
 #include <vector>
 
 #include "ecsnet/ecs/scheduler.hpp"
@@ -20,6 +24,7 @@
 #include "ecsnet/server/commands.hpp"
 #include "ecsnet/server/config.hpp"
 #include "ecsnet/server/logging.hpp"
+#include "ecsnet/server/owners.hpp"
 
 namespace ecsnet::server {
 
@@ -37,6 +42,11 @@ struct server_stats {
     std::uint64_t invalid_frames{0};
     std::uint64_t bytes_out{0};
     std::uint64_t accept_errors{0};
+    std::uint64_t pending_evicted{0};    // oldest pre-Hello connection closed to make room
+    std::uint64_t pending_refused{0};    // too many pre-Hello connections from one address
+    std::uint64_t resyncs_requested{0};  // ResyncRequests received
+    std::uint64_t resyncs_coalesced{0};  // ... that cost nothing: one was already due
+    std::uint64_t identity_refused{0};   // missing, forged, expired or wrong-world tokens
 };
 
 // The ecsnet service. Everything runs on the one thread that runs the io_context: sockets,
@@ -73,6 +83,9 @@ public:
     // Size of the last snapshot sent (all chunks); 0 before the first join.
     [[nodiscard]] std::size_t snapshot_bytes() const noexcept { return snapshot_bytes_; }
     [[nodiscard]] std::size_t clients() const noexcept { return active_; }
+    // Connections that have not completed Hello.
+    [[nodiscard]] std::size_t pending_connections() const noexcept { return pending_ids_.size(); }
+    [[nodiscard]] const owner_registry& owners() const noexcept { return owners_; }
 
 private:
     friend class session;
@@ -80,6 +93,9 @@ private:
     // Called by sessions.
     [[nodiscard]] std::optional<std::string> admit(session& s, const protocol::hello& hello);
     void queue_command(const std::shared_ptr<session>& s, protocol::client_message message);
+    // A reply decided now (a command refused at decoding or by the rate limit): it waits
+    // behind the session's commands queued for the tick, so results keep command order.
+    void queue_result(const std::shared_ptr<session>& s, protocol::command_result result);
     void send_snapshot(session& s);
     void closed(session& s, const std::string& reason);
     [[nodiscard]] log_limiter& warnings() noexcept { return warnings_; }
@@ -89,6 +105,8 @@ private:
     boost::asio::awaitable<void> tick_loop();
     boost::asio::awaitable<void> stats_loop();
     void run_tick();
+    // Applies the commands queued since the last tick and sends every reply owed, in order.
+    void apply_pending_commands();
     // Encodes the tick's delta (and checksum) once and queues it to every joined session.
     void broadcast_tick(const ecs::World::change_set_type& changes);
     [[nodiscard]] protocol::checksum::index_range next_checksum_range();
@@ -97,8 +115,12 @@ private:
     struct pending_command {
         std::weak_ptr<session> from;
         std::uint32_t client;
-        protocol::client_message message;
+        std::variant<protocol::client_message, protocol::command_result> what;
     };
+    void start_pending(const std::shared_ptr<session>& s);
+    void end_pending(session& s);
+    [[nodiscard]] std::optional<std::string> identify(session& s, const protocol::hello& hello,
+                                                      protocol::welcome& welcome);
 
     boost::asio::io_context& io_;
     server_config config_;
@@ -107,17 +129,18 @@ private:
     command_processor commands_;
     protocol::replication_encoder encoder_;
 
+    std::optional<boost::asio::ssl::context> tls_;
     boost::asio::ip::tcp::acceptor acceptor_;
     boost::asio::steady_timer tick_timer_;
     boost::asio::steady_timer stats_timer_;
     std::uint16_t port_{0};
     bool running_{false};
 
-    std::map<std::uint32_t, std::shared_ptr<session>> sessions_;
-    std::uint32_t next_client_id_{1};  // connection numbers, for logs
-    std::uint32_t next_owner_id_{1};   // Owner values; 0 is the server itself
-    std::unordered_map<std::string, std::uint32_t> owner_ids_;       // by client name
-    std::unordered_map<std::uint32_t, std::size_t> connections_of_owner_;
+    std::map<std::uint64_t, std::shared_ptr<session>> sessions_;
+    std::uint64_t next_session_id_{1};  // connection numbers, for logs; 64 bits never wrap
+    owner_registry owners_;
+    std::set<std::uint64_t> pending_ids_;  // before Hello, oldest first
+    std::unordered_map<std::string, std::size_t> pending_per_address_;
     std::size_t active_{0};
     std::vector<pending_command> pending_;
     std::vector<std::uint32_t> pending_despawns_;

@@ -1,7 +1,6 @@
 #pragma once
 
 #include <boost/asio/awaitable.hpp>
-#include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/steady_timer.hpp>
 
 #include <chrono>
@@ -14,6 +13,7 @@
 
 #include "ecsnet/protocol/frame.hpp"
 #include "ecsnet/protocol/messages.hpp"
+#include "ecsnet/server/stream.hpp"
 #include "ecsnet/server/token_bucket.hpp"
 
 namespace ecsnet::server {
@@ -32,12 +32,20 @@ class server;
 // does). A client whose socket accepts nothing for --stall-timeout-ms while data waits is
 // disconnected. Server memory per client is thus bounded by two snapshots, one tick's frames,
 // twice --queue-bytes and the frame being read; delta frames are shared by all clients.
+//
+// Replies keep command order: one decided at once (a command refused at decoding or by the
+// rate limit) waits behind the client's commands queued for the tick. A fatal disconnect
+// sends every reply owed first (commands already queued are applied at the tick and
+// answered), then Disconnect, then FIN; what the client still sends meanwhile is read and
+// discarded, so its kernel never answers our close with a reset that would destroy the
+// replies in flight.
 class session : public std::enable_shared_from_this<session> {
 public:
     using clock = std::chrono::steady_clock;
-    enum class phase { handshake, joined, closing, closed };
+    // finishing: fatal disconnect decided, waiting for the tick to answer queued commands.
+    enum class phase { handshake, joined, finishing, closing, closed };
 
-    session(boost::asio::ip::tcp::socket socket, server& owner, std::uint32_t id);
+    session(std::unique_ptr<byte_stream> stream, server& owner, std::uint64_t id);
     session(const session&) = delete;
     session& operator=(const session&) = delete;
     ~session();
@@ -53,12 +61,20 @@ public:
 
     // Control frames (Welcome, CommandResult, Pong, snapshot chunks) always queue.
     void send(protocol::frame frame);
+    void send_snapshot_chunk(protocol::frame frame);
+    // A CommandResult for a command the server queued for the tick (command_queued()).
+    void send_result(const protocol::command_result& result);
+    void command_queued() noexcept { ++awaiting_results_; }
+    // Commands of this session wait in the server's queue and must be answered.
+    [[nodiscard]] bool awaits_results() const noexcept {
+        return phase_ == phase::joined || phase_ == phase::finishing;
+    }
     // A tick's delta and, every N ticks, its checksum: dropped under the queue rule above.
     void send_tick(const protocol::frame& delta, const protocol::frame* checksum);
     // Drops queued deltas and sends a snapshot once the queue is empty.
     void request_resync(const char* why);
 
-    [[nodiscard]] std::uint32_t id() const noexcept { return id_; }
+    [[nodiscard]] std::uint64_t id() const noexcept { return id_; }
     // The owner id this connection acts as (Welcome.client_id, Owner.client); 0 before Hello.
     [[nodiscard]] std::uint32_t owner_id() const noexcept { return owner_id_; }
     void set_owner_id(std::uint32_t owner) noexcept { owner_id_ = owner; }
@@ -66,34 +82,55 @@ public:
     [[nodiscard]] bool joined() const noexcept { return phase_ == phase::joined; }
     [[nodiscard]] bool counted() const noexcept { return counted_; }
     void set_counted(bool counted) noexcept { counted_ = counted; }
+    // Holds one of the pre-Hello slots (--max-pending).
+    [[nodiscard]] bool pending() const noexcept { return pending_; }
+    void set_pending(bool pending) noexcept { pending_ = pending; }
     [[nodiscard]] const std::string& name() const noexcept { return name_; }
-    [[nodiscard]] const std::string& remote() const noexcept { return remote_; }
+    [[nodiscard]] const std::string& remote() const noexcept { return stream_->remote(); }
+    [[nodiscard]] const std::string& remote_address() const noexcept {
+        return stream_->remote_address();
+    }
     [[nodiscard]] std::size_t queued_bytes() const noexcept { return queued_bytes_; }
 
 private:
+    // Tick frames (deltas, checksums) are droppable; a snapshot is dropped on disconnect;
+    // replies never are.
+    enum class kind { reply, snapshot, tick };
     struct queued {
         protocol::frame frame;
-        bool droppable;
+        kind what;
+        [[nodiscard]] bool droppable() const noexcept { return what == kind::tick; }
     };
 
     boost::asio::awaitable<void> read_loop(std::shared_ptr<session> self);
+    boost::asio::awaitable<void> read_frames();
+    boost::asio::awaitable<void> discard_input();
     boost::asio::awaitable<void> write_loop(std::shared_ptr<session> self);
     boost::asio::awaitable<void> watchdog(std::shared_ptr<session> self);
     void spawn_coroutines();
     void handle(protocol::client_message message);
+    void handle_resync(const protocol::resync_request& request);
+    void reply_now_or_in_order(protocol::command_result result);
+    void refuse_rate_limited(std::uint32_t request_id);
     void reject_command(const protocol::decode_error& error);
-    void push(protocol::frame frame, bool droppable);
+    void push(protocol::frame frame, kind what);
+    void begin_closing(std::string reason);
     void notify_closed(const std::string& reason);
 
-    boost::asio::ip::tcp::socket socket_;
+    std::unique_ptr<byte_stream> stream_;
     server& owner_;
-    std::uint32_t id_;
+    std::uint64_t id_;
     std::uint32_t owner_id_{0};
-    std::string remote_;
     std::string name_;
     phase phase_{phase::handshake};
     bool counted_{false};
+    bool pending_{false};
     bool notified_closed_{false};
+    std::size_t awaiting_results_{0};   // commands in the server's queue for the tick
+    std::string finishing_reason_;      // the Disconnect owed once they are answered
+    bool input_ended_{false};           // the client closed its side (or reading failed)
+    bool fin_sent_{false};
+    bool stream_ready_{false};          // the TLS handshake (if any) is done
 
     std::deque<queued> queue_;
     std::size_t in_flight_{0};  // frames at the front of queue_ being written
@@ -118,6 +155,12 @@ private:
     std::uint64_t rate_limited_{0};
     clock::time_point abuse_window_start_{};
     std::uint64_t abuse_in_window_{0};
+    // ResyncRequests: one snapshot per --resync-interval-ms at most; more are coalesced
+    // into one due later, and a flood of them disconnects.
+    clock::time_point next_resync_allowed_{};
+    bool resync_deferred_{false};
+    clock::time_point resync_window_start_{};
+    std::uint64_t resyncs_in_window_{0};
     std::vector<std::uint8_t> read_buffer_;
 };
 

@@ -3,6 +3,8 @@
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/ssl/context.hpp>
+#include <boost/asio/ssl/stream.hpp>
 
 #include <chrono>
 #include <cstdint>
@@ -33,10 +35,17 @@ struct connect_options {
     std::string host = "127.0.0.1";
     std::uint16_t port = 7777;
     std::string name = "ecsnet-client";
-    std::string token;
+    std::string token;          // the shared --auth-token, when the server has one
+    std::string connect_token;  // a signed connect token from the game's backend
+    // Development identity: the key an earlier Welcome gave this owner (welcome().resume_key);
+    // empty: join as a new owner.
+    std::vector<std::uint8_t> resume_key;
     std::chrono::milliseconds timeout = 5000ms;  // connect + handshake + snapshot
     std::size_t max_frame_bytes = protocol::default_max_server_frame;
     bool join = true;                            // send Hello and wait for the snapshot
+    // TLS, verifying the server's certificate chain and its name (`host`) by default.
+    bool tls = false;
+    std::string ca_file;  // PEM; empty: the system's trusted certificates
 };
 
 class connection {
@@ -83,6 +92,7 @@ public:
     void close();
 
 private:
+    void start_tls(const connect_options& options, std::chrono::steady_clock::time_point deadline);
     void start_read();
     void handle_frame(std::span<const std::uint8_t> bytes);
     void fail(std::string reason);
@@ -92,6 +102,8 @@ private:
     // run_one() would return at once.
     boost::asio::executor_work_guard<boost::asio::io_context::executor_type> work_;
     boost::asio::ip::tcp::socket socket_;
+    std::optional<boost::asio::ssl::context> tls_context_;
+    std::optional<boost::asio::ssl::stream<boost::asio::ip::tcp::socket&>> tls_;
     std::string endpoint_;
     protocol::frame_reader reader_;
     std::vector<std::uint8_t> read_chunk_;

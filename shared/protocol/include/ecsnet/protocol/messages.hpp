@@ -7,6 +7,7 @@
 #include <string>
 #include <tuple>
 #include <variant>
+#include <vector>
 
 #include "ecsnet/ecs/entity.hpp"
 #include "ecsnet/protocol/columns.hpp"
@@ -21,6 +22,9 @@ namespace ecsnet::protocol {
 inline constexpr std::size_t max_client_name_bytes = 64;
 inline constexpr std::size_t max_token_bytes = 256;
 inline constexpr std::size_t max_reason_bytes = 256;
+inline constexpr std::size_t resume_key_bytes = 32;
+inline constexpr std::size_t max_connect_token_bytes = 512;
+inline constexpr std::size_t max_player_id_bytes = 64;
 
 // At most one value per replicated component type.
 class component_set {
@@ -59,9 +63,22 @@ private:
 // ---- client -> server -----------------------------------------------------------------------
 
 struct hello {
+    // A constructor, not an aggregate: the identity fields came later, and call sites that
+    // predate them name only the first three.
+    hello() = default;
+    hello(std::uint32_t version_, std::string client_name_, std::string auth_token_,
+          std::vector<std::uint8_t> resume_key_ = {}, std::string connect_token_ = {})
+        : version{version_},
+          client_name{std::move(client_name_)},
+          auth_token{std::move(auth_token_)},
+          resume_key{std::move(resume_key_)},
+          connect_token{std::move(connect_token_)} {}
+
     std::uint32_t version = protocol_version;
-    std::string client_name;
+    std::string client_name;  // display only
     std::string auth_token;
+    std::vector<std::uint8_t> resume_key;  // empty or resume_key_bytes
+    std::string connect_token;
     friend bool operator==(const hello&, const hello&) = default;
 };
 struct spawn {
@@ -120,11 +137,25 @@ struct decoded_client {
 // ---- server -> client -----------------------------------------------------------------------
 
 struct welcome {
+    welcome() = default;
+    welcome(std::uint32_t client_id_, std::uint32_t version_, float tick_rate_,
+            std::uint64_t current_tick_, std::uint32_t checksum_interval_,
+            std::vector<std::uint8_t> resume_key_ = {}, std::string player_id_ = {})
+        : client_id{client_id_},
+          version{version_},
+          tick_rate{tick_rate_},
+          current_tick{current_tick_},
+          checksum_interval{checksum_interval_},
+          resume_key{std::move(resume_key_)},
+          player_id{std::move(player_id_)} {}
+
     std::uint32_t client_id{};
     std::uint32_t version = protocol_version;
     float tick_rate{};
     std::uint64_t current_tick{};
     std::uint32_t checksum_interval{};
+    std::vector<std::uint8_t> resume_key;  // empty or resume_key_bytes
+    std::string player_id;                 // from a verified connect token
     friend bool operator==(const welcome&, const welcome&) = default;
 };
 struct command_result {
