@@ -780,7 +780,9 @@ INSTANTIATE_TEST_SUITE_P(Cases, HostileFrame, ::testing::ValuesIn(hostile_cases(
 // Heap bytes in use by the whole process, freed memory excluded.
 #if defined(__SANITIZE_ADDRESS__)
 extern "C" std::size_t __sanitizer_get_current_allocated_bytes();
-std::size_t heap_in_use() { return __sanitizer_get_current_allocated_bytes(); }
+std::size_t heap_in_use() {
+    return __sanitizer_get_current_allocated_bytes();
+}
 #else
 std::size_t heap_in_use() {
     const struct mallinfo2 info = ::mallinfo2();
@@ -799,8 +801,8 @@ TEST(MirrorBounds, GroupRunIsBoundedByItsVersionsBeforeExpanding) {
     ASSERT_TRUE(feed_all(mirror, s.snapshot()));
 
     builder fbb;
-    const proto::frame hostile = delta(
-        fbb, s.current + 1, {.spawned = {group(fbb, run(fbb, 100, 16'000'000U), {1}, 0)}});
+    const proto::frame hostile =
+        delta(fbb, s.current + 1, {.spawned = {group(fbb, run(fbb, 100, 16'000'000U), {1}, 0)}});
     ASSERT_LT(hostile->size(), 200U);
     const std::size_t before = heap_in_use();
     EXPECT_FALSE(feed(mirror, hostile));

@@ -158,8 +158,9 @@ TEST_F(CommandProcessor, VersionIsCheckedBeforeOwnership) {
     const Entity theirs = spawn_ok(commands, bob, component_set{}.set(Health{1}));
     EXPECT_EQ(destroy(commands, alice, Entity{theirs.index(), theirs.version() + 1}).code,
               ErrorCode::StaleVersion);
-    EXPECT_EQ(commands.apply(alice, protocol::remove_components{1, theirs, mask_of<Position>()}).code,
-              ErrorCode::NotOwner);
+    EXPECT_EQ(
+        commands.apply(alice, protocol::remove_components{1, theirs, mask_of<Position>()}).code,
+        ErrorCode::NotOwner);
 }
 
 TEST_F(CommandProcessor, ForeignEntitiesCannotBeTouched) {

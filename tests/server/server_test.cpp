@@ -533,12 +533,16 @@ TEST(ServerReplication, SpawnAppearsWithTheValuesOfItsSpawnTick) {
     };
 
     const Entity mover = spawn_ok(
-        *alice, component_set{}.set(Position{10.0F, 0.0F}).set(Velocity{50.0F, -100.0F}).set(Lifetime{5}));
-    const Entity outside = spawn_ok(*alice, component_set{}.set(Position{5000.0F, -3.0F}).set(Velocity{}));
+        *alice,
+        component_set{}.set(Position{10.0F, 0.0F}).set(Velocity{50.0F, -100.0F}).set(Lifetime{5}));
+    const Entity outside =
+        spawn_ok(*alice, component_set{}.set(Position{5000.0F, -3.0F}).set(Velocity{}));
     const Entity resting = spawn_ok(*alice, component_set{}.set(Position{7.0F, 7.0F}));
     ASSERT_TRUE(alice->poll_until(
-        [&] { return first_seen.contains(mover) && first_seen.contains(outside) &&
-                     first_seen.contains(resting); },
+        [&] {
+            return first_seen.contains(mover) && first_seen.contains(outside) &&
+                   first_seen.contains(resting);
+        },
         5s));
 
     const float dt = 1.0F / static_cast<float>(config.tick_rate);
@@ -565,7 +569,8 @@ TEST(ServerReplication, LifetimeZeroSpawnNeverAppears) {
     alice->mirror().events().on_spawn = [&](Entity e) { spawned.push_back(e); };
     alice->mirror().events().on_destroy = [&](Entity e) { destroyed.push_back(e); };
 
-    const Entity ghost = spawn_ok(*alice, component_set{}.set(Position{1.0F, 1.0F}).set(Lifetime{0}));
+    const Entity ghost =
+        spawn_ok(*alice, component_set{}.set(Position{1.0F, 1.0F}).set(Lifetime{0}));
     ASSERT_FALSE(ghost.is_null());
     const std::uint64_t after = server.tick() + 3;
     ASSERT_TRUE(alice->poll_until([&] { return alice->mirror().tick() >= after; }, 5s));

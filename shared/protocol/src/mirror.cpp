@@ -58,8 +58,7 @@ bool mirror::apply_group(state& target, const wire::EntityGroup& group, bool not
     // 8-byte IndexRun may announce before anything is expanded.
     const auto* versions = group.versions();
     const std::size_t version_count = versions == nullptr ? 0 : versions->size();
-    if (!expand_index_set(group.at(),
-                          std::min(version_count, options_.max_index + std::size_t{1}),
+    if (!expand_index_set(group.at(), std::min(version_count, options_.max_index + std::size_t{1}),
                           scratch_)) {
         return inconsistent("entity group lists too many entities: more than its " +
                             std::to_string(version_count) + " versions");
