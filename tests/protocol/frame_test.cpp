@@ -180,6 +180,32 @@ TEST(VerifyFrame, RejectsTrailingBytes) {
     }
 }
 
+// "Trailing bytes fail" means bytes past 4 + length. Bytes inside the declared length that no
+// offset reaches are not checked by anyone: such a frame verifies and decodes as if they were
+// not there (docs/PROTOCOL.md, "Edge cases").
+TEST(VerifyFrame, JunkInsideTheDeclaredLengthIsNotDetected) {
+    for (const bytes& f : client_frames()) {
+        bytes padded = f;
+        for (std::uint8_t junk = 0; junk < 16; ++junk) {
+            padded.push_back(static_cast<std::uint8_t>(0xA5U ^ junk));
+        }
+        write_prefix(padded, static_cast<std::uint32_t>(padded.size() - proto::frame_prefix_bytes));
+        EXPECT_TRUE(client_ok(padded));
+    }
+    const proto::frame ping = proto::encode(proto::ping{99});
+    bytes padded = *ping;
+    padded.resize(padded.size() + 8, 0xEE);
+    write_prefix(padded, static_cast<std::uint32_t>(padded.size() - proto::frame_prefix_bytes));
+    const proto::decoded_client decoded = proto::decode_client_frame(padded);
+    ASSERT_TRUE(decoded.message.has_value()) << decoded.error.message;
+    EXPECT_EQ(std::get<proto::ping>(*decoded.message).nonce, 99U);
+
+    bytes server = server_pong(5, 6);
+    server.resize(server.size() + 8, 0xEE);
+    write_prefix(server, static_cast<std::uint32_t>(server.size() - proto::frame_prefix_bytes));
+    EXPECT_TRUE(server_ok(server));
+}
+
 TEST(VerifyFrame, RejectsTheOtherDirection) {
     for (const bytes& f : server_frames()) {
         std::string why;

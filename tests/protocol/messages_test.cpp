@@ -289,6 +289,46 @@ TEST(ClientRejections, RemoveComponentWithValuesIsMalformed) {
         wire::ErrorCode::Malformed, 63);
 }
 
+// RemoveComponent names a type by the presence of its _at column; what the set holds (nothing,
+// or another entity's index) is ignored (docs/PROTOCOL.md, "Columns").
+TEST(ClientMessages, RemoveComponentIgnoresTheContentOfItsIndexSets) {
+    flatbuffers::FlatBufferBuilder fbb;
+    const auto empty = wire::CreateIndexSet(fbb, 0, 0);
+    const std::vector<std::uint32_t> elsewhere{999, 1000};
+    const auto foreign = wire::CreateIndexSet(fbb, 0, fbb.CreateVector(elsewhere));
+    // position_at and velocity_at.
+    const auto columns = wire::CreateComponentColumns(fbb, empty, 0, foreign);
+    const wire::EntityRef ref{4, 2};
+    const auto body = wire::CreateRemoveComponent(fbb, 64, &ref, columns);
+    const auto decoded =
+        proto::decode_client_frame(finish(fbb, wire::ClientBody::RemoveComponent, body.Union()));
+    ASSERT_TRUE(decoded.message.has_value()) << decoded.error.message;
+    const auto& remove = std::get<proto::remove_components>(*decoded.message);
+    EXPECT_EQ(remove.entity, (Entity{4, 2}));
+    EXPECT_EQ(remove.mask, (std::uint64_t{1} << proto::wire_id_v<proto::Position>) |
+                               (std::uint64_t{1} << proto::wire_id_v<proto::Velocity>));
+}
+
+// A Spawn may carry no column at all: the entity then holds only its Owner.
+TEST(ClientMessages, SpawnWithoutComponentsIsAccepted) {
+    flatbuffers::FlatBufferBuilder fbb;
+    const auto body = wire::CreateSpawn(fbb, 65, 0);
+    const auto decoded =
+        proto::decode_client_frame(finish(fbb, wire::ClientBody::Spawn, body.Union()));
+    ASSERT_TRUE(decoded.message.has_value()) << decoded.error.message;
+    EXPECT_TRUE(std::get<proto::spawn>(*decoded.message).components.empty());
+}
+
+// The same over-long string is a command error in a command and fatal in Hello.
+TEST(ClientRejections, OverlongStringIsACommandErrorInCommandsButFatalInHello) {
+    const std::string long_name(proto::max_name_bytes + 1, 'x');
+    proto::spawn s{66, {}};
+    s.components.set(proto::Name{long_name});
+    expect_command_error(decode(s), wire::ErrorCode::InvalidValue, 66);
+    expect_fatal(decode(proto::hello{1, long_name, ""}));
+    EXPECT_EQ(proto::max_name_bytes, proto::max_client_name_bytes);
+}
+
 TEST(ClientRejections, MissingEntityOrVersionZeroIsMalformed) {
     expect_command_error(decode(proto::destroy{71, Entity{5, 0}}), wire::ErrorCode::Malformed, 71);
 

@@ -6,6 +6,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <malloc.h>
+
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
@@ -774,6 +776,41 @@ TEST_P(HostileFrame, IsCountedReportedOnceAndRecoveredFromWithASnapshot) {
 
 INSTANTIATE_TEST_SUITE_P(Cases, HostileFrame, ::testing::ValuesIn(hostile_cases()),
                          [](const auto& info) { return info.param.name; });
+
+// Heap bytes in use by the whole process, freed memory excluded.
+#if defined(__SANITIZE_ADDRESS__)
+extern "C" std::size_t __sanitizer_get_current_allocated_bytes();
+std::size_t heap_in_use() {
+    return __sanitizer_get_current_allocated_bytes();
+}
+#else
+std::size_t heap_in_use() {
+    const struct mallinfo2 info = ::mallinfo2();
+    return info.uordblks + info.hblkhd;
+}
+#endif
+
+// An IndexRun of 8 bytes announces up to 2^32 indices. A group's indices are bounded by its
+// versions (one per entity, really in the frame) before anything is expanded: otherwise a
+// frame of ~100 bytes costs the client 64 MiB and 16M writes (docs/PROTOCOL.md, "Edge cases").
+TEST(MirrorBounds, GroupRunIsBoundedByItsVersionsBeforeExpanding) {
+    server s;
+    s.world->emplace<Position>(s.world->create(), 0.0F, 0.0F);
+    static_cast<void>(s.tick());
+    proto::mirror mirror;
+    ASSERT_TRUE(feed_all(mirror, s.snapshot()));
+
+    builder fbb;
+    const proto::frame hostile =
+        delta(fbb, s.current + 1, {.spawned = {group(fbb, run(fbb, 100, 16'000'000U), {1}, 0)}});
+    ASSERT_LT(hostile->size(), 200U);
+    const std::size_t before = heap_in_use();
+    EXPECT_FALSE(feed(mirror, hostile));
+    const std::size_t after = heap_in_use();
+    EXPECT_THAT(mirror.error(), HasSubstr("too many"));
+    EXPECT_LT(after, before + (std::size_t{1} << 20U))
+        << "the mirror expanded the run before comparing it with the versions";
+}
 
 TEST(MirrorResync, ReasonSurvivesTheDeltasRefusedMeanwhile) {
     server s;

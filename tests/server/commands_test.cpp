@@ -131,6 +131,38 @@ TEST_F(CommandProcessor, StaleVersionIsRejectedAndTheNewEntitySurvives) {
     EXPECT_TRUE(world_->valid(reborn));
 }
 
+// StaleVersion means "another version is alive at this index", whichever is higher; an index
+// with nothing alive is UnknownEntity, even for the version that lived there last.
+TEST_F(CommandProcessor, VersionHigherThanTheLiveOneIsAlsoStale) {
+    command_processor commands{*world_, command_limits{}};
+    const Entity e = spawn_ok(commands, alice);
+    ASSERT_EQ(e, (Entity{0, 1}));
+    const command_result result = destroy(commands, alice, Entity{0, 7});
+    EXPECT_EQ(result.code, ErrorCode::StaleVersion);
+    EXPECT_EQ(result.message, "entity 0 is at version 1, not 7 (stale handle)");
+    EXPECT_TRUE(world_->valid(e));
+}
+
+TEST_F(CommandProcessor, FreedIndexIsUnknownForEveryVersion) {
+    command_processor commands{*world_, command_limits{}};
+    const Entity e = spawn_ok(commands, alice);
+    ASSERT_TRUE(destroy(commands, alice, e).ok);
+    EXPECT_EQ(destroy(commands, alice, e).code, ErrorCode::UnknownEntity);
+    EXPECT_EQ(destroy(commands, alice, Entity{e.index(), e.version() + 1}).code,
+              ErrorCode::UnknownEntity);
+}
+
+// The checks run in a fixed order: UnknownEntity, StaleVersion, NotOwner, ComponentMissing.
+TEST_F(CommandProcessor, VersionIsCheckedBeforeOwnership) {
+    command_processor commands{*world_, command_limits{}};
+    const Entity theirs = spawn_ok(commands, bob, component_set{}.set(Health{1}));
+    EXPECT_EQ(destroy(commands, alice, Entity{theirs.index(), theirs.version() + 1}).code,
+              ErrorCode::StaleVersion);
+    EXPECT_EQ(
+        commands.apply(alice, protocol::remove_components{1, theirs, mask_of<Position>()}).code,
+        ErrorCode::NotOwner);
+}
+
 TEST_F(CommandProcessor, ForeignEntitiesCannotBeTouched) {
     command_processor commands{*world_, command_limits{}};
     const Entity e = spawn_ok(commands, alice, component_set{}.set(Health{10}));

@@ -510,6 +510,117 @@ TEST(ServerReplication, ChecksumsOfALargeWorldRotateThroughSlicesAndMatch) {
     EXPECT_EQ(ranges, expected);
 }
 
+// Commands apply at the start of a tick and the systems run after them: a spawn first appears
+// with the values of the end of its tick, moved by one step, its Lifetime already counted down
+// once, a position outside the world clamped (docs/PROTOCOL.md, "Edge cases").
+TEST(ServerReplication, SpawnAppearsWithTheValuesOfItsSpawnTick) {
+    server_config config = test_config();
+    config.world_half_extent = 1000.0F;
+    test_server server{config};
+    const auto alice = join(server.port(), "alice");
+    std::map<Entity, std::pair<Position, std::optional<Lifetime>>> first_seen;
+    std::map<Entity, std::uint64_t> spawn_delta;
+    std::map<Entity, std::uint64_t> destroy_delta;
+    // Both callbacks run inside a Delta, before the mirror moves to its tick.
+    alice->mirror().events().on_destroy = [&](Entity e) {
+        destroy_delta.emplace(e, alice->mirror().tick() + 1);
+    };
+    alice->mirror().events().on_spawn = [&](Entity e) {
+        const protocol::mirror& m = alice->mirror();
+        spawn_delta.emplace(e, m.tick() + 1);
+        const Lifetime* life = m.get<Lifetime>(e);
+        first_seen.emplace(e, std::pair{*m.get<Position>(e),
+                                        life == nullptr ? std::nullopt : std::optional{*life}});
+    };
+
+    const Entity mover = spawn_ok(
+        *alice,
+        component_set{}.set(Position{10.0F, 0.0F}).set(Velocity{50.0F, -100.0F}).set(Lifetime{5}));
+    const Entity outside =
+        spawn_ok(*alice, component_set{}.set(Position{5000.0F, -3.0F}).set(Velocity{}));
+    const Entity resting = spawn_ok(*alice, component_set{}.set(Position{7.0F, 7.0F}));
+    ASSERT_TRUE(alice->poll_until(
+        [&] {
+            return first_seen.contains(mover) && first_seen.contains(outside) &&
+                   first_seen.contains(resting);
+        },
+        5s));
+
+    const float dt = 1.0F / static_cast<float>(config.tick_rate);
+    EXPECT_FLOAT_EQ(first_seen.at(mover).first.x, 10.0F + 50.0F * dt);
+    EXPECT_FLOAT_EQ(first_seen.at(mover).first.y, -100.0F * dt);
+    ASSERT_TRUE(first_seen.at(mover).second.has_value());
+    EXPECT_EQ(first_seen.at(mover).second->ticks, 4U) << "Lifetime N appears as N - 1";
+    EXPECT_EQ(first_seen.at(outside).first, (Position{1000.0F, -3.0F}));
+    EXPECT_EQ(first_seen.at(resting).first, (Position{7.0F, 7.0F}));
+
+    // Lifetime 5, spawned in tick T: 4 in Delta T, 0 in Delta T + 4, destroyed in Delta T + 5.
+    ASSERT_TRUE(alice->poll_until([&] { return destroy_delta.contains(mover); }, 5s));
+    EXPECT_EQ(destroy_delta.at(mover), spawn_delta.at(mover) + 5);
+    expect_in_sync(*alice);
+}
+
+// Lifetime 0 is destroyed by the lifetime system in the spawn's own tick: the spawn succeeds,
+// but the entity never appears in any Delta and the handle is unknown at once.
+TEST(ServerReplication, LifetimeZeroSpawnNeverAppears) {
+    test_server server{test_config()};
+    const auto alice = join(server.port(), "alice");
+    std::vector<Entity> spawned;
+    std::vector<Entity> destroyed;
+    alice->mirror().events().on_spawn = [&](Entity e) { spawned.push_back(e); };
+    alice->mirror().events().on_destroy = [&](Entity e) { destroyed.push_back(e); };
+
+    const Entity ghost =
+        spawn_ok(*alice, component_set{}.set(Position{1.0F, 1.0F}).set(Lifetime{0}));
+    ASSERT_FALSE(ghost.is_null());
+    const std::uint64_t after = server.tick() + 3;
+    ASSERT_TRUE(alice->poll_until([&] { return alice->mirror().tick() >= after; }, 5s));
+    EXPECT_THAT(spawned, testing::IsEmpty());
+    EXPECT_THAT(destroyed, testing::IsEmpty());
+    EXPECT_FALSE(alice->mirror().contains(ghost));
+    EXPECT_EQ(destroy(*alice, ghost).code, ErrorCode::UnknownEntity);
+    expect_in_sync(*alice);
+}
+
+// "Entity slots" are the indices ever handed out (the highest + 1), not the live entities: a
+// world that grew past --checksum-slice keeps being checked in slices after it emptied.
+TEST(ServerReplication, ChecksumSlicesFollowIndicesEverUsedNotLiveEntities) {
+    server_config config = test_config();
+    config.checksum_slice = 16;
+    config.checksum_interval = 1;
+    test_server server{config};
+    const auto alice = join(server.port(), "alice");
+    std::vector<std::uint32_t> ids;
+    for (int i = 0; i < 40; ++i) {
+        ids.push_back(alice->next_request_id());
+        alice->send(protocol::spawn{ids.back(), component_set{}.set(Health{i})});
+    }
+    const auto spawned = collect(*alice, ids, 10s);
+    ASSERT_EQ(spawned.size(), ids.size());
+    ids.clear();
+    for (const auto& [id, result] : spawned) {
+        ASSERT_TRUE(result.ok) << result.message;
+        ids.push_back(alice->next_request_id());
+        alice->send(protocol::destroy{ids.back(), result.entity});
+    }
+    const auto destroyed = collect(*alice, ids, 10s);
+    ASSERT_EQ(destroyed.size(), ids.size());
+    const std::uint64_t empty_from = server.tick() + 1;
+
+    std::set<std::pair<std::uint32_t, std::uint32_t>> ranges;
+    alice->on_message = [&](const ecsnet::wire::ServerMessage& m) {
+        if (const auto* c = m.body_as_Checksum(); c != nullptr && c->tick() >= empty_from) {
+            EXPECT_EQ(c->entity_count(), 0U);
+            ranges.emplace(c->first_index(), c->end_index());
+        }
+    };
+    ASSERT_TRUE(alice->poll_until([&] { return ranges.size() >= 3 || !alice->is_open(); }, 5s));
+    const std::set<std::pair<std::uint32_t, std::uint32_t>> expected{
+        {0U, 16U}, {16U, 32U}, {32U, 0xFFFFFFFFU}};
+    EXPECT_EQ(ranges, expected);
+    EXPECT_EQ(alice->mirror().statistics().checksums_mismatched, 0U);
+}
+
 TEST(ServerReplication, LateJoinerSnapshotEqualsTheOtherMirrors) {
     server_config config = test_config();
     config.demo_entities = 30;

@@ -54,15 +54,19 @@ bool mirror::apply(const wire::ServerMessage& message) {
 }
 
 bool mirror::apply_group(state& target, const wire::EntityGroup& group, bool notify) {
-    if (!expand_index_set(group.at(), options_.max_index + std::size_t{1}, scratch_)) {
-        return inconsistent("entity group lists too many entities");
+    // One version per entity: the versions, really present in the frame, bound the indices an
+    // 8-byte IndexRun may announce before anything is expanded.
+    const auto* versions = group.versions();
+    const std::size_t version_count = versions == nullptr ? 0 : versions->size();
+    if (!expand_index_set(group.at(), std::min(version_count, options_.max_index + std::size_t{1}),
+                          scratch_)) {
+        return inconsistent("entity group lists too many entities: more than its " +
+                            std::to_string(version_count) + " versions");
     }
     const std::size_t count = scratch_.size();
-    const auto* versions = group.versions();
-    if ((versions == nullptr ? 0 : versions->size()) != count) {
+    if (version_count != count) {
         return inconsistent("entity group has " + std::to_string(count) + " entities but " +
-                            std::to_string(versions == nullptr ? 0 : versions->size()) +
-                            " versions");
+                            std::to_string(version_count) + " versions");
     }
     // Validate the whole group before touching the state.
     for (std::size_t i = 0; i < count; ++i) {
