@@ -370,8 +370,11 @@ void session::reply_now_or_in_order(protocol::command_result result) {
 }
 
 void session::reject_command(const protocol::decode_error& error) {
-    reply_now_or_in_order(protocol::command_result{error.request_id.value_or(0), false, error.code,
-                                                   error.message, {}});
+    // Before Hello every command is NotJoined, however it was malformed.
+    const bool joined = phase_ == phase::joined;
+    reply_now_or_in_order(protocol::command_result{
+        error.request_id.value_or(0), false, joined ? error.code : wire::ErrorCode::NotJoined,
+        joined ? error.message : std::string{"send Hello before commands"}, {}});
 }
 
 void session::refuse_rate_limited(std::uint32_t request_id) {
@@ -407,9 +410,8 @@ void session::handle(protocol::client_message message) {
             disconnect("ResyncRequest before Hello");
             return;
         }
-        reject_command(protocol::decode_error{wire::ErrorCode::NotJoined,
-                                              "send Hello before commands",
-                                              request_id_of(message), false});
+        reject_command(protocol::decode_error{wire::ErrorCode::NotJoined, "", request_id_of(message),
+                                              false});
         return;
     }
     // Commands and ResyncRequests share the per-client budget.
@@ -421,11 +423,10 @@ void session::handle(protocol::client_message message) {
             abuse_window_start_ = now;
             abuse_in_window_ = 0;
         }
+        refuse_rate_limited(request_id_of(message));
         if (++abuse_in_window_ > abuse_limit) {
             disconnect("command rate limit exceeded persistently");
-            return;
         }
-        refuse_rate_limited(request_id_of(message));
         return;
     }
     if (auto* r = std::get_if<protocol::resync_request>(&message)) {

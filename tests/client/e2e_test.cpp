@@ -90,7 +90,7 @@ TEST(ClientSpawn, PrintsOneLinePerEntity) {
     EXPECT_EQ(seen.size(), 3U) << "distinct entities";
     // One-shot spawns end with the connection: the client says so.
     EXPECT_THAT(
-        r.err, HasSubstr("the server despawns these when no client named 'ecsnet-client' remains"));
+        r.err, HasSubstr("the server despawns these when this owner has no connection left"));
 }
 
 TEST(ClientSpawn, JsonObjectsPerEntity) {

@@ -5,6 +5,7 @@
 
 #include <string>
 #include <variant>
+#include <vector>
 
 namespace {
 
@@ -89,8 +90,8 @@ TEST(ConnectToken, WrongWorldIsRefused) {
 }
 
 TEST(ConnectToken, MalformedTextIsRefused) {
-    for (const std::string bad : {"", "not a token", "AAAA", "A", "++++", "AYDY23AAAAAA===",
-                                  std::string(600, 'A')}) {
+    for (const std::string& bad : std::vector<std::string>{"", "not a token", "AAAA", "A", "++++",
+                                                           "AYDY23AAAAAA===", std::string(600, 'A')}) {
         EXPECT_THAT(refusal(verify_connect_token(bad, secret, "eu-1", before)),
                     testing::AnyOf(HasSubstr("malformed"), HasSubstr("version"),
                                    HasSubstr("signature")))

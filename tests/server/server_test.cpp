@@ -301,6 +301,10 @@ TEST(ServerHandshake, PingIsAnsweredBeforeHelloButCommandsAreNot) {
     ASSERT_TRUE(c->poll_until([&] { return (result = c->take_result(5)).has_value(); }, 5s));
     EXPECT_FALSE(result->ok);
     EXPECT_EQ(result->code, ErrorCode::NotJoined);
+    // A malformed one too: NotJoined comes first.
+    c->send(protocol::spawn{6, component_set{}.set(Position{std::numeric_limits<float>::quiet_NaN(), 0})});
+    ASSERT_TRUE(c->poll_until([&] { return (result = c->take_result(6)).has_value(); }, 5s));
+    EXPECT_EQ(result->code, ErrorCode::NotJoined);
 
     c->send(protocol::resync_request{"why not"});
     ASSERT_TRUE(c->poll_until([&] { return !c->is_open(); }, 5s));
@@ -1644,7 +1648,8 @@ TEST(ServerCommandResults, ARateLimitDisconnectSendsEveryReplyOwedFirst) {
     }
     ASSERT_TRUE(c->poll_until([&] { return !c->is_open(); }, 10s));
     EXPECT_EQ(*c->closed_reason(), "command rate limit exceeded persistently");
-    // The server read 5 + 1001 commands before deciding; every one of them was answered.
+    // The server read 5 + 1001 commands before deciding; every one of them was answered,
+    // the one that tipped it over included.
     ASSERT_GE(answered.size(), 1006U);
     EXPECT_EQ(*answered.begin(), 1U);
     EXPECT_EQ(*answered.rbegin(), answered.size()) << "no reply missing in between";
