@@ -34,7 +34,7 @@ struct watch_summary {
     std::uint64_t destroyed = 0;
     std::uint64_t snapshots = 0;
     std::array<std::uint64_t, protocol::replicated_count> updates{};  // by wire id
-    std::uint64_t removed = 0;  // components removed
+    std::uint64_t removed = 0;                                        // components removed
     std::uint64_t checksums_matched = 0;
     std::uint64_t checksums_mismatched = 0;
     checksum_state checksum = checksum_state::pending;  // the latest comparison

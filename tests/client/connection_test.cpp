@@ -35,7 +35,9 @@ connect_options options_for(const server& s) {
     return options;
 }
 
-std::string outcome(const protocol::command_result& r) { return r.ok ? "ok" : r.message; }
+std::string outcome(const protocol::command_result& r) {
+    return r.ok ? "ok" : r.message;
+}
 
 // The mirror checks itself against the server's next Checksum.
 void expect_in_sync(connection& c) {
@@ -67,10 +69,12 @@ TEST(ConnectionCallbacks, RequestsFromSpawnUpdateRemoveAndDestroyCallbacks) {
         }
         probe = e;
         const std::uint32_t id = c.next_request_id();
-        log.push_back("set " + outcome(c.request(
-                                   protocol::set_components{id, e, component_set{}.set(protocol::Health{7})},
-                                   id)));
-        EXPECT_EQ(m.get<protocol::Health>(e), nullptr) << "the mirror does not move under a callback";
+        log.push_back(
+            "set " +
+            outcome(c.request(
+                protocol::set_components{id, e, component_set{}.set(protocol::Health{7})}, id)));
+        EXPECT_EQ(m.get<protocol::Health>(e), nullptr)
+            << "the mirror does not move under a callback";
     };
     m.events().on_update = [&](Entity e, std::uint32_t wire_id) {
         if (!is_probe(e) || wire_id != protocol::wire_id_v<protocol::Health>) {
@@ -78,7 +82,8 @@ TEST(ConnectionCallbacks, RequestsFromSpawnUpdateRemoveAndDestroyCallbacks) {
         }
         const std::uint32_t id = c.next_request_id();
         const std::uint64_t health = std::uint64_t{1} << protocol::wire_id_v<protocol::Health>;
-        log.push_back("remove " + outcome(c.request(protocol::remove_components{id, e, health}, id)));
+        log.push_back("remove " +
+                      outcome(c.request(protocol::remove_components{id, e, health}, id)));
     };
     m.events().on_remove = [&](Entity e, std::uint32_t wire_id) {
         if (!is_probe(e)) {
@@ -99,11 +104,13 @@ TEST(ConnectionCallbacks, RequestsFromSpawnUpdateRemoveAndDestroyCallbacks) {
     };
 
     const std::uint32_t id = c.next_request_id();
-    ASSERT_TRUE(c.request(protocol::spawn{id, component_set{}
-                                                  .set(protocol::Position{1.0F, 2.0F})
-                                                  .set(protocol::Name{"probe"})},
-                          id)
-                    .ok);
+    ASSERT_TRUE(
+        c.request(
+             protocol::spawn{
+                 id,
+                 component_set{}.set(protocol::Position{1.0F, 2.0F}).set(protocol::Name{"probe"})},
+             id)
+            .ok);
     EXPECT_TRUE(c.poll_until([&] { return log.size() >= 4 || !c.is_open(); }, 20s));
     EXPECT_THAT(log, ElementsAre("set ok", "remove ok", "destroy ok", "destroyed"));
     ASSERT_TRUE(probe.has_value());
@@ -128,7 +135,8 @@ TEST(ConnectionCallbacks, OnMessageMayReadMoreAndItsFrameStaysValid) {
             ++nested;
             c.poll_for(150ms);  // several Deltas arrive meanwhile: they wait their turn
             EXPECT_EQ(m.tick(), tick) << "the mirror does not move under a callback";
-            EXPECT_EQ(message.body_as_Delta()->tick(), tick) << "the frame changed under on_message";
+            EXPECT_EQ(message.body_as_Delta()->tick(), tick)
+                << "the frame changed under on_message";
         }
     };
     EXPECT_TRUE(c.poll_until([&] { return ticks.size() >= 20 || !c.is_open(); }, 20s));

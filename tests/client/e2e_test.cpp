@@ -406,8 +406,8 @@ TEST(ClientWatch, MatchingChecksumIsOk) {
 // an update) and a resync printed the snapshot line alone.
 TEST(ClientWatch, RemovalsAndSnapshotDifferencesArePrinted) {
     fake_server fake{0, fake_script::changes};
-    const result r =
-        run({ECSNET_CLIENT_BIN, "--port", std::to_string(fake.port()), "watch", "--seconds", "1.5"});
+    const result r = run(
+        {ECSNET_CLIENT_BIN, "--port", std::to_string(fake.port()), "watch", "--seconds", "1.5"});
     EXPECT_EQ(r.exit_code, 0) << describe(r);
     std::vector<std::string> events_seen;
     for (const auto& line : lines(r.out)) {

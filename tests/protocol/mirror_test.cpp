@@ -438,17 +438,15 @@ TEST(MirrorEvents, SnapshotReportsItsDifferencesAgainstThePreviousState) {
     EXPECT_TRUE(mirrors(mirror, *s.world));
 
     using ecsnet::ecs::to_string;
-    EXPECT_THAT(log, ElementsAre("destroy " + to_string(gone) + " gone",
-                                 "destroy " + to_string(replaced) + " replaced",
-                                 "spawn " + to_string(newcomer) + " newcomer",
-                                 "spawn " + to_string(fresh),
-                                 "update " + to_string(kept) + " " +
-                                     std::to_string(proto::wire_id_v<Position>),
-                                 "update " + to_string(kept) + " " +
-                                     std::to_string(proto::wire_id_v<Velocity>),
-                                 "remove " + to_string(kept) + " " +
-                                     std::to_string(proto::wire_id_v<Health>),
-                                 "snapshot " + std::to_string(s.current) + " 4"));
+    EXPECT_THAT(
+        log,
+        ElementsAre("destroy " + to_string(gone) + " gone",
+                    "destroy " + to_string(replaced) + " replaced",
+                    "spawn " + to_string(newcomer) + " newcomer", "spawn " + to_string(fresh),
+                    "update " + to_string(kept) + " " + std::to_string(proto::wire_id_v<Position>),
+                    "update " + to_string(kept) + " " + std::to_string(proto::wire_id_v<Velocity>),
+                    "remove " + to_string(kept) + " " + std::to_string(proto::wire_id_v<Health>),
+                    "snapshot " + std::to_string(s.current) + " 4"));
 
     // The same state again: nothing to report but the snapshot.
     log.clear();

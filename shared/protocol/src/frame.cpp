@@ -121,7 +121,8 @@ std::vector<std::vector<std::uint8_t>> frame_reader::detach() {
     storage.push_back(std::move(buffer_));
     storage.push_back(std::move(aligned_));
     const auto& old = storage.front();
-    buffer_ = std::vector<std::uint8_t>(old.begin() + static_cast<std::ptrdiff_t>(consumed_), old.end());
+    buffer_ =
+        std::vector<std::uint8_t>(old.begin() + static_cast<std::ptrdiff_t>(consumed_), old.end());
     consumed_ = 0;
     aligned_ = {};
     return storage;

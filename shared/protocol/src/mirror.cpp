@@ -35,8 +35,9 @@ bool mirror::inconsistent(std::string why) {
 bool mirror::apply(const wire::ServerMessage& message) {
     if (applying_) {
         // The outer message is half applied and scratch_ is in use: refuse, change nothing.
-        error_ = "apply() called from a mirror callback: messages are applied one at a time "
-                 "(queue this one and apply it after the callback returned)";
+        error_ =
+            "apply() called from a mirror callback: messages are applied one at a time "
+            "(queue this one and apply it after the callback returned)";
         return false;
     }
     applying_ = true;
@@ -193,7 +194,8 @@ bool mirror::apply_snapshot(const wire::Snapshot& snapshot) {
         // Before the swap, while what goes can still be read.
         for (std::size_t i = 0; i < live_.versions.size(); ++i) {
             const std::uint32_t version = live_.versions[i];
-            if (version != 0 && (i >= staging_.versions.size() || staging_.versions[i] != version)) {
+            if (version != 0 &&
+                (i >= staging_.versions.size() || staging_.versions[i] != version)) {
                 active_.on_destroy(entity_type{static_cast<std::uint32_t>(i), version});
             }
         }

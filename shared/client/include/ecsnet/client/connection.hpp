@@ -119,8 +119,8 @@ private:
     protocol::frame_reader reader_;
     std::vector<std::uint8_t> read_chunk_;
     bool reading_{false};
-    int handling_{0};               // frames being handled: > 0 while a callback runs
-    bool frame_in_reader_{false};   // the frame being handled lives in reader_'s buffer
+    int handling_{0};              // frames being handled: > 0 while a callback runs
+    bool frame_in_reader_{false};  // the frame being handled lives in reader_'s buffer
     std::vector<std::vector<std::uint8_t>> current_storage_;  // ... or here, once detached
     std::deque<std::vector<std::uint8_t>> held_;  // read by callbacks, controls recorded
 

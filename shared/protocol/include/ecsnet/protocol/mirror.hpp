@@ -80,7 +80,9 @@ public:
     // The tick of the message whose changes the callbacks report right now (a Delta's, or a
     // Snapshot's, also while its destroys are reported and tick() is still the old one);
     // tick() outside callbacks.
-    [[nodiscard]] std::uint64_t event_tick() const noexcept { return applying_ ? event_tick_ : tick_; }
+    [[nodiscard]] std::uint64_t event_tick() const noexcept {
+        return applying_ ? event_tick_ : tick_;
+    }
     [[nodiscard]] std::size_t size() const noexcept { return live_.count; }
     [[nodiscard]] const stats& statistics() const noexcept { return stats_; }
     [[nodiscard]] const std::string& error() const noexcept { return error_; }
