@@ -313,6 +313,11 @@ int run_watch(context& ctx, const watch_args& args) {
             ctx.out.watch_update(m, e, wire_id);
         }
     };
+    // Removals change what an entity is, like spawns and destroys: always printed.
+    events.on_remove = [&](ecs::Entity e, std::uint32_t wire_id) {
+        ++interval.removed;
+        ctx.out.watch_removed(m, e, wire_id);
+    };
     events.on_snapshot = [&](std::uint64_t tick, std::size_t entities) {
         ++interval.snapshots;
         ctx.out.watch_snapshot(tick, entities);
@@ -347,6 +352,7 @@ int run_watch(context& ctx, const watch_args& args) {
         total.spawned += interval.spawned;
         total.destroyed += interval.destroyed;
         total.snapshots += interval.snapshots;
+        total.removed += interval.removed;
         for (std::size_t id = 0; id < total.updates.size(); ++id) {
             total.updates[id] += interval.updates[id];
         }

@@ -371,7 +371,7 @@ void printer::watch_started(std::string_view endpoint, std::uint32_t client_id,
 void printer::watch_spawned(const protocol::mirror& m, ecs::Entity e) {
     if (json_) {
         json out = event("spawned", entity_json(m, e));
-        out["tick"] = m.tick() + 1;  // called while the Delta of the next tick is applied
+        out["tick"] = m.event_tick();  // the Delta's or the Snapshot's being applied
         print_json(out);
     } else {
         print_line("spawned " + ecs::to_string(e) + describe(m, e));
@@ -382,7 +382,7 @@ void printer::watch_destroyed(const protocol::mirror& m, ecs::Entity e) {
     if (json_) {
         json out =
             event("destroyed", entity_json(m, e));  // the last values, before the mirror drops them
-        out["tick"] = m.tick() + 1;
+        out["tick"] = m.event_tick();
         print_json(out);
     } else {
         print_line("destroyed " + ecs::to_string(e) + describe(m, e));
@@ -396,18 +396,29 @@ void printer::watch_update(const protocol::mirror& m, ecs::Entity e, std::uint32
             value = component_value<T>(m, e);
         }
     });
+    if (!value) {
+        return;  // the mirror reports a removal as watch_removed, never here
+    }
     const std::string_view component = component_name(wire_id);
     if (json_) {
-        json out = event(value ? "updated" : "removed", entity_ref(e));
-        out["tick"] = m.tick() + 1;
+        json out = event("updated", entity_ref(e));
+        out["tick"] = m.event_tick();
         out["component"] = component;
-        if (value) {
-            out["value"] = value->second;
-        }
+        out["value"] = value->second;
         print_json(out);
-    } else if (value) {
+    } else {
         print_line("updated " + ecs::to_string(e) + " " + std::string{component} + "=" +
                    value->first);
+    }
+}
+
+void printer::watch_removed(const protocol::mirror& m, ecs::Entity e, std::uint32_t wire_id) {
+    const std::string_view component = component_name(wire_id);
+    if (json_) {
+        json out = event("removed", entity_ref(e));
+        out["tick"] = m.event_tick();
+        out["component"] = component;
+        print_json(out);
     } else {
         print_line("removed " + ecs::to_string(e) + " " + std::string{component});
     }
@@ -453,6 +464,7 @@ void printer::watch_summary_line(const watch_summary& s, bool total) {
                               {"snapshots", s.snapshots},
                               {"updates", updates},
                               {"updates_by_component", by_component},
+                              {"removed", s.removed},
                               {"checksums_matched", s.checksums_matched},
                               {"checksums_mismatched", s.checksums_mismatched},
                               {"checksum", checksum_text(s.checksum)}});
@@ -480,6 +492,9 @@ void printer::watch_summary_line(const watch_summary& s, bool total) {
             }
         }
         line += " (" + parts + ")";
+    }
+    if (s.removed != 0) {
+        line += ", removed " + std::to_string(s.removed);
     }
     if (s.snapshots != 0) {
         line += ", snapshots " + std::to_string(s.snapshots);

@@ -34,6 +34,7 @@ struct watch_summary {
     std::uint64_t destroyed = 0;
     std::uint64_t snapshots = 0;
     std::array<std::uint64_t, protocol::replicated_count> updates{};  // by wire id
+    std::uint64_t removed = 0;                                        // components removed
     std::uint64_t checksums_matched = 0;
     std::uint64_t checksums_mismatched = 0;
     checksum_state checksum = checksum_state::pending;  // the latest comparison
@@ -71,8 +72,10 @@ public:
                        std::optional<double> seconds);
     void watch_spawned(const protocol::mirror& mirror, ecs::Entity e);
     void watch_destroyed(const protocol::mirror& mirror, ecs::Entity e);
-    // Component `wire_id` of `e` was set (or removed, when the mirror no longer has it).
+    // Component `wire_id` of `e` was set (added or changed).
     void watch_update(const protocol::mirror& mirror, ecs::Entity e, std::uint32_t wire_id);
+    // Component `wire_id` of `e` was removed.
+    void watch_removed(const protocol::mirror& mirror, ecs::Entity e, std::uint32_t wire_id);
     void watch_snapshot(std::uint64_t tick, std::size_t entities);
     void watch_desync(std::string_view what);
     void watch_summary_line(const watch_summary& s, bool total);

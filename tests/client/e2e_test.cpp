@@ -401,6 +401,68 @@ TEST(ClientWatch, MatchingChecksumIsOk) {
     EXPECT_EQ(summaries[0].at("checksum_tick"), 5);
 }
 
+// A removal is its own event, printed like spawns and destroys; a snapshot that replaces the
+// state is printed as what it changed. Before, a removal only showed with --every-update (as
+// an update) and a resync printed the snapshot line alone.
+TEST(ClientWatch, RemovalsAndSnapshotDifferencesArePrinted) {
+    fake_server fake{0, fake_script::changes};
+    const result r = run(
+        {ECSNET_CLIENT_BIN, "--port", std::to_string(fake.port()), "watch", "--seconds", "1.5"});
+    EXPECT_EQ(r.exit_code, 0) << describe(r);
+    std::vector<std::string> events_seen;
+    for (const auto& line : lines(r.out)) {
+        if (line.rfind("watching", 0) != 0 && line.rfind("[", 0) != 0 &&
+            line.rfind("total", 0) != 0) {
+            events_seen.push_back(line);
+        }
+    }
+    ASSERT_EQ(events_seen.size(), 5U) << r.out;
+    EXPECT_EQ(events_seen[0], "removed 0:1 health");
+    EXPECT_EQ(events_seen[1], "destroyed 1:1 owner=server name=\"gone\"");
+    EXPECT_TRUE(matches(events_seen[2], R"(spawned \d+:\d+ owner=server name="newcomer")"))
+        << events_seen[2];
+    EXPECT_EQ(events_seen[3], "removed 2:1 velocity");
+    EXPECT_EQ(events_seen[4], "snapshot at tick 7: 3 entities (the mirror was replaced)");
+    EXPECT_TRUE(matches(lines(r.out).back(),
+                        R"(total \d+\.\ds: entities 3, tick 7, .*spawned 1, destroyed 1, )"
+                        R"(updates 2 \(position 1, health 1\), removed 2, snapshots 1, .*)"))
+        << lines(r.out).back();
+}
+
+TEST(ClientWatch, JsonRemovalsAndSnapshotDifferencesWithTheirTicks) {
+    fake_server fake{0, fake_script::changes};
+    const result r = run({ECSNET_CLIENT_BIN, "--json", "--port", std::to_string(fake.port()),
+                          "watch", "--seconds", "1.5", "--every-update"});
+    EXPECT_EQ(r.exit_code, 0) << describe(r);
+    std::vector<std::string> seen;
+    for (const auto& j : json_lines(r.out)) {
+        const std::string event = j.at("event");
+        if (event == "watching" || event == "summary" || event == "total") {
+            continue;
+        }
+        std::string text = event + " " + std::to_string(j.at("tick").get<std::uint64_t>());
+        if (j.contains("entity")) {
+            text += " " + j.at("entity").get<std::string>();
+        }
+        if (j.contains("component")) {
+            text += " " + j.at("component").get<std::string>();
+        }
+        seen.push_back(text);
+    }
+    ASSERT_EQ(seen.size(), 7U) << r.out;
+    EXPECT_EQ(seen[0], "removed 6 0:1 health");
+    EXPECT_EQ(seen[1], "destroyed 7 1:1");
+    EXPECT_TRUE(matches(seen[2], R"(spawned 7 \d+:\d+)")) << seen[2];
+    EXPECT_EQ(seen[3], "updated 7 0:1 position");
+    EXPECT_EQ(seen[4], "updated 7 2:1 health");
+    EXPECT_EQ(seen[5], "removed 7 2:1 velocity");
+    EXPECT_EQ(seen[6], "snapshot 7");
+    const auto totals = events(json_lines(r.out), "total");
+    ASSERT_EQ(totals.size(), 1U);
+    EXPECT_EQ(totals[0].at("removed"), 2);
+    EXPECT_EQ(totals[0].at("updates"), 2);
+}
+
 // ---- shell ----------------------------------------------------------------------------------
 
 TEST(ClientShell, SpawnListQuitFromStdin) {

@@ -42,9 +42,31 @@ bool write_all(int fd, const protocol::frame& frame) {
     return true;
 }
 
+// The `changes` script after the snapshot: step 0 sends tick 6, step 1 the snapshot of tick 7.
+bool play_changes(int client, ecs::World& world, protocol::replication_encoder& encoder, int step) {
+    const ecs::Entity keeper{0, 1};
+    const ecs::Entity gone{1, 1};
+    const ecs::Entity mover{2, 1};
+    if (step == 0) {
+        world.remove<protocol::Health>(keeper);
+        return write_all(client, encoder.encode_delta(world, world.take_changes(), 6));
+    }
+    world.destroy(gone);
+    world.emplace<protocol::Name>(world.create(), "newcomer");
+    world.patch<protocol::Position>(keeper, [](protocol::Position& p) { p = {3.0F, 4.0F}; });
+    world.remove<protocol::Velocity>(mover);
+    world.emplace<protocol::Health>(mover, 5);
+    (void)world.take_changes();  // the Delta of tick 7 the client never gets
+    bool ok = true;
+    for (const auto& f : encoder.encode_snapshot(world, 7)) {
+        ok = ok && write_all(client, f);
+    }
+    return ok;
+}
+
 }  // namespace
 
-fake_server::fake_server(std::uint64_t hash) : hash_{hash} {
+fake_server::fake_server(std::uint64_t hash, fake_script script) : hash_{hash}, script_{script} {
     listener_ = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     sockaddr_in address{};
     address.sin_family = AF_INET;
@@ -86,6 +108,20 @@ void fake_server::serve() {
     pollfd client_fd{client, POLLIN, 0};
     bool welcomed = false;
     auto next_checksum = clock::now();
+    const auto world = ecs::World::make();
+    protocol::replication_encoder encoder;
+    if (script_ == fake_script::changes) {
+        const ecs::Entity keeper = world->create();
+        world->emplace<protocol::Position>(keeper, 1.0F, 2.0F);
+        world->emplace<protocol::Health>(keeper, 10);
+        world->emplace<protocol::Name>(world->create(), "gone");
+        const ecs::Entity mover = world->create();
+        world->emplace<protocol::Position>(mover, 0.0F, 0.0F);
+        world->emplace<protocol::Velocity>(mover, 1.0F, 0.0F);
+        (void)world->take_changes();
+    }
+    int step = 0;
+    auto next_step = clock::time_point::max();
     while (!stop_ && clock::now() < deadline) {
         if (poll(&client_fd, 1, 20) == 1) {
             const ssize_t n = recv(client, buffer, sizeof buffer, 0);
@@ -94,11 +130,9 @@ void fake_server::serve() {
             }
             if (!welcomed) {
                 welcomed = true;
-                const auto world = ecs::World::make();
                 bool ok = write_all(client,
                                     protocol::encode(protocol::server_control{protocol::welcome{
                                         1, protocol::protocol_version, 30.0F, snapshot_tick, 1}}));
-                protocol::replication_encoder encoder;
                 for (const auto& f : encoder.encode_snapshot(*world, snapshot_tick)) {
                     ok = ok && write_all(client, f);
                 }
@@ -108,7 +142,18 @@ void fake_server::serve() {
                 // Checksums only once the client has joined: a mismatch while it joins would
                 // make it wait for a fresh snapshot, which this script never sends.
                 next_checksum = clock::now() + 300ms;
+                next_step = clock::now() + 300ms;
             }
+        }
+        if (script_ == fake_script::changes) {
+            if (welcomed && step < 2 && clock::now() >= next_step) {
+                if (!play_changes(client, *world, encoder, step)) {
+                    break;
+                }
+                ++step;
+                next_step = clock::now() + 300ms;
+            }
+            continue;
         }
         if (welcomed && clock::now() >= next_checksum) {
             next_checksum = clock::now() + 100ms;

@@ -916,6 +916,14 @@ private:
             ECSNET_FUZZ_CHECK(mirror_.contains(e), "on_update of absent " + ecs::to_string(e));
             ECSNET_FUZZ_CHECK(wire_id < proto::replicated_count, std::to_string(wire_id));
         };
+        events.on_remove = [this](Entity e, std::uint32_t wire_id) {
+            ECSNET_FUZZ_CHECK(mirror_.contains(e), "on_remove of absent " + ecs::to_string(e));
+            ECSNET_FUZZ_CHECK(wire_id < proto::replicated_count, std::to_string(wire_id));
+            proto::for_each_component([&]<typename T>() {
+                ECSNET_FUZZ_CHECK(proto::wire_id_v<T> != wire_id || mirror_.get<T>(e) == nullptr,
+                                  "on_remove of a component still held by " + ecs::to_string(e));
+            });
+        };
         events.on_destroy = [this](Entity e) {
             ECSNET_FUZZ_CHECK(mirror_.contains(e), "on_destroy of absent " + ecs::to_string(e));
         };

@@ -513,6 +513,41 @@ TEST(FrameReader, SeveralFramesInOneFeed) {
     EXPECT_EQ(reader.buffered(), 2U);
 }
 
+// A consumer that reads on while it still uses a frame (client::connection, when a callback
+// reads more) detaches the frame's storage first: every frame stays intact while the reader
+// is fed and read behind it, and later frames are aligned as before.
+TEST(FrameReader, DetachedFramesOutliveLaterFeedsAndReads) {
+    std::vector<bytes> frames;
+    bytes stream;
+    for (std::uint64_t i = 0; i < 60; ++i) {
+        frames.push_back(i % 3 == 0 ? client_set_component() : client_ping(i));
+        stream.insert(stream.end(), frames.back().begin(), frames.back().end());
+    }
+    proto::frame_reader reader{proto::default_max_client_frame};
+    std::vector<std::vector<bytes>> storage;
+    std::vector<std::span<const std::uint8_t>> held;
+    std::size_t at = 0;
+    std::span<const std::uint8_t> out;
+    while (at < stream.size() || reader.buffered() > 0) {
+        const std::size_t n = std::min<std::size_t>(29, stream.size() - at);
+        reader.feed(std::span{stream}.subspan(at, n));
+        at += n;
+        while (reader.next(out) == proto::frame_reader::status::frame) {
+            EXPECT_EQ(reinterpret_cast<std::uintptr_t>(out.data()) % 8, 0U);
+            held.push_back(out);
+            storage.push_back(reader.detach());
+        }
+        if (n == 0) {
+            break;
+        }
+    }
+    ASSERT_EQ(held.size(), frames.size());
+    for (std::size_t i = 0; i < frames.size(); ++i) {
+        EXPECT_EQ(bytes(held[i].begin(), held[i].end()), frames[i]) << "frame " << i;
+    }
+    EXPECT_EQ(reader.buffered(), 0U);
+}
+
 TEST(FrameReader, BufferedCountsBytesNotYetHandedOut) {
     const bytes a = client_ping(1);
     const bytes b = client_set_component();

@@ -345,9 +345,16 @@ TEST(MirrorEvents, CallbacksFireWithTheRightEntities) {
     events.on_destroy = [&](Entity e) { destroyed.push_back(e); };
     events.on_checksum = [&](std::uint64_t tick, bool ok) { checksums.emplace_back(tick, ok); };
 
+    std::vector<std::pair<Entity, std::uint32_t>> removed;
+    events.on_remove = [&](Entity e, std::uint32_t id) {
+        EXPECT_TRUE(mirror.contains(e));
+        removed.emplace_back(e, id);
+    };
+
     ASSERT_TRUE(feed_all(mirror, s.snapshot()));
     EXPECT_THAT(snapshots, ElementsAre(Pair(s.current, 2U)));
-    EXPECT_THAT(spawned, IsEmpty()) << "a snapshot is announced by on_snapshot alone";
+    EXPECT_THAT(spawned, ElementsAre(doomed, mover)) << "the first snapshot spawns everything";
+    spawned.clear();
 
     s.world->destroy(doomed);
     const Entity first = s.world->create();  // reuses the doomed index
@@ -361,8 +368,9 @@ TEST(MirrorEvents, CallbacksFireWithTheRightEntities) {
     EXPECT_THAT(destroyed, ElementsAre(doomed));
     EXPECT_THAT(spawned, UnorderedElementsAre(first, second));
     EXPECT_THAT(updated, UnorderedElementsAre(Pair(mover, proto::wire_id_v<Position>),
-                                              Pair(mover, proto::wire_id_v<Health>),
-                                              Pair(mover, proto::wire_id_v<Velocity>)));
+                                              Pair(mover, proto::wire_id_v<Health>)));
+    EXPECT_THAT(removed, ElementsAre(Pair(mover, proto::wire_id_v<Velocity>)))
+        << "a removal is its own event, not an update";
     EXPECT_EQ(mirror.get<Velocity>(mover), nullptr);
     EXPECT_THAT(checksums, IsEmpty());
 
@@ -370,6 +378,146 @@ TEST(MirrorEvents, CallbacksFireWithTheRightEntities) {
     EXPECT_THAT(checksums, ElementsAre(Pair(s.current, true)));
     EXPECT_FALSE(feed(mirror, s.checksum(1)));
     EXPECT_THAT(checksums, ElementsAre(Pair(s.current, true), Pair(s.current, false)));
+}
+
+// A snapshot that replaces a state reports what changed: what vanished or was replaced by a
+// new version is destroyed (readable until then), what is new spawns, kept entities report
+// their added, changed and removed components; in that order, each in index order.
+TEST(MirrorEvents, SnapshotReportsItsDifferencesAgainstThePreviousState) {
+    server s(world_options{.entities = {.min_free_indices = 0}});
+    const Entity kept = s.world->create();
+    s.world->emplace<Position>(kept, 1.0F, 1.0F);
+    s.world->emplace<Health>(kept, 10);
+    const Entity same = s.world->create();
+    s.world->emplace<Position>(same, 2.0F, 2.0F);
+    const Entity gone = s.world->create();
+    s.world->emplace<Name>(gone, "gone");
+    const Entity replaced = s.world->create();
+    s.world->emplace<Name>(replaced, "replaced");
+    static_cast<void>(s.tick());
+    proto::mirror mirror;
+    ASSERT_TRUE(feed_all(mirror, s.snapshot()));
+    const std::uint64_t old_tick = mirror.tick();
+
+    s.world->patch<Position>(kept, [](Position& p) { p.x = 3.0F; });
+    s.world->remove<Health>(kept);
+    s.world->emplace<Velocity>(kept, 1.0F, 0.0F);
+    const Entity fresh = s.world->create();  // a new index
+    s.world->destroy(gone);
+    s.world->destroy(replaced);
+    const Entity newcomer = s.world->create();  // a new version at gone's or replaced's index
+    s.world->emplace<Name>(newcomer, "newcomer");
+    ASSERT_TRUE(newcomer.index() == gone.index() || newcomer.index() == replaced.index());
+    static_cast<void>(s.tick());  // a delta this mirror never sees: the snapshot covers it
+
+    std::vector<std::string> log;
+    const auto named = [&](Entity e) {
+        const Name* n = mirror.get<Name>(e);
+        return ecsnet::ecs::to_string(e) + (n != nullptr ? " " + n->value : "");
+    };
+    auto& events = mirror.events();
+    events.on_destroy = [&](Entity e) {
+        EXPECT_TRUE(mirror.contains(e)) << "still readable";
+        EXPECT_EQ(mirror.tick(), old_tick);
+        EXPECT_EQ(mirror.event_tick(), s.current);
+        log.push_back("destroy " + named(e));
+    };
+    events.on_spawn = [&](Entity e) {
+        EXPECT_TRUE(mirror.contains(e));
+        EXPECT_EQ(mirror.event_tick(), s.current);
+        log.push_back("spawn " + named(e));
+    };
+    events.on_update = [&](Entity e, std::uint32_t id) {
+        log.push_back("update " + ecsnet::ecs::to_string(e) + " " + std::to_string(id));
+    };
+    events.on_remove = [&](Entity e, std::uint32_t id) {
+        log.push_back("remove " + ecsnet::ecs::to_string(e) + " " + std::to_string(id));
+    };
+    events.on_snapshot = [&](std::uint64_t tick, std::size_t n) {
+        log.push_back("snapshot " + std::to_string(tick) + " " + std::to_string(n));
+    };
+    ASSERT_TRUE(feed_all(mirror, s.snapshot(256))) << mirror.error();
+    EXPECT_TRUE(mirrors(mirror, *s.world));
+
+    using ecsnet::ecs::to_string;
+    EXPECT_THAT(
+        log,
+        ElementsAre("destroy " + to_string(gone) + " gone",
+                    "destroy " + to_string(replaced) + " replaced",
+                    "spawn " + to_string(newcomer) + " newcomer", "spawn " + to_string(fresh),
+                    "update " + to_string(kept) + " " + std::to_string(proto::wire_id_v<Position>),
+                    "update " + to_string(kept) + " " + std::to_string(proto::wire_id_v<Velocity>),
+                    "remove " + to_string(kept) + " " + std::to_string(proto::wire_id_v<Health>),
+                    "snapshot " + std::to_string(s.current) + " 4"));
+
+    // The same state again: nothing to report but the snapshot.
+    log.clear();
+    ASSERT_TRUE(feed_all(mirror, s.snapshot())) << mirror.error();
+    EXPECT_THAT(log, ElementsAre("snapshot " + std::to_string(s.current) + " 4"));
+}
+
+// A callback that applies another message: before, a nested snapshot refilled the scratch
+// vector the outer spawn loop was walking (heap-use-after-free under ASan) and a nested delta
+// saw the half-applied outer one. Now it is refused and the outer message completes.
+TEST(MirrorEvents, ApplyFromACallbackIsRefusedAndTheOuterMessageCompletes) {
+    server s;
+    static_cast<void>(s.tick());
+    proto::mirror mirror;
+    ASSERT_TRUE(feed_all(mirror, s.snapshot()));
+
+    server other;
+    for (int i = 0; i < 2000; ++i) {
+        other.world->emplace<Health>(other.world->create(), i);
+    }
+    static_cast<void>(other.tick());
+    const auto other_snapshot = other.snapshot();
+
+    for (int i = 0; i < 40; ++i) {
+        s.world->emplace<Health>(s.world->create(), i);
+    }
+    const proto::frame delta = s.tick();
+    std::size_t spawns = 0;
+    std::optional<bool> nested;
+    std::string nested_error;
+    mirror.events().on_spawn = [&](Entity) {
+        if (++spawns == 1) {
+            nested = feed(mirror, other_snapshot.front());
+            nested_error = mirror.error();
+        }
+    };
+    ASSERT_TRUE(feed(mirror, delta)) << mirror.error();
+    EXPECT_EQ(spawns, 40U);
+    ASSERT_TRUE(nested.has_value());
+    EXPECT_FALSE(*nested);
+    EXPECT_THAT(nested_error, HasSubstr("apply() called from a mirror callback"));
+    EXPECT_TRUE(mirrors(mirror, *s.world));
+    EXPECT_EQ(mirror.statistics().inconsistencies, 0U);
+    EXPECT_TRUE(mirror.ready());
+}
+
+// A callback may replace the callbacks, itself included: the running one stays alive until it
+// returns (before, it was destroyed while it ran), and the new ones serve the next message.
+TEST(MirrorEvents, CallbackMayReplaceTheCallbacks) {
+    server s;
+    static_cast<void>(s.tick());
+    proto::mirror mirror;
+    ASSERT_TRUE(feed_all(mirror, s.snapshot()));
+    static_cast<void>(s.world->create());
+    static_cast<void>(s.world->create());
+    const proto::frame first = s.tick();
+    static_cast<void>(s.world->create());
+    const proto::frame second = s.tick();
+
+    std::vector<std::string> log;
+    const std::string tag(64, 'a');  // a capture too big for std::function's inline buffer
+    mirror.events().on_spawn = [&mirror, &log, tag](Entity) {
+        mirror.events() = {};
+        mirror.events().on_spawn = [&log](Entity) { log.emplace_back("b"); };
+        log.push_back(tag.substr(0, 1));  // reads its own capture after the replacement
+    };
+    ASSERT_TRUE(feed(mirror, first)) << mirror.error();
+    ASSERT_TRUE(feed(mirror, second)) << mirror.error();
+    EXPECT_THAT(log, ElementsAre("a", "a", "b"));
 }
 
 TEST(MirrorChecksum, MatchesAndMismatchesAreCounted) {

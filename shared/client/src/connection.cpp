@@ -185,27 +185,16 @@ void connection::start_read() {
     }
     reading_ = true;
     const auto on_read = [this](const boost::system::error_code& ec, std::size_t n) {
-            reading_ = false;
-            if (ec) {
-                fail(ec == asio::error::eof ? "server closed the connection"
-                                            : sentence_part(ec.message()));
-                return;
-            }
-            bytes_received_ += n;
-            reader_.feed(std::span<const std::uint8_t>{read_chunk_.data(), n});
-            std::span<const std::uint8_t> frame;
-            for (;;) {
-                const auto status = reader_.next(frame);
-                if (status == protocol::frame_reader::status::need_more || closed_) {
-                    break;
-                }
-                if (status == protocol::frame_reader::status::oversize) {
-                    fail("server sent a frame larger than " +
-                         std::to_string(reader_.max_frame_bytes()) + " bytes");
-                    break;
-                }
-                handle_frame(frame);
-            }
+        reading_ = false;
+        if (ec) {
+            fail(ec == asio::error::eof ? "server closed the connection"
+                                        : sentence_part(ec.message()));
+            return;
+        }
+        bytes_received_ += n;
+        detach_current_frame();  // a callback reads: feed() may move the reader's buffer
+        reader_.feed(std::span<const std::uint8_t>{read_chunk_.data(), n});
+        (void)process_frames();
     };
     if (tls_) {
         tls_->async_read_some(asio::buffer(read_chunk_), on_read);
@@ -214,14 +203,110 @@ void connection::start_read() {
     }
 }
 
-void connection::handle_frame(std::span<const std::uint8_t> bytes) {
-    ++frames_received_;
+void connection::detach_current_frame() {
+    if (frame_in_reader_) {
+        for (auto& storage : reader_.detach()) {
+            current_storage_.push_back(std::move(storage));
+        }
+        frame_in_reader_ = false;
+    }
+}
+
+std::size_t connection::process_frames() {
+    std::size_t handled = 0;
+    std::span<const std::uint8_t> frame;
+    for (;;) {
+        if (handling_ == 0 && !held_.empty()) {  // they came before what reader_ holds
+            const std::vector<std::uint8_t> bytes = std::move(held_.front());
+            held_.pop_front();
+            handle_frame(bytes, true);
+            ++handled;
+            continue;
+        }
+        if (closed_) {
+            break;
+        }
+        detach_current_frame();  // next() may overwrite the copy of a misaligned frame
+        const auto status = reader_.next(frame);
+        if (status == protocol::frame_reader::status::need_more) {
+            break;
+        }
+        if (status == protocol::frame_reader::status::oversize) {
+            fail("server sent a frame larger than " + std::to_string(reader_.max_frame_bytes()) +
+                 " bytes");
+            break;
+        }
+        ++frames_received_;
+        if (handling_ != 0) {
+            hold_frame(frame);
+            continue;
+        }
+        struct in_reader {
+            bool& flag;
+            explicit in_reader(bool& f) : flag{f} { flag = true; }
+            ~in_reader() { flag = false; }
+        } mark{frame_in_reader_};
+        handle_frame(frame, false);
+        ++handled;
+    }
+    return handled;
+}
+
+void connection::hold_frame(std::span<const std::uint8_t> bytes) {
     std::string why;
     const wire::ServerMessage* message = protocol::verify_server_frame(bytes, &why);
     if (message == nullptr) {
         fail("malformed frame from the server: " + why);
         return;
     }
+    switch (message->body_type()) {
+        case wire::ServerBody::Snapshot:
+        case wire::ServerBody::Delta:
+        case wire::ServerBody::Checksum:
+            break;
+        default:
+            if (!record_control(*message)) {
+                return;
+            }
+    }
+    held_.emplace_back(bytes.begin(), bytes.end());
+}
+
+bool connection::record_control(const wire::ServerMessage& message) {
+    std::string why;
+    auto control = protocol::decode_server_control(message, &why);
+    if (!control) {
+        fail("invalid message from the server: " + why);
+        return false;
+    }
+    if (auto* w = std::get_if<protocol::welcome>(&*control)) {
+        welcome_ = *w;
+    } else if (auto* r = std::get_if<protocol::command_result>(&*control)) {
+        results_[r->request_id] = std::move(*r);
+    } else if (auto* p = std::get_if<protocol::pong>(&*control)) {
+        last_pong_ = *p;
+    } else if (auto* d = std::get_if<protocol::disconnect>(&*control)) {
+        closed_ = d->reason.empty() ? "disconnected by the server" : d->reason;
+    }
+    return true;
+}
+
+void connection::handle_frame(std::span<const std::uint8_t> bytes, bool recorded) {
+    std::string why;
+    const wire::ServerMessage* message = protocol::verify_server_frame(bytes, &why);
+    if (message == nullptr) {
+        fail("malformed frame from the server: " + why);
+        return;
+    }
+    ++handling_;
+    struct done {
+        connection& c;
+        ~done() {
+            if (--c.handling_ == 0) {
+                c.current_storage_.clear();
+            }
+        }
+    } leave{*this};
     switch (message->body_type()) {
         case wire::ServerBody::Snapshot:
         case wire::ServerBody::Delta:
@@ -233,31 +318,24 @@ void connection::handle_frame(std::span<const std::uint8_t> bytes) {
                                                        message->body_as_Checksum()->hash(),
                                                        message->body_as_Checksum()->entity_count()};
             break;
-        default: {
-            auto control = protocol::decode_server_control(*message, &why);
-            if (!control) {
-                fail("invalid message from the server: " + why);
+        default:
+            if (!recorded && !record_control(*message)) {
                 return;
             }
-            if (auto* w = std::get_if<protocol::welcome>(&*control)) {
-                welcome_ = *w;
-            } else if (auto* r = std::get_if<protocol::command_result>(&*control)) {
-                results_[r->request_id] = std::move(*r);
-            } else if (auto* p = std::get_if<protocol::pong>(&*control)) {
-                last_pong_ = *p;
-            } else if (auto* d = std::get_if<protocol::disconnect>(&*control)) {
-                closed_ = d->reason.empty() ? "disconnected by the server" : d->reason;
-            }
-        }
     }
     if (on_message) {
-        on_message(*message);
+        const auto handler = on_message;  // the callback may replace on_message
+        handler(*message);
     }
 }
 
 bool connection::poll_until(const std::function<bool()>& pred, std::chrono::milliseconds timeout) {
     const auto deadline = clock::now() + timeout;
     while (!pred()) {
+        // Frames held while a callback ran, or left behind by a callback that threw.
+        if (handling_ == 0 && process_frames() != 0) {
+            continue;
+        }
         if (closed_) {
             return pred();
         }

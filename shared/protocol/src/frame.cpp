@@ -116,6 +116,18 @@ void frame_reader::feed(std::span<const std::uint8_t> bytes) {
     buffer_.insert(buffer_.end(), bytes.begin(), bytes.end());
 }
 
+std::vector<std::vector<std::uint8_t>> frame_reader::detach() {
+    std::vector<std::vector<std::uint8_t>> storage;
+    storage.push_back(std::move(buffer_));
+    storage.push_back(std::move(aligned_));
+    const auto& old = storage.front();
+    buffer_ =
+        std::vector<std::uint8_t>(old.begin() + static_cast<std::ptrdiff_t>(consumed_), old.end());
+    consumed_ = 0;
+    aligned_ = {};
+    return storage;
+}
+
 frame_reader::status frame_reader::next(std::span<const std::uint8_t>& out) {
     const std::size_t available = buffer_.size() - consumed_;
     if (available < frame_prefix_bytes) {

@@ -33,6 +33,25 @@ bool mirror::inconsistent(std::string why) {
 }
 
 bool mirror::apply(const wire::ServerMessage& message) {
+    if (applying_) {
+        // The outer message is half applied and scratch_ is in use: refuse, change nothing.
+        error_ =
+            "apply() called from a mirror callback: messages are applied one at a time "
+            "(queue this one and apply it after the callback returned)";
+        return false;
+    }
+    applying_ = true;
+    active_ = callbacks_;
+    // Also when a callback throws: the mirror then waits for what follows (a tick gap asks for
+    // a resync).
+    struct done {
+        mirror& m;
+        ~done() { m.applying_ = false; }
+    } reset{*this};
+    return apply_message(message);
+}
+
+bool mirror::apply_message(const wire::ServerMessage& message) {
     switch (message.body_type()) {
         case wire::ServerBody::Snapshot:
             return apply_snapshot(*message.body_as_Snapshot());
@@ -134,9 +153,9 @@ bool mirror::apply_group(state& target, const wire::EntityGroup& group, bool not
             }
         });
     }
-    if (notify && callbacks_.on_spawn) {
+    if (notify && active_.on_spawn) {
         for (const std::uint32_t index : scratch_) {
-            callbacks_.on_spawn(target.find(index));
+            active_.on_spawn(target.find(index));
         }
     }
     return true;
@@ -174,16 +193,73 @@ bool mirror::apply_snapshot(const wire::Snapshot& snapshot) {
         return inconsistent("snapshot announced " + std::to_string(staging_entity_count_) +
                             " entities but carried " + std::to_string(staging_.count));
     }
+    event_tick_ = staging_tick_;
+    if (active_.on_destroy) {
+        // Before the swap, while what goes can still be read.
+        for (std::size_t i = 0; i < live_.versions.size(); ++i) {
+            const std::uint32_t version = live_.versions[i];
+            if (version != 0 &&
+                (i >= staging_.versions.size() || staging_.versions[i] != version)) {
+                active_.on_destroy(entity_type{static_cast<std::uint32_t>(i), version});
+            }
+        }
+    }
     std::swap(live_, staging_);
-    staging_.clear();
     tick_ = staging_tick_;
     ready_ = true;
     awaiting_resync_ = false;
     ++stats_.snapshots;
-    if (callbacks_.on_snapshot) {
-        callbacks_.on_snapshot(tick_, live_.count);
+    report_snapshot_differences(staging_);
+    staging_.clear();
+    if (active_.on_snapshot) {
+        active_.on_snapshot(tick_, live_.count);
     }
     return true;
+}
+
+void mirror::report_snapshot_differences(const state& before) {
+    const auto kept = [&](std::size_t i) {
+        return i < before.versions.size() && before.versions[i] == live_.versions[i];
+    };
+    if (active_.on_spawn) {
+        for (std::size_t i = 0; i < live_.versions.size(); ++i) {
+            if (live_.versions[i] != 0 && !kept(i)) {
+                active_.on_spawn(entity_type{static_cast<std::uint32_t>(i), live_.versions[i]});
+            }
+        }
+    }
+    if (!active_.on_update && !active_.on_remove) {
+        return;
+    }
+    const std::size_t common = std::min(before.versions.size(), live_.versions.size());
+    for_each_component([&]<typename T>() {
+        const auto& was = std::get<storage_t<T>>(before.storages);
+        const auto& is = std::get<storage_t<T>>(live_.storages);
+        for (std::size_t i = 0; i < common && active_.on_update; ++i) {
+            if (live_.versions[i] == 0 || !kept(i)) {
+                continue;
+            }
+            const entity_type e{static_cast<std::uint32_t>(i), live_.versions[i]};
+            const T* now = is.try_get(e);
+            const T* then = was.try_get(e);
+            if (now != nullptr && (then == nullptr || !(*now == *then))) {
+                active_.on_update(e, wire_id_v<T>);
+            }
+        }
+    });
+    for_each_component([&]<typename T>() {
+        const auto& was = std::get<storage_t<T>>(before.storages);
+        const auto& is = std::get<storage_t<T>>(live_.storages);
+        for (std::size_t i = 0; i < common && active_.on_remove; ++i) {
+            if (live_.versions[i] == 0 || !kept(i)) {
+                continue;
+            }
+            const entity_type e{static_cast<std::uint32_t>(i), live_.versions[i]};
+            if (was.contains(e) && !is.contains(e)) {
+                active_.on_remove(e, wire_id_v<T>);
+            }
+        }
+    });
 }
 
 bool mirror::apply_updates(const wire::ComponentColumns& columns) {
@@ -222,8 +298,8 @@ bool mirror::apply_updates(const wire::ComponentColumns& columns) {
             } else {
                 storage.emplace(e, std::move(value));
             }
-            if (callbacks_.on_update) {
-                callbacks_.on_update(e, wire_id_v<T>);
+            if (active_.on_update) {
+                active_.on_update(e, wire_id_v<T>);
             }
         }
     });
@@ -251,8 +327,8 @@ bool mirror::apply_removals(const wire::ComponentColumns& columns) {
                 return;
             }
             storage.erase(e);
-            if (callbacks_.on_update) {
-                callbacks_.on_update(e, wire_id_v<T>);
+            if (active_.on_remove) {
+                active_.on_remove(e, wire_id_v<T>);
             }
         }
     });
@@ -273,6 +349,7 @@ bool mirror::apply_delta(const wire::Delta& delta) {
         return inconsistent("tick gap: delta for tick " + std::to_string(delta.tick()) +
                             " after tick " + std::to_string(tick_));
     }
+    event_tick_ = delta.tick();
     if (const auto* destroyed = delta.destroyed()) {
         for (const auto* ref : *destroyed) {
             const entity_type e = live_.find(ref->index());
@@ -282,8 +359,8 @@ bool mirror::apply_delta(const wire::Delta& delta) {
                                     (e.is_null() ? std::string{"nothing"} : ecs::to_string(e)) +
                                     " there");
             }
-            if (callbacks_.on_destroy) {
-                callbacks_.on_destroy(e);
+            if (active_.on_destroy) {
+                active_.on_destroy(e);
             }
             std::apply([&](auto&... s) { ((s.contains(e) ? s.erase(e) : void()), ...); },
                        live_.storages);
@@ -330,8 +407,9 @@ bool mirror::apply_checksum(const wire::Checksum& message) {
     } else {
         ++stats_.checksums_mismatched;
     }
-    if (callbacks_.on_checksum) {
-        callbacks_.on_checksum(message.tick(), matched);
+    event_tick_ = message.tick();
+    if (active_.on_checksum) {
+        active_.on_checksum(message.tick(), matched);
     }
     return matched ? true
                    : inconsistent("checksum mismatch at tick " + std::to_string(message.tick()) +

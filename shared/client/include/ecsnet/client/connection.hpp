@@ -8,9 +8,11 @@
 
 #include <chrono>
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <map>
 #include <optional>
+#include <span>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -22,6 +24,17 @@
 // A client of ecsnet-server: one connection, its own io_context, a mirror of the world.
 // Blocking calls with timeouts, for command-line tools, tests and load generators; not
 // thread-safe (one thread drives it).
+//
+// Callbacks (the mirror's events() and on_message) may call any public method of the
+// connection, reading ones included (send, request, poll_until, poll_for, take_result,
+// close). Frames are handled one at a time, in the order they arrived: one that a callback
+// reads is held, and handled (mirror applied, on_message called) after the frame the
+// callback serves, so the mirror never changes under a callback and the message an
+// on_message callback holds stays valid. What request() and poll predicates wait for is
+// recorded at once, also for held frames: a CommandResult (take_result), Pong, Welcome and
+// Disconnect (closed_reason); a held frame's Checksum (last_checksum) counts when it is
+// handled. A callback may also replace on_message or the mirror's callbacks; the new ones
+// serve from the next frame on.
 namespace ecsnet::client {
 
 using namespace std::chrono_literals;
@@ -86,7 +99,8 @@ public:
     [[nodiscard]] std::uint64_t frames_received() const noexcept { return frames_received_; }
     [[nodiscard]] std::optional<protocol::checksum_report> last_checksum() const noexcept { return last_checksum_; }
     [[nodiscard]] std::optional<protocol::pong> last_pong() const noexcept { return last_pong_; }
-    // Called for every verified server message, after the mirror applied it.
+    // Called for every verified server message, after the mirror applied it (see above for
+    // what it may do).
     std::function<void(const wire::ServerMessage&)> on_message;
 
     void close();
@@ -94,7 +108,16 @@ public:
 private:
     void start_tls(const connect_options& options, std::chrono::steady_clock::time_point deadline);
     void start_read();
-    void handle_frame(std::span<const std::uint8_t> bytes);
+    // Handles the complete frames read so far, in order (held ones first); from inside a
+    // callback it only holds them. Returns how many it handled.
+    std::size_t process_frames();
+    // Keeps the bytes of the frame being handled alive before the reader is used again.
+    void detach_current_frame();
+    void hold_frame(std::span<const std::uint8_t> bytes);
+    void handle_frame(std::span<const std::uint8_t> bytes, bool recorded);
+    // Welcome, CommandResult, Pong, Disconnect: what poll predicates wait for. False when the
+    // message did not decode (the connection then failed).
+    bool record_control(const wire::ServerMessage& message);
     void fail(std::string reason);
 
     boost::asio::io_context io_;
@@ -108,6 +131,10 @@ private:
     protocol::frame_reader reader_;
     std::vector<std::uint8_t> read_chunk_;
     bool reading_{false};
+    int handling_{0};              // frames being handled: > 0 while a callback runs
+    bool frame_in_reader_{false};  // the frame being handled lives in reader_'s buffer
+    std::vector<std::vector<std::uint8_t>> current_storage_;  // ... or here, once detached
+    std::deque<std::vector<std::uint8_t>> held_;  // read by callbacks, controls recorded
 
     protocol::mirror mirror_;
     std::optional<protocol::welcome> welcome_;

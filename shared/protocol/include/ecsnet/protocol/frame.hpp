@@ -58,6 +58,12 @@ public:
     // odd length is copied). After oversize the stream is unusable: close it.
     [[nodiscard]] status next(std::span<const std::uint8_t>& out);
 
+    // Hands over the storage of the frame last returned by next(), so that the frame stays
+    // valid across later feed() and next() calls for as long as the caller keeps what this
+    // returns (for a consumer that reads on while it still uses the frame); the reader goes on
+    // with a copy of the bytes it held beyond that frame.
+    [[nodiscard]] std::vector<std::vector<std::uint8_t>> detach();
+
     [[nodiscard]] std::size_t buffered() const noexcept { return buffer_.size() - consumed_; }
     [[nodiscard]] std::size_t max_frame_bytes() const noexcept { return max_; }
 

@@ -39,11 +39,29 @@ public:
         std::uint64_t checksums_mismatched{0};
     };
 
-    // Callbacks for client programs: on_spawn and on_update after the change was applied,
-    // on_destroy just before the entity goes, so that its components can still be read.
+    // Callbacks for client programs. A Delta reports, in the order it is applied: on_destroy
+    // for each destroyed entity (just before it goes, so that its components can still be
+    // read), on_spawn for each spawned one (after it was added with its components),
+    // on_update for each component set (added or changed) and on_remove for each component
+    // removed (after the change). A Snapshot that completes reports its differences against
+    // the state it replaces in the same order: on_destroy for every entity that vanished or
+    // whose index now holds another version (while the old state is still readable), then,
+    // on the new state, on_spawn for every new entity, on_update for every component added
+    // or changed on an entity kept (same index and version), on_remove for every component
+    // such an entity lost, and last on_snapshot. Within a snapshot each kind goes in index
+    // order, updates and removals component by component in wire id order; entities spawned
+    // or destroyed get no update or removal events. The first snapshot reports every entity
+    // as spawned.
+    //
+    // Re-entrancy: callbacks may read the mirror (find, get, each, tick, event_tick, ...) and
+    // replace the callbacks (the new ones serve from the next message on). apply() from a
+    // callback is refused (returns false, error() says why, nothing changes): messages are
+    // applied one at a time, and a client that reads more from a callback queues what
+    // arrives (client::connection does).
     struct callbacks {
         std::function<void(entity_type)> on_spawn;
         std::function<void(entity_type, std::uint32_t wire_id)> on_update;
+        std::function<void(entity_type, std::uint32_t wire_id)> on_remove;
         std::function<void(entity_type)> on_destroy;
         std::function<void(std::uint64_t tick, std::size_t entities)> on_snapshot;
         std::function<void(std::uint64_t tick, bool matched)> on_checksum;
@@ -59,6 +77,12 @@ public:
 
     [[nodiscard]] bool ready() const noexcept { return ready_ && !awaiting_resync_; }
     [[nodiscard]] std::uint64_t tick() const noexcept { return tick_; }
+    // The tick of the message whose changes the callbacks report right now (a Delta's, or a
+    // Snapshot's, also while its destroys are reported and tick() is still the old one);
+    // tick() outside callbacks.
+    [[nodiscard]] std::uint64_t event_tick() const noexcept {
+        return applying_ ? event_tick_ : tick_;
+    }
     [[nodiscard]] std::size_t size() const noexcept { return live_.count; }
     [[nodiscard]] const stats& statistics() const noexcept { return stats_; }
     [[nodiscard]] const std::string& error() const noexcept { return error_; }
@@ -113,7 +137,9 @@ private:
         void clear();
     };
 
+    bool apply_message(const wire::ServerMessage& message);
     bool apply_snapshot(const wire::Snapshot& snapshot);
+    void report_snapshot_differences(const state& before);
     bool apply_delta(const wire::Delta& delta);
     bool apply_checksum(const wire::Checksum& checksum);
     bool apply_group(state& target, const wire::EntityGroup& group, bool notify);
@@ -138,7 +164,10 @@ private:
     std::string error_;
     std::string resync_reason_;  // the inconsistency; error_ also tells why a delta was refused
     callbacks callbacks_;
-    std::vector<std::uint32_t> scratch_;
+    callbacks active_;  // a copy for the message being applied: callbacks may replace callbacks_
+    bool applying_{false};
+    std::uint64_t event_tick_{0};
+    std::vector<std::uint32_t> scratch_;  // safe to share: apply() never nests
 };
 
 }  // namespace ecsnet::protocol

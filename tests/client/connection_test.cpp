@@ -1,0 +1,152 @@
+// client::connection against the real ecsnet-server (a process on 127.0.0.1 and a free port):
+// callbacks of the mirror and on_message may call the connection's public methods, reading
+// included, without breaking the frame being applied or the order of the stream.
+#include "ecsnet/client/connection.hpp"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "ecsnet/protocol/components.hpp"
+#include "process.hpp"
+
+namespace ecsnet::test {
+namespace {
+
+using client::connect_options;
+using client::connection;
+using ecs::Entity;
+using protocol::component_set;
+using ::testing::ElementsAre;
+
+// Many moving demo entities: every Delta is tens of kilobytes, so reads made from a callback
+// bring whole frames behind the one being applied.
+const std::vector<std::string> busy_world{"--demo-entities", "3000"};
+
+connect_options options_for(const server& s) {
+    connect_options options;
+    options.port = s.port();
+    options.name = "callbacks";
+    options.timeout = 20s;
+    return options;
+}
+
+std::string outcome(const protocol::command_result& r) {
+    return r.ok ? "ok" : r.message;
+}
+
+// The mirror checks itself against the server's next Checksum.
+void expect_in_sync(connection& c) {
+    const auto matched = c.mirror().statistics().checksums_matched;
+    EXPECT_TRUE(c.poll_until(
+        [&] { return c.mirror().statistics().checksums_matched > matched || !c.is_open(); }, 20s))
+        << "no Checksum compared";
+    const auto& stats = c.mirror().statistics();
+    EXPECT_EQ(stats.inconsistencies, 0U) << c.mirror().error();
+    EXPECT_EQ(stats.checksums_mismatched, 0U);
+    EXPECT_EQ(stats.snapshots, 1U) << "no resync was needed";
+    EXPECT_TRUE(c.is_open()) << c.closed_reason().value_or("");
+}
+
+// Before: request() from on_spawn read more frames into the buffer the Delta being applied
+// lives in, and applied the next Deltas inside the half-applied one (a tick gap, a resync,
+// or a heap-use-after-free under ASan).
+TEST(ConnectionCallbacks, RequestsFromSpawnUpdateRemoveAndDestroyCallbacks) {
+    server s{busy_world};
+    connection c{options_for(s)};
+    auto& m = c.mirror();
+    std::optional<Entity> probe;
+    std::vector<std::string> log;
+    const auto is_probe = [&](Entity e) { return probe && e == *probe; };
+    m.events().on_spawn = [&](Entity e) {
+        const auto* name = m.get<protocol::Name>(e);
+        if (name == nullptr || name->value != "probe") {
+            return;
+        }
+        probe = e;
+        const std::uint32_t id = c.next_request_id();
+        log.push_back(
+            "set " +
+            outcome(c.request(
+                protocol::set_components{id, e, component_set{}.set(protocol::Health{7})}, id)));
+        EXPECT_EQ(m.get<protocol::Health>(e), nullptr)
+            << "the mirror does not move under a callback";
+    };
+    m.events().on_update = [&](Entity e, std::uint32_t wire_id) {
+        if (!is_probe(e) || wire_id != protocol::wire_id_v<protocol::Health>) {
+            return;
+        }
+        const std::uint32_t id = c.next_request_id();
+        const std::uint64_t health = std::uint64_t{1} << protocol::wire_id_v<protocol::Health>;
+        log.push_back("remove " +
+                      outcome(c.request(protocol::remove_components{id, e, health}, id)));
+    };
+    m.events().on_remove = [&](Entity e, std::uint32_t wire_id) {
+        if (!is_probe(e)) {
+            return;
+        }
+        EXPECT_EQ(wire_id, protocol::wire_id_v<protocol::Health>);
+        const std::uint32_t id = c.next_request_id();
+        log.push_back("destroy " + outcome(c.request(protocol::destroy{id, e}, id)));
+    };
+    m.events().on_destroy = [&](Entity e) {
+        if (!is_probe(e)) {
+            return;
+        }
+        c.send(protocol::ping{42});
+        c.poll_for(100ms);
+        EXPECT_TRUE(m.contains(e)) << "still readable in on_destroy";
+        log.emplace_back("destroyed");
+    };
+
+    const std::uint32_t id = c.next_request_id();
+    ASSERT_TRUE(
+        c.request(
+             protocol::spawn{
+                 id,
+                 component_set{}.set(protocol::Position{1.0F, 2.0F}).set(protocol::Name{"probe"})},
+             id)
+            .ok);
+    EXPECT_TRUE(c.poll_until([&] { return log.size() >= 4 || !c.is_open(); }, 20s));
+    EXPECT_THAT(log, ElementsAre("set ok", "remove ok", "destroy ok", "destroyed"));
+    ASSERT_TRUE(probe.has_value());
+    EXPECT_FALSE(m.contains(*probe));
+    expect_in_sync(c);
+}
+
+// on_message keeps its frame while it reads more: before, the bytes under it were reused.
+TEST(ConnectionCallbacks, OnMessageMayReadMoreAndItsFrameStaysValid) {
+    server s{busy_world};
+    connection c{options_for(s)};
+    auto& m = c.mirror();
+    int nested = 0;
+    std::vector<std::uint64_t> ticks;
+    c.on_message = [&](const wire::ServerMessage& message) {
+        if (message.body_type() != wire::ServerBody::Delta) {
+            return;
+        }
+        const std::uint64_t tick = message.body_as_Delta()->tick();
+        ticks.push_back(tick);
+        if (nested < 3) {
+            ++nested;
+            c.poll_for(150ms);  // several Deltas arrive meanwhile: they wait their turn
+            EXPECT_EQ(m.tick(), tick) << "the mirror does not move under a callback";
+            EXPECT_EQ(message.body_as_Delta()->tick(), tick)
+                << "the frame changed under on_message";
+        }
+    };
+    EXPECT_TRUE(c.poll_until([&] { return ticks.size() >= 20 || !c.is_open(); }, 20s));
+    ASSERT_GE(ticks.size(), 2U);
+    for (std::size_t i = 1; i < ticks.size(); ++i) {
+        EXPECT_EQ(ticks[i], ticks[i - 1] + 1) << "Deltas reach on_message in order, once each";
+    }
+    c.on_message = nullptr;
+    expect_in_sync(c);
+}
+
+}  // namespace
+}  // namespace ecsnet::test
