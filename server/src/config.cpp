@@ -139,8 +139,7 @@ std::string describe(const server_config& c) {
         "bind={} port={} tick_rate={} max_clients={} max_frame_bytes={} queue_bytes={} "
         "demo_entities={} max_entities={} max_entities_per_client={} command_rate={}/s "
         "burst={} checksum_interval={} checksum_slice={} auth={} on_disconnect={} world=[-{},{}] "
-        "log={}/{} "
-        "admin={} drain={}s",
+        "log={}/{} admin={} drain={}s",
         c.bind, c.port, c.tick_rate, c.max_clients, c.max_frame_bytes, c.queue_bytes,
         c.demo_entities, c.max_entities, c.max_entities_per_client, c.command_rate, c.command_burst,
         c.checksum_interval, c.checksum_slice, c.auth_token.empty() ? "off" : "token",
