@@ -282,7 +282,9 @@ check(hc.get("Test", [])[:1] == ["CMD"] and "--healthcheck" in hc.get("Test", []
 check("7777/tcp" in (c.get("ExposedPorts") or {}), "exposed port", list((c.get("ExposedPorts") or {}).keys()))
 check(c.get("StopSignal") in ("SIGTERM", "15"), "stop signal", c.get("StopSignal"))
 env = dict(e.split("=", 1) for e in c.get("Env", []))
-check(env.get("ECSNET_PORT") == "7777" and env.get("ECSNET_BIND") == "0.0.0.0", "ENV defaults",
+check(env.get("ECSNET_PORT") == "7777" and env.get("ECSNET_BIND") == "0.0.0.0"
+      and env.get("ECSNET_ADMIN_PORT") == "7778" and env.get("ECSNET_ADMIN_BIND") == "127.0.0.1",
+      "ENV defaults",
       {k: v for k, v in env.items() if k.startswith("ECSNET_")})
 EOF
 
@@ -350,12 +352,15 @@ uid1=$("${as_root[@]}" awk '/^Uid:/ { print $2 }' "/proc/$pid/status")
 [ "$pid1" = ecsnet-server ] && [ "$uid1" = 10001 ] || fail "PID 1 of the container is $pid1 (uid $uid1)"
 ok "PID 1 in the container is ecsnet-server, uid 10001 (host pid $pid)"
 
-step "ECSNET_PORT=7878: the server and the image's health check both follow it"
-pm run -d --name "$run_id-port" --network=none -e ECSNET_PORT=7878 "$image" > /dev/null 2>> "$cache/podman-run.log"
-wait_healthy "$run_id-port" 30 || { pm logs "$run_id-port" 2>&1 | indent; fail "not healthy on 7878"; }
-grep -q 'listening on 0.0.0.0:7878' <<< "$(pm logs "$run_id-port" 2>&1)" || fail "not listening on 7878"
+step "ECSNET_PORT=7878 ECSNET_ADMIN_PORT=7879: the server and the image's health check follow them"
+pm run -d --name "$run_id-port" --network=none -e ECSNET_PORT=7878 -e ECSNET_ADMIN_PORT=7879 \
+  "$image" > /dev/null 2>> "$cache/podman-run.log"
+wait_healthy "$run_id-port" 30 || { pm logs "$run_id-port" 2>&1 | indent; fail "not healthy with admin port 7879"; }
+port_logs=$(pm logs "$run_id-port" 2>&1)
+grep -q 'listening on 0.0.0.0:7878' <<< "$port_logs" || fail "not listening on 7878"
+grep -q 'admin endpoint on http://127.0.0.1:7879' <<< "$port_logs" || fail "no admin endpoint on 7879"
 pm rm -f -t 10 "$run_id-port" > /dev/null 2>> "$cache/podman-run.log"
-ok "listening on 0.0.0.0:7878 and healthy"
+ok "listening on 0.0.0.0:7878, admin endpoint on 127.0.0.1:7879, healthy"
 
 if [ -n "$client" ]; then
   step "the host's client ($client) through 127.0.0.1:$port"

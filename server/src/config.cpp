@@ -28,6 +28,7 @@ parsed_command_line parse_command_line(int argc, const char* const* argv) {
     std::int64_t stall_ms = c.stall_timeout.count();
     std::int64_t stats_s = c.stats_interval.count();
     std::int64_t resync_ms = c.resync_interval.count();
+    std::int64_t drain_s = c.drain.count();
 
     const auto env = [](CLI::Option* o, const char* name) { return o->envname(name)->capture_default_str(); };
     env(app.add_option("--bind", c.bind, "Address to listen on"), "ECSNET_BIND");
@@ -122,8 +123,22 @@ parsed_command_line parse_command_line(int argc, const char* const* argv) {
     env(app.add_option("--stats-interval-s", stats_s, "Seconds between stats log lines")
             ->check(CLI::Range(1, 86'400)),
         "ECSNET_STATS_INTERVAL_S");
+    env(app.add_option("--admin-port", c.admin_port,
+                       "Admin HTTP endpoint (/healthz, /readyz, /status) port; -1: off, 0: any "
+                       "free port (logged)")
+            ->check(CLI::Range(-1, 65535)),
+        "ECSNET_ADMIN_PORT");
+    env(app.add_option("--admin-bind", c.admin_bind,
+                       "Address of the admin endpoint (keep it private)"),
+        "ECSNET_ADMIN_BIND");
+    env(app.add_option("--drain-seconds", drain_s,
+                       "On SIGTERM: stop accepting, serve connected clients this long, then shut "
+                       "down (a second signal ends it)")
+            ->check(CLI::Range(0, 3600)),
+        "ECSNET_DRAIN_SECONDS");
     app.add_flag("--healthcheck", out.healthcheck,
-                 "Check that a server answers on 127.0.0.1:--port and ticks; exit 0 if so, else 1 (within 2 s)");
+                 "GET /healthz of the admin endpoint (--admin-port, --admin-bind); exit 0 on 200, "
+                 "else 1 (within 2 s)");
 
     issue_token_request token;
     std::string ttl = "1h";
@@ -170,7 +185,18 @@ parsed_command_line parse_command_line(int argc, const char* const* argv) {
     c.stall_timeout = std::chrono::milliseconds{stall_ms};
     c.stats_interval = std::chrono::seconds{stats_s};
     c.resync_interval = std::chrono::milliseconds{resync_ms};
+    c.drain = std::chrono::seconds{drain_s};
     return out;
+}
+
+std::string admin_probe_host(const server_config& config) {
+    if (config.admin_bind == "0.0.0.0" || config.admin_bind.empty()) {
+        return "127.0.0.1";
+    }
+    if (config.admin_bind == "::") {
+        return "::1";
+    }
+    return config.admin_bind;
 }
 
 std::string describe(const server_config& c) {
@@ -178,7 +204,8 @@ std::string describe(const server_config& c) {
         "bind={} port={} tick_rate={} max_clients={} max_frame_bytes={} queue_bytes={} "
         "demo_entities={} max_entities={} max_entities_per_client={} command_rate={}/s "
         "burst={} checksum_interval={} checksum_slice={} auth={} identity={} tls={} max_pending={} "
-        "max_pending_per_address={} resync_interval={}ms on_disconnect={} world=[-{},{}] log={}/{}",
+        "max_pending_per_address={} resync_interval={}ms on_disconnect={} world=[-{},{}] log={}/{} "
+        "admin={} drain={}s",
         c.bind, c.port, c.tick_rate, c.max_clients, c.max_frame_bytes, c.queue_bytes,
         c.demo_entities, c.max_entities, c.max_entities_per_client, c.command_rate,
         c.command_burst, c.checksum_interval, c.checksum_slice, c.auth_token.empty() ? "off" : "token",
@@ -186,7 +213,9 @@ std::string describe(const server_config& c) {
         c.tls_cert.empty() ? "off" : "on", c.max_pending, c.max_pending_per_address,
         c.resync_interval.count(),
         c.keep_entities_on_disconnect ? "keep" : "despawn", c.world_half_extent,
-        c.world_half_extent, c.log_level, c.log_format_ == log_format::json ? "json" : "text");
+        c.world_half_extent, c.log_level, c.log_format_ == log_format::json ? "json" : "text",
+        c.admin_port < 0 ? std::string{"off"} : c.admin_bind + ":" + std::to_string(c.admin_port),
+        c.drain.count());
 }
 
 }  // namespace ecsnet::server

@@ -2,100 +2,72 @@
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
-#include <boost/asio/connect.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
-#include <boost/asio/read.hpp>
-#include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
-#include <boost/asio/write.hpp>
+#include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/core/tcp_stream.hpp>
+#include <boost/beast/http/empty_body.hpp>
+#include <boost/beast/http/parser.hpp>
+#include <boost/beast/http/read.hpp>
+#include <boost/beast/http/string_body.hpp>
+#include <boost/beast/http/write.hpp>
 
 #include <optional>
-
-#include "ecsnet/protocol/messages.hpp"
 
 namespace ecsnet::server {
 
 namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
 
 namespace {
 
 constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
 
-// Sends Ping and returns the tick of the Pong.
-asio::awaitable<std::optional<std::uint64_t>> ping(asio::ip::tcp::socket& socket,
-                                                   std::uint64_t nonce, std::string& why) {
-    const auto frame = protocol::encode(protocol::client_message{protocol::ping{nonce}});
-    if (auto [ec, n] = co_await asio::async_write(socket, asio::buffer(*frame), use_tuple); ec) {
-        why = "send failed: " + ec.message();
-        co_return std::nullopt;
+std::string trimmed(std::string text) {
+    while (!text.empty() && (text.back() == '\n' || text.back() == '\r')) {
+        text.pop_back();
     }
-    for (;;) {  // skip anything that is not our Pong
-        std::array<std::uint8_t, protocol::frame_prefix_bytes> prefix{};
-        if (auto [ec, n] = co_await asio::async_read(socket, asio::buffer(prefix), use_tuple); ec) {
-            why = "read failed: " + ec.message();
-            co_return std::nullopt;
-        }
-        const std::uint32_t length = protocol::read_prefix(prefix);
-        if (length > 64 * 1024) {
-            why = "unexpected frame of " + std::to_string(length) + " bytes";
-            co_return std::nullopt;
-        }
-        std::vector<std::uint8_t> bytes(protocol::frame_prefix_bytes + length);
-        std::copy(prefix.begin(), prefix.end(), bytes.begin());
-        if (auto [ec, n] = co_await asio::async_read(
-                socket, asio::buffer(bytes.data() + protocol::frame_prefix_bytes, length), use_tuple);
-            ec) {
-            why = "read failed: " + ec.message();
-            co_return std::nullopt;
-        }
-        const auto* message = protocol::verify_server_frame(bytes, &why);
-        if (message == nullptr) {
-            co_return std::nullopt;
-        }
-        const auto control = protocol::decode_server_control(*message, &why);
-        if (!control) {
-            co_return std::nullopt;
-        }
-        if (const auto* d = std::get_if<protocol::disconnect>(&*control)) {
-            why = "server said: " + d->reason;
-            co_return std::nullopt;
-        }
-        if (const auto* p = std::get_if<protocol::pong>(&*control); p != nullptr && p->nonce == nonce) {
-            co_return p->tick;
-        }
-    }
+    return text;
 }
 
 asio::awaitable<int> check(const std::string& host, std::uint16_t port, std::string& why) {
     auto executor = co_await asio::this_coro::executor;
+    const std::string where = host + ":" + std::to_string(port);
     asio::ip::tcp::resolver resolver{executor};
     auto [rec, endpoints] = co_await resolver.async_resolve(host, std::to_string(port), use_tuple);
     if (rec) {
         why = "cannot resolve " + host + ": " + rec.message();
         co_return 1;
     }
-    asio::ip::tcp::socket socket{executor};
-    if (auto [ec, ep] = co_await asio::async_connect(socket, endpoints, use_tuple); ec) {
-        why = "cannot connect to " + host + ":" + std::to_string(port) + ": " + ec.message();
+    beast::tcp_stream stream{executor};
+    if (auto [ec, ep] = co_await stream.async_connect(endpoints, use_tuple); ec) {
+        why = "cannot connect to the admin endpoint " + where + ": " + ec.message();
         co_return 1;
     }
-    const auto first = co_await ping(socket, 1, why);
-    if (!first) {
+    http::request<http::empty_body> request{http::verb::get, "/healthz", 11};
+    request.set(http::field::host, where);
+    request.set(http::field::user_agent, "ecsnet-server --healthcheck");
+    request.keep_alive(false);
+    if (auto [ec, n] = co_await http::async_write(stream, request, use_tuple); ec) {
+        why = "send failed: " + ec.message();
         co_return 1;
     }
-    asio::steady_timer pause{executor};
-    for (std::uint64_t nonce = 2;; ++nonce) {
-        pause.expires_after(std::chrono::milliseconds{50});
-        co_await pause.async_wait(use_tuple);
-        const auto now = co_await ping(socket, nonce, why);
-        if (!now) {
-            co_return 1;
-        }
-        if (*now > *first) {
-            co_return 0;
-        }
+    beast::flat_buffer buffer{16 * 1024};
+    http::response_parser<http::string_body> parser;
+    parser.body_limit(4096);
+    if (auto [ec, n] = co_await http::async_read(stream, buffer, parser, use_tuple); ec) {
+        why = "read failed: " + ec.message();
+        co_return 1;
     }
+    const auto& response = parser.get();
+    why = trimmed(response.body());
+    if (response.result() != http::status::ok) {
+        why = "HTTP " + std::to_string(response.result_int()) + " from " + where + ": " + why;
+        co_return 1;
+    }
+    co_return 0;
 }
 
 }  // namespace
@@ -109,7 +81,9 @@ int run_healthcheck(const std::string& host, std::uint16_t port, std::chrono::mi
     });
     io.run_for(budget);
     if (!result) {
-        why = "no answer within " + std::to_string(budget.count()) + " ms (not ticking?)";
+        why = "no answer within " + std::to_string(budget.count()) +
+              " ms from the admin endpoint " + host + ":" + std::to_string(port) +
+              " (not running?)";
         return 1;
     }
     return *result;

@@ -1,16 +1,42 @@
 // ecsnet-server: parse the configuration, run the service until SIGINT/SIGTERM.
+#include <spdlog/spdlog.h>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/signal_set.hpp>
-#include <spdlog/spdlog.h>
+#include <boost/asio/steady_timer.hpp>
 
 #include <csignal>
 #include <cstdio>
+#include <functional>
+#include <optional>
 
+#include "ecsnet/server/admin.hpp"
 #include "ecsnet/server/config.hpp"
 #include "ecsnet/server/connect_token.hpp"
 #include "ecsnet/server/healthcheck.hpp"
 #include "ecsnet/server/logging.hpp"
 #include "ecsnet/server/server.hpp"
+
+namespace {
+
+int healthcheck(const ecsnet::server::server_config& config) {
+    std::string why;
+    int code = 1;
+    if (config.admin_port <= 0) {
+        why = config.admin_port < 0
+                  ? "the admin endpoint is off: give the server and --healthcheck the same "
+                    "--admin-port (ECSNET_ADMIN_PORT)"
+                  : "--admin-port 0 (any free port) cannot be probed: give the port the server "
+                    "logged";
+    } else {
+        code = ecsnet::server::run_healthcheck(ecsnet::server::admin_probe_host(config),
+                                               static_cast<std::uint16_t>(config.admin_port),
+                                               std::chrono::milliseconds{2000}, why);
+    }
+    std::fprintf(code == 0 ? stdout : stderr, "%s\n", why.c_str());
+    return code;
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
     using namespace ecsnet::server;
@@ -32,11 +58,7 @@ int main(int argc, char** argv) {
         }
     }
     if (parsed.healthcheck) {
-        std::string why;
-        const int code = run_healthcheck("127.0.0.1", parsed.config.port,
-                                         std::chrono::milliseconds{2000}, why);
-        std::fprintf(code == 0 ? stdout : stderr, "%s\n", code == 0 ? "healthy" : why.c_str());
-        return code;
+        return healthcheck(parsed.config);
     }
 
     setup_logging(parsed.config.log_level, parsed.config.log_format_);
@@ -44,16 +66,55 @@ int main(int argc, char** argv) {
         boost::asio::io_context io{1};
         server service{io, parsed.config};
         service.start();
+        // After the service, so that it is destroyed (its thread joined) first.
+        std::optional<admin_endpoint> admin;
+        if (parsed.config.admin_port >= 0) {
+            admin.emplace(service,
+                          admin_options{parsed.config.admin_bind,
+                                        static_cast<std::uint16_t>(parsed.config.admin_port)});
+            admin->start();
+        }
 
         // As PID 1 in a container there is no default handler: without this, SIGTERM is ignored.
+        // With --drain-seconds, the first signal starts the drain (readyz 503, listener closed,
+        // connected clients served) and its end or a second signal shuts down.
         boost::asio::signal_set signals{io, SIGINT, SIGTERM};
-        const auto on_signal = [&](const boost::system::error_code& ec, int signal) {
-            if (ec) {
-                return;
-            }
-            spdlog::info("received {}, shutting down", signal == SIGINT ? "SIGINT" : "SIGTERM");
+        boost::asio::steady_timer drain_timer{io};
+        bool draining = false;
+        const auto shut_down = [&] {
+            signals.cancel();
+            drain_timer.cancel();
             service.stop();  // bounded by the shutdown grace; run() then returns
         };
+        std::function<void(const boost::system::error_code&, int)> on_signal =
+            [&](const boost::system::error_code& ec, int signal) {
+                if (ec) {
+                    return;
+                }
+                const char* name = signal == SIGINT ? "SIGINT" : "SIGTERM";
+                if (draining) {
+                    spdlog::info("received {} while draining, shutting down", name);
+                    shut_down();
+                    return;
+                }
+                if (parsed.config.drain.count() == 0) {
+                    spdlog::info("received {}, shutting down", name);
+                    shut_down();
+                    return;
+                }
+                spdlog::info("received {}, draining for {} s, then shutting down", name,
+                             parsed.config.drain.count());
+                draining = true;
+                service.drain();
+                drain_timer.expires_after(parsed.config.drain);
+                drain_timer.async_wait([&](const boost::system::error_code& timer_ec) {
+                    if (!timer_ec) {
+                        spdlog::info("drain over, shutting down");
+                        shut_down();
+                    }
+                });
+                signals.async_wait(on_signal);
+            };
         signals.async_wait(on_signal);
         io.run();  // returns once every client has been flushed or cut off
         spdlog::info("stopped after {} ticks", service.tick());

@@ -26,6 +26,9 @@ constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
 // After an accept error such as EMFILE the connection stays in the backlog: retrying at once
 // would spin. Wait, then retry.
 constexpr auto accept_backoff = std::chrono::milliseconds{150};
+// A tick loop that is late by more than this many periods (a stall, a VM pause) skips the
+// missed ticks instead of replaying them back to back, and re-anchors its deadlines.
+constexpr std::int64_t max_catch_up_ticks = 5;
 
 void log_exception(const char* what, const std::exception_ptr& e) {
     if (e) {
@@ -108,10 +111,19 @@ void server::start() {
     world_->discard_changes();  // the first snapshot carries them
 
     running_ = true;
+    {
+        const std::lock_guard lock{health_mutex_};
+        published_.tick_loop_running = true;
+        published_.last_tick_end = clock::now();  // the first tick is due one period from now
+    }
+    publish_health();
     spdlog::info("ecsnet-server starting: {}", describe(config_));
     spdlog::info("listening on {}:{}", config_.bind, port_);
     asio::co_spawn(io_, accept_loop(), [](const std::exception_ptr& e) { log_exception("accept loop", e); });
-    asio::co_spawn(io_, tick_loop(), [](const std::exception_ptr& e) { log_exception("tick loop", e); });
+    asio::co_spawn(io_, tick_loop(), [this](const std::exception_ptr& e) {
+        log_exception("tick loop", e);
+        tick_loop_ended(e);
+    });
     asio::co_spawn(io_, stats_loop(), [](const std::exception_ptr& e) { log_exception("stats loop", e); });
 }
 
@@ -120,10 +132,12 @@ void server::stop() {
         return;
     }
     running_ = false;
+    draining_ = true;
     boost::system::error_code ignored;
     acceptor_.close(ignored);
     tick_timer_.cancel();
     stats_timer_.cancel();
+    publish_health();
     spdlog::info("shutting down: {} clients, tick {}", active_, tick_);
     // Commands received since the last tick are applied and answered: replies are owed.
     apply_pending_commands();
@@ -136,12 +150,79 @@ void server::stop() {
     }
 }
 
+void server::drain() {
+    if (!running_ || draining_) {
+        return;
+    }
+    draining_ = true;
+    boost::system::error_code ignored;
+    acceptor_.close(ignored);
+    publish_health();
+    spdlog::info("draining: the listener is closed; {} clients stay connected, tick {}", active_,
+                 tick_);
+}
+
+server_health server::health() const {
+    const auto period = std::chrono::duration<double>(1.0 / config_.tick_rate);
+    const auto limit = std::max(std::chrono::milliseconds{1000},
+                                std::chrono::ceil<std::chrono::milliseconds>(10 * period));
+    server_health h;
+    const std::lock_guard lock{health_mutex_};
+    h.accepting = published_.accepting;
+    h.draining = published_.draining;
+    h.tick = published_.tick;
+    h.clients = published_.clients;
+    h.max_clients = config_.max_clients;
+    h.stats = published_.stats;
+    h.tick_limit = limit;
+    h.last_tick_age = std::chrono::duration_cast<std::chrono::milliseconds>(
+        clock::now() - published_.last_tick_end);
+    if (!published_.tick_loop_running) {
+        h.problem = published_.tick_loop_ended.empty() ? "not started"
+                                                       : "tick loop " + published_.tick_loop_ended;
+    } else if (h.last_tick_age > limit) {
+        h.problem = "no tick completed for " + std::to_string(h.last_tick_age.count()) +
+                    " ms (limit " + std::to_string(limit.count()) + " ms), last tick " +
+                    std::to_string(h.tick);
+    }
+    h.ticking = h.problem.empty();
+    return h;
+}
+
+void server::publish_health(bool tick_ended) {
+    const std::lock_guard lock{health_mutex_};
+    if (tick_ended) {
+        published_.last_tick_end = clock::now();
+    }
+    published_.accepting = running_ && acceptor_.is_open();
+    published_.draining = draining_;
+    published_.tick = tick_;
+    published_.clients = active_;
+    published_.stats = stats_;
+}
+
+void server::tick_loop_ended(const std::exception_ptr& e) {
+    std::string why = "stopped (shutting down)";
+    if (e) {
+        try {
+            std::rethrow_exception(e);
+        } catch (const std::exception& ex) {
+            why = std::string{"failed: "} + ex.what();
+        } catch (...) {
+            why = "failed";
+        }
+    }
+    const std::lock_guard lock{health_mutex_};
+    published_.tick_loop_running = false;
+    published_.tick_loop_ended = why;
+}
+
 awaitable<void> server::accept_loop() {
     asio::steady_timer backoff{io_};
     while (running_) {
         auto [ec, socket] = co_await acceptor_.async_accept(use_tuple);
-        if (!running_) {
-            break;
+        if (!running_ || !acceptor_.is_open()) {
+            break;  // stop() or drain()
         }
         if (ec) {
             ++stats_.accept_errors;
@@ -312,9 +393,23 @@ awaitable<void> server::tick_loop() {
         std::chrono::duration<double>(1.0 / config_.tick_rate));
     auto next = clock::now();
     while (running_) {
-        // Absolute deadlines: a late tick is followed at once by the next, never skipped, and
-        // the rate does not drift.
+        // Absolute deadlines: a late tick is followed at once by the next and the rate does
+        // not drift. After a stall (a VM pause, a blocking system) at most max_catch_up_ticks
+        // are replayed back to back; the rest are skipped: the deadline moves on by whole
+        // periods, tick numbers stay consecutive (they count ticks run), clients see a pause.
         next += period;
+        if (const auto late = clock::now() - next; late > max_catch_up_ticks * period) {
+            const std::int64_t skipped = late / period;
+            next += skipped * period;
+            stats_.skipped_ticks += static_cast<std::uint64_t>(skipped);
+            std::size_t suppressed = 0;
+            if (warnings_.allow(suppressed)) {
+                spdlog::warn(
+                    "tick loop {:.0f} ms behind after tick {}: skipped {} ticks ({} so far)",
+                    std::chrono::duration<double, std::milli>(late).count(), tick_, skipped,
+                    stats_.skipped_ticks);
+            }
+        }
         tick_timer_.expires_at(next);
         co_await tick_timer_.async_wait(use_tuple);
         if (!running_) {
@@ -368,6 +463,7 @@ void server::run_tick() {
     }
 
     ++stats_.ticks;
+    publish_health(true);
     const double elapsed_ms =
         std::chrono::duration<double, std::milli>(clock::now() - started).count();
     tick_ms_.push_back(elapsed_ms);

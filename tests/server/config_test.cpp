@@ -40,7 +40,10 @@ constexpr const char* all_variables[] = {"ECSNET_BIND",
                                          "ECSNET_HELLO_TIMEOUT_MS",
                                          "ECSNET_IDLE_TIMEOUT_MS",
                                          "ECSNET_FRAME_TIMEOUT_MS",
-                                         "ECSNET_STALL_TIMEOUT_MS"};
+                                         "ECSNET_STALL_TIMEOUT_MS",
+                                         "ECSNET_ADMIN_PORT",
+                                         "ECSNET_ADMIN_BIND",
+                                         "ECSNET_DRAIN_SECONDS"};
 
 class ServerConfig : public testing::Test {
 protected:
@@ -237,6 +240,33 @@ TEST_F(ServerConfig, BadValuesExitTwo) {
     EXPECT_EQ(parse({"--hello-timeout-ms", "5"}).exit_code, 2);
     EXPECT_EQ(parse({"--no-such-flag"}).exit_code, 2);
     EXPECT_EQ(parse({"--port"}).exit_code, 2);
+    (void)testing::internal::GetCapturedStderr();
+}
+
+TEST_F(ServerConfig, AdminEndpointAndDrain) {
+    const auto defaults = parse({});
+    EXPECT_EQ(defaults.config.admin_port, -1) << "off unless asked for";
+    EXPECT_EQ(defaults.config.admin_bind, "127.0.0.1");
+    EXPECT_EQ(defaults.config.drain, 0s);
+
+    const auto flags =
+        parse({"--admin-port", "7778", "--admin-bind", "0.0.0.0", "--drain-seconds", "30"});
+    ASSERT_FALSE(flags.exit_code);
+    EXPECT_EQ(flags.config.admin_port, 7778);
+    EXPECT_EQ(flags.config.drain, 30s);
+    EXPECT_EQ(ecsnet::server::admin_probe_host(flags.config), "127.0.0.1");
+    EXPECT_THAT(describe(flags.config), HasSubstr("admin=0.0.0.0:7778 drain=30s"));
+
+    ::setenv("ECSNET_ADMIN_PORT", "9100", 1);
+    ::setenv("ECSNET_DRAIN_SECONDS", "5", 1);
+    const auto env = parse({"--healthcheck"});
+    EXPECT_TRUE(env.healthcheck);
+    EXPECT_EQ(env.config.admin_port, 9100);
+    EXPECT_EQ(env.config.drain, 5s);
+
+    testing::internal::CaptureStderr();
+    EXPECT_EQ(parse({"--admin-port", "-2"}).exit_code, 2);
+    EXPECT_EQ(parse({"--drain-seconds", "-1"}).exit_code, 2);
     (void)testing::internal::GetCapturedStderr();
 }
 

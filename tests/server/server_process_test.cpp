@@ -23,7 +23,10 @@
 #include <thread>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "ecsnet/client/connection.hpp"
+#include "http_get.hpp"
 #include "test_support.hpp"
 
 extern char** environ;  // NOLINT: POSIX
@@ -165,6 +168,20 @@ public:
         return static_cast<std::uint16_t>(std::stoi(match[1].str()));
     }
 
+    // The port of its "admin endpoint on http://127.0.0.1:PORT" line.
+    std::optional<std::uint16_t> admin_port(std::chrono::milliseconds timeout = 10s) {
+        if (!wait_for_log("admin endpoint on http://127.0.0.1:", timeout)) {
+            return std::nullopt;
+        }
+        std::smatch match;
+        const std::string text = log();
+        static const std::regex admin{R"(admin endpoint on http://127\.0\.0\.1:(\d+))"};
+        if (!std::regex_search(text, match, admin)) {
+            return std::nullopt;
+        }
+        return static_cast<std::uint16_t>(std::stoi(match[1].str()));
+    }
+
 private:
     pid_t pid_{-1};
     std::string log_path_;
@@ -254,27 +271,106 @@ TEST(ServerProcess, SigtermExitsZeroWhileAClientDoesNotRead) {
 }
 
 TEST(ServerProcess, HealthcheckSucceedsAgainstARunningServer) {
-    server_process server{local};
-    const auto port = server.port();
-    ASSERT_TRUE(port.has_value()) << server.log();
+    server_process server{local_with({"--admin-port", "0"})};
+    const auto admin = server.admin_port();
+    ASSERT_TRUE(admin.has_value()) << server.log();
 
-    server_process check{{"--healthcheck", "--port", std::to_string(*port)}};
+    server_process check{{"--healthcheck", "--admin-port", std::to_string(*admin)}};
     EXPECT_EQ(check.exit_code(10s), 0) << check.log();
     EXPECT_THAT(check.log(), HasSubstr("healthy"));
 }
 
+TEST(ServerProcess, HealthcheckPassesOnAFullServerAndTakesNoPlayerSlot) {
+    // The old check pinged the game port: a full server refused it ("server full", exit 1),
+    // and while it probed it held one of the slots.
+    server_process server{local_with({"--admin-port", "0", "--max-clients", "1"})};
+    const auto port = server.port();
+    const auto admin = server.admin_port();
+    ASSERT_TRUE(port && admin) << server.log();
+    const auto alice = join(*port, "alice");
+
+    server_process check{{"--healthcheck", "--admin-port", std::to_string(*admin)}};
+    EXPECT_EQ(check.exit_code(10s), 0) << check.log();
+    EXPECT_THAT(check.log(), HasSubstr("healthy: tick"));
+    const auto health = ecsnet::test::http_get(*admin, "/healthz");
+    EXPECT_EQ(health.status, 200U) << health.error << health.body;
+    const auto ready = ecsnet::test::http_get(*admin, "/readyz");
+    EXPECT_EQ(ready.status, 200U) << ready.error << ready.body;
+
+    const auto status = ecsnet::test::http_get(*admin, "/status");
+    ASSERT_EQ(status.status, 200U) << status.error;
+    const auto j = nlohmann::json::parse(status.body);
+    EXPECT_EQ(j.at("clients"), 1);
+    EXPECT_EQ(j.at("stats").at("connections"), 1) << "the probes never touched the game port";
+    EXPECT_EQ(j.at("stats").at("refused"), 0);
+    EXPECT_TRUE(alice->poll_until([&] { return alice->mirror().statistics().deltas >= 1; }, 5s));
+    EXPECT_TRUE(alice->is_open());
+}
+
 TEST(ServerProcess, HealthcheckFailsWhenNothingListens) {
-    server_process check{{"--healthcheck", "--port", std::to_string(unused_port())}};
+    server_process check{{"--healthcheck", "--admin-port", std::to_string(unused_port())}};
     EXPECT_EQ(check.exit_code(10s), 1) << check.log();
     EXPECT_LT(check.lifetime(), 2500ms);
     EXPECT_THAT(check.log(), HasSubstr("cannot connect"));
+}
+
+TEST(ServerProcess, HealthcheckFailsAtOnceWhenTheAdminEndpointIsOff) {
+    server_process check{{"--healthcheck", "--port", "7777"}};
+    EXPECT_EQ(check.exit_code(10s), 1) << check.log();
+    EXPECT_THAT(check.log(), HasSubstr("the admin endpoint is off"));
+}
+
+TEST(ServerProcess, SigtermWithDrainTurnsReadyzOffKeepsClientsThenSaysShuttingDown) {
+    server_process server{local_with({"--admin-port", "0", "--drain-seconds", "2"})};
+    const auto port = server.port();
+    const auto admin = server.admin_port();
+    ASSERT_TRUE(port && admin) << server.log();
+    const auto alice = join(*port, "alice");
+    ASSERT_EQ(ecsnet::test::http_get(*admin, "/readyz").status, 200U);
+
+    server.signal(SIGTERM);
+    ASSERT_TRUE(server.wait_for_log("draining for 2 s", 5s, [&] { alice->poll_for(10ms); }))
+        << server.log();
+    const auto ready = ecsnet::test::http_get(*admin, "/readyz");
+    EXPECT_EQ(ready.status, 503U) << ready.error << ready.body;
+    EXPECT_THAT(ready.body, HasSubstr("draining"));
+    EXPECT_EQ(ecsnet::test::http_get(*admin, "/healthz").status, 200U) << "still ticking";
+    // The listener is closed: a new player cannot connect; alice keeps getting deltas.
+    EXPECT_THROW((void)join(*port, "late"), std::exception);
+    const auto seen = alice->mirror().statistics().deltas;
+    EXPECT_TRUE(
+        alice->poll_until([&] { return alice->mirror().statistics().deltas >= seen + 5; }, 5s));
+    EXPECT_TRUE(alice->is_open());
+
+    ASSERT_TRUE(alice->poll_until([&] { return !alice->is_open(); }, 10s));
+    EXPECT_EQ(*alice->closed_reason(), "shutting down");
+    EXPECT_EQ(server.exit_code(10s), 0) << server.log();
+    const std::string log = server.log();
+    EXPECT_LT(log.find("draining: the listener is closed"), log.find("drain over, shutting down"))
+        << log;
+}
+
+TEST(ServerProcess, ASecondSignalEndsTheDrainEarly) {
+    server_process server{local_with({"--admin-port", "0", "--drain-seconds", "600"})};
+    const auto port = server.port();
+    ASSERT_TRUE(port.has_value()) << server.log();
+    const auto alice = join(*port, "alice");
+    server.signal(SIGTERM);
+    ASSERT_TRUE(server.wait_for_log("draining for 600 s", 5s, [&] { alice->poll_for(10ms); }))
+        << server.log();
+    server.signal(SIGINT);
+    ASSERT_TRUE(alice->poll_until([&] { return !alice->is_open(); }, 10s));
+    EXPECT_EQ(*alice->closed_reason(), "shutting down");
+    EXPECT_EQ(server.exit_code(10s), 0) << server.log();
+    EXPECT_THAT(server.log(), HasSubstr("received SIGINT while draining, shutting down"));
 }
 
 TEST(ServerProcess, HealthcheckFailsInTimeWhenTheServerDoesNotAnswer) {
     // Connections complete in the kernel's backlog, but nobody ever accepts or answers.
     boost::asio::io_context io;
     boost::asio::ip::tcp::acceptor mute{io, {boost::asio::ip::make_address("127.0.0.1"), 0}};
-    server_process check{{"--healthcheck", "--port", std::to_string(mute.local_endpoint().port())}};
+    server_process check{
+        {"--healthcheck", "--admin-port", std::to_string(mute.local_endpoint().port())}};
     EXPECT_EQ(check.exit_code(10s), 1) << check.log();
     EXPECT_LT(check.lifetime(), 3000ms) << "budget 2 s, plus process start-up";
     EXPECT_THAT(check.log(), HasSubstr("no answer within 2000 ms"));

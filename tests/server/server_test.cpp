@@ -1712,4 +1712,73 @@ TEST(ServerTls, APlainClientIsNotServedAndTheServerGoesOn) {
     EXPECT_TRUE(join_with(server.port(), options)->mirror().ready());
 }
 
+// ---- the tick loop after a stall -------------------------------------------------------------
+
+TEST(ServerTickLoop, AfterAStallMissedTicksAreSkippedNotReplayedBackToBack) {
+    // A system that blocks the server's thread once for ~40 tick periods (a VM pause, a
+    // stop-the-world swap), and records when each tick's systems started and ended.
+    server_config config = test_config();  // 50 ticks/s: a period of 20 ms
+    const auto period = std::chrono::duration_cast<clock_type::duration>(
+        std::chrono::duration<double>(1.0 / config.tick_rate));
+    test_server server{config};
+    struct sample {
+        std::uint64_t tick;
+        clock_type::time_point start;
+        clock_type::time_point end;
+    };
+    auto samples = std::make_shared<std::vector<sample>>();  // only touched on the server thread
+    auto stall_at = std::make_shared<std::optional<std::uint64_t>>();
+    server.call([&](ecsnet::server::server& s) {
+        s.scheduler().add("stall-once", ecsnet::ecs::component_access{},
+                          [&s, samples, stall_at, period](ecsnet::ecs::SystemContext&) {
+                              const auto start = clock_type::now();
+                              if (stall_at->has_value() && **stall_at == s.tick()) {
+                                  std::this_thread::sleep_for(40 * period);
+                              }
+                              samples->push_back({s.tick(), start, clock_type::now()});
+                          });
+        return 0;
+    });
+    for (int i = 0; i < 500 && server.tick() < 2; ++i) {
+        std::this_thread::sleep_for(10ms);
+    }
+    ASSERT_GE(server.tick(), 2U) << "ticking within 5 s";
+    const std::uint64_t stalled = server.call([&](ecsnet::server::server& s) {
+        *stall_at = s.tick() + 3;
+        return s.tick() + 3;
+    });
+    const auto ran_after_stall = [&] {
+        return server.call([&](ecsnet::server::server&) {
+            return std::count_if(samples->begin(), samples->end(),
+                                 [&](const sample& x) { return x.tick > stalled; });
+        });
+    };
+    const auto deadline = clock_type::now() + 10s;
+    while (ran_after_stall() < 15 && clock_type::now() < deadline) {
+        std::this_thread::sleep_for(20ms);
+    }
+    const auto recorded = server.call([&](ecsnet::server::server&) { return *samples; });
+    const server_stats stats = server.stats();
+
+    // Tick numbers count the ticks that ran: consecutive, with no gap for the skipped ones.
+    const auto first = std::find_if(recorded.begin(), recorded.end(),
+                                    [&](const sample& x) { return x.tick == stalled; });
+    ASSERT_NE(first, recorded.end());
+    ASSERT_GE(recorded.end() - first, 16) << "15 ticks after the stall within 10 s";
+    std::size_t back_to_back = 0;
+    for (auto it = first + 1; it != first + 16; ++it) {
+        EXPECT_EQ(it->tick, (it - 1)->tick + 1);
+        // A tick that started less than a quarter period after the previous one ended did not
+        // wait for its deadline: it was replayed to catch up.
+        if (it->start - (it - 1)->end < period / 4) {
+            ++back_to_back;
+        }
+    }
+    std::cout << "[ stall of 40 periods ] " << back_to_back
+              << " of the next 15 ticks ran back to back; skipped_ticks " << stats.skipped_ticks
+              << "\n";
+    EXPECT_LE(back_to_back, 6U) << "the catch-up is capped (5 ticks), then re-anchored";
+    EXPECT_GE(stats.skipped_ticks, 30U);
+}
+
 }  // namespace

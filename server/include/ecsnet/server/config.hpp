@@ -51,7 +51,18 @@ struct server_config {
     std::chrono::milliseconds stall_timeout{10'000};   // a queued write must progress by then
     std::chrono::milliseconds shutdown_grace{3000};    // flush time for Disconnect on shutdown
     std::chrono::seconds stats_interval{10};
+
+    // The admin HTTP endpoint (/healthz, /readyz, /status; admin.hpp). Off (-1) unless given a
+    // port: a fixed default would make two servers on one host collide. 0: any free port.
+    std::int32_t admin_port = -1;
+    std::string admin_bind = "127.0.0.1";
+    // After SIGTERM: stop accepting, keep serving connected clients this long, then shut down.
+    std::chrono::seconds drain{0};
 };
+
+// Where `--healthcheck` finds the admin endpoint: --admin-bind, or the loopback address when it
+// is a wildcard (0.0.0.0, ::).
+[[nodiscard]] std::string admin_probe_host(const server_config& config);
 
 // The outcome of parsing a command line: run with a config, run the healthcheck, or exit
 // (after --help / --version or a usage error) with a code.

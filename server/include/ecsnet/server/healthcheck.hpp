@@ -6,9 +6,9 @@
 
 namespace ecsnet::server {
 
-// Exit code for `ecsnet-server --healthcheck`: 0 when a server answers Ping on host:port and
-// its tick advances within `budget`, else 1. It does not join, so it costs the server no
-// snapshot. `why` says what failed.
+// Exit code for `ecsnet-server --healthcheck`: GET http://host:port/healthz of the admin
+// endpoint; 0 on 200, else 1, within `budget`. It never connects to the game port, so it takes
+// no player slot and works on a full server. `why` is the answer's text, or what failed.
 [[nodiscard]] int run_healthcheck(const std::string& host, std::uint16_t port,
                                   std::chrono::milliseconds budget, std::string& why);
 

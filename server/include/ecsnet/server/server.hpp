@@ -12,6 +12,7 @@
 #include <memory>
 #include <optional>
 #include <set>
+#include <mutex>
 #include <string>
 #include <unordered_map>
 #include <variant>
@@ -47,6 +48,24 @@ struct server_stats {
     std::uint64_t resyncs_requested{0};  // ResyncRequests received
     std::uint64_t resyncs_coalesced{0};  // ... that cost nothing: one was already due
     std::uint64_t identity_refused{0};   // missing, forged, expired or wrong-world tokens
+    std::uint64_t skipped_ticks{0};  // missed in a stall and not replayed (tick_loop)
+};
+
+// The server's state as other threads may read it (server::health()): the admin endpoint's
+// /healthz, /readyz and /status are computed from it.
+struct server_health {
+    bool ticking{false};    // the tick loop runs and its last tick ended within tick_limit
+    bool accepting{false};  // the listener is open
+    bool draining{false};   // drain() or stop() was called
+    std::string problem;    // why not ticking; empty while ticking
+    std::chrono::milliseconds last_tick_age{0};  // since the last tick ended (or the start)
+    std::chrono::milliseconds tick_limit{0};     // max(1 s, 10 tick periods)
+    std::uint64_t tick{0};
+    std::size_t clients{0};
+    std::size_t max_clients{0};
+    server_stats stats;  // as of the last tick
+
+    [[nodiscard]] bool ready() const noexcept { return ticking && accepting && !draining; }
 };
 
 // The ecsnet service. Everything runs on the one thread that runs the io_context: sockets,
@@ -72,6 +91,12 @@ public:
     // Graceful shutdown: stop accepting and ticking, send every client Disconnect "shutting
     // down", flush for at most the shutdown grace; io_context::run() then returns by itself.
     void stop();
+    // The first step of a drain (SIGTERM with --drain-seconds): stop accepting (the listener
+    // closes, health().draining turns true at once) but keep ticking and serving the clients
+    // that are connected. stop() ends it.
+    void drain();
+    // Safe to call from any thread (the admin endpoint runs on its own).
+    [[nodiscard]] server_health health() const;
 
     [[nodiscard]] std::uint16_t port() const noexcept { return port_; }
     [[nodiscard]] std::uint64_t tick() const noexcept { return tick_; }
@@ -107,6 +132,9 @@ private:
     void run_tick();
     // Applies the commands queued since the last tick and sends every reply owed, in order.
     void apply_pending_commands();
+    // Copies what health() reports, under health_mutex_; once per tick and on state changes.
+    void publish_health(bool tick_ended = false);
+    void tick_loop_ended(const std::exception_ptr& e);
     // Encodes the tick's delta (and checksum) once and queues it to every joined session.
     void broadcast_tick(const ecs::World::change_set_type& changes);
     [[nodiscard]] protocol::checksum::index_range next_checksum_range();
@@ -135,6 +163,7 @@ private:
     boost::asio::steady_timer stats_timer_;
     std::uint16_t port_{0};
     bool running_{false};
+    bool draining_{false};
 
     std::map<std::uint64_t, std::shared_ptr<session>> sessions_;
     std::uint64_t next_session_id_{1};  // connection numbers, for logs; 64 bits never wrap
@@ -155,6 +184,20 @@ private:
     std::vector<double> tick_ms_;  // since the last stats line
     std::uint64_t bytes_at_last_stats_{0};
     log_limiter warnings_{10, std::chrono::seconds{10}};
+
+    // What health() reads from other threads.
+    struct published_health {
+        clock::time_point last_tick_end{};
+        bool tick_loop_running{false};
+        std::string tick_loop_ended;  // why it is not running ("" before the start)
+        bool accepting{false};
+        bool draining{false};
+        std::uint64_t tick{0};
+        std::size_t clients{0};
+        server_stats stats;
+    };
+    mutable std::mutex health_mutex_;
+    published_health published_;
 };
 
 }  // namespace ecsnet::server

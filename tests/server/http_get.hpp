@@ -1,0 +1,71 @@
+// A minimal HTTP/1.1 GET for the admin endpoint tests (Boost.Beast), bounded in time.
+#pragma once
+
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/core/tcp_stream.hpp>
+#include <boost/beast/http/empty_body.hpp>
+#include <boost/beast/http/read.hpp>
+#include <boost/beast/http/string_body.hpp>
+#include <boost/beast/http/write.hpp>
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+
+namespace ecsnet::test {
+
+struct http_reply {
+    unsigned status = 0;  // 0: no answer (refused, closed, timed out)
+    std::string body;
+    std::string error;
+};
+
+namespace detail {
+inline boost::asio::awaitable<void> http_get(std::uint16_t port, std::string path,
+                                             http_reply& reply) {
+    namespace http = boost::beast::http;
+    boost::beast::tcp_stream stream{co_await boost::asio::this_coro::executor};
+    co_await stream.async_connect({boost::asio::ip::make_address("127.0.0.1"), port},
+                                  boost::asio::use_awaitable);
+    http::request<http::empty_body> request{http::verb::get, path, 11};
+    request.set(http::field::host, "127.0.0.1");
+    co_await http::async_write(stream, request, boost::asio::use_awaitable);
+    boost::beast::flat_buffer buffer;
+    http::response<http::string_body> response;
+    co_await http::async_read(stream, buffer, response, boost::asio::use_awaitable);
+    reply.status = response.result_int();
+    reply.body = response.body();
+}
+}  // namespace detail
+
+// GET http://127.0.0.1:port/path; status 0 with the error when there is no answer in `timeout`.
+inline http_reply http_get(std::uint16_t port, const std::string& path,
+                           std::chrono::milliseconds timeout = std::chrono::seconds{3}) {
+    http_reply reply;
+    boost::asio::io_context io;
+    bool done = false;
+    boost::asio::co_spawn(io, detail::http_get(port, path, reply),
+                          [&](const std::exception_ptr& e) {
+                              done = true;
+                              if (e) {
+                                  try {
+                                      std::rethrow_exception(e);
+                                  } catch (const std::exception& ex) {
+                                      reply.status = 0;
+                                      reply.error = ex.what();
+                                  }
+                              }
+                          });
+    io.run_for(timeout);
+    if (!done) {
+        reply.error = "no answer within " + std::to_string(timeout.count()) + " ms";
+    }
+    return reply;
+}
+
+}  // namespace ecsnet::test
