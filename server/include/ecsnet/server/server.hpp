@@ -37,6 +37,7 @@ struct server_stats {
     std::uint64_t invalid_frames{0};
     std::uint64_t bytes_out{0};
     std::uint64_t accept_errors{0};
+    std::uint64_t system_failures{0};  // system runs that threw (the tick went on)
 };
 
 // The ecsnet service. Everything runs on the one thread that runs the io_context: sockets,
