@@ -450,9 +450,22 @@ void server::run_tick() {
     }
     pending_despawns_.clear();
 
+    // A system that throws fails alone (the scheduler catches it): count it, say which one,
+    // and keep ticking. Rate-limited, since a broken system fails every tick.
     const auto report = scheduler_.run(*world_);
     for (const auto& failure : report.command_failures) {
         spdlog::debug("tick {}: {}", tick_, failure);
+    }
+    for (const auto& failure : report.system_failures) {
+        ++stats_.system_failures;
+        std::size_t suppressed = 0;
+        if (warnings_.allow(suppressed)) {
+            spdlog::error(
+                "tick {}: system '{}' failed: {} ({} recorded commands dropped; {} system "
+                "failures so far; {} warnings suppressed)",
+                tick_, printable(failure.system), printable(failure.what, 200),
+                failure.commands_dropped, stats_.system_failures, suppressed);
+        }
     }
 
     const auto changes = world_->take_changes();
@@ -534,9 +547,9 @@ awaitable<void> server::stats_loop() {
         const double p99 = percentile(tick_ms_, 0.99);
         spdlog::info(
             "stats: tick {} p50 {:.3f} ms p99 {:.3f} ms, {} entities, {} clients, {:.0f} B/s out, "
-            "{} overruns, {} resyncs, {} rate-limited, {} invalid frames",
+            "{} overruns, {} resyncs, {} rate-limited, {} invalid frames, {} system failures",
             tick_, p50, p99, world_->alive(), active_, out_rate, stats_.overruns, stats_.resyncs,
-            stats_.rate_limited, stats_.invalid_frames);
+            stats_.rate_limited, stats_.invalid_frames, stats_.system_failures);
         tick_ms_.clear();
     }
 }

@@ -129,6 +129,41 @@ TEST_F(ChangeSetFixture, AWritingViewIsUpdated) {
     expect_only<Velocity>(w_->take_changes(), "updated");
 }
 
+// Issue 12.9: a write through any mutable reference the world hands out reaches the change set.
+TEST_F(ChangeSetFixture, WritesThroughEveryReturnedReferenceAreRecorded) {
+    w_->emplace<Health>(e_, 1).hp = 10;
+    expect_only<Health>(w_->take_changes(), "added");
+    w_->patch<Health>(e_).hp = 11;
+    expect_only<Health>(w_->take_changes(), "updated");
+    w_->replace<Health>(e_, 0).hp = 12;
+    expect_only<Health>(w_->take_changes(), "updated");
+    w_->emplace_or_replace<Health>(e_, 0).hp = 13;
+    expect_only<Health>(w_->take_changes(), "updated");
+    EXPECT_EQ(w_->get<Health>(e_).hp, 13);
+}
+
+TEST_F(ChangeSetFixture, WritesThroughEveryWritingViewAccessorAreRecorded) {
+    {
+        auto view = w_->view<Position>();
+        std::get<1>(*view.begin()).x = 5;  // iterator
+    }
+    expect_only<Position>(w_->take_changes(), "updated");
+    w_->view<Position>().each([](Position& p) { p.x = 6; });  // single-type each
+    expect_only<Position>(w_->take_changes(), "updated");
+    // multi-type each
+    w_->view<Position, const Velocity>().each([](Position& p, const Velocity&) { p.x = 7; });
+    expect_only<Position>(w_->take_changes(), "updated");
+    w_->view<Position, const Velocity>().get<Position>(e_).x = 8;  // get
+    expect_only<Position>(w_->take_changes(), "updated");
+    EXPECT_EQ(w_->get<Position>(e_).x, 8);
+
+    // And none through the read-only ones.
+    (void)w_->view<const Position>().get<Position>(e_);
+    w_->view<const Position, const Velocity>().each([](const Position&, const Velocity&) {});
+    (void)w_->view<Position, const Velocity>().get<const Position>(e_);
+    EXPECT_TRUE(w_->take_changes().empty());
+}
+
 TEST_F(ChangeSetFixture, RemoveIsRemoved) {
     w_->remove<Velocity>(e_);
     expect_only<Velocity>(w_->take_changes(), "removed");

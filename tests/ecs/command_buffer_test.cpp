@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <stdexcept>
 #include <string>
 #include <type_traits>
 #include <utility>
@@ -157,6 +158,27 @@ TEST(CommandBuffer, FailuresAreReportedWithTheirIndexAndTheOthersStillApply) {
     EXPECT_EQ(w->get<Health>(a).hp, 10);
     EXPECT_EQ(w->get<Position>(a), (Position{1, 1}));
     EXPECT_FALSE(w->valid(b));
+    EXPECT_TRUE(buffer.empty());
+}
+
+// Issue 12.4: a command whose user code throws anything is a reported failure like the
+// others; it used to escape flush() (and the scheduler's tick) and drop the rest.
+TEST(CommandBuffer, ACommandThatThrowsAnythingIsReportedAndTheOthersStillApply) {
+    const auto w = World::make();
+    const Entity a = w->create();
+    w->emplace<Health>(a, 1);
+
+    CommandBuffer buffer;
+    buffer.patch<Health>(a, [](Health&) { throw std::runtime_error("patch gave up"); });
+    buffer.patch<Health>(a, [](Health&) { throw 3; });  // NOLINT(hicpp-exception-baseclass)
+    buffer.patch<Health>(a, [](Health& h) { h.hp = 7; });
+
+    const auto report = buffer.flush(*w);
+    EXPECT_EQ(report.applied, 1U);
+    ASSERT_EQ(report.failures.size(), 2U);
+    EXPECT_EQ(report.failures[0].what, "patch gave up");
+    EXPECT_THAT(report.failures[1].what, HasSubstr("not a std::exception"));
+    EXPECT_EQ(w->get<Health>(a).hp, 7);
     EXPECT_TRUE(buffer.empty());
 }
 

@@ -157,6 +157,7 @@ TEST(HandleOperations, GetReturnsACopy) {
     const Handle h = w->handle(w->create());
     h.emplace<Health>(5);
     static_assert(std::is_same_v<decltype(h.get<Health>()), Health>);
+    static_assert(std::is_same_v<decltype(h.try_get<Health>()), std::optional<Health>>);
     Health copy = h.get<Health>();
     copy.hp = 99;
     EXPECT_EQ(copy.hp, 99);

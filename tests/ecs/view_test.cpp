@@ -215,6 +215,35 @@ TEST_F(ViewFixture, AConstWorldGivesReadOnlyViews) {
     EXPECT_EQ(sum, 0 + 1 + 30 + 3);
 }
 
+// Issue 12.9: a read-only view hands out const references only, whatever the caller asks for.
+TEST_F(ViewFixture, AReadOnlyViewYieldsOnlyConstReferences) {
+    const auto view = w_->view<const Position, const Velocity>();
+    static_assert(std::is_same_v<decltype(view.get<Position>(e_[0])), const Position&>);
+    static_assert(std::is_same_v<decltype(view.get<const Position>(e_[0])), const Position&>);
+    static_assert(std::is_same_v<decltype(view.get<Velocity>(e_[0])), const Velocity&>);
+    using item = decltype(*view.begin());
+    static_assert(std::is_same_v<item, std::tuple<Entity, const Position&, const Velocity&>>);
+    // each() offers const references only: a fn taking Position& does not fit.
+    using writer = void (*)(Position&, const Velocity&);
+    static_assert(!std::is_invocable_v<writer, const Position&, const Velocity&>);
+
+    const World& cw = *w_;
+    const auto from_const = cw.view<const Position>();
+    static_assert(std::is_same_v<decltype(from_const.get<Position>(e_[0])), const Position&>);
+    static_assert(
+        std::is_same_v<decltype(*from_const.begin()), std::tuple<Entity, const Position&>>);
+
+    // A writing view gives const access where const is asked for.
+    const auto mixed = w_->view<Position, const Velocity>();
+    static_assert(std::is_same_v<decltype(mixed.get<const Position>(e_[0])), const Position&>);
+    static_assert(std::is_same_v<decltype(mixed.get<Velocity>(e_[0])), const Velocity&>);
+
+    EXPECT_EQ(view.get<Position>(e_[3]).x, 30);
+    EXPECT_EQ(from_const.get<Position>(e_[1]).x, 10);
+    EXPECT_EQ(mixed.get<Velocity>(e_[3]).dx, 3);
+    EXPECT_TRUE(w_->take_changes().components.empty());  // none of the reads above is a write
+}
+
 // ---- change tracking ------------------------------------------------------------------------
 
 TEST_F(ViewFixture, AWritingViewMarksEveryVisitedComponentUpdated) {
@@ -263,6 +292,23 @@ TEST_F(ViewFixture, AWritingEachReturningBoolMarksOnlyWhereItReturnsTrue) {
     EXPECT_EQ(w_->get<Position>(e_[3]).x, 31.0F);
 
     w_->view<Position>().each([](Position&) { return false; });
+    EXPECT_TRUE(w_->take_changes().empty());
+}
+
+// Issue 12.9: every mutable reference a writing view hands out is a recorded write.
+TEST_F(ViewFixture, AWritingViewsGetMarksTheComponentItHandsOut) {
+    (void)w_->take_changes();
+    const auto view = w_->view<Position, const Velocity>();
+    view.get<Position>(e_[3]).x = 42;
+    auto changes = w_->take_changes();
+    ASSERT_NE(changes.find<Position>(), nullptr)
+        << "a write through view.get<T>() was not recorded";
+    EXPECT_THAT(changes.find<Position>()->updated, ElementsAre(e_[3]));
+    EXPECT_EQ(changes.find<Velocity>(), nullptr);
+    EXPECT_EQ(w_->get<Position>(e_[3]).x, 42);
+
+    // Asking for const through the same view is a read.
+    EXPECT_EQ(view.get<const Position>(e_[0]).x, 0);
     EXPECT_TRUE(w_->take_changes().empty());
 }
 

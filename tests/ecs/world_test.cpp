@@ -11,6 +11,8 @@
 #include <ostream>
 #include <random>
 #include <set>
+#include <span>
+#include <stdexcept>
 #include <string>
 #include <tuple>
 #include <type_traits>
@@ -308,6 +310,35 @@ TEST(WorldComponents, GetReturnsConstReferences) {
     EXPECT_EQ(p, (Position{1, 2}));
     EXPECT_EQ(v, (Velocity{3, 4}));
     EXPECT_EQ(&p, &w->get<Position>(e));
+}
+
+// Issue 12.9: every read accessor of the world, and everything reached from a const World&,
+// yields const; only the write calls (which record the change) hand out T&.
+TEST(WorldComponents, EveryReadAccessorYieldsConst) {
+    const auto w = World::make();
+    const Entity e = w->create();
+    w->emplace<Position>(e, 1, 2);
+    const World& cw = *w;
+    static_assert(std::is_same_v<decltype(cw.get<Position>(e)), const Position&>);
+    static_assert(std::is_same_v<decltype(cw.try_get<Position>(e)), const Position*>);
+    static_assert(
+        std::is_same_v<decltype(w->storage<Position>()), const World::storage_type<Position>&>);
+    static_assert(std::is_same_v<decltype(cw.find_storage<Position>()),
+                                 const World::storage_type<Position>*>);
+    static_assert(std::is_same_v<decltype(w->storage<Position>().get(e)), const Position&>);
+    static_assert(std::is_same_v<decltype(w->storage<Position>().try_get(e)), const Position*>);
+    static_assert(
+        std::is_same_v<decltype(w->storage<Position>().values()), std::span<const Position>>);
+    static_assert(std::is_same_v<decltype(*cw.view<const Position>().begin()),
+                                 std::tuple<Entity, const Position&>>);
+    static_assert(
+        std::is_same_v<decltype(cw.view<const Position>().get<Position>(e)), const Position&>);
+    // The write calls hand out T&: they record the write (change_set_test checks each).
+    static_assert(std::is_same_v<decltype(w->patch<Position>(e)), Position&>);
+    static_assert(std::is_same_v<decltype(w->replace<Position>(e, 1, 2)), Position&>);
+    EXPECT_EQ(cw.get<Position>(e), (Position{1, 2}));
+    EXPECT_EQ(w->storage<Position>().values()[0], (Position{1, 2}));
+    EXPECT_EQ(cw.find_storage<Position>()->get(e), (Position{1, 2}));
 }
 
 TEST(WorldComponents, EmplaceTwiceThrowsComponentExistsAndKeepsTheValue) {
@@ -653,6 +684,77 @@ TEST(WorldSignals, ClearFiresOnDestroyForEachComponent) {
     w->on_destroy<Health>().connect([&](World&, Entity) { ++fired; });
     w->clear(e);
     EXPECT_EQ(fired, 2);
+}
+
+// Issue 12.4: structural operations are all-or-nothing with respect to their checks and
+// listeners. Every on_destroy listener runs while the entity is still whole; one that throws
+// leaves every component in place and the change set unchanged.
+TEST(WorldAtomicity, AFailingDestroyLeavesEveryComponentInPlace) {
+    const auto w = World::make();
+    const Entity e = w->create();
+    w->emplace<Position>(e, 1, 2);
+    w->emplace<Velocity>(e, 3, 4);
+    w->emplace<Health>(e, 5);
+    w->set_name(e, "victim");
+    (void)w->take_changes();
+    std::vector<std::string> seen;
+    w->on_destroy<Position>().connect([&](World& world, Entity x) {
+        seen.push_back("position sees " + std::to_string(world.signature_of(x).count()));
+    });
+    const auto refuse = w->on_destroy<Health>().connect([&](World& world, Entity x) {
+        seen.push_back("health sees " + std::to_string(world.signature_of(x).count()));
+        throw std::runtime_error("listener refuses");
+    });
+
+    EXPECT_THROW(w->destroy(e), std::runtime_error);
+    EXPECT_THAT(seen, ElementsAre("position sees 3", "health sees 3"));
+    ASSERT_TRUE(w->valid(e));
+    EXPECT_EQ(w->get<Position>(e), (Position{1, 2}));
+    EXPECT_EQ(w->get<Velocity>(e), (Velocity{3, 4}));
+    EXPECT_EQ(w->get<Health>(e), (Health{5}));
+    EXPECT_EQ(w->signature_of(e).count(), 3U);
+    EXPECT_EQ(w->storage<Position>().size(), 1U);
+    EXPECT_EQ(w->name(e), "victim");
+    EXPECT_TRUE(w->take_changes().empty());
+
+    w->on_destroy<Health>().disconnect(refuse);
+    w->destroy(e);
+    EXPECT_FALSE(w->valid(e));
+    EXPECT_EQ(w->storage<Position>().size(), 0U);
+    EXPECT_EQ(w->storage<Health>().size(), 0U);
+    EXPECT_THAT(w->take_changes().destroyed, ElementsAre(e));
+}
+
+TEST(WorldAtomicity, RemovingSeveralTypesChecksThemAllFirst) {
+    const auto w = World::make();
+    const Entity e = w->create();
+    w->emplace<Position>(e, 1, 2);
+    w->emplace<Velocity>(e, 3, 4);
+    (void)w->take_changes();
+
+    EXPECT_THROW((w->remove<Position, Health>(e)), component_missing);
+    EXPECT_TRUE((w->all_of<Position, Velocity>(e)));
+    EXPECT_EQ(w->signature_of(e).count(), 2U);
+    EXPECT_TRUE(w->take_changes().empty());
+
+    // A throwing listener of the second type stops the removal of both.
+    const auto refuse = w->on_destroy<Velocity>().connect(
+        [](World&, Entity) { throw std::runtime_error("listener refuses"); });
+    EXPECT_THROW((w->remove<Position, Velocity>(e)), std::runtime_error);
+    EXPECT_THROW((void)(w->remove_if_present<Position, Velocity>(e)), std::runtime_error);
+    EXPECT_THROW(w->clear(e), std::runtime_error);
+    EXPECT_TRUE((w->all_of<Position, Velocity>(e)));
+    EXPECT_EQ(w->signature_of(e).count(), 2U);
+    EXPECT_TRUE(w->take_changes().empty());
+
+    w->on_destroy<Velocity>().disconnect(refuse);
+    w->remove<Position, Velocity>(e);
+    EXPECT_EQ(w->signature_of(e).count(), 0U);
+    const auto changes = w->take_changes();
+    ASSERT_NE(changes.find<Position>(), nullptr);
+    ASSERT_NE(changes.find<Velocity>(), nullptr);
+    EXPECT_THAT(changes.find<Position>()->removed, ElementsAre(e));
+    EXPECT_THAT(changes.find<Velocity>()->removed, ElementsAre(e));
 }
 
 TEST(WorldSignals, DisconnectedListenersAreNotCalled) {

@@ -22,6 +22,7 @@
 #include <optional>
 #include <random>
 #include <set>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
@@ -1407,6 +1408,61 @@ TEST(ServerDisconnect, KeepEntitiesOnDisconnect) {
     }
     EXPECT_GT(bob->mirror().get<Position>(hers[1])->x, 0.0F) << "and the world goes on";
     expect_in_sync(*bob);
+}
+
+// Issue 12.4: an exception escaping a system used to end the tick coroutine (the server kept
+// answering pings but never ticked again). Now the scheduler catches it, the server counts and
+// logs it, and the tick goes on.
+TEST(ServerSystems, AThrowingUserSystemIsCountedAndTheServerKeepsTicking) {
+    server_config config = test_config();
+    config.checksum_interval = 5;
+    test_server server{config};
+    const auto alice = join(server.port(), "alice");
+    const Entity e = spawn_ok(*alice, component_set{}.set(Position{0.0F, 0.0F}));
+
+    // Writes e's Position every tick, then throws on every other tick: a std::exception or,
+    // every fourth tick, something that is not one.
+    server.call([e](ecsnet::server::server& s) {
+        s.scheduler().add(
+            "flaky", ecsnet::ecs::component_access{}.writes<Position>(),
+            [e](ecsnet::ecs::SystemContext& ctx) {
+                if (!ctx.world.valid(e)) {
+                    return;
+                }
+                ctx.world.patch<Position>(e, [](Position& p) { p.x += 1.0F; });
+                if (ctx.tick % 4 == 0) {
+                    throw 7;  // NOLINT(hicpp-exception-baseclass): the point of the test
+                }
+                if (ctx.tick % 2 == 0) {
+                    throw std::runtime_error("flaky failed");
+                }
+            });
+    });
+    const std::uint64_t added_at = server.tick();
+
+    ASSERT_TRUE(alice->poll_until([&] { return alice->mirror().tick() >= added_at + 40; }, 10s))
+        << "the server stopped ticking at " << server.tick();
+    EXPECT_GE(server.tick(), added_at + 40);
+    const server_stats stats = server.stats();
+    EXPECT_GE(stats.system_failures, 15U);
+    EXPECT_EQ(server.call([](ecsnet::server::server& s) {
+        for (const auto& system : s.scheduler().systems()) {
+            if (system.name == "flaky") {
+                return system.failures;
+            }
+        }
+        return std::uint64_t{0};
+    }),
+              stats.system_failures);
+    // The writes the failing runs made before throwing were replicated like any other.
+    ASSERT_NE(alice->mirror().get<Position>(e), nullptr);
+    EXPECT_GE(alice->mirror().get<Position>(e)->x, 30.0F);
+    EXPECT_GT(alice->mirror().statistics().checksums_matched, 0U);
+    expect_in_sync(*alice);
+
+    // And commands are still served.
+    const Entity later = spawn_ok(*alice, component_set{}.set(Health{1}));
+    ASSERT_TRUE(alice->poll_until([&] { return contains_all(*alice, {later}); }, 5s));
 }
 
 TEST(ServerShutdown, StopSendsShuttingDownToEveryClient) {

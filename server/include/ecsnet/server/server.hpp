@@ -66,6 +66,7 @@ struct server_health {
     server_stats stats;  // as of the last tick
 
     [[nodiscard]] bool ready() const noexcept { return ticking && accepting && !draining; }
+    std::uint64_t system_failures{0};  // system runs that threw (the tick went on)
 };
 
 // The ecsnet service. Everything runs on the one thread that runs the io_context: sockets,

@@ -2,6 +2,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <exception>
 #include <memory>
 #include <string>
 #include <type_traits>
@@ -29,7 +30,8 @@ struct pending_entity {
 // point (seed 004's finalizeUpdates, with creation, ordering and error reporting).
 //
 // A command that cannot apply (its entity died meanwhile, the component is already there or
-// missing) is skipped and reported in the flush_report; the others still apply.
+// missing, a patch function threw) is skipped and reported in the flush_report; the others
+// still apply. flush() itself does not throw for a failing command.
 template <typename Traits>
 class basic_command_buffer {
 public:
@@ -130,8 +132,10 @@ public:
             try {
                 commands[i]->apply(world, r);
                 ++report.applied;
-            } catch (const error& e) {
+            } catch (const std::exception& e) {
                 report.failures.push_back(failure{i, e.what()});
+            } catch (...) {
+                report.failures.push_back(failure{i, "an exception that is not a std::exception"});
             }
         }
         return report;

@@ -2,6 +2,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <exception>
 #include <functional>
 #include <stdexcept>
 #include <string>
@@ -30,11 +31,27 @@ struct basic_system {
     component_access access;
     std::function<void(basic_system_context<Traits>&)> run;
     bool enabled = true;
+    std::uint64_t failures = 0;  // runs that ended in an exception, since it was added
+};
+
+// A system run that ended in an exception.
+struct system_failure {
+    std::string system;
+    std::string what;                 // what(), or a note that it was not a std::exception
+    std::size_t commands_dropped{0};  // what the run had recorded in its command buffer
+    std::exception_ptr error;         // the exception itself, for callers that need its type
 };
 
 // Runs systems in the order they were added, once per tick, with a fixed dt. After each
 // system its command buffer is flushed: a sync point, so the next system sees its structural
 // changes. While a system runs, the world rejects access to undeclared component types.
+//
+// A system that throws (access_violation, a bug in user code, anything) fails alone: the
+// exception is caught here and reported in the tick_report, the system's failure counter
+// goes up, and the tick goes on with the next system. The commands the failed run recorded
+// are dropped rather than flushed: they are half of an intent that did not complete. Its
+// direct writes stay: they went through the world, which recorded them in the change set
+// (replication stays consistent) and applied each structural operation all-or-nothing.
 template <typename Traits>
 class basic_scheduler {
 public:
@@ -48,6 +65,8 @@ public:
         std::size_t commands_applied{0};
         // Commands that could not apply, prefixed with the system that recorded them.
         std::vector<std::string> command_failures;
+        // Systems whose run threw this tick, in run order.
+        std::vector<system_failure> system_failures;
     };
 
     explicit basic_scheduler(double dt) : dt_{dt} {
@@ -79,9 +98,9 @@ public:
         return false;
     }
 
-    // One tick: every enabled system, each followed by its sync point. If a system throws
-    // (for example access_violation), its recorded commands are dropped and the exception
-    // propagates; the systems after it do not run this tick.
+    // One tick: every enabled system, each followed by its sync point. A system that throws
+    // is reported in system_failures, its recorded commands are dropped, and the next system
+    // runs: an exception never leaves run() from a system.
     tick_report run(world_type& world) {
         tick_report report;
         report.tick = tick_;
@@ -92,16 +111,22 @@ public:
             commands_.restrict_to(&system.access, system.name);
             world.set_access(&system.access, system.name);
             context_type ctx{world, commands_, dt_, tick_};
+            std::exception_ptr error;
             try {
                 system.run(ctx);
             } catch (...) {
-                world.set_access(nullptr, {});
-                commands_.restrict_to(nullptr, {});
-                commands_.clear();
-                throw;
+                error = std::current_exception();
             }
             world.set_access(nullptr, {});
             commands_.restrict_to(nullptr, {});
+            if (error) {
+                ++system.failures;
+                ++failures_;
+                report.system_failures.push_back(
+                    system_failure{system.name, describe(error), commands_.size(), error});
+                commands_.clear();
+                continue;
+            }
             auto flushed = commands_.flush(world);
             report.commands_applied += flushed.applied;
             for (auto& f : flushed.failures) {
@@ -113,12 +138,25 @@ public:
     }
 
     [[nodiscard]] std::uint64_t ticks() const noexcept { return tick_; }
+    // Failed system runs since the scheduler was made, all systems together.
+    [[nodiscard]] std::uint64_t failures() const noexcept { return failures_; }
     [[nodiscard]] double dt() const noexcept { return dt_; }
     [[nodiscard]] const std::vector<system_type>& systems() const noexcept { return systems_; }
 
 private:
+    [[nodiscard]] static std::string describe(const std::exception_ptr& error) {
+        try {
+            std::rethrow_exception(error);
+        } catch (const std::exception& e) {
+            return e.what();
+        } catch (...) {
+            return "an exception that is not a std::exception";
+        }
+    }
+
     double dt_;
     std::uint64_t tick_{0};
+    std::uint64_t failures_{0};
     std::vector<system_type> systems_;
     basic_command_buffer<Traits> commands_;
 };

@@ -35,6 +35,10 @@ class basic_view;
 // or each(fn). A writing view's fn may return bool: then only the entities for which it
 // returns true are marked (a system that writes some entities and leaves the rest unchanged).
 //
+// No write escapes the change set: a read-only type is held through a const pool, so every
+// path (iteration, each, get<T>) yields const T& for it, whatever T the caller names; every
+// T& a writing view hands out is marked first.
+//
 // During iteration, component values may be read and written, and entities may be created.
 // Structural changes to the storages being iterated (emplace/remove of a Get type, destroy of
 // an entity that has one) are not allowed: record them in a command buffer. With
@@ -46,7 +50,26 @@ class basic_view<Traits, exclude_t<Get...>, exclude_t<Exclude...>> {
     using entity_type = basic_entity<Traits>;
     template <typename T>
     using pool_of = detail::pool<Traits, std::remove_const_t<T>>;
-    using get_pools = std::tuple<pool_of<Get>*...>;
+    // A read-only type's pool is const: nothing reached through it can be written.
+    template <typename T>
+    using pool_ptr = std::conditional_t<std::is_const_v<T>, const pool_of<T>*, pool_of<T>*>;
+    using get_pools = std::tuple<pool_ptr<Get>...>;
+
+    // Position in Get of the declared type for T (const or not).
+    template <typename T>
+    static constexpr std::size_t get_index() noexcept {
+        constexpr bool same[] = {
+            std::is_same_v<std::remove_const_t<T>, std::remove_const_t<Get>>...};
+        std::size_t found = sizeof...(Get);
+        for (std::size_t i = 0; i < sizeof...(Get); ++i) {
+            if (same[i]) {
+                found = i;
+            }
+        }
+        return found;
+    }
+    template <typename T>
+    using declared_t = std::tuple_element_t<get_index<T>(), std::tuple<Get...>>;
     using exclude_pools = std::tuple<const pool_of<Exclude>*...>;
 
 public:
@@ -140,12 +163,21 @@ public:
     // Upper bound of the number of entities visited: the size of the smallest Get storage.
     [[nodiscard]] std::size_t size_hint() const noexcept { return driver_size(); }
 
+    // The component of an entity in the view. const T& when T or the view's declaration of it
+    // is const; otherwise T&, and the component is marked updated (the caller may write).
     template <typename T>
     [[nodiscard]] decltype(auto) get(entity_type e) const {
+        static_assert(get_index<T>() < sizeof...(Get), "get<T>: T is not a component of this view");
         if (!contains(e)) {
             throw component_missing("entity " + to_string(e) + " is not in this view");
         }
-        return fetch<T>(e);
+        using declared = declared_t<T>;
+        if constexpr (std::is_const_v<T> || std::is_const_v<declared>) {
+            return static_cast<const std::remove_const_t<T>&>(fetch<declared>(e));
+        } else {
+            touch_one<declared>(e);
+            return fetch<declared>(e);
+        }
     }
 
 private:
@@ -279,9 +311,10 @@ private:
         }
     }
 
+    // T is one of Get, as declared: T& is const for a read-only type (its pool is const).
     template <typename T>
     [[nodiscard]] T& fetch(entity_type e) const noexcept {
-        auto& storage = std::get<pool_of<T>*>(gets_)->storage;
+        auto& storage = std::get<get_index<T>()>(gets_)->storage;
         return storage.values()[storage.index_of(e)];
     }
 
@@ -292,7 +325,7 @@ private:
     template <typename T>
     void touch_one(entity_type e) const {
         if constexpr (!std::is_const_v<T>) {
-            std::get<pool_of<T>*>(gets_)->touch(e, true);
+            std::get<get_index<T>()>(gets_)->touch(e, true);
         }
     }
 

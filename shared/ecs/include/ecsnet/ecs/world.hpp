@@ -105,8 +105,15 @@ private:
 // Single writer: a world is used by one thread at a time. Nothing in it locks.
 //
 // Writes (emplace, emplace_or_replace, replace, patch, remove, writing views) are recorded in
-// the current tick's change set; get/try_get return const so that no write escapes it. A
-// reference returned by a write is covered for the rest of the tick only.
+// the current tick's change set; get/try_get, storages, read-only views and everything reached
+// from a const World& are const, so that no write escapes it. A T& handed out by a write
+// (emplace, patch, a writing view's get...) is covered for the rest of the tick only.
+//
+// Structural operations (destroy, emplace, remove, remove_if_present, clear) are all-or-nothing
+// with respect to their checks: validity, presence and access are checked for every component
+// first, then every on_destroy listener runs while nothing is removed yet, then the removals
+// happen and nothing after that throws. A failed check or a throwing listener leaves the
+// entity, its components and the change set as they were (what listeners did stays done).
 template <typename Traits>
 class basic_world : public std::enable_shared_from_this<basic_world<Traits>> {
     struct private_tag {
@@ -150,8 +157,9 @@ public:
         return e;
     }
 
-    // Destroys the entity and all its components (on_destroy fires for each first). Creating
-    // and destroying entities are entity-level: a system needs no component declaration.
+    // Destroys the entity and all its components. on_destroy fires for each of them first,
+    // while the entity is still whole: a listener that throws leaves it untouched. Creating and
+    // destroying entities are entity-level: a system needs no component declaration.
     void destroy(entity_type e) {
         require_valid(e, "destroy");
         // Copy the row: listeners may change the signature while we walk it.
@@ -168,22 +176,31 @@ public:
         const std::span<const std::uint64_t> ids{copy, row.size()};
         signature::for_each_bit(ids, [&](component_id id) {
             auto& p = *pools_[id];
-            if (!p.on_destroy.empty()) {
+            // Skipped once a listener destroyed the entity, or removed that component.
+            if (!p.on_destroy.empty() && p.set().contains(e)) {
                 p.on_destroy.publish(*this, e);
-            }
-            if (p.set().contains(e)) {
-                p.note_removal();
-                p.erase(e);
             }
         });
         if (!entities_.valid(e)) {
             return;  // a listener destroyed it already
         }
+        const bool record = log_.enabled && !log_.created_this_tick(e.index());
+        if (record) {
+            log_.destroyed.reserve(log_.destroyed.size() + 1);  // nothing throws from here on
+        }
+        // The current row: a listener may have added or removed components.
+        signature::for_each_bit(signatures_.row(e.index()), [&](component_id id) {
+            auto& p = *pools_[id];
+            if (p.set().contains(e)) {
+                p.note_removal();
+                p.erase(e);
+            }
+        });
         signatures_.clear(e.index());
         if (!names_.empty()) {
             names_.erase(e.index());
         }
-        if (log_.enabled && !log_.created_this_tick(e.index())) {
+        if (record) {
             log_.destroyed.push_back(e);
         }
         entities_.release(e);
@@ -267,10 +284,13 @@ public:
         if (p.storage.contains(e)) {
             throw component_exists("entity " + to_string(e) + " already has " + p.name());
         }
-        signatures_.ensure_row(e.index());  // first, so that nothing throws after the emplace
+        // Both may allocate: first, so that nothing throws after the emplace. A mark for a
+        // component that then failed to construct is dropped by take_changes (not there, was
+        // not there).
+        signatures_.ensure_row(e.index());
+        p.touch(e, false);
         T& value = p.storage.emplace(e, std::forward<Args>(args)...);
         signatures_.set(e.index(), p.id());
-        p.touch(e, false);
         if (!p.on_construct.empty()) {
             p.on_construct.publish(*this, e);
             return p.storage.get(e);  // a listener may have moved it
@@ -346,29 +366,44 @@ public:
         return has_one<T>(e);
     }
 
-    // Removes the components; component_missing when one is not there.
+    // Removes the components; component_missing when one is not there (then none is removed).
     template <typename... T>
     void remove(entity_type e) {
-        (remove_one<T>(e, true), ...);
+        (check_access(assure<T>(), true), ...);
+        (require_present(assure<T>(), e), ...);
+        remove_present(e, assure<T>()...);
     }
 
     // Removes the components that are there; returns how many were removed.
     template <typename... T>
     std::size_t remove_if_present(entity_type e) {
-        return (static_cast<std::size_t>(remove_one<T>(e, false)) + ... + 0);
+        (check_access(assure<T>(), true), ...);
+        return remove_present(e, assure<T>()...);
     }
 
     // Removes every component; the entity stays alive.
     void clear(entity_type e) {
         require_valid(e, "clear");
         const signature sig{signatures_.row(e.index())};
+        sig.each([&](component_id id) { check_access(*pools_[id], true); });
         sig.each([&](component_id id) {
             auto& p = *pools_[id];
-            check_access(p, true);
-            if (p.set().contains(e)) {
-                remove_from(p, e);
+            if (!p.on_destroy.empty() && p.set().contains(e)) {
+                p.on_destroy.publish(*this, e);
             }
         });
+        if (!entities_.valid(e)) {
+            return;  // a listener destroyed it
+        }
+        // The current row: a listener may have added or removed components.
+        const signature now{signatures_.row(e.index())};
+        now.each([&](component_id id) {
+            auto& p = *pools_[id];
+            if (p.set().contains(e)) {
+                p.touch(e, true);
+            }
+        });
+        now.each([&](component_id id) { erase_recorded(*pools_[id], e); });
     }
 
     // ---- bulk access ----------------------------------------------------------------------
@@ -384,8 +419,7 @@ public:
     [[nodiscard]] basic_view<Traits, exclude_t<Get...>, exclude_t<Exclude...>> view(
         exclude_t<Exclude...> = exclude_t<Exclude...>{}) const {
         static_assert((std::is_const_v<Get> && ...), "a const world gives read-only views");
-        return {std::tuple{const_cast<pool_t<Get>*>(find_checked<Get>())...},
-                std::tuple{find_checked<Exclude>()...}};
+        return {std::tuple{find_checked<Get>()...}, std::tuple{find_checked<Exclude>()...}};
     }
 
     // Read-only access to a storage: the fastest lookups by entity.
@@ -585,34 +619,45 @@ private:
         return p->storage.contains(e);
     }
 
-    template <typename T>
-    bool remove_one(entity_type e, bool required) {
-        auto& p = assure<T>();
-        check_access(p, true);
-        if (!p.storage.contains(e)) {
-            if (required) {
-                require_valid(e, "remove", p.name());
-                throw component_missing("remove: entity " + to_string(e) + " has no " + p.name());
-            }
-            return false;
+    template <typename P>
+    void require_present(const P& p, entity_type e) const {
+        if (!p.storage.contains(e)) [[unlikely]] {
+            require_valid(e, "remove", p.name());
+            throw component_missing("remove: entity " + to_string(e) + " has no " + p.name());
         }
-        remove_from(p, e);
-        return true;
     }
 
-    // A template so that, called with a typed pool, erase() is not a virtual call.
-    template <typename P>
-    void remove_from(P& p, entity_type e) {
-        if (!p.on_destroy.empty()) {
-            p.on_destroy.publish(*this, e);
-            if (!p.set().contains(e)) {
-                return;  // a listener removed it
-            }
+    // Removes the components of `pools` that e has, once their checks passed: every on_destroy
+    // listener first (a throwing one leaves all of them in place), then the marks (which may
+    // allocate), then the removals, which do not throw. Returns how many were there.
+    template <typename... P>
+    std::size_t remove_present(entity_type e, P&... pools) {
+        const std::size_t present = (std::size_t{pools.storage.contains(e)} + ... + 0);
+        if (present == 0) {
+            return 0;
         }
-        p.touch(e, true);
-        p.note_removal();
-        p.erase(e);
-        signatures_.reset(e.index(), p.id());
+        (publish_destroy(pools, e), ...);
+        ((pools.storage.contains(e) ? pools.touch(e, true) : void()), ...);
+        (erase_recorded(pools, e), ...);
+        return present;
+    }
+
+    template <typename P>
+    void publish_destroy(P& p, entity_type e) {
+        if (!p.on_destroy.empty() && p.storage.contains(e)) {
+            p.on_destroy.publish(*this, e);
+        }
+    }
+
+    // The component's mark is set already. A template so that, called with a typed pool,
+    // erase() is not a virtual call.
+    template <typename P>
+    void erase_recorded(P& p, entity_type e) {
+        if (p.set().contains(e)) {
+            p.note_removal();
+            p.erase(e);
+            signatures_.reset(e.index(), p.id());
+        }
     }
 
     ECSNET_ECS_INLINE void check_access(const pool_base& p, bool write) const {
