@@ -51,22 +51,13 @@ using wire::ErrorCode;
 
 // ---- failures -------------------------------------------------------------------------------
 
-[[noreturn]] void abort_handler(const std::string& message) {
-    std::fprintf(stderr, "ecsnet fuzz check failed: %s\n", message.c_str());
-    std::fflush(stderr);
-    std::abort();
-}
-
-failure_handler current_handler = &abort_handler;
-
 [[noreturn]] void fail(const char* file, int line, const char* condition,
                        const std::string& detail) {
     std::string message = std::string{file} + ":" + std::to_string(line) + ": " + condition;
     if (!detail.empty()) {
         message += " -- " + detail;
     }
-    current_handler(message);
-    std::abort();  // a handler must not return
+    report_failure(message);
 }
 
 // `detail` is evaluated only when the check fails.
@@ -982,14 +973,6 @@ private:
 };
 
 }  // namespace
-
-void set_failure_handler(failure_handler handler) noexcept {
-    current_handler = handler != nullptr ? handler : &abort_handler;
-}
-
-void throwing_failure_handler(const std::string& message) {
-    throw check_failure{message};
-}
 
 void fuzz_client_frame_one(const std::uint8_t* data, std::size_t size) {
     guarded([&] {

@@ -1,6 +1,6 @@
 #pragma once
 
-// The logic of the three fuzz targets, shared by the libFuzzer entry points (fuzz_*.cpp, clang
+// The logic of the fuzz targets, shared by the libFuzzer entry points (fuzz_*.cpp, clang
 // only) and by the GoogleTest regression test (regression_test.cpp, any compiler), which replays
 // tests/fuzz/corpus/<target>/ and every past finding through exactly the same code.
 //
@@ -39,6 +39,21 @@ void fuzz_commands_one(const std::uint8_t* data, std::size_t size);
 // prefix, so a body is a frame without its prefix.
 void fuzz_mirror_one(const std::uint8_t* data, std::size_t size);
 
+// fuzz_session: bytes a client sends to the real server (ecsnet::server::server, in this
+// process, listening on 127.0.0.1) over a real TCP connection, one connection per input
+// (session_target.cpp). Format: u8 flags, then the bytes to send.
+//   bit 0      send a valid Hello first, so that commands reach the tick
+//   bits 1-3   write in chunks of session_chunks[(flags >> 1) & 7] bytes, the server running
+//              between chunks
+//   bit 4      shut down the sending side after the last byte (the server reads EOF)
+// Checks: every frame the server sends verifies and decodes; a client mirror fed with them
+// never finds an inconsistency or a checksum mismatch, and equals the world whenever it has
+// caught up with the server's tick; the server logs no error, keeps ticking, drops the
+// connection once the client closed it and then holds no entity of that client.
+void fuzz_session_one(const std::uint8_t* data, std::size_t size);
+
+inline constexpr std::size_t session_chunks[8] = {65536, 1, 3, 7, 64, 512, 4096, 2};
+
 inline constexpr std::uint32_t command_clients[8] = {1, 2, 3, 1, 2, 0, 0x80000000U, 0xFFFFFFFFU};
 inline constexpr std::uint32_t mirror_max_indices[4] = {4095, 65535, (1U << 24U) - 1, 0};
 
@@ -66,5 +81,7 @@ using failure_handler = void (*)(const std::string& message);
 void set_failure_handler(failure_handler handler) noexcept;
 // Throws check_failure: for tests, where an abort would end the whole test program.
 [[noreturn]] void throwing_failure_handler(const std::string& message);
+// Hands a violated property to the current handler (failure.cpp).
+[[noreturn]] void report_failure(const std::string& message);
 
 }  // namespace ecsnet::fuzz

@@ -2,7 +2,7 @@
 //
 //   build/fuzz/bin/fuzz_make_corpus tests/fuzz/corpus
 //
-// creates <dir>/client_frame, <dir>/commands and <dir>/mirror with a handful of inputs each, in
+// creates <dir>/client_frame, <dir>/commands, <dir>/mirror and <dir>/session with a handful of inputs each, in
 // the input formats of fuzz_targets.hpp. Files are overwritten; review the result before
 // committing. Regression inputs (regression-*) in the corpus directories are not touched.
 #include <bit>
@@ -104,6 +104,46 @@ void client_frame_corpus(const fs::path& dir) {
                 proto::remove_components{6, first, 1U << proto::wire_id_v<Owner>},
                 proto::hello{7, "w", ""}}));
     write(dir / "resync_before_hello", frames({proto::resync_request{"early"}}));
+}
+
+// ---- session: u8 flags, then bytes for the real server ---------------------------------------
+
+bytes session_input(std::uint8_t flags, const bytes& payload) {
+    bytes out{flags};
+    out.insert(out.end(), payload.begin(), payload.end());
+    return out;
+}
+
+void session_corpus(const fs::path& dir) {
+    constexpr std::uint8_t hello_first = 1;
+    constexpr std::uint8_t shutdown = 16;
+    const auto chunks = [](unsigned selector) { return static_cast<std::uint8_t>(selector << 1U); };
+    // The server's 16 demo entities hold indices 0-15: a client's first spawn gets 16.
+    const Entity mine{16, 1};
+    const bytes commands =
+        frames({proto::spawn{1, full_set()},
+                proto::set_components{2, mine, component_set{}.set(Position{7.0F, 8.0F})},
+                proto::remove_components{3, mine, 1U << proto::wire_id_v<Health>}, proto::ping{9},
+                proto::resync_request{"checksum mismatch"}, proto::spawn{4, {}},
+                proto::destroy{5, mine}, proto::destroy{6, Entity{0, 1}}});
+    write(dir / "hello_only", session_input(hello_first, {}));
+    write(dir / "commands", session_input(hello_first, commands));
+    write(dir / "commands_bytewise", session_input(hello_first | chunks(1), commands));
+    write(dir / "commands_then_eof", session_input(hello_first | chunks(3) | shutdown, commands));
+    write(dir / "own_hello",
+          session_input(chunks(4), frames({proto::hello{1, "alice", ""}, proto::spawn{1, {}},
+                                           proto::ping{2}, proto::hello{1, "again", ""}})));
+    write(dir / "commands_before_hello",
+          session_input(chunks(2), frames({proto::spawn{1, {}}, proto::ping{1}})));
+    write(dir / "wrong_version", session_input(0, frames({proto::hello{99, "old", ""}})));
+    // A frame announced over the 64 KiB limit, and a frame cut by EOF.
+    write(dir / "oversize", session_input(hello_first, {0x01, 0x00, 0x01, 0x00, 'E', 'C', 'S'}));
+    bytes cut = frames({proto::ping{5}});
+    cut.resize(cut.size() - 3);
+    write(dir / "cut_by_eof", session_input(hello_first | shutdown, cut));
+    write(dir / "garbage", session_input(hello_first | chunks(7),
+                                         {0x08, 0x00, 0x00, 0x00, 0xDE, 0xAD, 0xBE, 0xEF, 0x00,
+                                          0x11, 0x22, 0x33}));
 }
 
 // ---- commands: the script format of fuzz_commands -----------------------------------------
@@ -449,5 +489,6 @@ int main(int argc, char** argv) {
     client_frame_corpus(root / "client_frame");
     commands_corpus(root / "commands");
     mirror_corpus(root / "mirror");
+    session_corpus(root / "session");
     return 0;
 }

@@ -64,10 +64,15 @@ TEST(FuzzCorpus, Mirror) {
     replay_corpus("mirror", &ecsnet::fuzz::fuzz_mirror_one);
 }
 
+// The real server over TCP (session_target.cpp): one server for the whole test program.
+TEST(FuzzCorpus, Session) {
+    replay_corpus("session", &ecsnet::fuzz::fuzz_session_one);
+}
+
 TEST(FuzzCorpus, EmptyAndTinyInputs) {
     for (const one_input target :
          {&ecsnet::fuzz::fuzz_client_frame_one, &ecsnet::fuzz::fuzz_commands_one,
-          &ecsnet::fuzz::fuzz_mirror_one}) {
+          &ecsnet::fuzz::fuzz_mirror_one, &ecsnet::fuzz::fuzz_session_one}) {
         run(target, {});
         run(target, {0});
         run(target, {0xFF, 0xFF, 0xFF, 0xFF, 0xFF});

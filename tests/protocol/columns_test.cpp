@@ -3,13 +3,36 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <limits>
+#include <new>
 #include <span>
 #include <string>
 #include <vector>
+
+#include "ecsnet/test_wire/padded_generated.h"
+
+// A component with padding bytes, for the codec's templates: its column is the test schema's
+// PaddedColumns.padded (tests/protocol/padded.fbs).
+namespace ecsnet::protocol::testing {
+struct Padded {
+    std::uint8_t flag{};
+    float value{};
+    std::uint32_t ticks{};
+    std::uint64_t big{};
+    friend bool operator==(const Padded&, const Padded&) = default;
+};
+}  // namespace ecsnet::protocol::testing
+
+template <>
+struct ecsnet::protocol::column<ecsnet::protocol::testing::Padded> {
+    using vector_type = std::remove_const_t<std::remove_pointer_t<
+        decltype(std::declval<const ecsnet::test_wire::PaddedColumns&>().padded())>>;
+};
 
 namespace {
 
@@ -364,6 +387,72 @@ TEST(Values, FixedSizeBytesAreTheLittleEndianStruct) {
     const auto name_bytes = proto::value_bytes(name);
     ASSERT_EQ(name_bytes.size(), 3U);
     EXPECT_EQ(name_bytes[0], std::byte{'a'});
+}
+
+// A Padded value built in memory whose every byte was `garbage` first, with its padding bytes
+// (1..3 and 12..15) set to `garbage` again after construction: what a component can hold in
+// storage that was used before, or on the stack.
+struct poisoned_padded {
+    alignas(proto::testing::Padded) std::array<std::byte, sizeof(proto::testing::Padded)> bytes;
+    const proto::testing::Padded* value;
+
+    poisoned_padded(std::byte garbage, const proto::testing::Padded& fields) {
+        bytes.fill(garbage);
+        value = ::new (static_cast<void*>(bytes.data())) proto::testing::Padded{fields};
+        std::fill(bytes.begin() + 1, bytes.begin() + 4, garbage);
+        std::fill(bytes.begin() + 12, bytes.begin() + 16, garbage);
+    }
+};
+
+std::vector<std::uint8_t> encode_one(const proto::testing::Padded& value) {
+    flatbuffers::FlatBufferBuilder fbb;
+    const auto column = proto::encode_values<proto::testing::Padded>(
+        fbb, 1, [&](std::size_t) -> const proto::testing::Padded& { return value; });
+    ecsnet::test_wire::PaddedColumnsBuilder builder(fbb);
+    builder.add_padded(column);
+    fbb.Finish(builder.Finish());
+    return {fbb.GetBufferPointer(), fbb.GetBufferPointer() + fbb.GetSize()};
+}
+
+TEST(Values, PaddingBytesNeverReachTheWire) {
+    static_assert(sizeof(proto::testing::Padded) == 24, "the test poisons bytes 1..3 and 12..15");
+    const proto::testing::Padded fields{7, 1.5F, 9, 0x0102030405060708ULL};
+    const poisoned_padded a{std::byte{0xAB}, fields};
+    const poisoned_padded b{std::byte{0xCD}, fields};
+    ASSERT_EQ(*a.value, *b.value);
+
+    const auto bytes_a = encode_one(*a.value);
+    const auto bytes_b = encode_one(*b.value);
+    EXPECT_EQ(bytes_a, bytes_b) << "equal values must encode to equal bytes";
+    EXPECT_EQ(std::count(bytes_a.begin(), bytes_a.end(), std::uint8_t{0xAB}), 0)
+        << "a padding byte of the value went onto the wire";
+
+    // The encoded struct is the one flatc's constructor builds, padding zero.
+    const ecsnet::test_wire::Padded expected{7, 1.5F, 9, 0x0102030405060708ULL};
+    const auto* expected_bytes = reinterpret_cast<const std::uint8_t*>(&expected);
+    EXPECT_NE(std::search(bytes_a.begin(), bytes_a.end(), expected_bytes,
+                          expected_bytes + sizeof expected),
+              bytes_a.end());
+
+    // And decodes back to the same value.
+    const auto* columns = flatbuffers::GetRoot<ecsnet::test_wire::PaddedColumns>(bytes_a.data());
+    ASSERT_NE(columns->padded(), nullptr);
+    ASSERT_EQ(columns->padded()->size(), 1U);
+    EXPECT_EQ(proto::decode_value<proto::testing::Padded>(*columns->padded(), 0), fields);
+}
+
+TEST(Values, PaddingBytesNeverReachTheChecksum) {
+    const proto::testing::Padded fields{200, -0.5F, 1, 42};
+    const poisoned_padded a{std::byte{0xAB}, fields};
+    const poisoned_padded b{std::byte{0xCD}, fields};
+    const auto bytes_a = proto::value_bytes(*a.value);
+    const auto bytes_b = proto::value_bytes(*b.value);
+    ASSERT_EQ(bytes_a.size(), bytes_b.size());
+    EXPECT_TRUE(std::equal(bytes_a.begin(), bytes_a.end(), bytes_b.begin()))
+        << "the hashed bytes of equal values differ: false desyncs";
+    const std::array<std::byte, 4> zero{};
+    EXPECT_TRUE(std::equal(bytes_a.begin() + 1, bytes_a.begin() + 4, zero.begin()));
+    EXPECT_TRUE(std::equal(bytes_a.begin() + 12, bytes_a.begin() + 16, zero.begin()));
 }
 
 // ---- the component list -------------------------------------------------------------------

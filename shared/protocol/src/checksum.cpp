@@ -40,9 +40,11 @@ std::uint64_t term_of(std::uint32_t index, std::uint32_t version, const T& value
         return component_term(index, version, value);
     } else {
         const std::array<std::uint32_t, 3> head{wire_id_v<T>, index, version};
-        std::array<std::byte, sizeof head + sizeof(T)> buffer;
+        // The value's wire struct, never its own bytes (padding: docs/PROTOCOL.md).
+        const auto bytes = value_bytes(value);
+        std::array<std::byte, sizeof head + sizeof bytes> buffer;
         std::memcpy(buffer.data(), head.data(), sizeof head);
-        std::memcpy(buffer.data() + sizeof head, &value, sizeof(T));
+        std::memcpy(buffer.data() + sizeof head, bytes.data(), sizeof bytes);
         return XXH3_64bits(buffer.data(), buffer.size());
     }
 }

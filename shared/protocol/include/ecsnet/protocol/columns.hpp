@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "ecsnet/protocol/components.hpp"
+#include "ecsnet/protocol/wire_struct.hpp"
 #include "ecsnet/wire/common_generated.h"
 
 // How a replicated component type maps onto ComponentColumns: generated once per entry of
@@ -19,7 +20,7 @@
 namespace ecsnet::protocol {
 
 static_assert(std::endian::native == std::endian::little,
-              "fixed-size components are copied as FlatBuffers structs (little-endian)");
+              "the checksum hashes native u32 words as their little-endian wire bytes");
 
 enum class writer : std::uint8_t { client, server };
 
@@ -99,6 +100,18 @@ inline constexpr bool is_string_component_v =
 template <typename T>
 using wire_struct_t = std::remove_const_t<std::remove_pointer_t<typename column<T>::vector_type::return_type>>;
 
+// Every fixed-size component carries its FlatBuffers struct's fields, type for type
+// (wire_struct.hpp): checked here for all of them, whether or not a codec uses the type yet.
+static_assert([]<std::size_t... I>(std::index_sequence<I...>) {
+    return ([]<typename T>() {
+        if constexpr (is_string_component_v<T>) {
+            return true;
+        } else {
+            return check_fields<T, wire_struct_t<T>>();
+        }
+    }.template operator()<std::tuple_element_t<I, replicated_components>>() && ...);
+}(std::make_index_sequence<replicated_count>{}));
+
 template <typename T>
 [[nodiscard]] bool valid_value(const T& value) noexcept {
     if constexpr (requires { value.valid(); }) {
@@ -123,13 +136,11 @@ template <typename T, typename ValueAt>
         return fbb.CreateVector(strings);
     } else {
         using W = wire_struct_t<T>;
-        static_assert(sizeof(W) == sizeof(T) && std::is_trivially_copyable_v<T>,
-                      "a fixed-size component must have its FlatBuffers struct's layout");
         W* out = nullptr;
         const auto offset = fbb.CreateUninitializedVectorOfStructs<W>(count, &out);
         for (std::size_t i = 0; i < count; ++i) {
-            const T& value = value_at(i);
-            std::memcpy(static_cast<void*>(out + i), &value, sizeof(W));
+            // Field by field: the value's padding bytes stay off the wire.
+            ::new (static_cast<void*>(out + i)) W(to_wire<W>(static_cast<const T&>(value_at(i))));
         }
         return offset;
     }
@@ -142,21 +153,19 @@ template <typename T>
         const auto* s = values.Get(static_cast<flatbuffers::uoffset_t>(i));
         return T{std::string{s->data(), s->size()}};
     } else {
-        T out;
-        std::memcpy(static_cast<void*>(&out), values.Get(static_cast<flatbuffers::uoffset_t>(i)),
-                    sizeof(T));
-        return out;
+        return from_wire<T>(*values.Get(static_cast<flatbuffers::uoffset_t>(i)));
     }
 }
 
-// The bytes of a value as they are hashed by the checksum (docs/PROTOCOL.md): the struct's
-// little-endian bytes, or the string's UTF-8 bytes.
+// The bytes of a value as they are hashed by the checksum (docs/PROTOCOL.md): its FlatBuffers
+// struct as on the wire (zero padding, never the component's own bytes), or the string's UTF-8
+// bytes. A std::array for a struct, a span into the value for a string.
 template <typename T>
-[[nodiscard]] std::span<const std::byte> value_bytes(const T& value) noexcept {
+[[nodiscard]] auto value_bytes(const T& value) noexcept {
     if constexpr (is_string_component_v<T>) {
         return std::as_bytes(std::span{value.value.data(), value.value.size()});
     } else {
-        return std::as_bytes(std::span{&value, 1});
+        return wire_bytes<wire_struct_t<T>>(value);
     }
 }
 

@@ -6,9 +6,9 @@
 
 namespace ecsnet::protocol {
 
-// The components the demo game replicates. Fixed-size components have exactly the layout of
-// their FlatBuffers struct in schemas/common.fbs (checked at compile time) and travel as
-// vectors of those structs. A component may define valid(): values for which it returns
+// The components the demo game replicates. Fixed-size components are aggregates with the
+// fields of their FlatBuffers struct in schemas/common.fbs, in order and type (checked at
+// compile time, wire_struct.hpp) and travel as vectors of those structs, copied field by field. A component may define valid(): values for which it returns
 // false are rejected when decoded, from either side of the wire.
 
 struct Position {

@@ -1,0 +1,416 @@
+// fuzz_session: the real server (ecsnet::server::server, sessions, command queue, tick) fed over
+// a real TCP connection on 127.0.0.1. Unlike fuzz_client_frame, nothing here models the
+// session: the bytes take the path a remote client's bytes take. Only the server's public API
+// is used (constructor, start, port, tick, world, clients).
+//
+// One server lives for the whole process, on an io_context this thread runs between steps of
+// the client below; every input is one connection, closed at the end of the input.
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/write.hpp>
+
+#include <spdlog/sinks/base_sink.h>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <array>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <exception>
+#include <memory>
+#include <mutex>
+#include <span>
+#include <string>
+#include <utility>
+#include <variant>
+#include <vector>
+
+#include "ecsnet/protocol/checksum.hpp"
+#include "ecsnet/protocol/components.hpp"
+#include "ecsnet/protocol/frame.hpp"
+#include "ecsnet/protocol/messages.hpp"
+#include "ecsnet/protocol/mirror.hpp"
+#include "ecsnet/server/server.hpp"
+#include "fuzz_targets.hpp"
+
+namespace ecsnet::fuzz {
+
+namespace {
+
+namespace asio = boost::asio;
+namespace proto = ecsnet::protocol;
+using asio::ip::tcp;
+using clock = std::chrono::steady_clock;
+using namespace std::chrono_literals;
+
+[[noreturn]] void fail(const std::string& message) {
+    report_failure("fuzz_session: " + message);
+}
+
+#define ECSNET_SESSION_CHECK(condition, detail)                                \
+    do {                                                                       \
+        if (!(condition)) {                                                    \
+            ::ecsnet::fuzz::fail(std::string{#condition} + " -- " + (detail)); \
+        }                                                                      \
+    } while (false)
+
+// ECSNET_FUZZ_TRACE=1 prints the steps of each input with their times, to understand a finding.
+bool tracing() {
+    static const bool on = [] {
+        const char* v = std::getenv("ECSNET_FUZZ_TRACE");
+        return v != nullptr && *v != '\0' && *v != '0';
+    }();
+    return on;
+}
+
+void trace(const clock::time_point since, const std::string& what) {
+    if (tracing()) {
+        const auto us = std::chrono::duration_cast<std::chrono::microseconds>(clock::now() - since);
+        std::fprintf(stderr, "trace: %7lld us  %s\n", static_cast<long long>(us.count()),
+                     what.c_str());
+    }
+}
+
+// Errors the server logs (an exception out of a session or the tick, a failed write of our
+// own making aside) are findings: this sink keeps the first one.
+class error_sink final : public spdlog::sinks::base_sink<std::mutex> {
+public:
+    std::string take() {
+        const std::lock_guard lock{mutex_};
+        return std::exchange(first_, {});
+    }
+
+protected:
+    void sink_it_(const spdlog::details::log_msg& msg) override {
+        if (msg.level >= spdlog::level::err && first_.empty()) {
+            first_.assign(msg.payload.data(), msg.payload.size());
+        }
+    }
+    void flush_() override {}
+
+private:
+    std::string first_;
+};
+
+// Small world, fast ticks, a checksum every tick, short timeouts: many ticks per second of
+// fuzzing, each input seeing a few of them.
+server::server_config fuzz_config() {
+    server::server_config c;
+    c.bind = "127.0.0.1";
+    c.port = 0;
+    c.tick_rate = 1000.0;
+    c.max_clients = 4;
+    c.demo_entities = 16;
+    c.max_entities_per_client = 16;
+    c.max_entities = 64;
+    c.checksum_interval = 1;
+    c.checksum_slice = 32;  // several slices: the rotation is exercised too
+    c.hello_timeout = 500ms;
+    c.idle_timeout = 2000ms;
+    c.frame_timeout = 500ms;
+    c.stall_timeout = 1000ms;
+    c.shutdown_grace = 100ms;
+    c.stats_interval = std::chrono::seconds{3600};
+    return c;
+}
+
+struct harness {
+    std::shared_ptr<error_sink> errors = std::make_shared<error_sink>();
+    asio::io_context io;
+    server::server service{io, fuzz_config()};
+
+    harness() {
+        auto logger = std::make_shared<spdlog::logger>("ecsnet", errors);
+        logger->set_level(spdlog::level::err);
+        spdlog::set_default_logger(logger);
+        service.start();
+    }
+};
+
+// Created on first use and never destroyed: it serves every input of the process.
+harness& the_server() {
+    static harness* h = new harness;
+    return *h;
+}
+
+// Runs the server's io_context until `done()` or `timeout`; false on timeout.
+template <typename Done>
+bool run_until(harness& h, Done&& done, std::chrono::milliseconds timeout) {
+    const auto deadline = clock::now() + timeout;
+    while (!done()) {
+        if (clock::now() >= deadline) {
+            return false;
+        }
+        h.io.run_one_for(1ms);
+    }
+    return true;
+}
+
+// The client end of one connection: asynchronous on the server's io_context, so the server
+// runs while it waits. Its destructor closes the socket and runs the io_context until its own
+// handlers have completed, so that none outlives it (even when a check throws).
+class fuzz_client {
+public:
+    explicit fuzz_client(harness& h) : h_{h}, socket_{h.io} {
+        bool connected = false;
+        boost::system::error_code error;
+        ++pending_;
+        socket_.async_connect({asio::ip::make_address("127.0.0.1"), h.service.port()},
+                              [&](const boost::system::error_code& ec) {
+                                  --pending_;
+                                  error = ec;
+                                  connected = true;
+                              });
+        ECSNET_SESSION_CHECK(run_until(
+                                 h_, [&] { return connected; }, 2000ms),
+                             "the server did not accept within 2 s");
+        ECSNET_SESSION_CHECK(!error, error.message());
+        socket_.set_option(tcp::no_delay{true});
+        start_read();
+    }
+    fuzz_client(const fuzz_client&) = delete;
+    fuzz_client& operator=(const fuzz_client&) = delete;
+
+    ~fuzz_client() {
+        boost::system::error_code ignored;
+        socket_.close(ignored);
+        run_until(
+            h_, [&] { return pending_ == 0; }, 2000ms);
+    }
+
+    // Writes the bytes; false once the connection failed (the server closed it).
+    bool write(std::span<const std::uint8_t> bytes) {
+        if (write_failed_) {
+            return false;
+        }
+        bool done = false;
+        ++pending_;
+        asio::async_write(socket_, asio::buffer(bytes.data(), bytes.size()),
+                          [&](const boost::system::error_code& ec, std::size_t) {
+                              --pending_;
+                              write_failed_ = static_cast<bool>(ec);
+                              done = true;
+                          });
+        if (!run_until(
+                h_, [&] { return done; }, 2000ms)) {
+            // The server stopped reading (backpressure): cancel, and let the handler run
+            // while `done` lives.
+            boost::system::error_code ignored;
+            socket_.cancel(ignored);
+            run_until(
+                h_, [&] { return done; }, 2000ms);
+            write_failed_ = true;
+        }
+        h_.io.poll();  // the server reads what arrived
+        return !write_failed_;
+    }
+
+    void shutdown_send() {
+        boost::system::error_code ignored;
+        socket_.shutdown(tcp::socket::shutdown_send, ignored);
+    }
+
+    [[nodiscard]] bool closed_by_server() const noexcept { return eof_; }
+
+    // Complete frames received since the last call.
+    std::vector<std::vector<std::uint8_t>> take_frames() {
+        std::vector<std::vector<std::uint8_t>> out;
+        std::span<const std::uint8_t> frame;
+        for (;;) {
+            const auto status = reader_.next(frame);
+            ECSNET_SESSION_CHECK(status != proto::frame_reader::status::oversize,
+                                 "the server announced a frame over 64 MiB");
+            if (status == proto::frame_reader::status::need_more) {
+                return out;
+            }
+            out.emplace_back(frame.begin(), frame.end());
+        }
+    }
+
+private:
+    void start_read() {
+        ++pending_;
+        socket_.async_read_some(asio::buffer(buffer_),
+                                [this](const boost::system::error_code& ec, std::size_t n) {
+                                    --pending_;
+                                    if (ec) {
+                                        eof_ = true;
+                                        return;
+                                    }
+                                    reader_.feed(std::span{buffer_.data(), n});
+                                    start_read();
+                                });
+    }
+
+    harness& h_;
+    tcp::socket socket_;
+    std::array<std::uint8_t, 16384> buffer_{};
+    proto::frame_reader reader_{proto::default_max_server_frame};
+    int pending_ = 0;
+    bool eof_ = false;
+    bool write_failed_ = false;
+};
+
+// What the client makes of the server's frames: a mirror, the owner id it was given.
+class observer {
+public:
+    explicit observer(const server::server& service) : service_{service} {}
+
+    void on_frame(const std::vector<std::uint8_t>& bytes) {
+        std::string why;
+        const auto* message = proto::verify_server_frame(bytes, &why);
+        ECSNET_SESSION_CHECK(message != nullptr, "the server sent an unverifiable frame: " + why);
+        const auto type = message->body_type();
+        if (type == wire::ServerBody::Snapshot || type == wire::ServerBody::Delta ||
+            type == wire::ServerBody::Checksum) {
+            ECSNET_SESSION_CHECK(welcomed_, "replication before Welcome");
+            const bool applied = mirror_.apply(*message);
+            ECSNET_SESSION_CHECK(applied || !mirror_.ready(),
+                                 "the mirror refused a frame: " + mirror_.error());
+            if (const auto reason = mirror_.take_resync_reason()) {
+                fail("the server's own stream is inconsistent to its client: " + *reason);
+            }
+            ECSNET_SESSION_CHECK(mirror_.statistics().checksums_mismatched == 0,
+                                 "checksum mismatch at tick " + std::to_string(mirror_.tick()));
+            if (type != wire::ServerBody::Checksum) {
+                check_caught_up();
+            }
+            return;
+        }
+        std::string control_why;
+        const auto control = proto::decode_server_control(*message, &control_why);
+        ECSNET_SESSION_CHECK(control.has_value(),
+                             "a control frame does not decode: " + control_why);
+        if (const auto* w = std::get_if<proto::welcome>(&*control)) {
+            ECSNET_SESSION_CHECK(!welcomed_, "a second Welcome");
+            ECSNET_SESSION_CHECK(w->version == proto::protocol_version, "Welcome version");
+            welcomed_ = true;
+            owner_ = w->client_id;
+        } else if (std::holds_alternative<proto::disconnect>(*control)) {
+            disconnected_ = true;
+        } else {
+            ECSNET_SESSION_CHECK(!disconnected_, "a frame after Disconnect");
+        }
+    }
+
+    [[nodiscard]] bool welcomed() const noexcept { return welcomed_; }
+    [[nodiscard]] std::uint32_t owner() const noexcept { return owner_; }
+
+private:
+    // Between ticks nothing writes to the world: a mirror at the server's tick equals it.
+    void check_caught_up() {
+        if (!mirror_.ready() || mirror_.tick() != service_.tick()) {
+            return;
+        }
+        ECSNET_SESSION_CHECK(mirror_.size() == service_.world().alive(),
+                             std::to_string(mirror_.size()) + " entities mirrored, " +
+                                 std::to_string(service_.world().alive()) + " in the world");
+        ECSNET_SESSION_CHECK(
+            mirror_.checksum() == proto::checksum::of_world(service_.world()),
+            "the mirror differs from the world at tick " + std::to_string(mirror_.tick()));
+    }
+
+    const server::server& service_;
+    proto::mirror mirror_;
+    bool welcomed_ = false;
+    bool disconnected_ = false;
+    std::uint32_t owner_ = 0;
+};
+
+std::size_t owned_by(const ecs::World& world, std::uint32_t owner) {
+    const auto* storage = world.find_storage<proto::Owner>();
+    if (storage == nullptr) {
+        return 0;
+    }
+    const auto values = storage->values();
+    return static_cast<std::size_t>(std::count_if(
+        values.begin(), values.end(), [&](const proto::Owner& o) { return o.client == owner; }));
+}
+
+void drain(fuzz_client& client, observer& seen) {
+    for (const auto& frame : client.take_frames()) {
+        seen.on_frame(frame);
+    }
+}
+
+void run_session(harness& h, std::span<const std::uint8_t> input) {
+    const std::uint8_t flags = input.empty() ? 0 : input[0];
+    const auto payload = input.empty() ? input : input.subspan(1);
+    const std::size_t chunk = session_chunks[(flags >> 1U) & 7U];
+    const auto& config = h.service.config();
+
+    const auto started = clock::now();
+    observer seen{h.service};
+    {
+        fuzz_client client{h};
+        trace(started, "connected at tick " + std::to_string(h.service.tick()));
+        if ((flags & 1U) != 0) {
+            const auto hello = proto::encode(proto::client_message{proto::hello{
+                .version = proto::protocol_version, .client_name = "fuzz", .auth_token = {}}});
+            client.write(*hello);
+        }
+        for (std::size_t at = 0; at < payload.size(); at += chunk) {
+            if (!client.write(payload.subspan(at, std::min(chunk, payload.size() - at)))) {
+                break;
+            }
+            drain(client, seen);
+        }
+        if ((flags & 16U) != 0) {
+            client.shutdown_send();
+        }
+        trace(started, "sent " + std::to_string(payload.size()) + " bytes in chunks of " +
+                           std::to_string(chunk));
+        // Two ticks: the commands sent are applied and answered, their changes replicated.
+        const std::uint64_t sent_at = h.service.tick();
+        ECSNET_SESSION_CHECK(run_until(
+                                 h,
+                                 [&] {
+                                     drain(client, seen);
+                                     return client.closed_by_server() ||
+                                            h.service.tick() >= sent_at + 2;
+                                 },
+                                 2000ms),
+                             "the server stopped ticking");
+        drain(client, seen);
+        trace(started, client.closed_by_server() ? "closed by the server" : "two ticks later");
+    }
+    trace(started, "closed");
+
+    // The client closed: the server lets go of the connection, then of its entities.
+    ECSNET_SESSION_CHECK(run_until(
+                             h, [&] { return h.service.clients() == 0; }, 2000ms),
+                         "the server still counts the connection 2 s after it closed");
+    const std::uint64_t closed_at = h.service.tick();
+    ECSNET_SESSION_CHECK(run_until(
+                             h, [&] { return h.service.tick() >= closed_at + 1; }, 2000ms),
+                         "the server stopped ticking");
+    if (seen.welcomed() && !config.keep_entities_on_disconnect) {
+        ECSNET_SESSION_CHECK(owned_by(h.service.world(), seen.owner()) == 0,
+                             "entities of a departed client are still in the world");
+    }
+    ECSNET_SESSION_CHECK(h.service.world().alive() <= config.max_entities,
+                         std::to_string(h.service.world().alive()) + " entities");
+    trace(started, "connection gone, a tick later; " + std::to_string(h.service.stats().ticks) +
+                       " ticks, " + std::to_string(h.service.stats().overruns) + " overruns");
+    if (const std::string error = h.errors->take(); !error.empty()) {
+        fail("the server logged an error: " + error);
+    }
+}
+
+}  // namespace
+
+void fuzz_session_one(const std::uint8_t* data, std::size_t size) {
+    harness& h = the_server();
+    try {
+        run_session(h, {data, size});
+    } catch (const check_failure&) {
+        throw;
+    } catch (const std::exception& e) {
+        fail(std::string{"an exception escaped: "} + e.what());
+    }
+}
+
+}  // namespace ecsnet::fuzz
