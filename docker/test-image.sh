@@ -4,16 +4,22 @@
 # running server driven by the sample client through a published port, the health check, a
 # clean SIGTERM stop, and docker/compose.yaml with podman-compose.
 #
-# Usage: docker/test-image.sh [--client PATH] [--keep-image] [--purge-cache] [--help]
+# Usage: docker/test-image.sh [--client PATH] [--keep-image] [--purge-cache]
+#                             [--check-prerequisites] [--help]
 #   --client PATH   ecsnet-client built on the host (default: $ECSNET_CLIENT, else
 #                   build/release/bin/ecsnet-client if it exists, else the client in the image,
 #                   run in a second container that reaches the server through the host)
 #   --keep-image    keep the tag ecsnet:test at the end (the build cache is always kept)
 #   --purge-cache   delete the podman store and base images under the cache dir, then exit
+#   --check-prerequisites  only check that every command this test runs is there (podman, runc,
+#                   netavark and the iptables it runs, debootstrap, podman-compose, python3...):
+#                   exit 1 naming each missing one and its Debian package; installs nothing
 # Environment: ECSNET_PODMAN_CACHE (default /var/tmp/ecsnet-podman): private podman state,
 #   configuration, base images and build cache, reused between runs; ECSNET_REFRESH_BASE=1
 #   rebuilds the Debian base images; ECSNET_BUILD_TIMEOUT (s, default 3600).
-# Needs root (or sudo) for apt-get and podman. Removes what it creates (containers, the tag,
+# Needs root (or sudo) for apt-get and podman. First installs what is missing
+# (scripts/install-deps.sh image) and stops at once, naming command and package, if a
+# prerequisite is still not found. Removes what it creates (containers, the tag,
 # networks, processes) by name or pid at the end, also on failure. Prints the time of each step
 # and the total; every wait is bounded.
 set -euo pipefail
@@ -24,15 +30,27 @@ image=localhost/ecsnet:test
 client=${ECSNET_CLIENT:-}
 keep_image=0
 purge=0
+check_only=0
 while [ $# -gt 0 ]; do
   case "$1" in
     --client) client=$2; shift 2 ;;
     --keep-image) keep_image=1; shift ;;
     --purge-cache) purge=1; shift ;;
+    --check-prerequisites) check_only=1; shift ;;
     -h|--help) awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; exit 0 ;;
     *) echo "test-image.sh: unknown argument $1 (try --help)" >&2; exit 2 ;;
   esac
 done
+# Before anything else: a missing command (iptables, say, which netavark runs for every RUN
+# step) would otherwise show only minutes later as an obscure error in the middle of the build.
+prerequisites_missing() {
+  echo "test-image.sh: prerequisites missing (above); nothing was built or started" >&2
+  exit 1
+}
+if [ "$check_only" -eq 1 ]; then
+  "$repo/scripts/install-deps.sh" --check image || prerequisites_missing
+  exit 0
+fi
 if [ -z "$client" ] && [ -x "$repo/build/release/bin/ecsnet-client" ]; then
   client=$repo/build/release/bin/ecsnet-client
 fi
@@ -59,19 +77,10 @@ if [ "$(id -u)" -ne 0 ]; then
   as_root=(sudo)
 fi
 
-# ---- 0. packages (idempotent) -------------------------------------------------------------
-step "packages"
-packages=(podman runc slirp4netns catatonit conmon buildah debootstrap uidmap podman-compose
-          netavark aardvark-dns python3 debian-archive-keyring)
-missing=()
-for p in "${packages[@]}"; do
-  dpkg-query -W -f='${Status}' "$p" 2> /dev/null | grep -q "install ok installed" || missing+=("$p")
-done
-if [ ${#missing[@]} -gt 0 ]; then
-  echo "   installing ${missing[*]}"
-  export DEBIAN_FRONTEND=noninteractive
-  timeout 600 "${as_root[@]}" apt-get update -qq
-  timeout 900 "${as_root[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" > /dev/null
+# ---- 0. prerequisites: missing packages installed, then every command checked ---------------
+step "prerequisites (scripts/install-deps.sh image)"
+if ! timeout 1800 "${as_root[@]}" "$repo/scripts/install-deps.sh" image 2>&1 | indent; then
+  prerequisites_missing
 fi
 ok "$(podman --version), $(runc --version | head -n 1), podman-compose $(dpkg-query -W -f='${Version}' podman-compose)"
 

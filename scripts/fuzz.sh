@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Fuzzing with libFuzzer (Debian's clang-14, AddressSanitizer + UndefinedBehaviorSanitizer):
-# installs clang if missing, builds the targets of tests/fuzz in build/fuzz (the normal g++ build
-# is not touched) and runs each for ECSNET_FUZZ_SECONDS on a copy of its seed corpus
+# installs clang and the build packages if missing (scripts/install-deps.sh build fuzz), builds
+# the targets of tests/fuzz in build/fuzz (the normal g++ build is not touched) and runs each
+# for ECSNET_FUZZ_SECONDS on a copy of its seed corpus
 # (tests/fuzz/corpus/<target>, never modified). Stops at the first finding: prints the
 # sanitizer report, the input's path and its base64, and exits non-zero.
 #
@@ -28,7 +29,7 @@ for t in "${targets[@]}"; do
   esac
 done
 
-scripts/install-deps.sh clang-14 libclang-rt-14-dev
+scripts/install-deps.sh build fuzz
 
 build=${ECSNET_FUZZ_BUILD_DIR:-build/fuzz}
 seconds=${ECSNET_FUZZ_SECONDS:-60}

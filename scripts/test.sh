@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# The whole test suite on a fresh Debian 12 machine: installs missing packages, builds Debug
+# The whole test suite on a fresh Debian 12 machine: installs missing packages (those of the
+# build, the fuzzers and the image test: scripts/install-deps.sh build fuzz image), builds Debug
 # with AddressSanitizer + UndefinedBehaviorSanitizer and runs every test through ctest
 # (including the fault, load and soak tests of tests/reliability), then the fuzzers
 # (scripts/fuzz.sh: libFuzzer, clang, 60 s per target) and the Docker image test
@@ -16,7 +17,7 @@ for arg in "$@"; do
     --no-image) image=0 ;;
     --no-fuzz) fuzz=0 ;;
     --fuzz) fuzz=1 ;;  # the default; kept for old command lines
-    -h|--help) sed -n '2,7p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,8p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) ctest_args+=("$arg") ;;
   esac
 done
@@ -30,7 +31,12 @@ started=$(date +%s)
 stage() { echo; echo "== $* ($(( $(date +%s) - started )) s)"; }
 
 stage "dependencies"
-scripts/install-deps.sh
+# Everything the selected stages run, installed at once (one apt-get update) and checked before
+# the build: the fuzzers' clang and the image test's podman, netavark and iptables included.
+groups=(build)
+[ "$fuzz" = 1 ] && groups+=(fuzz)
+[ "$image" = 1 ] && groups+=(image)
+scripts/install-deps.sh "${groups[@]}"
 
 stage "build: Debug + ASan + UBSan"
 build=${ECSNET_TEST_BUILD_DIR:-build/asan}
