@@ -55,7 +55,13 @@ nlohmann::json status_json(const server_health& h) {
           {"rate_limited", s.rate_limited},
           {"invalid_frames", s.invalid_frames},
           {"bytes_out", s.bytes_out},
-          {"accept_errors", s.accept_errors}}},
+          {"accept_errors", s.accept_errors},
+          {"system_failures", s.system_failures},
+          {"pending_evicted", s.pending_evicted},
+          {"pending_refused", s.pending_refused},
+          {"resyncs_requested", s.resyncs_requested},
+          {"resyncs_coalesced", s.resyncs_coalesced},
+          {"identity_refused", s.identity_refused}}},
     };
 }
 

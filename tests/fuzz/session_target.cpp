@@ -349,7 +349,7 @@ void run_session(harness& h, std::span<const std::uint8_t> input) {
         trace(started, "connected at tick " + std::to_string(h.service.tick()));
         if ((flags & 1U) != 0) {
             const auto hello = proto::encode(proto::client_message{proto::hello{
-                .version = proto::protocol_version, .client_name = "fuzz", .auth_token = {}}});
+                proto::protocol_version, "fuzz", ""}});
             client.write(*hello);
         }
         for (std::size_t at = 0; at < payload.size(); at += chunk) {

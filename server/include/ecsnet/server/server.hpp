@@ -48,7 +48,8 @@ struct server_stats {
     std::uint64_t resyncs_requested{0};  // ResyncRequests received
     std::uint64_t resyncs_coalesced{0};  // ... that cost nothing: one was already due
     std::uint64_t identity_refused{0};   // missing, forged, expired or wrong-world tokens
-    std::uint64_t skipped_ticks{0};  // missed in a stall and not replayed (tick_loop)
+    std::uint64_t skipped_ticks{0};      // missed in a stall and not replayed (tick_loop)
+    std::uint64_t system_failures{0};    // system runs that threw (the tick went on)
 };
 
 // The server's state as other threads may read it (server::health()): the admin endpoint's
@@ -66,7 +67,6 @@ struct server_health {
     server_stats stats;  // as of the last tick
 
     [[nodiscard]] bool ready() const noexcept { return ticking && accepting && !draining; }
-    std::uint64_t system_failures{0};  // system runs that threw (the tick went on)
 };
 
 // The ecsnet service. Everything runs on the one thread that runs the io_context: sockets,
