@@ -1,5 +1,7 @@
 #include "ecsnet/server/admin.hpp"
 
+#include "ecsnet/server/stream.hpp"
+
 #include <spdlog/spdlog.h>
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
@@ -102,28 +104,7 @@ admin_endpoint::~admin_endpoint() {
 }
 
 void admin_endpoint::start() {
-    const std::string where = options_.bind + ":" + std::to_string(options_.port);
-    boost::system::error_code ec;
-    const auto address = asio::ip::make_address(options_.bind, ec);
-    if (ec) {
-        throw std::runtime_error("--admin-bind " + options_.bind + " is not an IP address");
-    }
-    const asio::ip::tcp::endpoint endpoint{address, options_.port};
-    const auto check = [&](const char* step) {
-        if (ec) {
-            throw std::runtime_error("cannot listen on admin " + where + ": " + step + ": " +
-                                     ec.message());
-        }
-    };
-    acceptor_.open(endpoint.protocol(), ec);
-    check("open");
-    acceptor_.set_option(asio::ip::tcp::acceptor::reuse_address(true), ec);
-    check("SO_REUSEADDR");
-    acceptor_.bind(endpoint, ec);
-    check("bind");
-    acceptor_.listen(asio::socket_base::max_listen_connections, ec);
-    check("listen");
-    port_ = acceptor_.local_endpoint().port();
+    port_ = listen_on(acceptor_, options_.bind, options_.port, "--admin-bind", "admin ");
     spdlog::info("admin endpoint on http://{}:{} (/healthz, /readyz, /status)", options_.bind,
                  port_);
     asio::co_spawn(io_, accept_loop(), [](const std::exception_ptr& e) {

@@ -79,31 +79,10 @@ server::server(asio::io_context& io, server_config config)
 server::~server() = default;
 
 void server::start() {
-    const std::string where = config_.bind + ":" + std::to_string(config_.port);
-    boost::system::error_code ec;
-    const auto address = asio::ip::make_address(config_.bind, ec);
-    if (ec) {
-        throw std::runtime_error("--bind " + config_.bind + " is not an IP address");
-    }
-    const asio::ip::tcp::endpoint endpoint{address, config_.port};
-    const auto check = [&](const char* step) {
-        if (ec) {
-            throw std::runtime_error("cannot listen on " + where + ": " + step + ": " +
-                                     ec.message());
-        }
-    };
     if (!config_.tls_cert.empty()) {
         tls_.emplace(make_server_tls_context(config_.tls_cert, config_.tls_key));
     }
-    acceptor_.open(endpoint.protocol(), ec);
-    check("open");
-    acceptor_.set_option(asio::ip::tcp::acceptor::reuse_address(true), ec);
-    check("SO_REUSEADDR");
-    acceptor_.bind(endpoint, ec);
-    check("bind");
-    acceptor_.listen(asio::socket_base::max_listen_connections, ec);
-    check("listen");
-    port_ = acceptor_.local_endpoint().port();
+    port_ = listen_on(acceptor_, config_.bind, config_.port, "--bind", "");
 
     if (config_.demo_entities > 0) {
         spawn_demo_entities(*world_, config_.demo_entities, config_.world_half_extent);

@@ -7,6 +7,7 @@
 #include <boost/asio/write.hpp>
 
 #include <stdexcept>
+#include <type_traits>
 
 namespace ecsnet::server {
 
@@ -17,45 +18,21 @@ namespace {
 
 constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
 
-class tcp_stream final : public byte_stream {
+// The byte_stream over an Asio stream: a TCP socket, or TLS over one.
+template <typename Stream>
+class asio_stream final : public byte_stream {
 public:
-    explicit tcp_stream(asio::ip::tcp::socket socket) : socket_{std::move(socket)} {
-        describe_peer(socket_);
-    }
-    awaitable<boost::system::error_code> handshake() override { co_return boost::system::error_code{}; }
-    awaitable<result> read_some(asio::mutable_buffer buffer) override {
-        co_return co_await socket_.async_read_some(buffer, use_tuple);
-    }
-    awaitable<result> read(asio::mutable_buffer buffer) override {
-        co_return co_await asio::async_read(socket_, buffer, use_tuple);
-    }
-    awaitable<result> write(const std::vector<asio::const_buffer>& buffers) override {
-        co_return co_await asio::async_write(socket_, buffers, use_tuple);
-    }
-    void shutdown_send() noexcept override {
-        boost::system::error_code ignored;
-        socket_.shutdown(asio::ip::tcp::socket::shutdown_send, ignored);
-    }
-    void close() noexcept override {
-        boost::system::error_code ignored;
-        socket_.shutdown(asio::ip::tcp::socket::shutdown_both, ignored);
-        socket_.close(ignored);
-    }
-    asio::any_io_executor get_executor() override { return socket_.get_executor(); }
-
-private:
-    asio::ip::tcp::socket socket_;
-};
-
-class tls_stream final : public byte_stream {
-public:
-    tls_stream(asio::ip::tcp::socket socket, asio::ssl::context& context)
-        : stream_{std::move(socket), context} {
-        describe_peer(stream_.next_layer());
+    template <typename... Args>
+    explicit asio_stream(Args&&... args) : stream_{std::forward<Args>(args)...} {
+        describe_peer(socket());
     }
     awaitable<boost::system::error_code> handshake() override {
-        auto [ec] = co_await stream_.async_handshake(asio::ssl::stream_base::server, use_tuple);
-        co_return ec;
+        if constexpr (std::is_same_v<Stream, asio::ip::tcp::socket>) {
+            co_return boost::system::error_code{};
+        } else {
+            auto [ec] = co_await stream_.async_handshake(asio::ssl::stream_base::server, use_tuple);
+            co_return ec;
+        }
     }
     awaitable<result> read_some(asio::mutable_buffer buffer) override {
         co_return co_await stream_.async_read_some(buffer, use_tuple);
@@ -66,21 +43,29 @@ public:
     awaitable<result> write(const std::vector<asio::const_buffer>& buffers) override {
         co_return co_await asio::async_write(stream_, buffers, use_tuple);
     }
-    // A TCP FIN without close_notify: waiting for the peer's close_notify would let it hold
-    // the connection open; every frame it needs was sent before.
+    // For TLS a TCP FIN without close_notify: waiting for the peer's close_notify would let it
+    // hold the connection open, and every frame it needs was sent before.
     void shutdown_send() noexcept override {
         boost::system::error_code ignored;
-        stream_.next_layer().shutdown(asio::ip::tcp::socket::shutdown_send, ignored);
+        socket().shutdown(asio::ip::tcp::socket::shutdown_send, ignored);
     }
     void close() noexcept override {
         boost::system::error_code ignored;
-        stream_.next_layer().shutdown(asio::ip::tcp::socket::shutdown_both, ignored);
-        stream_.next_layer().close(ignored);
+        socket().shutdown(asio::ip::tcp::socket::shutdown_both, ignored);
+        socket().close(ignored);
     }
     asio::any_io_executor get_executor() override { return stream_.get_executor(); }
 
 private:
-    asio::ssl::stream<asio::ip::tcp::socket> stream_;
+    asio::ip::tcp::socket& socket() {
+        if constexpr (std::is_same_v<Stream, asio::ip::tcp::socket>) {
+            return stream_;
+        } else {
+            return stream_.next_layer();
+        }
+    }
+
+    Stream stream_;
 };
 
 }  // namespace
@@ -95,11 +80,37 @@ void byte_stream::describe_peer(const asio::ip::tcp::socket& socket) {
 }
 
 std::unique_ptr<byte_stream> make_tcp_stream(asio::ip::tcp::socket socket) {
-    return std::make_unique<tcp_stream>(std::move(socket));
+    return std::make_unique<asio_stream<asio::ip::tcp::socket>>(std::move(socket));
 }
 
 std::unique_ptr<byte_stream> make_tls_stream(asio::ip::tcp::socket socket, asio::ssl::context& context) {
-    return std::make_unique<tls_stream>(std::move(socket), context);
+    return std::make_unique<asio_stream<asio::ssl::stream<asio::ip::tcp::socket>>>(std::move(socket),
+                                                                                  context);
+}
+
+std::uint16_t listen_on(asio::ip::tcp::acceptor& acceptor, const std::string& bind,
+                        std::uint16_t port, const std::string& bind_flag, const std::string& what) {
+    boost::system::error_code ec;
+    const auto address = asio::ip::make_address(bind, ec);
+    if (ec) {
+        throw std::runtime_error(bind_flag + " " + bind + " is not an IP address");
+    }
+    const asio::ip::tcp::endpoint endpoint{address, port};
+    const auto check = [&](const char* step) {
+        if (ec) {
+            throw std::runtime_error("cannot listen on " + what + bind + ":" +
+                                     std::to_string(port) + ": " + step + ": " + ec.message());
+        }
+    };
+    acceptor.open(endpoint.protocol(), ec);
+    check("open");
+    acceptor.set_option(asio::ip::tcp::acceptor::reuse_address(true), ec);
+    check("SO_REUSEADDR");
+    acceptor.bind(endpoint, ec);
+    check("bind");
+    acceptor.listen(asio::socket_base::max_listen_connections, ec);
+    check("listen");
+    return acceptor.local_endpoint().port();
 }
 
 asio::ssl::context make_server_tls_context(const std::string& cert_file, const std::string& key_file) {

@@ -7,6 +7,7 @@
 #include <boost/asio/ssl/context.hpp>
 
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <tuple>
@@ -53,6 +54,12 @@ private:
 // `context` must outlive the stream (the server owns it).
 [[nodiscard]] std::unique_ptr<byte_stream> make_tls_stream(boost::asio::ip::tcp::socket socket,
                                                            boost::asio::ssl::context& context);
+
+// Opens, binds and listens `acceptor` on bind:port (SO_REUSEADDR). Throws
+// std::runtime_error: "<bind_flag> x is not an IP address", "cannot listen on <what>0.0.0.0:7777:
+// bind: Address already in use". Returns the port (the one picked, for port 0).
+std::uint16_t listen_on(boost::asio::ip::tcp::acceptor& acceptor, const std::string& bind,
+                        std::uint16_t port, const std::string& bind_flag, const std::string& what);
 
 // A server-side TLS context from PEM files (TLS 1.2 or later). Throws std::runtime_error
 // naming the file that could not be used.
