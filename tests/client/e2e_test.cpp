@@ -293,7 +293,8 @@ TEST(ClientDestroy, BadEntitySyntaxIsAUsageError) {
     EXPECT_THAT(mixed.err, Not(HasSubstr("belongs to")));
 }
 
-TEST(ClientDestroy, OwnershipFollowsTheClientName) {
+// One user's runs are one owner (through the saved resume key); another --name is another.
+TEST(ClientDestroy, OwnershipFollowsTheSavedIdentity) {
     server s{{"--keep-entities-on-disconnect"}};
     const result spawned = client(s, {"spawn"});
     ASSERT_EQ(spawned.out, "spawned 20:1\n") << describe(spawned);
