@@ -20,7 +20,8 @@
 # Needs root (or sudo) for apt-get and podman. First installs what is missing
 # (scripts/install-deps.sh image) and stops at once, naming command and package, if a
 # prerequisite is still not found. Removes what it creates (containers, the tag,
-# networks, processes) by name or pid at the end, also on failure. Prints the time of each step
+# networks, volumes, processes, the host client's state directory) by name or pid at the
+# end, also on failure. Prints the time of each step
 # and the total; every wait is bounded.
 set -euo pipefail
 
@@ -230,13 +231,18 @@ run_id=ecsnet-test-$$
 server_name=$run_id-server
 check_name=$run_id-check
 project=ecsnet-test-$$
+# The client's identity (resume keys) between runs: a volume for the image's client, a
+# directory of this run for the host's (never the real ~/.local/state).
+client_volume=$run_id-client-state
+compose_volume=${project}_client-state
+client_state=$(mktemp -d "${TMPDIR:-/tmp}/ecsnet-test-client-state.XXXXXX")
 pids=()
 cleanup() {
   local rc=$?
   set +e
   for pid in "${pids[@]}"; do kill "$pid" 2> /dev/null; done
   for name in "$server_name" "$check_name" "$run_id-port" "$run_id-client1" "$run_id-client2" \
-              "${project}_client_run1" "${project}_client_run2"; do
+              "${project}_client_run1" "${project}_client_run2" "${project}_client_run3"; do
     pm container exists "$name" 2> /dev/null && pm rm -f -t 0 "$name" > /dev/null 2>&1
   done
   local names
@@ -245,6 +251,10 @@ cleanup() {
   for name in $names; do pm rm -f -t 0 "$name" > /dev/null 2>&1; done
   pm network exists "${project}_default" 2> /dev/null \
     && pm network rm -f "${project}_default" > /dev/null 2>&1
+  for name in "$client_volume" "$compose_volume"; do
+    pm volume exists "$name" 2> /dev/null && pm volume rm -f "$name" > /dev/null 2>&1
+  done
+  rm -rf "$client_state"
   if [ "$keep_image" -eq 0 ]; then
     # Only the tag goes: its layers stay as the build cache of the next run.
     pm image exists "$image" 2> /dev/null && pm untag "$image" > /dev/null 2>&1
@@ -312,6 +322,7 @@ fs_out=$(pm run --rm --name "$check_name" --network=none --no-healthcheck --entr
   /usr/local/bin/ecsnet-server --healthcheck > /dev/null 2>&1
   echo "healthcheck without a server: exit $? after $(( ($(date +%s%N) - start) / 1000000 )) ms"
   test -w /usr/local/bin/ecsnet-server && echo "writable: ecsnet-server"
+  echo "client state: $(stat -c "%u:%g %a" /var/lib/ecsnet-client) XDG_STATE_HOME=$XDG_STATE_HOME"
   echo "packages: $(dpkg-query -W | wc -l)"
   echo "done"
 ' 2>&1) || { echo "$fs_out" | indent; fail "the check container failed"; }
@@ -325,6 +336,9 @@ if grep -q '^writable: ' <<< "$fs_out"; then fail "the binaries are writable by 
 grep -q '^ecsnet-server ' <<< "$fs_out" && grep -q '^ecsnet-client ' <<< "$fs_out" \
   || fail "--version of a binary"
 ok "both binaries run in the image; not writable by the runtime user"
+grep -qx 'client state: 10001:10001 700 XDG_STATE_HOME=/var/lib/ecsnet-client' <<< "$fs_out" \
+  || fail "the client's state directory must be /var/lib/ecsnet-client, 10001:10001, 0700"
+ok "the client's state directory /var/lib/ecsnet-client is 10001:10001 0700 (XDG_STATE_HOME)"
 grep -Eq '^healthcheck without a server: exit 1 after [0-9]{1,4} ms$' <<< "$fs_out" \
   && [ "$(sed -n 's/^healthcheck without a server: exit 1 after \([0-9]*\) ms$/\1/p' <<< "$fs_out")" -lt 3000 ] \
   || fail "the health check must report unhealthy (exit 1) within 2 s when no server answers"
@@ -373,16 +387,21 @@ ok "listening on 0.0.0.0:7878, admin endpoint on 127.0.0.1:7879, healthy"
 
 if [ -n "$client" ]; then
   step "the host's client ($client) through 127.0.0.1:$port"
-  ecsnet_client() { timeout 30 "$client" --host 127.0.0.1 --port "$port" --name image-test "$@"; }
+  ecsnet_client() {
+    XDG_STATE_HOME=$client_state timeout 30 "$client" --host 127.0.0.1 --port "$port" \
+      --name image-test "$@"
+  }
 else
   # No client on the host: the image's client in a second container, which reaches the
-  # published port through slirp4netns' gateway to the host's loopback (10.0.2.2).
+  # published port through slirp4netns' gateway to the host's loopback (10.0.2.2). Its
+  # identity lives in a volume, so each run is the same owner.
   step "no host client: the image's client in a container, through the host's 127.0.0.1:$port"
   client_runs=0
   ecsnet_client() {
     client_runs=$((client_runs + 1))
     pmt 60 run --rm --name "$run_id-client$(( (client_runs % 2) + 1 ))" --no-healthcheck \
       --network=slirp4netns:allow_host_loopback=true --entrypoint /usr/local/bin/ecsnet-client \
+      -v "$client_volume:/var/lib/ecsnet-client" \
       "$image" --host 10.0.2.2 --port "$port" --name image-test "$@"
   }
 fi
@@ -417,7 +436,8 @@ ok "exit 0${hc:+ ($hc)}, .State.Healthcheck.Status ${status:-?}"
 
 step "podman stop -t 10 $server_name (SIGTERM to PID 1)"
 if [ -n "$client" ]; then  # a connected watcher: the server must say goodbye, not hang on it
-  timeout 60 "$client" --host 127.0.0.1 --port "$port" watch --seconds 30 > "$cache/watch.log" 2>&1 &
+  XDG_STATE_HOME=$client_state timeout 60 "$client" --host 127.0.0.1 --port "$port" \
+    watch --seconds 30 > "$cache/watch.log" 2>&1 &
   pids+=($!)
   sleep 1
 fi
@@ -448,31 +468,40 @@ srv=${project}_server_1
 wait_healthy "$srv" 30 || { pm logs "$srv" 2>&1 | indent; fail "$srv not healthy within 30 s"; }
 ok "$srv healthy after $(elapsed "$step_start") s; init: $(pm inspect "$srv" --format '{{.HostConfig.Init}}'), restart: $(pm inspect "$srv" --format '{{.HostConfig.RestartPolicy.Name}}')"
 
-step "podman-compose run --rm client spawn --count 5 (client -> host name \"server\")"
+step "podman-compose run --rm client spawn --count 5, then list and destroy in new containers"
 out=$(pc "${compose[@]}" run --rm -T --no-deps --name "${project}_client_run1" client spawn --count 5 2>&1) \
   || { echo "$out" | indent; fail "compose run client spawn"; }
 grep -E '^spawned' <<< "$out" | indent
-[ "$(grep -c '^spawned [0-9]*:[0-9]*' <<< "$out")" -eq 5 ] || fail "the client service did not spawn 5"
+mapfile -t ids < <(sed -n 's/^spawned \([0-9]*:[0-9]*\).*/\1/p' <<< "$out")
+[ "${#ids[@]}" -eq 5 ] || fail "the client service did not spawn 5"
+pm volume exists "$compose_volume" || fail "no volume $compose_volume for the client's state"
 out=$(pc "${compose[@]}" run --rm -T --no-deps --name "${project}_client_run2" client list 2>&1) \
   || { echo "$out" | indent; fail "compose run client list"; }
 grep 'entities at tick' <<< "$out" | indent
-grep -q 'entities at tick .*owns 5$' <<< "$out" || fail "the next client run (same name) does not own the 5"
-ok "the client service spawned 5 entities on the server service; the next run (same name) lists them as its own"
+grep -q 'entities at tick .*owns 5$' <<< "$out" || fail "the next client run does not own the 5"
+# A third container destroys what the first spawned: the resume key in the volume carries the
+# identity (before, the name did; now a new container without it would be another owner).
+out=$(pc "${compose[@]}" run --rm -T --no-deps --name "${project}_client_run3" client destroy "${ids[0]}" 2>&1) \
+  || { echo "$out" | indent; fail "compose run client destroy ${ids[0]} (the identity did not persist?)"; }
+grep -E '^destroyed' <<< "$out" | indent
+grep -qx "destroyed ${ids[0]}" <<< "$out" || fail "destroy ${ids[0]} printed no 'destroyed ${ids[0]}'"
+ok "the client service spawned 5 entities; the next run lists them as its own, the one after destroys ${ids[0]} (identity in volume $compose_volume)"
 if [ -n "$client" ]; then
-  n=$(timeout 30 "$client" --host 127.0.0.1 --port "$port2" list | tail -n 1)
+  n=$(XDG_STATE_HOME=$client_state timeout 30 "$client" --host 127.0.0.1 --port "$port2" list | tail -n 1)
   echo "$n" | indent
   ok "the host's client reaches the compose server on the published 127.0.0.1:$port2"
 fi
 
-step "podman-compose stop -t 10 server; down; network rm ${project}_default"
+step "podman-compose stop -t 10 server; down; network rm ${project}_default; volume rm $compose_volume"
 pc "${compose[@]}" stop -t 10 server >> "$cache/compose.log" 2>&1 || fail "compose stop"
 code=$(pm inspect "$srv" --format '{{.State.ExitCode}}')
 [ "$code" = 0 ] || fail "the compose server exited $code"
 ok "the compose server (behind init) exited 0 on SIGTERM"
 pc "${compose[@]}" down >> "$cache/compose.log" 2>&1 || fail "compose down"
 pm network exists "${project}_default" && pm network rm "${project}_default" > /dev/null
+pm volume exists "$compose_volume" && pm volume rm "$compose_volume" > /dev/null
 left=$(pm ps -a --filter "label=io.podman.compose.project=$project" --format '{{.Names}}')
 [ -z "$left" ] || fail "containers left after down: $left"
-ok "no container or network of the project left"
+ok "no container, network or volume of the project left"
 
 step "all checks passed"

@@ -151,6 +151,9 @@ parsed_command_line parse_command_line(int argc, const char* const* argv) {
     issue->add_option("--world", token.world, "World id the token admits to (the server's --world-id)")
         ->envname("ECSNET_WORLD_ID")
         ->capture_default_str();
+    // `issue-token --player alice --token-secret S`: the secret is the server's option, and
+    // belongs after the command just as well.
+    issue->fallthrough();
 
     try {
         app.parse(argc, argv);

@@ -6,13 +6,21 @@
 #include <nlohmann/json.hpp>
 
 #include <signal.h>
+#include <stdlib.h>
+#include <sys/stat.h>
 
 #include <algorithm>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <optional>
 #include <regex>
 #include <set>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
+#include "ecsnet/server/connect_token.hpp"
 #include "fake_server.hpp"
 #include "process.hpp"
 
@@ -26,8 +34,62 @@ using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
 using ::testing::Not;
+namespace fs = std::filesystem;
 
 constexpr std::size_t demo_entities = 20;  // server's --demo-entities (process.cpp)
+
+// A directory under /tmp, removed with its contents at the end of its scope.
+class temp_dir {
+public:
+    temp_dir() {
+        std::string pattern = (fs::temp_directory_path() / "ecsnet-client-e2e-XXXXXX").string();
+        if (::mkdtemp(pattern.data()) == nullptr) {
+            throw std::runtime_error("mkdtemp " + pattern + " failed");
+        }
+        path_ = pattern;
+    }
+    temp_dir(const temp_dir&) = delete;
+    temp_dir& operator=(const temp_dir&) = delete;
+    ~temp_dir() {
+        std::error_code ignored;
+        fs::remove_all(path_, ignored);
+    }
+    [[nodiscard]] const fs::path& path() const noexcept { return path_; }
+
+private:
+    fs::path path_;
+};
+
+// Every test runs with its own HOME and XDG_STATE_HOME (the client processes inherit them):
+// the client keeps its resume keys there, so no test writes into the real home, and no two
+// tests share an identity by accident.
+class private_home : public ::testing::EmptyTestEventListener {
+    void OnTestStart(const ::testing::TestInfo&) override {
+        home_.emplace();
+        ::setenv("HOME", home_->path().c_str(), 1);
+        ::setenv("XDG_STATE_HOME", (home_->path() / "state").c_str(), 1);
+    }
+    void OnTestEnd(const ::testing::TestInfo&) override { home_.reset(); }
+
+    std::optional<temp_dir> home_;
+};
+
+const bool private_home_registered = [] {
+    ::testing::UnitTest::GetInstance()->listeners().Append(new private_home);
+    return true;
+}();
+
+// Where ecsnet-client keeps the resume key for 127.0.0.1:port and a client name.
+fs::path key_file(const fs::path& state_home, std::uint16_t port, const std::string& name) {
+    return state_home / "ecsnet" / "keys" /
+           ("127.0.0.1_" + std::to_string(port) + "_" + name + ".key");
+}
+
+fs::path state_home() { return std::getenv("XDG_STATE_HOME"); }
+
+fs::perms permissions(const fs::path& path) {
+    return fs::status(path).permissions() & fs::perms::mask;
+}
 
 std::vector<std::string> client_argv(std::uint16_t port, const std::vector<std::string>& args) {
     std::vector<std::string> argv{ECSNET_CLIENT_BIN, "--port", std::to_string(port)};
@@ -231,7 +293,8 @@ TEST(ClientDestroy, BadEntitySyntaxIsAUsageError) {
     EXPECT_THAT(mixed.err, Not(HasSubstr("belongs to")));
 }
 
-TEST(ClientDestroy, OwnershipFollowsTheClientName) {
+// One user's runs are one owner (through the saved resume key); another --name is another.
+TEST(ClientDestroy, OwnershipFollowsTheSavedIdentity) {
     server s{{"--keep-entities-on-disconnect"}};
     const result spawned = client(s, {"spawn"});
     ASSERT_EQ(spawned.out, "spawned 20:1\n") << describe(spawned);
@@ -249,6 +312,174 @@ TEST(ClientDestroy, OwnershipFollowsTheClientName) {
     EXPECT_EQ(foreign.exit_code, 1);
     EXPECT_TRUE(matches(foreign.err, "error: entity " + entity + R"( belongs to client \d+\n)"))
         << foreign.err;
+}
+
+// ---- identity: resume keys, connect tokens, TLS ----------------------------------------------
+
+// Another local user: its own HOME, and no XDG_STATE_HOME (so the default ~/.local/state).
+environment other_user(const temp_dir& home) {
+    return {{"HOME", home.path().string()}, {"XDG_STATE_HOME", ""}};
+}
+
+TEST(ClientIdentity, SameUserDestroysInTheNextRunWhatItSpawned) {
+    server s{{"--keep-entities-on-disconnect"}};
+    const result spawned = client(s, {"--name", "pilot", "spawn", "--count", "2"});
+    ASSERT_EQ(spawned.out, "spawned 20:1\nspawned 21:1\n") << describe(spawned);
+    // A new process, a new connection: the key saved by the first run makes it the same owner.
+    const result destroyed = client(s, {"--name", "pilot", "destroy", "21:1", "20:1"});
+    EXPECT_EQ(destroyed.exit_code, 0) << describe(destroyed);
+    EXPECT_EQ(destroyed.out, "destroyed 21:1\ndestroyed 20:1\n");
+}
+
+TEST(ClientIdentity, AnotherUserWithTheSameNameIsAnotherOwner) {
+    server s{{"--keep-entities-on-disconnect"}};
+    const result spawned = client(s, {"--name", "pilot", "spawn"});
+    ASSERT_EQ(spawned.out, "spawned 20:1\n") << describe(spawned);
+
+    const temp_dir intruder;
+    const environment intruder_env = other_user(intruder);
+    const result foreign = client(s, {"--name", "pilot", "destroy", "20:1"}, {}, intruder_env);
+    EXPECT_EQ(foreign.exit_code, 1) << describe(foreign);
+    EXPECT_EQ(foreign.out, "");
+    // The refusal names the spawner, which is not the intruder.
+    const auto owner_of = [&](const environment& env) {
+        const result r = client(s, {"--name", "pilot", "--json", "list"}, {}, env);
+        return events(json_lines(r.out), "list").at(0).at("client_id").get<std::uint64_t>();
+    };
+    const std::uint64_t spawner = owner_of({});
+    EXPECT_EQ(foreign.err, "error: entity 20:1 belongs to client " + std::to_string(spawner) + "\n");
+    EXPECT_NE(owner_of(intruder_env), spawner);
+    // The intruder got an identity of its own, under its own ~/.local/state.
+    EXPECT_TRUE(fs::exists(key_file(intruder.path() / ".local" / "state", s.port(), "pilot")));
+
+    // The entity is still the spawner's.
+    const result destroyed = client(s, {"--name", "pilot", "destroy", "20:1"});
+    EXPECT_EQ(destroyed.exit_code, 0) << describe(destroyed);
+}
+
+TEST(ClientIdentity, KeyFileIsPrivateToTheUser) {
+    server s;
+    const fs::path keys = state_home() / "ecsnet" / "keys";
+    // A directory made too open beforehand is closed to others on the next save.
+    fs::create_directories(keys);
+    fs::permissions(keys, fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec |
+                              fs::perms::others_read | fs::perms::others_exec);
+    const result listed = client(s, {"--name", "pilot", "list"});
+    ASSERT_EQ(listed.exit_code, 0) << describe(listed);
+    const fs::path key = key_file(state_home(), s.port(), "pilot");
+    ASSERT_TRUE(fs::exists(key)) << key;
+    EXPECT_EQ(fs::file_size(key), 32U);
+    EXPECT_EQ(permissions(key), fs::perms::owner_read | fs::perms::owner_write) << "0600";
+    EXPECT_EQ(permissions(keys), fs::perms::owner_all) << "0700";
+    // One file per server and name: nothing else (no temporary file) is left behind.
+    EXPECT_EQ(std::distance(fs::directory_iterator{keys}, fs::directory_iterator{}), 1);
+}
+
+TEST(ClientIdentity, GarbageKeyFileIsIgnoredAndReplaced) {
+    server s{{"--keep-entities-on-disconnect"}};
+    const fs::path key = key_file(state_home(), s.port(), "pilot");
+    fs::create_directories(key.parent_path());
+    for (const std::string& garbage : {std::string{"junk\n"}, std::string(33, 'k'), std::string{}}) {
+        std::ofstream{key, std::ios::binary | std::ios::trunc} << garbage;
+        const result spawned = client(s, {"--name", "pilot", "spawn"});
+        ASSERT_EQ(spawned.exit_code, 0) << garbage.size() << " bytes\n" << describe(spawned);
+        EXPECT_EQ(fs::file_size(key), 32U) << "replaced by the key the server gave";
+        // ... and that key works in the next run.
+        const std::string entity = lines(spawned.out).at(0).substr(8);
+        const result destroyed = client(s, {"--name", "pilot", "destroy", entity});
+        EXPECT_EQ(destroyed.exit_code, 0) << garbage.size() << " bytes\n" << describe(destroyed);
+    }
+}
+
+TEST(ClientIdentity, KeyOfAnotherServerRunIsANewOwner) {
+    // 32 bytes this server never gave (say, from before a restart): a fresh owner and key.
+    server s{{"--keep-entities-on-disconnect"}};
+    const fs::path key = key_file(state_home(), s.port(), "pilot");
+    fs::create_directories(key.parent_path());
+    const std::string stale(32, '\x5a');
+    std::ofstream{key, std::ios::binary} << stale;
+    const result spawned = client(s, {"--name", "pilot", "spawn"});
+    ASSERT_EQ(spawned.exit_code, 0) << describe(spawned);
+    std::ifstream in{key, std::ios::binary};
+    const std::string saved{std::istreambuf_iterator<char>{in}, {}};
+    EXPECT_EQ(saved.size(), 32U);
+    EXPECT_NE(saved, stale);
+    const result destroyed = client(s, {"--name", "pilot", "destroy", "20:1"});
+    EXPECT_EQ(destroyed.exit_code, 0) << describe(destroyed);
+}
+
+const std::string token_secret = "an-e2e-secret-of-32-bytes-length";
+
+result issue_token(const std::vector<std::string>& args, const environment& env) {
+    std::vector<std::string> argv{ECSNET_SERVER_BIN, "issue-token"};
+    argv.insert(argv.end(), args.begin(), args.end());
+    return run(argv, {}, env);
+}
+
+TEST(ClientConnectToken, IssuedTokenAdmitsMissingOrBadOnesAreRefused) {
+    const result issued = issue_token({"--player", "alice", "--ttl", "1h", "--world", "w"},
+                                      {{"ECSNET_TOKEN_SECRET", token_secret}});
+    ASSERT_EQ(issued.exit_code, 0) << describe(issued);
+    ASSERT_TRUE(matches(issued.out, R"([A-Za-z0-9_-]{40,}\n)")) << issued.out;
+    const std::string token = lines(issued.out).at(0);
+
+    server s{{"--token-secret", token_secret, "--world-id", "w", "--keep-entities-on-disconnect"}};
+    const result admitted = client(s, {"--connect-token", token, "--json", "list"});
+    EXPECT_EQ(admitted.exit_code, 0) << describe(admitted);
+    EXPECT_EQ(events(json_lines(admitted.out), "list").at(0).at("entities"), demo_entities);
+    // The token is the identity: no resume key is written.
+    EXPECT_FALSE(fs::exists(state_home() / "ecsnet")) << "keys are for servers without tokens";
+
+    // The player owns what it spawned in the next run, through ECSNET_CONNECT_TOKEN too.
+    const result spawned = client(s, {"--connect-token", token, "spawn"});
+    ASSERT_EQ(spawned.out, "spawned 20:1\n") << describe(spawned);
+    const result destroyed =
+        client(s, {"destroy", "20:1"}, {}, {{"ECSNET_CONNECT_TOKEN", token}});
+    EXPECT_EQ(destroyed.exit_code, 0) << describe(destroyed);
+
+    const result without = client(s, {"list"});
+    EXPECT_EQ(without.exit_code, 1) << describe(without);
+    EXPECT_THAT(without.err, HasSubstr("connect token required"));
+
+    const result forged_token = issue_token({"--player", "alice", "--world", "w"},
+                                            {{"ECSNET_TOKEN_SECRET", std::string(32, 'f')}});
+    ASSERT_EQ(forged_token.exit_code, 0) << describe(forged_token);
+    const result forged = client(s, {"--connect-token", lines(forged_token.out).at(0), "list"});
+    EXPECT_EQ(forged.exit_code, 1) << describe(forged);
+    EXPECT_THAT(forged.err, HasSubstr("signature does not match"));
+
+    const std::string expired_token = ecsnet::server::issue_connect_token(
+        {"alice", "w", std::chrono::system_clock::now() - std::chrono::minutes{1}}, token_secret);
+    const result expired = client(s, {"--connect-token", expired_token, "list"});
+    EXPECT_EQ(expired.exit_code, 1) << describe(expired);
+    EXPECT_THAT(expired.err, HasSubstr("connect token expired at"));
+
+    const result other_world_token = issue_token({"--player", "alice", "--world", "elsewhere"},
+                                                 {{"ECSNET_TOKEN_SECRET", token_secret}});
+    const result other_world =
+        client(s, {"--connect-token", lines(other_world_token.out).at(0), "list"});
+    EXPECT_EQ(other_world.exit_code, 1) << describe(other_world);
+    EXPECT_THAT(other_world.err, HasSubstr("for world 'elsewhere', this server is world 'w'"));
+}
+
+TEST(ClientTls, VerifiesTheServerWithTheGivenCa) {
+    const std::string tls_dir = ECSNET_TLS_DIR;
+    server s{{"--tls-cert", tls_dir + "/server.pem", "--tls-key", tls_dir + "/server.key"}};
+    const result listed = client(s, {"--tls", "--ca", tls_dir + "/ca.pem", "--json", "list"});
+    EXPECT_EQ(listed.exit_code, 0) << describe(listed);
+    EXPECT_EQ(events(json_lines(listed.out), "list").at(0).at("entities"), demo_entities);
+    // --ca alone implies --tls.
+    const result implied = client(s, {"--ca", tls_dir + "/ca.pem", "list"});
+    EXPECT_EQ(implied.exit_code, 0) << describe(implied);
+
+    // The system's CAs do not know the test CA: the handshake fails, and the client says why.
+    const result unverified = client(s, {"--tls", "list"});
+    EXPECT_EQ(unverified.exit_code, 1) << describe(unverified);
+    EXPECT_THAT(unverified.err, HasSubstr("certificate")) << describe(unverified);
+
+    // A plain client gets no game from a TLS server.
+    const result plain = client(s, {"--timeout-ms", "3000", "list"});
+    EXPECT_EQ(plain.exit_code, 1) << describe(plain);
 }
 
 // ---- list -----------------------------------------------------------------------------------

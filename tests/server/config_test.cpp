@@ -43,7 +43,9 @@ constexpr const char* all_variables[] = {"ECSNET_BIND",
                                          "ECSNET_STALL_TIMEOUT_MS",
                                          "ECSNET_ADMIN_PORT",
                                          "ECSNET_ADMIN_BIND",
-                                         "ECSNET_DRAIN_SECONDS"};
+                                         "ECSNET_DRAIN_SECONDS",
+                                         "ECSNET_TOKEN_SECRET",
+                                         "ECSNET_WORLD_ID"};
 
 class ServerConfig : public testing::Test {
 protected:
@@ -281,3 +283,51 @@ TEST_F(ServerConfig, DescribeNamesTheSettingsButNotTheToken) {
 }
 
 }  // namespace
+
+constexpr const char* secret_32 = "0123456789abcdef0123456789abcdef";
+
+TEST_F(ServerConfig, IssueTokenTakesPlayerTtlWorldAndTheSecretFromTheEnvironment) {
+    ::setenv("ECSNET_TOKEN_SECRET", secret_32, 1);
+    const parsed_command_line parsed =
+        parse({"issue-token", "--player", "alice", "--ttl", "15m", "--world", "w"});
+    ASSERT_FALSE(parsed.exit_code);
+    ASSERT_TRUE(parsed.issue_token);
+    EXPECT_EQ(parsed.issue_token->player, "alice");
+    EXPECT_EQ(parsed.issue_token->world, "w");
+    EXPECT_EQ(parsed.issue_token->ttl, 900s);
+    EXPECT_EQ(parsed.config.token_secret, secret_32);
+}
+
+// `ecsnet-server issue-token --player alice --token-secret S`: the server's options may
+// follow the command, as they do in ecsnet-client. Before, CLI11 refused the secret there
+// ("The following arguments were not expected").
+TEST_F(ServerConfig, IssueTokenTakesTheSecretAfterTheCommand) {
+    testing::internal::CaptureStderr();
+    const parsed_command_line parsed =
+        parse({"issue-token", "--player", "alice", "--token-secret", secret_32});
+    const std::string errors = testing::internal::GetCapturedStderr();
+    ASSERT_FALSE(parsed.exit_code) << errors;
+    ASSERT_TRUE(parsed.issue_token);
+    EXPECT_EQ(parsed.config.token_secret, secret_32);
+    EXPECT_EQ(parsed.issue_token->world, "default");
+}
+
+TEST_F(ServerConfig, IssueTokenWithoutASecretExitsTwoAndSaysSo) {
+    testing::internal::CaptureStderr();
+    EXPECT_EQ(parse({"issue-token", "--player", "alice"}).exit_code, 2);
+    EXPECT_THAT(testing::internal::GetCapturedStderr(),
+                HasSubstr("--token-secret (or ECSNET_TOKEN_SECRET) for issue-token is required"));
+}
+
+TEST_F(ServerConfig, TooShortTokenSecretExitsTwo) {
+    testing::internal::CaptureStderr();
+    EXPECT_EQ(parse({"--token-secret", "fifteen-bytes!!"}).exit_code, 2);
+    ::setenv("ECSNET_TOKEN_SECRET", "short", 1);
+    EXPECT_EQ(parse({"issue-token", "--player", "alice"}).exit_code, 2);
+    EXPECT_THAT(testing::internal::GetCapturedStderr(),
+                HasSubstr("--token-secret: must be at least 16 bytes"));
+    ::unsetenv("ECSNET_TOKEN_SECRET");
+    const parsed_command_line sixteen = parse({"--token-secret", "sixteen-bytes!!!"});
+    EXPECT_FALSE(sixteen.exit_code);
+    EXPECT_EQ(sixteen.config.token_secret, "sixteen-bytes!!!");
+}
