@@ -63,7 +63,12 @@ connection::connection(const connect_options& options)
                                    std::chrono::duration_cast<std::chrono::milliseconds>(
                                        deadline - clock::now()));
     if (closed_) {
-        throw client_error("server at " + endpoint_ + " refused: " + *closed_);
+        // A TLS server closes a plain client at its first bytes, without a word.
+        const bool maybe_tls = !options.tls && !welcome_ &&
+                               (*closed_ == "server closed the connection" ||
+                                *closed_ == "connection reset by peer");
+        throw client_error("server at " + endpoint_ + " refused: " + *closed_ +
+                           (maybe_tls ? " (if it serves TLS, connect with --tls)" : ""));
     }
     if (!joined) {
         throw client_error("timed out joining " + endpoint_ +
