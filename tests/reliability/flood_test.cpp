@@ -1144,13 +1144,13 @@ constexpr int resync_flood_entities = 20000;
 TEST(Flood, ResyncRequestFloodIsCoalescedAndCostsBoundedBytesAndCpu) {
     constexpr int flooders = 4;
     constexpr auto window = 10s;
-    constexpr auto spacing = 112ms;  // 90 per 10 s (the limit is 100 per 10 s)
+    constexpr auto spacing = 112ms;           // 90 per 10 s (the limit is 100 per 10 s)
     constexpr auto resync_interval = 2000ms;  // the server's default, not passed
     constexpr int resync_limit = 100;
 
     ecsnet::test::server server{{"--demo-entities", std::to_string(resync_flood_entities),
-                                 "--tick-rate", "10", "--checksum-interval", "10",
-                                 "--queue-bytes", std::to_string(16 * mib), "--admin-port", "0"}};
+                                 "--tick-rate", "10", "--checksum-interval", "10", "--queue-bytes",
+                                 std::to_string(16 * mib), "--admin-port", "0"}};
     const pid_t pid = server.pid();
     const auto admin = ecsnet::test::admin_port(server, 10s);
     ASSERT_TRUE(admin.has_value()) << server.log();
@@ -1163,9 +1163,8 @@ TEST(Flood, ResyncRequestFloodIsCoalescedAndCostsBoundedBytesAndCpu) {
     connection bystander{options};
     const std::uint64_t snapshot_bytes = bystander.bytes_received();
 
-    // The flooders join and start together; before that, a reference window of the same
-    // length as the flood would be too long for the time budget: 4 s of bystander + 4 joined
-    // flooders idle give the CPU and bytes per second the deltas cost anyway.
+    // The flooders join now and start together 8 s later; the seconds before the start, all
+    // joined and none asking, are the reference: what the deltas cost anyway.
     const auto start = clock_type::now() + 8s;
     const auto until = start + window;
     std::vector<resync_flooder_tally> tallies(flooders);
@@ -1208,8 +1207,10 @@ TEST(Flood, ResyncRequestFloodIsCoalescedAndCostsBoundedBytesAndCpu) {
     const auto stat = [](const nlohmann::json& j, const char* key) {
         return j.at("stats").at(key).get<std::uint64_t>();
     };
-    const std::uint64_t requested = stat(*after, "resyncs_requested") - stat(*before, "resyncs_requested");
-    const std::uint64_t coalesced = stat(*after, "resyncs_coalesced") - stat(*before, "resyncs_coalesced");
+    const std::uint64_t requested =
+        stat(*after, "resyncs_requested") - stat(*before, "resyncs_requested");
+    const std::uint64_t coalesced =
+        stat(*after, "resyncs_coalesced") - stat(*before, "resyncs_coalesced");
     const std::uint64_t resyncs = stat(*after, "resyncs") - stat(*before, "resyncs");
     const std::uint64_t bytes_out = stat(*after, "bytes_out") - stat(*before, "bytes_out");
     const std::uint64_t reference_bytes_out =
@@ -1224,10 +1225,9 @@ TEST(Flood, ResyncRequestFloodIsCoalescedAndCostsBoundedBytesAndCpu) {
     EXPECT_EQ(bystander.mirror().statistics().checksums_mismatched, 0U);
     EXPECT_EQ(bystander.mirror().statistics().inconsistencies, 0U);
 
-    const double intervals = std::chrono::duration<double>(window) /
-                             std::chrono::duration<double>(resync_interval);
-    const auto snapshot_bound =
-        static_cast<std::uint64_t>(flooders * (std::ceil(intervals) + 2));
+    const double intervals =
+        std::chrono::duration<double>(window) / std::chrono::duration<double>(resync_interval);
+    const auto snapshot_bound = static_cast<std::uint64_t>(flooders * (std::ceil(intervals) + 2));
     // Flooders: stayed connected, asked 90 per 10 s each, got at most one snapshot per interval.
     std::uint64_t sent_requests = 0;
     std::uint64_t flooder_snapshots = 0;
@@ -1294,7 +1294,8 @@ TEST(Flood, ResyncRequestFloodIsCoalescedAndCostsBoundedBytesAndCpu) {
         .add("flooder_snapshots_applied", flooder_snapshots)
         .add("unbounded_snapshot_bytes", unbounded_bytes)
         .add("server_bytes_out", bytes_out)
-        .add("server_out_mib_s", static_cast<double>(bytes_out) / flood_s / static_cast<double>(mib))
+        .add("server_out_mib_s",
+             static_cast<double>(bytes_out) / flood_s / static_cast<double>(mib))
         .add("reference_out_mib_s",
              static_cast<double>(reference_bytes_out) / reference_s / static_cast<double>(mib))
         .add("flooder_bytes_received", flooder_bytes)

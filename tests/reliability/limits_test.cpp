@@ -775,7 +775,6 @@ TEST(Caps, AcceptBacksOffWhenOutOfDescriptorsAndRecovers) {
     expect_clean_stop(s);
 }
 
-
 // ---- pre-Hello floods against admission (issue 12.5) ------------------------------------------
 
 // Sockets that connect and say nothing, from one address, kept at `hold` open: each one the
@@ -873,8 +872,8 @@ silent_flood_run run_silent_flood(const std::vector<std::string>& pending_bounds
     constexpr std::size_t silent = 600;
     constexpr std::size_t players = 8;
     silent_flood_run run;
-    std::vector<std::string> args{"--max-clients", std::to_string(players), "--checksum-interval",
-                                  "10", "--admin-port", "0"};
+    std::vector<std::string> args{
+        "--max-clients", std::to_string(players), "--checksum-interval", "10", "--admin-port", "0"};
     args.insert(args.end(), pending_bounds.begin(), pending_bounds.end());
     server s{args};
     const auto admin = ecsnet::test::admin_port(s, 10s);
@@ -884,8 +883,8 @@ silent_flood_run run_silent_flood(const std::vector<std::string>& pending_bounds
     }
     std::atomic<bool> stop{false};
     const auto flood_start = clock_type::now();
-    std::thread flooder{silent_flood, s.port(), ::inet_addr("127.0.0.2"), silent, std::cref(stop),
-                        std::ref(run.flood)};
+    std::thread flooder{silent_flood, s.port(),        ::inet_addr("127.0.0.2"),
+                        silent,       std::cref(stop), std::ref(run.flood)};
     // The flood is on (600 connects made) before the first player comes, and goes on.
     while (run.flood.connects < silent && clock_type::now() - flood_start < 20s) {
         std::this_thread::sleep_for(20ms);
