@@ -1086,4 +1086,230 @@ TEST(Flood, SlowConsumerIsResyncedOrCutOffWhileOthersStayOnTime) {
         .print();
 }
 
+// ---- the resync flood -----------------------------------------------------------------------
+
+// What one ResyncRequest flooder did and got.
+struct resync_flooder_tally {
+    std::string error;
+    bool open = false;
+    std::uint64_t requests = 0;
+    std::uint64_t snapshots = 0;  // snapshots applied during the flood (the join's excluded)
+    std::uint64_t bytes_received = 0;
+    std::uint64_t checksums_mismatched = 0;
+};
+
+// Joins, then sends a ResyncRequest every `spacing` (measured from the previous one, so that
+// no 10 s window holds more than 10 s / spacing + 1 even if this thread is descheduled), reading
+// whatever comes, until `until`.
+void request_resyncs(std::uint16_t port, int index, std::chrono::milliseconds spacing,
+                     clock_type::time_point start, clock_type::time_point until,
+                     resync_flooder_tally& tally) {
+    try {
+        connect_options options;
+        options.port = port;
+        options.name = "resyncer-" + std::to_string(index);
+        options.timeout = 30s;
+        connection c{options};
+        const std::uint64_t joined_snapshots = c.mirror().statistics().snapshots;
+        c.poll_until([&] { return clock_type::now() >= start; }, 60s);
+        const std::uint64_t bytes_at_start = c.bytes_received();
+        auto next = clock_type::now();
+        while (clock_type::now() < until && c.is_open()) {
+            c.send(protocol::resync_request{"flood"});
+            ++tally.requests;
+            next = clock_type::now() + spacing;
+            c.poll_until([&] { return clock_type::now() >= next; }, spacing);
+        }
+        tally.open = c.is_open();
+        tally.snapshots = c.mirror().statistics().snapshots - joined_snapshots;
+        tally.bytes_received = c.bytes_received() - bytes_at_start;
+        tally.checksums_mismatched = c.mirror().statistics().checksums_mismatched;
+        if (!c.is_open()) {
+            tally.error = "disconnected: " + *c.closed_reason();
+        }
+    } catch (const std::exception& e) {
+        tally.error = e.what();
+    }
+}
+
+// The resync flood's world: 20,000 moving demo entities at 10 Hz, a snapshot of ~800 kB.
+constexpr int resync_flood_entities = 20000;
+
+// Issue 12.3: every ResyncRequest used to cost a whole snapshot. 4 clients each ask for one as
+// often as the rules let them stay (90 per 10 s, under the 100 that disconnect) for 10 s while a
+// bystander follows the world: the server sends each of them at most one snapshot per
+// --resync-interval-ms (2 s), the rest coalesced, so the bytes and CPU stay near what the
+// deltas cost anyway; the bystander is never resynced and its checksums match. A client
+// past 100 per 10 s is disconnected with the reason.
+TEST(Flood, ResyncRequestFloodIsCoalescedAndCostsBoundedBytesAndCpu) {
+    constexpr int flooders = 4;
+    constexpr auto window = 10s;
+    constexpr auto spacing = 112ms;           // 90 per 10 s (the limit is 100 per 10 s)
+    constexpr auto resync_interval = 2000ms;  // the server's default, not passed
+    constexpr int resync_limit = 100;
+
+    ecsnet::test::server server{{"--demo-entities", std::to_string(resync_flood_entities),
+                                 "--tick-rate", "10", "--checksum-interval", "10", "--queue-bytes",
+                                 std::to_string(16 * mib), "--admin-port", "0"}};
+    const pid_t pid = server.pid();
+    const auto admin = ecsnet::test::admin_port(server, 10s);
+    ASSERT_TRUE(admin.has_value()) << server.log();
+
+    // The bystander: joined first, its join measures the snapshot.
+    connect_options options;
+    options.port = server.port();
+    options.name = "bystander";
+    options.timeout = 30s;
+    connection bystander{options};
+    const std::uint64_t snapshot_bytes = bystander.bytes_received();
+
+    // The flooders join now and start together 8 s later; the seconds before the start, all
+    // joined and none asking, are the reference: what the deltas cost anyway.
+    const auto start = clock_type::now() + 8s;
+    const auto until = start + window;
+    std::vector<resync_flooder_tally> tallies(flooders);
+    std::vector<std::thread> threads;
+    for (int i = 0; i < flooders; ++i) {
+        threads.emplace_back(request_resyncs, server.port(), i, spacing, start, until,
+                             std::ref(tallies[static_cast<std::size_t>(i)]));
+    }
+    const auto join_threads = [&] {
+        for (auto& t : threads) {
+            if (t.joinable()) {
+                t.join();
+            }
+        }
+    };
+    bystander.poll_until([&] { return clock_type::now() >= start - 4s; }, 30s);
+    const auto reference_status = ecsnet::test::admin_status(*admin);
+    const auto reference_cpu = ecsnet::test::cpu_seconds(pid);
+    const auto reference_at = clock_type::now();
+    // /status is what the server published at its last tick (100 ms ago at most): read it
+    // before the flood starts, so that it counts none of it.
+    bystander.poll_until([&] { return clock_type::now() >= start - 300ms; }, 30s);
+    const auto before = ecsnet::test::admin_status(*admin);
+    const auto cpu_before = ecsnet::test::cpu_seconds(pid);
+    const auto started = clock_type::now();
+    const auto bystander_matched = bystander.mirror().statistics().checksums_matched;
+    const auto bystander_bytes = bystander.bytes_received();
+    bystander.poll_until([&] { return clock_type::now() >= until; }, window + 5s);
+    join_threads();
+    // The coalesced requests of the last interval are still due: let them be served, so that
+    // the count is complete.
+    bystander.poll_for(resync_interval + 500ms);
+    const auto after = ecsnet::test::admin_status(*admin);
+    const auto cpu_after = ecsnet::test::cpu_seconds(pid);
+    const double flood_s = seconds_between(started, clock_type::now());
+    const double reference_s = seconds_between(reference_at, started);
+    ASSERT_TRUE(reference_status && before && after && reference_cpu && cpu_before && cpu_after)
+        << "the server or its admin endpoint is gone\n"
+        << server.log();
+    const auto stat = [](const nlohmann::json& j, const char* key) {
+        return j.at("stats").at(key).get<std::uint64_t>();
+    };
+    const std::uint64_t requested =
+        stat(*after, "resyncs_requested") - stat(*before, "resyncs_requested");
+    const std::uint64_t coalesced =
+        stat(*after, "resyncs_coalesced") - stat(*before, "resyncs_coalesced");
+    const std::uint64_t resyncs = stat(*after, "resyncs") - stat(*before, "resyncs");
+    const std::uint64_t bytes_out = stat(*after, "bytes_out") - stat(*before, "bytes_out");
+    const std::uint64_t reference_bytes_out =
+        stat(*before, "bytes_out") - stat(*reference_status, "bytes_out");
+
+    // Bystander: followed the world, never resynced, its checksums all matched.
+    const std::uint64_t bystander_checks =
+        bystander.mirror().statistics().checksums_matched - bystander_matched;
+    EXPECT_TRUE(bystander.is_open()) << bystander.closed_reason().value_or("");
+    EXPECT_EQ(bystander.mirror().statistics().snapshots, 1U) << "the bystander was resynced";
+    EXPECT_GE(bystander_checks, 5U) << "the bystander did not keep up";
+    EXPECT_EQ(bystander.mirror().statistics().checksums_mismatched, 0U);
+    EXPECT_EQ(bystander.mirror().statistics().inconsistencies, 0U);
+
+    const double intervals =
+        std::chrono::duration<double>(window) / std::chrono::duration<double>(resync_interval);
+    const auto snapshot_bound = static_cast<std::uint64_t>(flooders * (std::ceil(intervals) + 2));
+    // Flooders: stayed connected, asked 90 per 10 s each, got at most one snapshot per interval.
+    std::uint64_t sent_requests = 0;
+    std::uint64_t flooder_snapshots = 0;
+    std::uint64_t flooder_bytes = 0;
+    for (std::size_t i = 0; i < tallies.size(); ++i) {
+        const auto& t = tallies[i];
+        SCOPED_TRACE("flooder " + std::to_string(i));
+        EXPECT_EQ(t.error, "");
+        EXPECT_TRUE(t.open);
+        // Far more than could be served (a count, not a rate: a loaded machine sends fewer).
+        EXPECT_GE(t.requests, 3 * snapshot_bound / flooders) << "it did not flood";
+        EXPECT_EQ(t.checksums_mismatched, 0U);
+        sent_requests += t.requests;
+        flooder_snapshots += t.snapshots;
+        flooder_bytes += t.bytes_received;
+    }
+    EXPECT_EQ(requested, sent_requests) << "the server counted every request";
+    EXPECT_LE(resyncs, snapshot_bound) << "snapshots sent for " << requested << " requests";
+    EXPECT_GE(resyncs, static_cast<std::uint64_t>(flooders)) << "requests must still be served";
+    EXPECT_GE(coalesced + resyncs, requested) << "each request served or coalesced";
+    const std::uint64_t unbounded_bytes = requested * snapshot_bytes;
+
+    // Past the limit: 101 at once disconnect, with the reason.
+    std::string abuser_reason;
+    std::uint64_t abuser_sent = 0;
+    try {
+        options.name = "abuser";
+        connection abuser{options};
+        for (int i = 0; i <= resync_limit && abuser.is_open(); ++i) {
+            abuser.send(protocol::resync_request{"too many"});
+            ++abuser_sent;
+        }
+        abuser.poll_until([&] { return !abuser.is_open(); }, 20s);
+        abuser_reason = abuser.closed_reason().value_or("(still open after 20 s)");
+    } catch (const std::exception& e) {
+        abuser_reason = std::string{"error: "} + e.what();
+    }
+    EXPECT_EQ(abuser_reason, "ResyncRequests exceeded 100 per 10 s");
+    const std::uint64_t deltas_seen = bystander.mirror().statistics().deltas;
+    EXPECT_TRUE(bystander.poll_until(
+        [&] { return bystander.mirror().statistics().deltas > deltas_seen; }, 5s));
+    EXPECT_TRUE(bystander.is_open());
+
+    const auto exit_status = terminate(server);
+    const std::string log = server.log();
+    const std::string sanitizer = ecsnet::test::sanitizer_report(log);
+    EXPECT_TRUE(sanitizer.empty()) << sanitizer;
+    EXPECT_EQ(exit_status, std::optional<int>{0}) << "no clean exit after SIGTERM";
+
+    const double cpu_flood = *cpu_after - *cpu_before;
+    const double cpu_reference = *cpu_before - *reference_cpu;
+    figures{"resync_flood"}
+        .add("demo_entities", resync_flood_entities)
+        .add("tick_rate", 10)
+        .add("snapshot_bytes", snapshot_bytes)
+        .add("flooders", flooders)
+        .add("requests_per_10s_each", 10000 / spacing.count())
+        .add("resync_interval_ms", resync_interval.count())
+        .add("flood_s", flood_s)
+        .add("requests", requested)
+        .add("coalesced", coalesced)
+        .add("snapshots_sent", resyncs)
+        .add("snapshot_bound", snapshot_bound)
+        .add("flooder_snapshots_applied", flooder_snapshots)
+        .add("unbounded_snapshot_bytes", unbounded_bytes)
+        .add("server_bytes_out", bytes_out)
+        .add("server_out_mib_s",
+             static_cast<double>(bytes_out) / flood_s / static_cast<double>(mib))
+        .add("reference_out_mib_s",
+             static_cast<double>(reference_bytes_out) / reference_s / static_cast<double>(mib))
+        .add("flooder_bytes_received", flooder_bytes)
+        .add("bystander_bytes_received", bystander.bytes_received() - bystander_bytes)
+        .add("server_cpu_s", cpu_flood)
+        .add("server_cpu_per_s", cpu_flood / flood_s)
+        .add("reference_cpu_per_s", cpu_reference / reference_s)
+        .add("reference_s", reference_s)
+        .add("bystander_checksums_matched", bystander_checks)
+        .add("bystander_snapshots", bystander.mirror().statistics().snapshots)
+        .add("abuser_requests_sent", abuser_sent)
+        .add("abuser_reason", abuser_reason)
+        .add("exit_status", exit_status.value_or(-1))
+        .print();
+}
+
 }  // namespace

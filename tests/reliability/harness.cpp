@@ -16,6 +16,9 @@
 #include <sstream>
 #include <thread>
 
+#include "http_get.hpp"
+#include "process.hpp"
+
 namespace ecsnet::test {
 
 std::optional<std::size_t> rss_kib(pid_t pid) {
@@ -136,6 +139,35 @@ std::optional<int> exit_status_of(pid_t pid, std::chrono::milliseconds timeout) 
         std::this_thread::sleep_for(std::chrono::milliseconds{20});
     }
     return std::nullopt;
+}
+
+std::optional<std::uint16_t> admin_port(const server& s, std::chrono::milliseconds timeout) {
+    static const std::regex line{R"(admin endpoint on http://127\.0\.0\.1:(\d+))"};
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    for (;;) {
+        // Only the log's start: the line comes at start-up, before any traffic.
+        const std::string head = s.log().substr(0, 16384);
+        std::smatch match;
+        if (std::regex_search(head, match, line)) {
+            return static_cast<std::uint16_t>(std::stoi(match[1].str()));
+        }
+        if (std::chrono::steady_clock::now() >= deadline) {
+            return std::nullopt;
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds{20});
+    }
+}
+
+std::optional<nlohmann::json> admin_status(std::uint16_t admin_port) {
+    const http_reply reply = http_get(admin_port, "/status", std::chrono::seconds{5});
+    if (reply.status != 200) {
+        return std::nullopt;
+    }
+    auto parsed = nlohmann::json::parse(reply.body, nullptr, false);
+    if (parsed.is_discarded()) {
+        return std::nullopt;
+    }
+    return parsed;
 }
 
 figures::figures(const std::string& test) : json_{"{\"test\":\"" + test + "\""} {}

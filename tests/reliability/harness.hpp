@@ -13,7 +13,11 @@
 #include <type_traits>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 namespace ecsnet::test {
+
+class server;
 
 // Resident set size in KiB, open file descriptors, utime + stime in seconds; nullopt once
 // the process is gone.
@@ -52,6 +56,14 @@ struct server_stats {
 // Waits (bounded) for a child to exit and returns its exit code (128 + signal when killed),
 // without reaping it: the `server` object that owns the pid still reaps it.
 [[nodiscard]] std::optional<int> exit_status_of(pid_t pid, std::chrono::milliseconds timeout);
+
+// The port of the server's admin endpoint (started with --admin-port 0), from its "admin
+// endpoint on http://127.0.0.1:PORT" log line, waiting at most `timeout` for it.
+[[nodiscard]] std::optional<std::uint16_t> admin_port(const server& s,
+                                                      std::chrono::milliseconds timeout);
+
+// GET /status of the admin endpoint, parsed; nullopt when it does not answer 200 with JSON.
+[[nodiscard]] std::optional<nlohmann::json> admin_status(std::uint16_t admin_port);
 
 // One `FIGURES {"test":...}` JSON line on stdout, for docs/RELIABILITY.md; each figure is also a
 // gtest property, so the XML report carries it.

@@ -20,6 +20,7 @@
 #include <cstdio>
 #include <cstring>
 #include <iostream>
+#include <atomic>
 #include <map>
 #include <memory>
 #include <optional>
@@ -35,8 +36,10 @@
 
 #include "ecsnet/client/connection.hpp"
 #include "ecsnet/protocol/components.hpp"
+#include "ecsnet/protocol/frame.hpp"
 #include "ecsnet/protocol/messages.hpp"
 #include "harness.hpp"
+#include "http_get.hpp"
 #include "process.hpp"
 #include "test_support.hpp"
 
@@ -92,9 +95,21 @@ rlim_t raise_own_fd_limit() {
 // (raw_socket carries an io_context each), for holding a thousand of them.
 class tcp_client {
 public:
-    explicit tcp_client(std::uint16_t port) : fd_{::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0)} {
+    // `source`: the local address (another 127.x.y.z: a second client host on loopback).
+    explicit tcp_client(std::uint16_t port, in_addr_t source = htonl(INADDR_ANY))
+        : fd_{::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0)} {
         if (fd_ < 0) {
             throw std::system_error(errno, std::generic_category(), "socket");
+        }
+        if (source != htonl(INADDR_ANY)) {
+            sockaddr_in local{};
+            local.sin_family = AF_INET;
+            local.sin_addr.s_addr = source;
+            if (::bind(fd_, reinterpret_cast<const sockaddr*>(&local), sizeof local) != 0) {
+                const int error = errno;
+                ::close(fd_);
+                throw std::system_error(error, std::generic_category(), "bind");
+            }
         }
         sockaddr_in address{};
         address.sin_family = AF_INET;
@@ -756,6 +771,310 @@ TEST(Caps, AcceptBacksOffWhenOutOfDescriptorsAndRecovers) {
         .add("server_cpu_share_while_stuck", cpu_share)
         .add("accept_errors_logged", errors_logged)
         .add("recovery_ms", recovery_ms)
+        .print();
+    expect_clean_stop(s);
+}
+
+// ---- pre-Hello floods against admission (issue 12.5) ------------------------------------------
+
+// Sockets that connect and say nothing, from one address, kept at `hold` open: each one the
+// server closes (refused, evicted, timed out) is replaced at once, at most one new connection
+// per millisecond, until `stop`.
+struct silent_flood_tally {
+    std::uint64_t connects = 0;
+    std::uint64_t connect_failures = 0;
+    std::uint64_t closed_by_server = 0;
+    std::size_t held_max = 0;
+    std::map<std::string, std::uint64_t> reasons;  // of the Disconnects the server sent
+};
+
+void silent_flood(std::uint16_t port, in_addr_t source, std::size_t hold,
+                  const std::atomic<bool>& stop, silent_flood_tally& tally) {
+    struct held_socket {
+        tcp_client socket;
+        std::vector<std::uint8_t> inbox;
+    };
+    std::vector<held_socket> held;
+    auto next_connect = clock_type::now();
+    while (!stop.load()) {
+        while (held.size() < hold && clock_type::now() >= next_connect && !stop.load()) {
+            next_connect += 1ms;
+            try {
+                held.push_back(held_socket{tcp_client{port, source}, {}});
+                ++tally.connects;
+            } catch (const std::system_error&) {
+                ++tally.connect_failures;
+                next_connect = clock_type::now() + 10ms;
+            }
+        }
+        tally.held_max = std::max(tally.held_max, held.size());
+        std::vector<pollfd> fds;
+        for (const auto& h : held) {
+            fds.push_back(pollfd{h.socket.fd(), POLLIN | POLLRDHUP, 0});
+        }
+        if (::poll(fds.data(), fds.size(), 1) <= 0) {
+            continue;
+        }
+        std::vector<bool> closed(held.size(), false);
+        for (std::size_t k = 0; k < fds.size(); ++k) {
+            if (fds[k].revents == 0) {
+                continue;
+            }
+            std::array<std::uint8_t, 4096> buffer{};
+            const ssize_t n = ::recv(fds[k].fd, buffer.data(), buffer.size(), MSG_DONTWAIT);
+            if (n > 0) {
+                held[k].inbox.insert(held[k].inbox.end(), buffer.begin(), buffer.begin() + n);
+            } else if (n == 0 || (errno != EAGAIN && errno != EWOULDBLOCK)) {
+                closed[k] = true;
+            }
+        }
+        std::vector<held_socket> open;
+        for (std::size_t k = 0; k < held.size(); ++k) {
+            if (!closed[k]) {
+                open.push_back(std::move(held[k]));
+                continue;
+            }
+            ++tally.closed_by_server;
+            protocol::frame_reader reader{protocol::default_max_server_frame};
+            reader.feed(held[k].inbox);
+            std::span<const std::uint8_t> frame;
+            std::string reason = "(closed without Disconnect)";
+            if (reader.next(frame) == protocol::frame_reader::status::frame) {
+                const auto* message = protocol::verify_server_frame(frame);
+                const auto control =
+                    message != nullptr ? protocol::decode_server_control(*message) : std::nullopt;
+                const auto* d = control ? std::get_if<protocol::disconnect>(&*control) : nullptr;
+                reason = d != nullptr ? d->reason : "(not a Disconnect)";
+            }
+            ++tally.reasons[reason];
+        }
+        held = std::move(open);
+    }
+}
+
+struct silent_flood_run {
+    std::vector<double> join_ms;
+    std::uint64_t join_retries = 0;
+    std::uint64_t pending_refused = 0;
+    std::uint64_t pending_evicted = 0;
+    std::uint64_t connections = 0;
+    std::uint64_t clients = 0;
+    std::uint64_t player_deltas = 0;
+    std::uint64_t player_checksums_matched = 0;
+    silent_flood_tally flood;
+    double flood_s = 0;
+};
+
+// --max-clients 8 and the given pre-Hello bounds: 600 silent sockets from 127.0.0.2 (one
+// attacking host), replaced as the server closes them; meanwhile 8 players join from
+// 127.0.0.1 with the client library and are served (deltas, matching checksums).
+silent_flood_run run_silent_flood(const std::vector<std::string>& pending_bounds) {
+    constexpr std::size_t silent = 600;
+    constexpr std::size_t players = 8;
+    silent_flood_run run;
+    std::vector<std::string> args{
+        "--max-clients", std::to_string(players), "--checksum-interval", "10", "--admin-port", "0"};
+    args.insert(args.end(), pending_bounds.begin(), pending_bounds.end());
+    server s{args};
+    const auto admin = ecsnet::test::admin_port(s, 10s);
+    if (!admin) {
+        ADD_FAILURE() << "no admin endpoint\n" << log_tail(s);
+        return run;
+    }
+    std::atomic<bool> stop{false};
+    const auto flood_start = clock_type::now();
+    std::thread flooder{silent_flood, s.port(),        ::inet_addr("127.0.0.2"),
+                        silent,       std::cref(stop), std::ref(run.flood)};
+    // The flood is on (600 connects made) before the first player comes, and goes on.
+    while (run.flood.connects < silent && clock_type::now() - flood_start < 20s) {
+        std::this_thread::sleep_for(20ms);
+    }
+    EXPECT_GE(run.flood.connects, silent) << "the flood did not get going";
+
+    std::vector<std::unique_ptr<connection>> members;
+    for (std::size_t i = 0; i < players; ++i) {
+        const auto started = clock_type::now();
+        for (int attempt = 0; attempt < 3 && members.size() == i; ++attempt) {
+            try {
+                members.push_back(join(s.port(), "player-" + std::to_string(i), 10s));
+            } catch (const client_error& e) {
+                ++run.join_retries;
+                ADD_FAILURE() << "player " << i << " attempt " << attempt << ": " << e.what();
+            }
+        }
+        if (members.size() == i) {
+            break;
+        }
+        run.join_ms.push_back(ms_since(started));
+    }
+    // Served while the flood goes on: each catches up to the server's tick and a checksum matches.
+    for (std::size_t i = 0; i < members.size(); ++i) {
+        auto& m = *members[i];
+        const std::uint64_t tick = server_tick_after_commands(m);
+        EXPECT_TRUE(catch_up_and_verify(m, tick)) << "player " << i;
+        EXPECT_TRUE(m.is_open()) << "player " << i << ": " << m.closed_reason().value_or("");
+        EXPECT_EQ(m.mirror().statistics().checksums_mismatched, 0U) << "player " << i;
+        EXPECT_EQ(m.mirror().statistics().inconsistencies, 0U) << "player " << i;
+        run.player_deltas += m.mirror().statistics().deltas;
+        run.player_checksums_matched += m.mirror().statistics().checksums_matched;
+    }
+    const auto status = ecsnet::test::admin_status(*admin);
+    stop = true;
+    flooder.join();
+    run.flood_s = ms_since(flood_start) / 1000.0;
+    EXPECT_EQ(members.size(), players) << "players locked out by silent sockets";
+    EXPECT_TRUE(status.has_value()) << "/status did not answer";
+    if (status) {
+        const auto& stats = status->at("stats");
+        run.pending_refused = stats.at("pending_refused").get<std::uint64_t>();
+        run.pending_evicted = stats.at("pending_evicted").get<std::uint64_t>();
+        run.connections = stats.at("connections").get<std::uint64_t>();
+        run.clients = status->at("clients").get<std::uint64_t>();
+        EXPECT_EQ(run.clients, players);
+    }
+    expect_clean_stop(s);
+    return run;
+}
+
+// Issue 12.5: a connection used to take a player slot from its accept on, so 8 silent sockets
+// filled an 8-player server. Now they wait among the pre-Hello connections: one address holds
+// at most --max-pending-per-address (32) of them, the rest refused with the reason; and with
+// that bound out of the way, --max-pending closes the oldest to make room. Either way players
+// join and are served while 600 silent sockets are kept open against the server.
+TEST(Caps, SilentSocketFloodLeavesPlayersJoining) {
+    constexpr std::size_t silent = 600;
+    constexpr std::size_t per_address = 32;  // the server's default, not passed
+    constexpr std::size_t max_pending = 64;
+    ASSERT_GE(raise_own_fd_limit(), 2 * silent + 100);
+
+    const silent_flood_run refused = run_silent_flood({});
+    const std::string reason = "too many connections from 127.0.0.2 waiting for Hello";
+    EXPECT_GE(refused.pending_refused, silent - per_address);
+    EXPECT_EQ(refused.pending_evicted, 0U);
+    EXPECT_GE(refused.flood.reasons.count(reason) != 0 ? refused.flood.reasons.at(reason) : 0,
+              silent - per_address);
+
+    const silent_flood_run evicted = run_silent_flood(
+        {"--max-pending-per-address", "1000", "--max-pending", std::to_string(max_pending)});
+    EXPECT_GE(evicted.pending_evicted, silent - max_pending);
+    EXPECT_EQ(evicted.pending_refused, 0U);
+
+    const auto reasons = [](const silent_flood_tally& t) {
+        std::string out;
+        for (const auto& [r, n] : t.reasons) {
+            out += (out.empty() ? "" : "; ") + r + ": " + std::to_string(n);
+        }
+        return out;
+    };
+    for (const auto& [name, run] : {std::pair{"per_address", &refused}, {"evicted", &evicted}}) {
+        figures{std::string{"silent_flood_"} + name}
+            .add("max_clients", 8)
+            .add("silent_held", silent)
+            .add("silent_connects", run->flood.connects)
+            .add("silent_closed_by_server", run->flood.closed_by_server)
+            .add("silent_connect_failures", run->flood.connect_failures)
+            .add("flood_s", run->flood_s)
+            .add("server_connections", run->connections)
+            .add("pending_refused", run->pending_refused)
+            .add("pending_evicted", run->pending_evicted)
+            .add("reasons", reasons(run->flood))
+            .add("players_joined", run->join_ms.size())
+            .add("join_retries", run->join_retries)
+            .add("join_p50_ms", percentile(run->join_ms, 0.5))
+            .add("join_max_ms", percentile(run->join_ms, 1.0))
+            .add("player_deltas", run->player_deltas)
+            .add("player_checksums_matched", run->player_checksums_matched)
+            .add("clients", run->clients)
+            .print();
+    }
+}
+
+// Issue 12.5: a full server is healthy and ready. 8 of 8 players; 20 rounds of GET /healthz,
+// GET /readyz and `ecsnet-server --healthcheck` all answer 200 / exit 0, and none of them
+// touched the game port: the server counted no connection besides the players'.
+TEST(Caps, FullServerStaysHealthyAndReady) {
+    constexpr std::size_t players = 8;
+    constexpr int rounds = 20;
+    server s{{"--max-clients", std::to_string(players), "--admin-port", "0"}};
+    const auto admin = ecsnet::test::admin_port(s, 10s);
+    ASSERT_TRUE(admin.has_value()) << log_tail(s);
+    std::vector<std::unique_ptr<connection>> members;
+    for (std::size_t i = 0; i < players; ++i) {
+        members.push_back(join(s.port(), "player-" + std::to_string(i)));
+    }
+    // /status is what the server published at its last tick: wait for the one after the joins.
+    auto before = ecsnet::test::admin_status(*admin);
+    const auto deadline = clock_type::now() + 5s;
+    while (before && before->at("clients") != players && clock_type::now() < deadline) {
+        std::this_thread::sleep_for(20ms);
+        before = ecsnet::test::admin_status(*admin);
+    }
+    ASSERT_TRUE(before.has_value());
+    ASSERT_EQ(before->at("clients"), players);
+    EXPECT_EQ(before->at("max_clients"), players);
+
+    std::vector<double> healthz_ms;
+    std::vector<double> readyz_ms;
+    std::vector<double> healthcheck_ms;
+    int healthz_ok = 0;
+    int readyz_ok = 0;
+    int healthcheck_ok = 0;
+    for (int i = 0; i < rounds; ++i) {
+        auto started = clock_type::now();
+        const auto health = ecsnet::test::http_get(*admin, "/healthz");
+        healthz_ms.push_back(ms_since(started));
+        healthz_ok += health.status == 200 ? 1 : 0;
+        EXPECT_EQ(health.status, 200U) << health.error << health.body;
+
+        started = clock_type::now();
+        const auto ready = ecsnet::test::http_get(*admin, "/readyz");
+        readyz_ms.push_back(ms_since(started));
+        readyz_ok += ready.status == 200 ? 1 : 0;
+        EXPECT_EQ(ready.status, 200U) << ready.error << ready.body;
+
+        started = clock_type::now();
+        const auto check = ecsnet::test::run(
+            {ECSNET_SERVER_BIN, "--healthcheck", "--admin-port", std::to_string(*admin)}, {}, {},
+            20s);
+        healthcheck_ms.push_back(ms_since(started));
+        healthcheck_ok += check.exit_code == 0 ? 1 : 0;
+        EXPECT_EQ(check.exit_code, 0) << check.out << check.err;
+        // The players keep reading meanwhile.
+        for (auto& m : members) {
+            m->poll_for(1ms);
+        }
+    }
+    const auto after = ecsnet::test::admin_status(*admin);
+    ASSERT_TRUE(after.has_value());
+    EXPECT_EQ(after->at("clients"), players) << "a probe took or freed a player slot";
+    EXPECT_EQ(after->at("stats").at("connections"), before->at("stats").at("connections"))
+        << "a probe touched the game port";
+    EXPECT_EQ(after->at("stats").at("refused"), 0);
+    std::uint64_t mismatches = 0;
+    for (std::size_t i = 0; i < members.size(); ++i) {
+        auto& m = *members[i];
+        const std::uint64_t tick = server_tick_after_commands(m);
+        EXPECT_TRUE(catch_up_and_verify(m, tick)) << "player " << i;
+        EXPECT_TRUE(m.is_open()) << "player " << i;
+        mismatches += m.mirror().statistics().checksums_mismatched;
+    }
+    EXPECT_EQ(mismatches, 0U);
+
+    figures{"full_server_health"}
+        .add("max_clients", players)
+        .add("clients", after->at("clients").get<std::uint64_t>())
+        .add("rounds", rounds)
+        .add("healthz_200", healthz_ok)
+        .add("readyz_200", readyz_ok)
+        .add("healthcheck_exit_0", healthcheck_ok)
+        .add("healthz_p50_ms", percentile(healthz_ms, 0.5))
+        .add("healthz_max_ms", percentile(healthz_ms, 1.0))
+        .add("readyz_p50_ms", percentile(readyz_ms, 0.5))
+        .add("readyz_max_ms", percentile(readyz_ms, 1.0))
+        .add("healthcheck_process_p50_ms", percentile(healthcheck_ms, 0.5))
+        .add("healthcheck_process_max_ms", percentile(healthcheck_ms, 1.0))
+        .add("game_port_connections", after->at("stats").at("connections").get<std::uint64_t>())
+        .add("player_checksum_mismatches", mismatches)
         .print();
     expect_clean_stop(s);
 }
