@@ -22,8 +22,9 @@ command_result accept(std::uint32_t request_id, ecs::Entity entity) {
 
 }  // namespace
 
-command_processor::command_processor(ecs::World& world, command_limits limits)
-    : world_{world}, limits_{limits} {
+command_processor::command_processor(ecs::World& world, const protocol::component_registry& types,
+                                     command_limits limits)
+    : world_{world}, types_{types}, limits_{limits} {
     // Ownership counts follow the Owner component, however the entity ends (command,
     // lifetime system, disconnect).
     construct_connection_ = world_.on_construct<Owner>().connect(
@@ -72,9 +73,35 @@ command_result command_processor::apply(std::uint32_t client,
     return result;
 }
 
+std::optional<command_result> command_processor::check_values(
+    std::uint32_t request_id, const protocol::component_set& values) const {
+    for (const protocol::component_value& v : values.values()) {
+        const auto id = types_.id_of(v.name);
+        if (!id) {
+            return reject(request_id, ErrorCode::Malformed, "unknown component " + v.name);
+        }
+        std::string why;
+        if (!types_.ops(*id).accepts(v, &why)) {
+            return reject(request_id, ErrorCode::InvalidValue, why);
+        }
+    }
+    return std::nullopt;
+}
+
+bool command_processor::anyone_may_write(const protocol::component_set& values) const noexcept {
+    for (const protocol::component_value& v : values.values()) {
+        const auto id = types_.id_of(v.name);
+        if (!id || types_.info(*id).written_by != protocol::writer::any) {
+            return false;
+        }
+    }
+    return !values.empty();
+}
+
 std::optional<command_result> command_processor::check_target(std::uint32_t client,
                                                               std::uint32_t request_id,
-                                                              ecs::Entity target) const {
+                                                              ecs::Entity target,
+                                                              bool owner_required) const {
     const ecs::Entity current = world_.current(target.index());
     if (current.is_null()) {
         return reject(request_id, ErrorCode::UnknownEntity,
@@ -88,6 +115,9 @@ std::optional<command_result> command_processor::check_target(std::uint32_t clie
                       target);
     }
     const Owner* owner = world_.try_get<Owner>(current);
+    if (!owner_required) {
+        return std::nullopt;
+    }
     if (owner == nullptr || owner->client != client) {
         return reject(request_id, ErrorCode::NotOwner,
                       "entity " + ecs::to_string(target) + " belongs to " +
@@ -109,19 +139,20 @@ command_result command_processor::spawn(std::uint32_t client, const protocol::sp
                       "client " + std::to_string(client) + " already owns " +
                           std::to_string(owned_by(client)) + " entities, its limit");
     }
+    if (auto rejected = check_values(command.request_id, command.components)) {
+        return std::move(*rejected);
+    }
     const ecs::Entity e = world_.create();
-    protocol::for_each_component([&]<typename T>() {
-        if (const auto& value = command.components.get<T>()) {
-            world_.emplace<T>(e, *value);
-        }
-    });
+    for (const protocol::component_value& v : command.components.values()) {
+        types_.ops(*types_.id_of(v.name)).assign(world_, e, v);
+    }
     world_.emplace<Owner>(e, client);
     return accept(command.request_id, e);
 }
 
 command_result command_processor::destroy(std::uint32_t client,
                                           const protocol::destroy& command) {
-    if (auto rejected = check_target(client, command.request_id, command.entity)) {
+    if (auto rejected = check_target(client, command.request_id, command.entity, true)) {
         return std::move(*rejected);
     }
     world_.destroy(command.entity);
@@ -130,40 +161,45 @@ command_result command_processor::destroy(std::uint32_t client,
 
 command_result command_processor::set(std::uint32_t client,
                                       const protocol::set_components& command) {
-    if (auto rejected = check_target(client, command.request_id, command.entity)) {
+    if (auto rejected = check_target(client, command.request_id, command.entity,
+                                     !anyone_may_write(command.components))) {
         return std::move(*rejected);
     }
-    protocol::for_each_component([&]<typename T>() {
-        if (const auto& value = command.components.get<T>()) {
-            world_.emplace_or_replace<T>(command.entity, *value);
-        }
-    });
+    if (auto rejected = check_values(command.request_id, command.components)) {
+        return std::move(*rejected);
+    }
+    for (const protocol::component_value& v : command.components.values()) {
+        types_.ops(*types_.id_of(v.name)).assign(world_, command.entity, v);
+    }
     return accept(command.request_id, command.entity);
 }
 
 command_result command_processor::remove(std::uint32_t client,
                                          const protocol::remove_components& command) {
-    if (auto rejected = check_target(client, command.request_id, command.entity)) {
+    bool anyone = !command.types.empty();
+    std::vector<std::uint16_t> ids;
+    for (const std::string& name : command.types) {
+        const auto id = types_.id_of(name);
+        if (!id) {
+            return reject(command.request_id, ErrorCode::Malformed, "unknown component " + name);
+        }
+        ids.push_back(*id);
+        anyone = anyone && types_.info(*id).written_by == protocol::writer::any;
+    }
+    if (auto rejected = check_target(client, command.request_id, command.entity, !anyone)) {
         return std::move(*rejected);
     }
-    std::optional<command_result> missing;
-    protocol::for_each_component([&]<typename T>() {
-        if (!missing && ((command.mask >> protocol::wire_id_v<T>) & 1U) != 0 &&
-            !world_.has<T>(command.entity)) {
-            missing = reject(command.request_id, ErrorCode::ComponentMissing,
-                             "entity " + ecs::to_string(command.entity) + " has no " +
-                                 std::string{protocol::column<T>::name},
-                             command.entity);
+    for (const std::uint16_t id : ids) {
+        if (!types_.ops(id).contains(world_, command.entity)) {  // all or nothing
+            return reject(command.request_id, ErrorCode::ComponentMissing,
+                          "entity " + ecs::to_string(command.entity) + " has no " +
+                              types_.info(id).name,
+                          command.entity);
         }
-    });
-    if (missing) {
-        return std::move(*missing);  // all or nothing
     }
-    protocol::for_each_component([&]<typename T>() {
-        if (((command.mask >> protocol::wire_id_v<T>) & 1U) != 0) {
-            world_.remove<T>(command.entity);
-        }
-    });
+    for (const std::uint16_t id : ids) {
+        types_.ops(id).remove(world_, command.entity);
+    }
     return accept(command.request_id, command.entity);
 }
 

@@ -12,7 +12,6 @@
 
 #include "ecsnet/protocol/checksum.hpp"
 #include "ecsnet/server/connect_token.hpp"
-#include "ecsnet/server/game.hpp"
 #include "ecsnet/server/session.hpp"
 
 namespace ecsnet::server {
@@ -61,19 +60,37 @@ bool same_secret(const std::string& a, const std::string& b) {
 
 }  // namespace
 
-server::server(asio::io_context& io, server_config config)
+namespace {
+
+protocol::component_registry registry_of(const game& g) {
+    protocol::component_registry types;
+    if (g.register_components) {
+        g.register_components(types);
+    }
+    return types;
+}
+
+}  // namespace
+
+server::server(asio::io_context& io, server_config config) : server(io, std::move(config), game{}) {}
+
+server::server(asio::io_context& io, server_config config, const game& g)
     : io_{io},
       config_{std::move(config)},
+      types_{registry_of(g)},
       world_{ecs::World::make()},
       scheduler_{1.0 / config_.tick_rate},
-      commands_{*world_, command_limits{config_.max_entities_per_client, config_.max_entities}},
+      commands_{*world_, types_, command_limits{config_.max_entities_per_client, config_.max_entities}},
+      encoder_{types_},
       acceptor_{io},
       tick_timer_{io},
       stats_timer_{io},
       owners_{[this](std::uint32_t id) { return commands_.owned_by(id) > 0; }} {
-    add_game_systems(scheduler_, config_.world_half_extent);
     // An owner without connections whose last entity ends (lifetime, despawn) is forgotten.
     commands_.on_last_entity_gone = [this](std::uint32_t owner) { owners_.forget_if_idle(owner); };
+    if (g.setup) {
+        g.setup(*this);
+    }
 }
 
 server::~server() = default;
@@ -84,9 +101,6 @@ void server::start() {
     }
     port_ = listen_on(acceptor_, config_.bind, config_.port, "--bind", "");
 
-    if (config_.demo_entities > 0) {
-        spawn_demo_entities(*world_, config_.demo_entities, config_.world_half_extent);
-    }
     world_->discard_changes();  // the first snapshot carries them
 
     running_ = true;
@@ -305,7 +319,7 @@ std::optional<std::string> server::admit(session& s, const protocol::hello& hell
         return "server full (" + std::to_string(config_.max_clients) + " clients)";
     }
     protocol::welcome welcome{0, protocol::protocol_version, static_cast<float>(config_.tick_rate),
-                              tick_, config_.checksum_interval, {}, {}};
+                              tick_, config_.checksum_interval, {}, {}, types_.types()};
     if (auto refused = identify(s, hello, welcome)) {
         ++stats_.identity_refused;
         return refused;
@@ -497,7 +511,7 @@ void server::broadcast_tick(const ecs::World::change_set_type& changes) {
     protocol::frame checksum;
     if (checksum_tick) {
         const protocol::checksum::index_range range = next_checksum_range();
-        const protocol::checksum::slice_sum sum = protocol::checksum::of_world(*world_, range);
+        const protocol::checksum::slice_sum sum = protocol::checksum::of_world(*world_, types_, range);
         checksum = protocol::encode(protocol::server_control{
             protocol::checksum_report{tick_, sum.hash, sum.entities, range.first, range.end}});
     }

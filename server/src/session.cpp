@@ -325,7 +325,7 @@ awaitable<void> session::read_frames() {
         if (phase_ != phase::handshake && phase_ != phase::joined) {
             break;  // disconnected by the server while this frame arrived: not answered
         }
-        protocol::decoded_client decoded = protocol::decode_client_frame(read_buffer_);
+        protocol::decoded_client decoded = protocol::decode_client_frame(read_buffer_, owner_.types().types());
         if (!decoded.message) {
             if (decoded.error.fatal) {
                 ++owner_.stats_.invalid_frames;

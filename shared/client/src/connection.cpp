@@ -29,7 +29,8 @@ connection::connection(const connect_options& options)
       socket_{io_},
       endpoint_{options.host + ":" + std::to_string(options.port)},
       reader_{options.max_frame_bytes},
-      read_chunk_(64 * 1024) {
+      read_chunk_(64 * 1024),
+      expected_types_{options.expected_types} {
     const auto deadline = clock::now() + options.timeout;
     boost::system::error_code ec;
     asio::ip::tcp::resolver resolver{io_};
@@ -155,7 +156,12 @@ void connection::send(const protocol::client_message& message) {
     if (closed_) {
         throw client_error("connection to " + endpoint_ + " is closed: " + *closed_);
     }
-    const protocol::frame frame = protocol::encode(message);
+    protocol::frame frame;
+    try {
+        frame = protocol::encode(message, mirror_.types());
+    } catch (const std::invalid_argument& e) {
+        throw client_error(e.what());
+    }
     bool done = false;
     boost::system::error_code ec;
     // The handler owns the frame: the write may outlive this call if it times out.
@@ -285,6 +291,15 @@ bool connection::record_control(const wire::ServerMessage& message) {
         return false;
     }
     if (auto* w = std::get_if<protocol::welcome>(&*control)) {
+        for (const protocol::component_info& expected : expected_types_) {
+            if (const auto* actual = w->components.find(expected.name)) {
+                if (auto problem = protocol::incompatibility(expected, *actual)) {
+                    fail("the server's schema does not match this client: " + *problem);
+                    return false;
+                }
+            }
+        }
+        mirror_.set_schema(w->components);
         welcome_ = *w;
     } else if (auto* r = std::get_if<protocol::command_result>(&*control)) {
         results_[r->request_id] = std::move(*r);

@@ -5,6 +5,9 @@
 #define XXH_INLINE_ALL
 #include <xxhash.h>
 
+#include <algorithm>
+#include <array>
+#include <cstring>
 #include <vector>
 
 namespace ecsnet::protocol::checksum {
@@ -14,7 +17,7 @@ std::uint64_t hash_bytes(std::span<const std::byte> bytes) noexcept {
 }
 
 std::uint64_t hash_parts(std::span<const std::byte> head, std::span<const std::byte> value) noexcept {
-    // Names are at most 64 bytes: the common case hashes one contiguous stack buffer.
+    // Most values are small: the common case hashes one contiguous stack buffer.
     std::array<std::byte, 256> buffer;
     if (head.size() + value.size() <= buffer.size()) {
         std::memcpy(buffer.data(), head.data(), head.size());
@@ -32,49 +35,57 @@ std::uint64_t hash_parts(std::span<const std::byte> head, std::span<const std::b
 
 namespace {
 
-// component_term with the size known at compile time for struct components: one fixed-size
-// buffer and XXH3's fixed-length path, about 3x faster than the general one.
-template <typename T>
-std::uint64_t term_of(std::uint32_t index, std::uint32_t version, const T& value) noexcept {
-    if constexpr (is_string_component_v<T>) {
-        return component_term(index, version, value);
-    } else {
-        const std::array<std::uint32_t, 3> head{wire_id_v<T>, index, version};
-        // The value's wire struct, never its own bytes (padding: docs/PROTOCOL.md).
-        const auto bytes = value_bytes(value);
-        std::array<std::byte, sizeof head + sizeof bytes> buffer;
-        std::memcpy(buffer.data(), head.data(), sizeof head);
-        std::memcpy(buffer.data() + sizeof head, bytes.data(), sizeof bytes);
-        return XXH3_64bits(buffer.data(), buffer.size());
+// One component's term for entity e, which has the type.
+std::uint64_t term_of(const component_registry& types, std::uint32_t id, const ecs::World& world,
+                      ecs::Entity e) {
+    const component_info& info = types.info(id);
+    const component_ops& ops = types.ops(id);
+    if (info.is_string) {
+        const std::string_view text = ops.text(world, e);
+        return component_term(id, e.index(), e.version(), std::as_bytes(std::span{text}));
     }
+    std::array<std::byte, max_fields * 8> value{};
+    ops.pack(world, e, value.data());
+    return component_term(id, e.index(), e.version(),
+                          std::span<const std::byte>{value.data(), info.value_bytes()});
 }
 
 }  // namespace
 
-std::uint64_t of_world(const ecs::World& world) {
+std::uint64_t of_world(const ecs::World& world, const component_registry& types) {
     std::uint64_t sum = 0;
     world.each([&](ecs::Entity e) { sum += entity_term(e.index(), e.version()); });
-    for_each_component([&]<typename T>() {
-        const auto* storage = world.find_storage<T>();
-        if (storage == nullptr) {
-            return;
+    for (std::uint32_t id = 0; id < types.size(); ++id) {
+        if (types.info(id).owner_only) {
+            continue;
         }
-        const auto entities = storage->entities();
-        const auto values = storage->values();
-        for (std::size_t i = 0; i < entities.size(); ++i) {
-            sum += term_of(entities[i].index(), entities[i].version(), values[i]);
+        for (const ecs::Entity e : types.ops(id).entities(world)) {
+            sum += term_of(types, id, world, e);
         }
-    });
+    }
     return sum;
 }
 
-slice_sum of_world(const ecs::World& world, index_range range) {
+slice_sum of_world(const ecs::World& world, const component_registry& types, index_range range) {
     if (range.whole()) {
-        return {of_world(world), static_cast<std::uint32_t>(world.alive())};
+        return {of_world(world, types), static_cast<std::uint32_t>(world.alive())};
     }
-    return of_slice(
-        range, world.entities().slots(), [&](std::uint32_t index) { return world.current(index); },
-        [&]<typename T>() { return world.find_storage<T>(); });
+    slice_sum out;
+    const std::size_t end = std::min<std::size_t>(range.end, world.entities().slots());
+    for (std::size_t i = range.first; i < end; ++i) {
+        const ecs::Entity e = world.current(static_cast<std::uint32_t>(i));
+        if (e.is_null()) {
+            continue;
+        }
+        out.hash += entity_term(e.index(), e.version());
+        ++out.entities;
+        for (std::uint32_t id = 0; id < types.size(); ++id) {
+            if (!types.info(id).owner_only && types.ops(id).contains(world, e)) {
+                out.hash += term_of(types, id, world, e);
+            }
+        }
+    }
+    return out;
 }
 
 }  // namespace ecsnet::protocol::checksum

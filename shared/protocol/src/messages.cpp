@@ -1,6 +1,9 @@
 #include "ecsnet/protocol/messages.hpp"
 
+#include <algorithm>
 #include <cmath>
+#include <cstring>
+#include <stdexcept>
 #include <type_traits>
 
 namespace ecsnet::protocol {
@@ -26,43 +29,54 @@ flatbuffers::Offset<flatbuffers::Vector<std::uint8_t>> optional_bytes(
 
 wire::EntityRef to_wire(ecs::Entity e) { return wire::EntityRef{e.index(), e.version()}; }
 
-// One value per present type; with `at`, each value's entity index too (removals: `at` only).
-flatbuffers::Offset<wire::ComponentColumns> encode_set(flatbuffers::FlatBufferBuilder& fbb,
-                                                       const component_set& set) {
-    std::array<flatbuffers::uoffset_t, replicated_count> values{};
-    for_each_component([&]<typename T>() {
-        if (const auto& v = set.get<T>()) {
-            values[wire_id_v<T>] =
-                encode_values<T>(fbb, 1, [&](std::size_t) -> const T& { return *v; }).o;
+using columns_offset = flatbuffers::Offset<flatbuffers::Vector<flatbuffers::Offset<wire::Column>>>;
+
+// One single-value column per component, resolved against the server's schema.
+columns_offset encode_set(flatbuffers::FlatBufferBuilder& fbb, const component_set& set,
+                          const schema& types) {
+    if (set.empty()) {
+        return 0;
+    }
+    std::vector<flatbuffers::Offset<wire::Column>> columns;
+    for (const component_value& v : set.values()) {
+        const component_info* type = types.find(v.name);
+        if (type == nullptr) {
+            throw std::invalid_argument("the server has no component '" + v.name + "'");
         }
-    });
-    wire::ComponentColumnsBuilder builder(fbb);
-    for_each_component([&]<typename T>() {
-        if (values[wire_id_v<T>] != 0) {
-            column<T>::add_values(
-                builder, flatbuffers::Offset<typename column<T>::vector_type>(values[wire_id_v<T>]));
+        if (type->is_string) {
+            const auto text = fbb.CreateString(v.text);
+            const auto strings = fbb.CreateVector(&text, 1);
+            columns.push_back(wire::CreateColumn(fbb, type->id, 0, 0, strings));
+            continue;
         }
-    });
-    return builder.Finish();
+        // A value made for fewer fields (an older client): the fields added since are zero.
+        std::vector<std::byte> bytes(type->value_bytes());
+        if (v.bytes.size() > bytes.size()) {
+            throw std::invalid_argument("a '" + v.name + "' value of " +
+                                        std::to_string(v.bytes.size()) +
+                                        " bytes does not fit the server's " +
+                                        std::to_string(bytes.size()));
+        }
+        std::copy(v.bytes.begin(), v.bytes.end(), bytes.begin());
+        const auto values = fbb.CreateVector(reinterpret_cast<const std::uint8_t*>(bytes.data()),
+                                             bytes.size());
+        columns.push_back(wire::CreateColumn(fbb, type->id, 0, values));
+    }
+    return fbb.CreateVector(columns);
 }
 
-flatbuffers::Offset<wire::ComponentColumns> encode_mask(flatbuffers::FlatBufferBuilder& fbb,
-                                                        std::uint32_t index, std::uint64_t mask) {
-    std::array<flatbuffers::uoffset_t, replicated_count> at{};
-    for_each_component([&]<typename T>() {
-        if ((mask >> wire_id_v<T>) & 1U) {
-            const std::uint32_t one = index;
-            const auto list = fbb.CreateVector(&one, 1);
-            at[wire_id_v<T>] = wire::CreateIndexSet(fbb, 0, list).o;
+flatbuffers::Offset<flatbuffers::Vector<std::uint16_t>> encode_types(
+    flatbuffers::FlatBufferBuilder& fbb, const std::vector<std::string>& names,
+    const schema& types) {
+    std::vector<std::uint16_t> ids;
+    for (const std::string& name : names) {
+        const component_info* type = types.find(name);
+        if (type == nullptr) {
+            throw std::invalid_argument("the server has no component '" + name + "'");
         }
-    });
-    wire::ComponentColumnsBuilder builder(fbb);
-    for_each_component([&]<typename T>() {
-        if (at[wire_id_v<T>] != 0) {
-            column<T>::add_at(builder, flatbuffers::Offset<wire::IndexSet>(at[wire_id_v<T>]));
-        }
-    });
-    return builder.Finish();
+        ids.push_back(type->id);
+    }
+    return fbb.CreateVector(ids);
 }
 
 decode_error command_error(wire::ErrorCode code, std::string message, std::uint32_t request_id) {
@@ -73,90 +87,96 @@ decode_error fatal_error(std::string message) {
     return decode_error{wire::ErrorCode::Malformed, std::move(message), std::nullopt, true};
 }
 
-// A command's component values: one value per present column, no entity sets, only types
-// clients may write, every value valid.
-std::optional<decode_error> decode_values(const wire::ComponentColumns* columns,
-                                          std::uint32_t request_id, component_set& out) {
+// A command's component values: one column per type, each with exactly one value of the
+// right size and no entity set, only types clients may write, every value valid.
+std::optional<decode_error> decode_values(
+    const flatbuffers::Vector<flatbuffers::Offset<wire::Column>>* columns, std::uint32_t request_id,
+    const schema& types, component_set& out) {
     if (columns == nullptr) {
         return std::nullopt;
     }
-    std::optional<decode_error> error;
-    for_each_component([&]<typename T>() {
-        if (error) {
-            return;
+    const auto malformed = [&](std::string text) {
+        return command_error(wire::ErrorCode::Malformed, std::move(text), request_id);
+    };
+    const auto invalid = [&](std::string text) {
+        return command_error(wire::ErrorCode::InvalidValue, std::move(text), request_id);
+    };
+    if (columns->size() > types.size()) {
+        return malformed("more columns than component types");
+    }
+    for (const wire::Column* column : *columns) {
+        const component_info* type = types.find(column->type());
+        if (type == nullptr) {
+            return malformed("unknown component type " + std::to_string(column->type()));
         }
-        const std::string name{column<T>::name};
-        if (column<T>::at(*columns) != nullptr) {
-            error = command_error(wire::ErrorCode::Malformed,
-                                  "column " + name + "_at is not allowed in this command",
-                                  request_id);
-            return;
+        const std::string& name = type->name;
+        if (out.find(name) != nullptr) {
+            return malformed("component " + name + " given twice");
         }
-        const auto* values = column<T>::values(*columns);
-        if (values == nullptr) {
-            return;
+        if (column->at() != nullptr) {
+            return malformed("column " + name + " names entities, which this command does not allow");
         }
-        if (values->size() != 1) {
-            error = command_error(wire::ErrorCode::Malformed,
-                                  "column " + name + " must hold exactly one value, not " +
-                                      std::to_string(values->size()),
-                                  request_id);
-            return;
-        }
-        if (column<T>::written_by == writer::server) {
-            error = command_error(wire::ErrorCode::InvalidValue,
-                                  name + " is set by the server only", request_id);
-            return;
-        }
-        T value = decode_value<T>(*values, 0);
-        if (!valid_value(value)) {
-            error = command_error(wire::ErrorCode::InvalidValue,
-                                  "invalid " + name + " value (numbers must be finite, names at most " +
-                                      std::to_string(max_name_bytes) + " bytes)",
-                                  request_id);
-            return;
-        }
-        if constexpr (is_string_component_v<T>) {
-            if (!valid_utf8(value.value)) {
-                error = command_error(wire::ErrorCode::InvalidValue, name + " is not valid UTF-8",
-                                      request_id);
-                return;
+        component_value value;
+        value.name = name;
+        if (type->is_string) {
+            const auto* strings = column->strings();
+            if (column->values() != nullptr || strings == nullptr || strings->size() != 1) {
+                return malformed("column " + name + " must hold exactly one string");
+            }
+            value.text = strings->Get(0)->str();
+            if (value.text.size() > type->max_bytes) {
+                return invalid(name + " is longer than " + std::to_string(type->max_bytes) +
+                               " bytes");
+            }
+            if (!valid_utf8(value.text)) {
+                return invalid(name + " is not valid UTF-8");
+            }
+        } else {
+            const auto* values = column->values();
+            if (column->strings() != nullptr || values == nullptr ||
+                values->size() != type->value_bytes()) {
+                return malformed("column " + name + " must hold exactly one value of " +
+                                 std::to_string(type->value_bytes()) + " bytes");
+            }
+            value.bytes.resize(values->size());
+            std::memcpy(value.bytes.data(), values->data(), values->size());
+            std::string why;
+            if (!valid_value(*type, value.bytes, &why)) {
+                return invalid("invalid " + name + " value: " + why);
             }
         }
-        out.set<T>(std::move(value));
-    });
-    return error;
+        if (type->written_by == writer::server) {
+            return invalid(name + " is set by the server only");
+        }
+        out.set(std::move(value));
+    }
+    return std::nullopt;
 }
 
-std::optional<decode_error> decode_removal_mask(const wire::ComponentColumns* columns,
-                                                std::uint32_t request_id, std::uint64_t& mask) {
-    mask = 0;
-    if (columns == nullptr) {
+std::optional<decode_error> decode_removal_types(const flatbuffers::Vector<std::uint16_t>* ids,
+                                                 std::uint32_t request_id, const schema& types,
+                                                 std::vector<std::string>& out) {
+    out.clear();
+    if (ids == nullptr) {
         return std::nullopt;
     }
-    std::optional<decode_error> error;
-    for_each_component([&]<typename T>() {
-        if (error) {
-            return;
+    for (const std::uint16_t id : *ids) {
+        const component_info* type = types.find(id);
+        if (type == nullptr) {
+            return command_error(wire::ErrorCode::Malformed,
+                                 "unknown component type " + std::to_string(id), request_id);
         }
-        if (column<T>::values(*columns) != nullptr) {
-            error = command_error(wire::ErrorCode::Malformed,
-                                  "RemoveComponent names types by their _at column, not values",
-                                  request_id);
-            return;
+        if (std::find(out.begin(), out.end(), type->name) != out.end()) {
+            return command_error(wire::ErrorCode::Malformed,
+                                 "component " + type->name + " named twice", request_id);
         }
-        if (column<T>::at(*columns) == nullptr) {
-            return;
+        if (type->written_by == writer::server) {
+            return command_error(wire::ErrorCode::InvalidValue,
+                                 type->name + " is set by the server only", request_id);
         }
-        if (column<T>::written_by == writer::server) {
-            error = command_error(wire::ErrorCode::InvalidValue,
-                                  std::string{column<T>::name} + " is set by the server only",
-                                  request_id);
-            return;
-        }
-        mask |= std::uint64_t{1} << wire_id_v<T>;
-    });
-    return error;
+        out.push_back(type->name);
+    }
+    return std::nullopt;
 }
 
 std::optional<ecs::Entity> entity_of(const wire::EntityRef* ref) {
@@ -168,17 +188,27 @@ std::optional<ecs::Entity> entity_of(const wire::EntityRef* ref) {
 
 }  // namespace
 
-std::uint64_t component_set::mask() const noexcept {
-    std::uint64_t mask = 0;
-    for_each_component([&]<typename T>() {
-        if (get<T>().has_value()) {
-            mask |= std::uint64_t{1} << wire_id_v<T>;
+component_set& component_set::set(component_value value) {
+    for (auto& v : values_) {
+        if (v.name == value.name) {
+            v = std::move(value);
+            return *this;
         }
-    });
-    return mask;
+    }
+    values_.push_back(std::move(value));
+    return *this;
 }
 
-frame encode(const client_message& message) {
+const component_value* component_set::find(std::string_view name) const noexcept {
+    for (const auto& v : values_) {
+        if (v.name == name) {
+            return &v;
+        }
+    }
+    return nullptr;
+}
+
+frame encode(const client_message& message, const schema& types) {
     flatbuffers::FlatBufferBuilder fbb(256);
     const auto [type, body] = std::visit(
         overloaded{
@@ -192,7 +222,7 @@ frame encode(const client_message& message) {
                                      .Union()};
             },
             [&](const spawn& m) {
-                const auto columns = encode_set(fbb, m.components);
+                const auto columns = encode_set(fbb, m.components, types);
                 return std::pair{wire::ClientBody::Spawn,
                                  wire::CreateSpawn(fbb, m.request_id, columns).Union()};
             },
@@ -202,18 +232,18 @@ frame encode(const client_message& message) {
                                  wire::CreateDestroy(fbb, m.request_id, &ref).Union()};
             },
             [&](const set_components& m) {
-                const auto columns = encode_set(fbb, m.components);
+                const auto columns = encode_set(fbb, m.components, types);
                 const auto ref = to_wire(m.entity);
                 return std::pair{
                     wire::ClientBody::SetComponent,
                     wire::CreateSetComponent(fbb, m.request_id, &ref, columns).Union()};
             },
             [&](const remove_components& m) {
-                const auto columns = encode_mask(fbb, m.entity.index(), m.mask);
+                const auto ids = encode_types(fbb, m.types, types);
                 const auto ref = to_wire(m.entity);
                 return std::pair{
                     wire::ClientBody::RemoveComponent,
-                    wire::CreateRemoveComponent(fbb, m.request_id, &ref, columns).Union()};
+                    wire::CreateRemoveComponent(fbb, m.request_id, &ref, ids).Union()};
             },
             [&](const ping& m) {
                 return std::pair{wire::ClientBody::Ping, wire::CreatePing(fbb, m.nonce).Union()};
@@ -228,7 +258,7 @@ frame encode(const client_message& message) {
     return finish_frame(fbb, wire::CreateClientMessage(fbb, type, body));
 }
 
-decoded_client decode_client_frame(std::span<const std::uint8_t> bytes) {
+decoded_client decode_client_frame(std::span<const std::uint8_t> bytes, const schema& types) {
     decoded_client out;
     std::string why;
     const wire::ClientMessage* root = verify_client_frame(bytes, &why);
@@ -276,7 +306,7 @@ decoded_client decode_client_frame(std::span<const std::uint8_t> bytes) {
         case wire::ClientBody::Spawn: {
             const auto* m = root->body_as_Spawn();
             spawn s{m->request_id(), {}};
-            if (auto e = decode_values(m->components(), s.request_id, s.components)) {
+            if (auto e = decode_values(m->components(), s.request_id, types, s.components)) {
                 return fail(std::move(*e));
             }
             out.message = std::move(s);
@@ -303,7 +333,7 @@ decoded_client decode_client_frame(std::span<const std::uint8_t> bytes) {
                                           s.request_id));
             }
             s.entity = *e;
-            if (auto err = decode_values(m->components(), s.request_id, s.components)) {
+            if (auto err = decode_values(m->components(), s.request_id, types, s.components)) {
                 return fail(std::move(*err));
             }
             if (s.components.empty()) {
@@ -315,7 +345,7 @@ decoded_client decode_client_frame(std::span<const std::uint8_t> bytes) {
         }
         case wire::ClientBody::RemoveComponent: {
             const auto* m = root->body_as_RemoveComponent();
-            remove_components r{m->request_id(), {}, 0};
+            remove_components r{m->request_id(), {}, {}};
             const auto e = entity_of(m->entity());
             if (!e) {
                 return fail(command_error(wire::ErrorCode::Malformed,
@@ -323,14 +353,14 @@ decoded_client decode_client_frame(std::span<const std::uint8_t> bytes) {
                                           r.request_id));
             }
             r.entity = *e;
-            if (auto err = decode_removal_mask(m->components(), r.request_id, r.mask)) {
+            if (auto err = decode_removal_types(m->types(), r.request_id, types, r.types)) {
                 return fail(std::move(*err));
             }
-            if (r.mask == 0) {
+            if (r.types.empty()) {
                 return fail(command_error(wire::ErrorCode::Malformed,
                                           "RemoveComponent names no component", r.request_id));
             }
-            out.message = r;
+            out.message = std::move(r);
             return out;
         }
         case wire::ClientBody::Ping:
@@ -361,10 +391,11 @@ frame encode(const server_control& message) {
             [&](const welcome& m) {
                 const auto key = optional_bytes(fbb, m.resume_key);
                 const auto player = optional_string(fbb, m.player_id);
+                const auto components = encode_schema(fbb, m.components);
                 return std::pair{wire::ServerBody::Welcome,
                                  wire::CreateWelcome(fbb, m.client_id, m.version, m.tick_rate,
                                                      m.current_tick, m.checksum_interval, key,
-                                                     player)
+                                                     player, components)
                                      .Union()};
             },
             [&](const command_result& m) {
@@ -424,6 +455,12 @@ std::optional<server_control> decode_server_control(const wire::ServerMessage& m
                 }
                 w.player_id = player->str();
             }
+            std::string schema_why;
+            auto components = decode_schema(m->components(), &schema_why);
+            if (!components) {
+                return fail("Welcome with an unusable schema: " + schema_why);
+            }
+            w.components = std::move(*components);
             return w;
         }
         case wire::ServerBody::CommandResult: {

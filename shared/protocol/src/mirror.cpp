@@ -2,14 +2,164 @@
 
 #include <algorithm>
 
+#include <cstring>
+
 #include "ecsnet/protocol/checksum.hpp"
+#include "ecsnet/protocol/messages.hpp"
 
 namespace ecsnet::protocol {
+
+bool mirror::value_store::same(std::uint32_t index, const value_store& other) const noexcept {
+    if (is_string) {
+        return texts[slot[index] - 1] == other.texts[other.slot[index] - 1];
+    }
+    const auto a = value(index);
+    const auto b = other.value(index);
+    return std::equal(a.begin(), a.end(), b.begin(), b.end());
+}
+
+std::byte* mirror::value_store::set(std::uint32_t index) {
+    if (index >= slot.size()) {
+        slot.resize(std::max<std::size_t>(std::size_t{index} + 1, slot.size() * 2), 0);
+    }
+    if (slot[index] == 0) {
+        dense.push_back(index);
+        slot[index] = static_cast<std::uint32_t>(dense.size());
+        bytes.resize(dense.size() * stride);
+    }
+    return bytes.data() + std::size_t{slot[index] - 1} * stride;
+}
+
+void mirror::value_store::set_text(std::uint32_t index, std::string text) {
+    if (index >= slot.size()) {
+        slot.resize(std::max<std::size_t>(std::size_t{index} + 1, slot.size() * 2), 0);
+    }
+    if (slot[index] == 0) {
+        dense.push_back(index);
+        slot[index] = static_cast<std::uint32_t>(dense.size());
+        texts.push_back(std::move(text));
+    } else {
+        texts[slot[index] - 1] = std::move(text);
+    }
+}
+
+void mirror::value_store::erase(std::uint32_t index) {
+    const std::uint32_t at = slot[index] - 1;
+    const std::uint32_t last = static_cast<std::uint32_t>(dense.size() - 1);
+    if (at != last) {
+        // Swap and pop: the last value takes the erased one's place.
+        const std::uint32_t moved = dense[last];
+        dense[at] = moved;
+        slot[moved] = at + 1;
+        if (is_string) {
+            texts[at] = std::move(texts[last]);
+        } else {
+            std::memcpy(bytes.data() + std::size_t{at} * stride,
+                        bytes.data() + std::size_t{last} * stride, stride);
+        }
+    }
+    dense.pop_back();
+    if (is_string) {
+        texts.pop_back();
+    } else {
+        bytes.resize(dense.size() * stride);
+    }
+    slot[index] = 0;
+}
+
+void mirror::value_store::clear() {
+    for (const std::uint32_t index : dense) {
+        slot[index] = 0;
+    }
+    dense.clear();
+    bytes.clear();
+    texts.clear();
+}
 
 void mirror::state::clear() {
     versions.clear();
     count = 0;
-    std::apply([](auto&... s) { (s.clear(), ...); }, storages);
+    for (auto& store : stores) {
+        store.clear();
+    }
+}
+
+void mirror::state::reset(const schema& types) {
+    versions.clear();
+    count = 0;
+    stores.clear();
+    stores.resize(types.size());
+    for (const component_info& info : types.types()) {
+        stores[info.id].is_string = info.is_string;
+        stores[info.id].stride = info.value_bytes();
+    }
+}
+
+void mirror::set_schema(schema types) {
+    if (types == types_ && live_.stores.size() == types_.size()) {
+        return;
+    }
+    types_ = std::move(types);
+    live_.reset(types_);
+    staging_.reset(types_);
+    staging_active_ = false;
+    ready_ = false;
+    awaiting_resync_ = false;
+    resync_reported_ = false;
+}
+
+bool mirror::has(entity_type e, std::uint32_t type) const noexcept {
+    return contains(e) && type < live_.stores.size() && live_.stores[type].contains(e.index());
+}
+
+std::span<const std::byte> mirror::value(entity_type e, std::uint32_t type) const noexcept {
+    if (!has(e, type) || live_.stores[type].is_string) {
+        return {};
+    }
+    return live_.stores[type].value(e.index());
+}
+
+const std::string* mirror::text(entity_type e, std::uint32_t type) const noexcept {
+    if (!has(e, type) || !live_.stores[type].is_string) {
+        return nullptr;
+    }
+    const auto& store = live_.stores[type];
+    return &store.texts[store.slot[e.index()] - 1];
+}
+
+const component_info* mirror::check_column(const wire::Column& column, std::size_t count,
+                                           const char* where) {
+    const component_info* info = types_.find(column.type());
+    if (info == nullptr) {
+        inconsistent(std::string{where} + " column of unknown component type " +
+                     std::to_string(column.type()));
+        return nullptr;
+    }
+    const std::string name = std::string{where} + " column " + info->name;
+    if (info->is_string) {
+        const auto* strings = column.strings();
+        if (column.values() != nullptr || (strings == nullptr ? 0 : strings->size()) != count) {
+            inconsistent(name + " does not hold one string per entity");
+            return nullptr;
+        }
+        for (const auto* text : *strings) {
+            if (text->size() > info->max_bytes || !valid_utf8(text->string_view())) {
+                inconsistent(name + " holds a string that is not UTF-8 of at most " +
+                             std::to_string(info->max_bytes) + " bytes");
+                return nullptr;
+            }
+        }
+        return info;
+    }
+    const auto* values = column.values();
+    const std::size_t expected = column_bytes(*info, count);
+    if (column.strings() != nullptr || (values == nullptr ? 0 : values->size()) != expected) {
+        inconsistent(name + " has " + std::to_string(values == nullptr ? 0 : values->size()) +
+                     " bytes of values for " + std::to_string(count) + " entities; " +
+                     std::to_string(expected) + " expected");
+        return nullptr;
+    }
+    return info;
 }
 
 std::optional<std::string> mirror::take_resync_reason() {
@@ -109,29 +259,33 @@ bool mirror::apply_group(state& target, const wire::EntityGroup& group, bool not
         twice != sorted.end()) {
         return inconsistent("entity group lists index " + std::to_string(*twice) + " twice");
     }
-    bool ok = true;
-    const wire::ComponentColumns* columns = group.columns();
+    const auto* columns = group.columns();
+    std::uint64_t seen = 0;
     if (columns != nullptr) {
-        for_each_component([&]<typename T>() {
-            const auto* values = column<T>::values(*columns);
-            if (!ok || values == nullptr) {
-                return;
+        if (columns->size() > types_.size()) {
+            return inconsistent("entity group has more columns than there are component types");
+        }
+        for (const auto* column : *columns) {
+            const component_info* info = check_column(*column, count, "spawn");
+            if (info == nullptr) {
+                return false;
             }
-            if (values->size() != count) {
-                ok = inconsistent("column " + std::string{column<T>::name} + " has " +
-                                  std::to_string(values->size()) + " values for " +
-                                  std::to_string(count) + " entities");
-                return;
+            if ((seen >> info->id) & 1U) {
+                return inconsistent("entity group has two columns of " + info->name);
             }
-            for (std::size_t i = 0; i < count && ok; ++i) {
-                if (!valid_value(decode_value<T>(*values, i))) {
-                    ok = inconsistent("invalid " + std::string{column<T>::name} + " value");
+            seen |= std::uint64_t{1} << info->id;
+            if (!info->is_string) {
+                value_scratch_.resize(info->value_bytes());
+                const auto bytes = std::as_bytes(std::span{column->values()->data(), column->values()->size()});
+                for (std::size_t i = 0; i < count; ++i) {
+                    unpack_value(*info, bytes, i, value_scratch_);
+                    std::string why;
+                    if (!valid_value(*info, value_scratch_, &why)) {
+                        return inconsistent("invalid spawn value: " + why);
+                    }
                 }
             }
-        });
-    }
-    if (!ok) {
-        return false;
+        }
     }
     for (std::size_t i = 0; i < count; ++i) {
         const std::uint32_t index = scratch_[i];
@@ -142,16 +296,21 @@ bool mirror::apply_group(state& target, const wire::EntityGroup& group, bool not
         ++target.count;
     }
     if (columns != nullptr) {
-        for_each_component([&]<typename T>() {
-            const auto* values = column<T>::values(*columns);
-            if (values == nullptr) {
-                return;
+        for (const auto* column : *columns) {
+            const component_info& info = *types_.find(column->type());
+            auto& store = target.stores[info.id];
+            if (info.is_string) {
+                for (std::size_t i = 0; i < count; ++i) {
+                    store.set_text(scratch_[i], column->strings()->Get(static_cast<flatbuffers::uoffset_t>(i))->str());
+                }
+            } else {
+                const auto bytes = std::as_bytes(std::span{column->values()->data(), column->values()->size()});
+                for (std::size_t i = 0; i < count; ++i) {
+                    std::byte* out = store.set(scratch_[i]);
+                    unpack_value(info, bytes, i, std::span<std::byte>{out, store.stride});
+                }
             }
-            auto& storage = std::get<storage_t<T>>(target.storages);
-            for (std::size_t i = 0; i < count; ++i) {
-                storage.emplace(target.find(scratch_[i]), decode_value<T>(*values, i));
-            }
-        });
+        }
     }
     if (notify && active_.on_spawn) {
         for (const std::uint32_t index : scratch_) {
@@ -232,107 +391,111 @@ void mirror::report_snapshot_differences(const state& before) {
         return;
     }
     const std::size_t common = std::min(before.versions.size(), live_.versions.size());
-    for_each_component([&]<typename T>() {
-        const auto& was = std::get<storage_t<T>>(before.storages);
-        const auto& is = std::get<storage_t<T>>(live_.storages);
-        for (std::size_t i = 0; i < common && active_.on_update; ++i) {
+    for (std::uint32_t id = 0; id < live_.stores.size() && active_.on_update; ++id) {
+        const auto& was = before.stores[id];
+        const auto& is = live_.stores[id];
+        for (std::size_t i = 0; i < common; ++i) {
+            const auto index = static_cast<std::uint32_t>(i);
+            if (live_.versions[i] == 0 || !kept(i) || !is.contains(index)) {
+                continue;
+            }
+            if (!was.contains(index) || !is.same(index, was)) {
+                active_.on_update(entity_type{index, live_.versions[i]}, id);
+            }
+        }
+    }
+    for (std::uint32_t id = 0; id < live_.stores.size() && active_.on_remove; ++id) {
+        const auto& was = before.stores[id];
+        const auto& is = live_.stores[id];
+        for (std::size_t i = 0; i < common; ++i) {
+            const auto index = static_cast<std::uint32_t>(i);
             if (live_.versions[i] == 0 || !kept(i)) {
                 continue;
             }
-            const entity_type e{static_cast<std::uint32_t>(i), live_.versions[i]};
-            const T* now = is.try_get(e);
-            const T* then = was.try_get(e);
-            if (now != nullptr && (then == nullptr || !(*now == *then))) {
-                active_.on_update(e, wire_id_v<T>);
+            if (was.contains(index) && !is.contains(index)) {
+                active_.on_remove(entity_type{index, live_.versions[i]}, id);
             }
         }
-    });
-    for_each_component([&]<typename T>() {
-        const auto& was = std::get<storage_t<T>>(before.storages);
-        const auto& is = std::get<storage_t<T>>(live_.storages);
-        for (std::size_t i = 0; i < common && active_.on_remove; ++i) {
-            if (live_.versions[i] == 0 || !kept(i)) {
-                continue;
-            }
-            const entity_type e{static_cast<std::uint32_t>(i), live_.versions[i]};
-            if (was.contains(e) && !is.contains(e)) {
-                active_.on_remove(e, wire_id_v<T>);
-            }
-        }
-    });
+    }
 }
 
-bool mirror::apply_updates(const wire::ComponentColumns& columns) {
-    bool ok = true;
-    for_each_component([&]<typename T>() {
-        if (!ok) {
-            return;
+bool mirror::apply_updates(const columns_type& columns) {
+    for (const auto* column : columns) {
+        // The values present bound the entities an 8-byte IndexRun may announce.
+        const component_info* known = types_.find(column->type());
+        std::size_t count = 0;
+        if (known != nullptr) {
+            count = known->is_string
+                        ? (column->strings() == nullptr ? 0 : column->strings()->size())
+                        : (column->values() == nullptr || known->value_bits() == 0
+                               ? 0
+                               : column->values()->size() * 8 / known->value_bits());
         }
-        const auto* at = column<T>::at(columns);
-        const auto* values = column<T>::values(columns);
-        if (at == nullptr && values == nullptr) {
-            return;
+        if (!expand_index_set(column->at(), count, scratch_)) {
+            return inconsistent("update column lists more entities than it has values");
         }
-        const std::size_t count = values == nullptr ? 0 : values->size();
-        if (!expand_index_set(at, count, scratch_) || scratch_.size() != count) {
-            ok = inconsistent("update column " + std::string{column<T>::name} +
-                              " lists a different number of entities and values");
-            return;
+        const component_info* info = check_column(*column, scratch_.size(), "update");
+        if (info == nullptr) {
+            return false;
         }
-        for (std::size_t i = 0; i < count; ++i) {
+        auto& store = live_.stores[info->id];
+        const auto bytes = info->is_string ? std::span<const std::byte>{}
+                                           : std::as_bytes(std::span{column->values()->data(),
+                                                                     column->values()->size()});
+        value_scratch_.resize(info->value_bytes());
+        for (std::size_t i = 0; i < scratch_.size(); ++i) {
             const entity_type e = live_.find(scratch_[i]);
             if (e.is_null()) {
-                ok = inconsistent("update of " + std::string{column<T>::name} +
-                                  " for unknown entity index " + std::to_string(scratch_[i]));
-                return;
+                return inconsistent("update of " + info->name + " for unknown entity index " +
+                                    std::to_string(scratch_[i]));
             }
-            T value = decode_value<T>(*values, i);
-            if (!valid_value(value)) {
-                ok = inconsistent("invalid " + std::string{column<T>::name} + " value for " +
-                                  ecs::to_string(e));
-                return;
-            }
-            auto& storage = std::get<storage_t<T>>(live_.storages);
-            if (T* current = storage.try_get(e)) {
-                *current = std::move(value);
+            if (info->is_string) {
+                store.set_text(e.index(),
+                               column->strings()->Get(static_cast<flatbuffers::uoffset_t>(i))->str());
             } else {
-                storage.emplace(e, std::move(value));
+                unpack_value(*info, bytes, i, value_scratch_);
+                std::string why;
+                if (!valid_value(*info, value_scratch_, &why)) {
+                    return inconsistent("invalid " + info->name + " value for " +
+                                        ecs::to_string(e) + ": " + why);
+                }
+                std::memcpy(store.set(e.index()), value_scratch_.data(), store.stride);
             }
             if (active_.on_update) {
-                active_.on_update(e, wire_id_v<T>);
+                active_.on_update(e, info->id);
             }
         }
-    });
-    return ok;
+    }
+    return true;
 }
 
-bool mirror::apply_removals(const wire::ComponentColumns& columns) {
-    bool ok = true;
-    for_each_component([&]<typename T>() {
-        const auto* at = column<T>::at(columns);
-        if (!ok || at == nullptr) {
-            return;
+bool mirror::apply_removals(const columns_type& columns) {
+    for (const auto* column : columns) {
+        const component_info* info = types_.find(column->type());
+        if (info == nullptr) {
+            return inconsistent("removal column of unknown component type " +
+                                std::to_string(column->type()));
         }
-        if (!expand_index_set(at, live_.count, scratch_)) {
-            ok = inconsistent("removal column " + std::string{column<T>::name} +
-                              " lists more entities than exist");
-            return;
+        if (column->values() != nullptr || column->strings() != nullptr) {
+            return inconsistent("removal column " + info->name + " carries values");
         }
-        auto& storage = std::get<storage_t<T>>(live_.storages);
+        if (!expand_index_set(column->at(), live_.count, scratch_)) {
+            return inconsistent("removal column " + info->name + " lists more entities than exist");
+        }
+        auto& store = live_.stores[info->id];
         for (const std::uint32_t index : scratch_) {
             const entity_type e = live_.find(index);
-            if (e.is_null() || !storage.contains(e)) {
-                ok = inconsistent("removal of " + std::string{column<T>::name} +
-                                  " that entity index " + std::to_string(index) + " does not have");
-                return;
+            if (e.is_null() || !store.contains(index)) {
+                return inconsistent("removal of " + info->name + " that entity index " +
+                                    std::to_string(index) + " does not have");
             }
-            storage.erase(e);
+            store.erase(index);
             if (active_.on_remove) {
-                active_.on_remove(e, wire_id_v<T>);
+                active_.on_remove(e, info->id);
             }
         }
-    });
-    return ok;
+    }
+    return true;
 }
 
 bool mirror::apply_delta(const wire::Delta& delta) {
@@ -362,8 +525,11 @@ bool mirror::apply_delta(const wire::Delta& delta) {
             if (active_.on_destroy) {
                 active_.on_destroy(e);
             }
-            std::apply([&](auto&... s) { ((s.contains(e) ? s.erase(e) : void()), ...); },
-                       live_.storages);
+            for (auto& store : live_.stores) {
+                if (store.contains(e.index())) {
+                    store.erase(e.index());
+                }
+            }
             live_.versions[e.index()] = 0;
             --live_.count;
         }
@@ -394,13 +560,23 @@ bool mirror::apply_checksum(const wire::Checksum& message) {
     if (range.first >= range.end) {
         return inconsistent("Checksum covers an empty index range");
     }
-    const checksum::slice_sum own =
-        range.whole()
-            ? checksum::slice_sum{checksum(), static_cast<std::uint32_t>(live_.count)}
-            : checksum::of_slice(
-                  range, live_.versions.size(),
-                  [&](std::uint32_t index) { return live_.find(index); },
-                  [&]<typename T>() { return &std::get<storage_t<T>>(live_.storages); });
+    checksum::slice_sum own;
+    if (range.whole()) {
+        own = {checksum(), static_cast<std::uint32_t>(live_.count)};
+    } else {
+        const std::size_t end = std::min<std::size_t>(range.end, live_.versions.size());
+        for (std::size_t i = range.first; i < end; ++i) {
+            const auto index = static_cast<std::uint32_t>(i);
+            if (live_.versions[i] == 0) {
+                continue;
+            }
+            own.hash += checksum::entity_term(index, live_.versions[i]);
+            ++own.entities;
+            for (std::uint32_t id = 0; id < live_.stores.size(); ++id) {
+                own.hash += component_term(id, index);
+            }
+        }
+    }
     const bool matched = own.hash == message.hash() && own.entities == message.entity_count();
     if (matched) {
         ++stats_.checksums_matched;
@@ -416,17 +592,27 @@ bool mirror::apply_checksum(const wire::Checksum& message) {
                                   " (desync)");
 }
 
+std::uint64_t mirror::component_term(std::uint32_t id, std::uint32_t index) const noexcept {
+    const value_store& store = live_.stores[id];
+    if (!store.contains(index)) {
+        return 0;
+    }
+    const std::uint32_t version = live_.versions[index];
+    if (store.is_string) {
+        const std::string& text = store.texts[store.slot[index] - 1];
+        return checksum::component_term(id, index, version, std::as_bytes(std::span{text}));
+    }
+    return checksum::component_term(id, index, version, store.value(index));
+}
+
 std::uint64_t mirror::checksum() const {
     std::uint64_t sum = 0;
     each([&](entity_type e) { sum += checksum::entity_term(e.index(), e.version()); });
-    for_each_component([&]<typename T>() {
-        const auto& storage = std::get<storage_t<T>>(live_.storages);
-        const auto entities = storage.entities();
-        const auto values = storage.values();
-        for (std::size_t i = 0; i < entities.size(); ++i) {
-            sum += checksum::component_term(entities[i].index(), entities[i].version(), values[i]);
+    for (std::uint32_t id = 0; id < live_.stores.size(); ++id) {
+        for (const std::uint32_t index : live_.stores[id].dense) {
+            sum += component_term(id, index);
         }
-    });
+    }
     return sum;
 }
 

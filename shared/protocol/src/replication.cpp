@@ -6,60 +6,17 @@ namespace ecsnet::protocol {
 
 namespace {
 
-using raw_offset = flatbuffers::uoffset_t;
-
-// Offsets of the columns written so far, by wire id; 0 = absent.
-struct column_offsets {
-    std::array<raw_offset, replicated_count> at{};
-    std::array<raw_offset, replicated_count> values{};
-
-    [[nodiscard]] bool empty() const noexcept {
-        for (std::size_t i = 0; i < replicated_count; ++i) {
-            if (at[i] != 0 || values[i] != 0) {
-                return false;
-            }
-        }
-        return true;
-    }
-
-    [[nodiscard]] flatbuffers::Offset<wire::ComponentColumns> finish(
-        flatbuffers::FlatBufferBuilder& fbb) const {
-        if (empty()) {
-            return 0;
-        }
-        wire::ComponentColumnsBuilder builder(fbb);
-        for_each_component([&]<typename T>() {
-            constexpr auto id = wire_id_v<T>;
-            if (at[id] != 0) {
-                column<T>::add_at(builder, flatbuffers::Offset<wire::IndexSet>(at[id]));
-            }
-            if (values[id] != 0) {
-                column<T>::add_values(
-                    builder, flatbuffers::Offset<typename column<T>::vector_type>(values[id]));
-            }
-        });
-        return builder.Finish();
-    }
-};
-
-template <typename T>
-[[nodiscard]] constexpr std::uint64_t bit_of() noexcept {
-    return std::uint64_t{1} << wire_id_v<T>;
-}
-
 // Bytes an entity adds to a snapshot chunk, an upper estimate: index, version, values.
-std::size_t estimate_entity_bytes(const ecs::World& world, std::uint64_t mask, ecs::Entity e) {
+std::size_t estimate_entity_bytes(const component_registry& types, const ecs::World& world,
+                                  std::uint64_t mask, ecs::Entity e) {
     std::size_t bytes = 8;
-    for_each_component([&]<typename T>() {
-        if ((mask & bit_of<T>()) == 0) {
-            return;
+    for (std::uint32_t id = 0; mask != 0; ++id, mask >>= 1U) {
+        if ((mask & 1U) == 0) {
+            continue;
         }
-        if constexpr (is_string_component_v<T>) {
-            bytes += world.find_storage<T>()->get(e).value.size() + 12;
-        } else {
-            bytes += sizeof(T);
-        }
-    });
+        const component_info& info = types.info(id);
+        bytes += info.is_string ? types.ops(id).text(world, e).size() + 12 : info.value_bytes();
+    }
     return bytes;
 }
 
@@ -68,19 +25,23 @@ constexpr std::size_t message_overhead_bytes = 96;
 
 }  // namespace
 
+std::uint64_t replication_encoder::mask_of(const ecs::World& world, ecs::Entity e) const {
+    std::uint64_t mask = 0;
+    for (std::uint32_t id = 0; id < types_->size(); ++id) {
+        if (!types_->info(id).owner_only && types_->ops(id).contains(world, e)) {
+            mask |= std::uint64_t{1} << id;
+        }
+    }
+    return mask;
+}
+
 void replication_encoder::group_by_mask(const ecs::World& world,
                                         std::span<const ecs::Entity> entities,
                                         std::vector<group>& out) {
     out.clear();
     std::size_t last = 0;
     for (const ecs::Entity e : entities) {
-        std::uint64_t mask = 0;
-        for_each_component([&]<typename T>() {
-            const auto* storage = world.find_storage<T>();
-            if (storage != nullptr && storage->contains(e)) {
-                mask |= bit_of<T>();
-            }
-        });
+        const std::uint64_t mask = mask_of(world, e);
         if (last >= out.size() || out[last].mask != mask) {
             last = 0;
             while (last < out.size() && out[last].mask != mask) {
@@ -109,28 +70,35 @@ flatbuffers::Offset<wire::EntityGroup> replication_encoder::encode_group(
         versions[i] = entities[plan_.order[i]].version();
     }
 
-    column_offsets columns;
-    for_each_component([&]<typename T>() {
-        if ((mask & bit_of<T>()) == 0) {
-            return;
+    ordered_.clear();
+    for (const std::uint32_t position : plan_.order) {
+        ordered_.push_back(entities[position]);
+    }
+    std::vector<flatbuffers::Offset<wire::Column>> columns;
+    for (std::uint32_t id = 0; mask != 0; ++id, mask >>= 1U) {
+        if ((mask & 1U) == 0) {
+            continue;
         }
-        const auto& storage = *world.find_storage<T>();
-        columns.values[wire_id_v<T>] =
-            encode_values<T>(fbb_, plan_.order.size(), [&](std::size_t i) -> const T& {
-                return storage.get(entities[plan_.order[i]]);
-            }).o;
-    });
-    const auto columns_offset = columns.finish(fbb_);
+        const auto values = types_->ops(id).encode(fbb_, world, ordered_);
+        const bool is_string = types_->info(id).is_string;
+        columns.push_back(wire::CreateColumn(
+            fbb_, static_cast<std::uint16_t>(id), 0,
+            is_string ? 0 : flatbuffers::Offset<flatbuffers::Vector<std::uint8_t>>(values),
+            is_string ? flatbuffers::Offset<flatbuffers::Vector<flatbuffers::Offset<flatbuffers::String>>>(values) : 0));
+    }
+    const auto columns_offset = fbb_.CreateVector(columns);
     return wire::CreateEntityGroup(fbb_, at, versions_offset, columns_offset);
 }
 
-flatbuffers::Offset<wire::ComponentColumns> replication_encoder::encode_updates(
+replication_encoder::columns_offset replication_encoder::encode_updates(
     const ecs::World& world, const ecs::World::change_set_type& changes) {
-    column_offsets columns;
-    for_each_component([&]<typename T>() {
-        const auto* changed = changes.template find<T>();
-        if (changed == nullptr || (changed->added.empty() && changed->updated.empty())) {
-            return;
+    columns_.clear();
+    for (std::uint32_t id = 0; id < types_->size(); ++id) {
+        const component_info& info = types_->info(id);
+        const auto* changed = changes.find(types_->ops(id).type_hash);
+        if (info.owner_only || changed == nullptr ||
+            (changed->added.empty() && changed->updated.empty())) {
+            continue;
         }
         // Added to an entity the client already has, or updated: both are "set" on the wire.
         const auto& added = changed->added;
@@ -144,33 +112,40 @@ flatbuffers::Offset<wire::ComponentColumns> replication_encoder::encode_updates(
             indices_.push_back(e.index());
         }
         plan_.build(indices_);
-        const auto& storage = *world.find_storage<T>();
-        columns.at[wire_id_v<T>] = plan_.encode(fbb_).o;
-        columns.values[wire_id_v<T>] =
-            encode_values<T>(fbb_, plan_.order.size(), [&](std::size_t i) -> const T& {
-                const std::size_t pos = plan_.order[i];
-                return storage.get(pos < added.size() ? added[pos] : updated[pos - added.size()]);
-            }).o;
-    });
-    return columns.finish(fbb_);
+        const auto at = plan_.encode(fbb_);
+        ordered_.clear();
+        ordered_.reserve(plan_.order.size());
+        for (const std::uint32_t position : plan_.order) {
+            ordered_.push_back(position < added.size() ? added[position]
+                                                       : updated[position - added.size()]);
+        }
+        const auto values = types_->ops(id).encode(fbb_, world, ordered_);
+        columns_.push_back(wire::CreateColumn(
+            fbb_, static_cast<std::uint16_t>(id), at,
+            info.is_string ? 0 : flatbuffers::Offset<flatbuffers::Vector<std::uint8_t>>(values),
+            info.is_string
+                ? flatbuffers::Offset<flatbuffers::Vector<flatbuffers::Offset<flatbuffers::String>>>(values)
+                : 0));
+    }
+    return columns_.empty() ? columns_offset{0} : fbb_.CreateVector(columns_);
 }
 
-flatbuffers::Offset<wire::ComponentColumns> replication_encoder::encode_removals(
+replication_encoder::columns_offset replication_encoder::encode_removals(
     const ecs::World::change_set_type& changes) {
-    column_offsets columns;
-    for_each_component([&]<typename T>() {
-        const auto* changed = changes.template find<T>();
-        if (changed == nullptr || changed->removed.empty()) {
-            return;
+    columns_.clear();
+    for (std::uint32_t id = 0; id < types_->size(); ++id) {
+        const auto* changed = changes.find(types_->ops(id).type_hash);
+        if (types_->info(id).owner_only || changed == nullptr || changed->removed.empty()) {
+            continue;
         }
         indices_.clear();
         for (const ecs::Entity e : changed->removed) {
             indices_.push_back(e.index());
         }
         plan_.build(indices_);
-        columns.at[wire_id_v<T>] = plan_.encode(fbb_).o;
-    });
-    return columns.finish(fbb_);
+        columns_.push_back(wire::CreateColumn(fbb_, static_cast<std::uint16_t>(id), plan_.encode(fbb_)));
+    }
+    return columns_.empty() ? columns_offset{0} : fbb_.CreateVector(columns_);
 }
 
 frame replication_encoder::encode_delta(const ecs::World& world,
@@ -210,13 +185,14 @@ std::vector<frame> replication_encoder::encode_snapshot(const ecs::World& world,
                                                         const snapshot_options& options) {
     // Masks straight from the dense arrays: one pass per replicated storage.
     masks_.assign(world.entities().slots(), 0);
-    for_each_component([&]<typename T>() {
-        if (const auto* storage = world.find_storage<T>()) {
-            for (const ecs::Entity e : storage->entities()) {
-                masks_[e.index()] |= bit_of<T>();
-            }
+    for (std::uint32_t id = 0; id < types_->size(); ++id) {
+        if (types_->info(id).owner_only) {
+            continue;
         }
-    });
+        for (const ecs::Entity e : types_->ops(id).entities(world)) {
+            masks_[e.index()] |= std::uint64_t{1} << id;
+        }
+    }
     groups_.clear();
     std::size_t last = 0;
     world.each([&](ecs::Entity e) {
@@ -246,7 +222,7 @@ std::vector<frame> replication_encoder::encode_snapshot(const ecs::World& world,
         std::size_t begin = 0;
         chunk_bytes += group_overhead_bytes;
         for (std::size_t i = 0; i < entities.size(); ++i) {
-            const std::size_t bytes = estimate_entity_bytes(world, groups_[g].mask, entities[i]);
+            const std::size_t bytes = estimate_entity_bytes(*types_, world, groups_[g].mask, entities[i]);
             if (chunk_bytes + bytes > options.max_chunk_bytes &&
                 (i > begin || !chunks.back().empty())) {
                 if (i > begin) {

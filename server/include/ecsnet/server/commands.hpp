@@ -7,6 +7,7 @@
 
 #include "ecsnet/ecs/world.hpp"
 #include "ecsnet/protocol/messages.hpp"
+#include "ecsnet/protocol/registry.hpp"
 
 namespace ecsnet::server {
 
@@ -21,11 +22,13 @@ struct command_counters {
 };
 
 // Applies clients' commands to the world, server-authoritatively: every entity a client names
-// must exist at exactly the version it names and be owned by that client; quotas hold; the
-// server sets Owner. Each command yields the CommandResult to send back.
+// must exist at exactly the version it names and be owned by that client (unless every type
+// the command writes is writer::any); quotas hold; the server sets Owner. Each command yields the CommandResult to send back.
 class command_processor {
 public:
-    command_processor(ecs::World& world, command_limits limits);
+    // `types` outlives the processor.
+    command_processor(ecs::World& world, const protocol::component_registry& types,
+                      command_limits limits);
     command_processor(const command_processor&) = delete;
     command_processor& operator=(const command_processor&) = delete;
     ~command_processor();
@@ -49,12 +52,20 @@ private:
     protocol::command_result set(std::uint32_t client, const protocol::set_components& command);
     protocol::command_result remove(std::uint32_t client,
                                     const protocol::remove_components& command);
-    // Null on success, else the rejection for `request_id`.
+    // Null on success, else the rejection for `request_id`. The entity must be live at the
+    // version named and, when owner_required, owned by the client.
     std::optional<protocol::command_result> check_target(std::uint32_t client,
                                                          std::uint32_t request_id,
-                                                         ecs::Entity target) const;
+                                                         ecs::Entity target,
+                                                         bool owner_required) const;
+    // Each type's own check (valid()) on every value, before anything changes.
+    std::optional<protocol::command_result> check_values(
+        std::uint32_t request_id, const protocol::component_set& values) const;
+    // Every value's type may be written by any client, on entities it does not own.
+    [[nodiscard]] bool anyone_may_write(const protocol::component_set& values) const noexcept;
 
     ecs::World& world_;
+    const protocol::component_registry& types_;
     command_limits limits_;
     std::unordered_map<std::uint32_t, std::size_t> owned_;
     ecs::World::sink_type::connection construct_connection_{};

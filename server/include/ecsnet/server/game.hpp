@@ -1,20 +1,23 @@
 #pragma once
 
-#include <cstddef>
-#include <cstdint>
+#include <functional>
+#include <string>
 
-#include "ecsnet/ecs/scheduler.hpp"
+#include "ecsnet/protocol/registry.hpp"
 
 namespace ecsnet::server {
 
-// The demo game's systems, in tick order: movement (position += velocity * dt), bounds (keep
-// entities inside [-half_extent, half_extent] by bouncing), lifetime (count down, destroy at
-// zero). Entities that do not move are not written, so they cost nothing on the wire.
-void add_game_systems(ecs::Scheduler& scheduler, float half_extent);
+class server;
 
-// Spawns `count` server-owned moving entities (Position, Velocity, Name) for demos and
-// benchmarks; deterministic for a given seed.
-void spawn_demo_entities(ecs::World& world, std::size_t count, float half_extent,
-                         std::uint64_t seed = 7);
+// What a game plugs into the server (docs/EXTENDING.md): the components it replicates and
+// what it does to a new server: add its systems, spawn its first entities.
+struct game {
+    std::string name;
+    // Adds the game's replicated types; the core's Owner is there already (wire id 0).
+    std::function<void(protocol::component_registry&)> register_components;
+    // Called once the server is built, before start(): scheduler(), world() and config() are
+    // ready. What it spawns goes to clients in their first snapshot.
+    std::function<void(server&)> setup;
+};
 
 }  // namespace ecsnet::server

@@ -24,6 +24,7 @@
 #include "ecsnet/protocol/replication.hpp"
 #include "ecsnet/server/commands.hpp"
 #include "ecsnet/server/config.hpp"
+#include "ecsnet/server/game.hpp"
 #include "ecsnet/server/logging.hpp"
 #include "ecsnet/server/owners.hpp"
 
@@ -81,6 +82,9 @@ class server {
 public:
     using clock = std::chrono::steady_clock;
 
+    // A server running `g` (its components, systems and first entities); without a game,
+    // only the core's Owner replicates.
+    server(boost::asio::io_context& io, server_config config, const game& g);
     server(boost::asio::io_context& io, server_config config);
     server(const server&) = delete;
     server& operator=(const server&) = delete;
@@ -104,6 +108,8 @@ public:
     [[nodiscard]] const ecs::World& world() const noexcept { return *world_; }
     [[nodiscard]] ecs::World& world() noexcept { return *world_; }
     [[nodiscard]] ecs::Scheduler& scheduler() noexcept { return scheduler_; }
+    // The replicated component types, as Welcome describes them.
+    [[nodiscard]] const protocol::component_registry& types() const noexcept { return types_; }
     [[nodiscard]] const server_stats& stats() const noexcept { return stats_; }
     [[nodiscard]] const server_config& config() const noexcept { return config_; }
     // Size of the last snapshot sent (all chunks); 0 before the first join.
@@ -153,6 +159,7 @@ private:
 
     boost::asio::io_context& io_;
     server_config config_;
+    protocol::component_registry types_;
     std::shared_ptr<ecs::World> world_;
     ecs::Scheduler scheduler_;
     command_processor commands_;

@@ -59,6 +59,11 @@ struct connect_options {
     // TLS, verifying the server's certificate chain and its name (`host`) by default.
     bool tls = false;
     std::string ca_file;  // PEM; empty: the system's trusted certificates
+    // The component types this program was compiled with (protocol::describe<T>()), checked
+    // against the server's at Welcome: a type the server changed (a field reordered, retyped,
+    // requantized) fails the connection with a clear error, never a desync. Types the server
+    // lacks are fine (nothing arrives); fields and types it added are ignored.
+    std::vector<protocol::component_info> expected_types;
 };
 
 class connection {
@@ -136,6 +141,7 @@ private:
     std::vector<std::vector<std::uint8_t>> current_storage_;  // ... or here, once detached
     std::deque<std::vector<std::uint8_t>> held_;  // read by callbacks, controls recorded
 
+    std::vector<protocol::component_info> expected_types_;
     protocol::mirror mirror_;
     std::optional<protocol::welcome> welcome_;
     std::map<std::uint32_t, protocol::command_result> results_;

@@ -11,6 +11,8 @@
 
 #include "ecsnet/ecs/entity.hpp"
 #include "ecsnet/protocol/columns.hpp"
+#include "ecsnet/protocol/replicated.hpp"
+#include "ecsnet/protocol/schema.hpp"
 #include "ecsnet/protocol/frame.hpp"
 
 // Every message except Snapshot and Delta (replication.hpp, mirror.hpp) as a plain C++ value,
@@ -26,38 +28,51 @@ inline constexpr std::size_t resume_key_bytes = 32;
 inline constexpr std::size_t max_connect_token_bytes = 512;
 inline constexpr std::size_t max_player_id_bytes = 64;
 
-// At most one value per replicated component type.
+// At most one value per component type, by wire name.
 class component_set {
 public:
-    template <typename T>
-    [[nodiscard]] std::optional<T>& get() noexcept {
-        return std::get<std::optional<T>>(values_);
+    template <replicated_component T>
+    component_set& set(const T& value) {
+        component_value v;
+        v.name = std::string{replicated<T>::name};
+        if constexpr (detail::is_string_v<T>) {
+            v.text = text_of(value);
+        } else {
+            const auto bytes = pack(value);
+            v.bytes.assign(bytes.begin(), bytes.end());
+        }
+        return set(std::move(v));
     }
-    template <typename T>
-    [[nodiscard]] const std::optional<T>& get() const noexcept {
-        return std::get<std::optional<T>>(values_);
+    // Replaces the value of the same name.
+    component_set& set(component_value value);
+
+    // T's value, when the set has one.
+    template <replicated_component T>
+    [[nodiscard]] std::optional<T> get() const {
+        const component_value* v = find(replicated<T>::name);
+        if (v == nullptr) {
+            return std::nullopt;
+        }
+        if constexpr (detail::is_string_v<T>) {
+            T out{};
+            boost::pfr::get<0>(out) = v->text;
+            return out;
+        } else {
+            if (v->bytes.size() < value_bytes_v<T>) {
+                return std::nullopt;
+            }
+            return unpack<T>(v->bytes.data());
+        }
     }
-    template <typename T>
-    component_set& set(T value) {
-        get<T>() = std::move(value);
-        return *this;
-    }
-    [[nodiscard]] bool empty() const noexcept {
-        return std::apply([](const auto&... v) { return (!v.has_value() && ...); }, values_);
-    }
-    // Bit wire_id set for every type present.
-    [[nodiscard]] std::uint64_t mask() const noexcept;
+    [[nodiscard]] const component_value* find(std::string_view name) const noexcept;
+    [[nodiscard]] std::span<const component_value> values() const noexcept { return values_; }
+    [[nodiscard]] bool empty() const noexcept { return values_.empty(); }
+    [[nodiscard]] std::size_t size() const noexcept { return values_.size(); }
 
     friend bool operator==(const component_set&, const component_set&) = default;
 
 private:
-    template <typename Tuple>
-    struct optionals_of;
-    template <typename... T>
-    struct optionals_of<std::tuple<T...>> {
-        using type = std::tuple<std::optional<T>...>;
-    };
-    typename optionals_of<replicated_components>::type values_;
+    std::vector<component_value> values_;  // in the order set
 };
 
 // ---- client -> server -----------------------------------------------------------------------
@@ -100,7 +115,7 @@ struct set_components {
 struct remove_components {
     std::uint32_t request_id{};
     ecs::Entity entity;
-    std::uint64_t mask{};  // bit wire_id for every type to remove
+    std::vector<std::string> types;  // wire names
     friend bool operator==(const remove_components&, const remove_components&) = default;
 };
 struct ping {
@@ -115,7 +130,10 @@ struct resync_request {
 using client_message =
     std::variant<hello, spawn, destroy, set_components, remove_components, ping, resync_request>;
 
-[[nodiscard]] frame encode(const client_message& message);
+// Component values and names are resolved against the server's schema (Welcome). Throws
+// std::invalid_argument naming a component the schema does not have, or a value that does not
+// fit it.
+[[nodiscard]] frame encode(const client_message& message, const schema& types);
 
 struct decode_error {
     wire::ErrorCode code{wire::ErrorCode::Malformed};
@@ -131,8 +149,11 @@ struct decoded_client {
     decode_error error;  // meaningful when !message
 };
 
-// Verifies and decodes one whole frame (prefix included).
-[[nodiscard]] decoded_client decode_client_frame(std::span<const std::uint8_t> bytes);
+// Verifies and decodes one whole frame (prefix included) against the server's own schema:
+// every column names a known type, holds exactly one value of the right size, and only types
+// clients may write.
+[[nodiscard]] decoded_client decode_client_frame(std::span<const std::uint8_t> bytes,
+                                                 const schema& types);
 
 // ---- server -> client -----------------------------------------------------------------------
 
@@ -140,14 +161,16 @@ struct welcome {
     welcome() = default;
     welcome(std::uint32_t client_id_, std::uint32_t version_, float tick_rate_,
             std::uint64_t current_tick_, std::uint32_t checksum_interval_,
-            std::vector<std::uint8_t> resume_key_ = {}, std::string player_id_ = {})
+            std::vector<std::uint8_t> resume_key_ = {}, std::string player_id_ = {},
+            schema components_ = {})
         : client_id{client_id_},
           version{version_},
           tick_rate{tick_rate_},
           current_tick{current_tick_},
           checksum_interval{checksum_interval_},
           resume_key{std::move(resume_key_)},
-          player_id{std::move(player_id_)} {}
+          player_id{std::move(player_id_)},
+          components{std::move(components_)} {}
 
     std::uint32_t client_id{};
     std::uint32_t version = protocol_version;
@@ -156,6 +179,7 @@ struct welcome {
     std::uint32_t checksum_interval{};
     std::vector<std::uint8_t> resume_key;  // empty or resume_key_bytes
     std::string player_id;                 // from a verified connect token
+    schema components;                     // the replicated types, by wire id
     friend bool operator==(const welcome&, const welcome&) = default;
 };
 struct command_result {

@@ -5,12 +5,13 @@
 #include <functional>
 #include <optional>
 #include <string>
-#include <tuple>
+#include <span>
 #include <vector>
 
 #include "ecsnet/ecs/entity.hpp"
-#include "ecsnet/ecs/storage.hpp"
 #include "ecsnet/protocol/columns.hpp"
+#include "ecsnet/protocol/replicated.hpp"
+#include "ecsnet/protocol/schema.hpp"
 #include "ecsnet/wire/server_generated.h"
 
 // The client side of replication: reproduces the server's entities by index and version from
@@ -69,6 +70,13 @@ public:
 
     mirror() : mirror(options{}) {}
     explicit mirror(options opts) : options_{opts} {}
+    explicit mirror(schema types) : mirror(std::move(types), options{}) {}
+    mirror(schema types, options opts) : options_{opts} { set_schema(std::move(types)); }
+
+    // The server's component types (Welcome.components). A different schema empties the
+    // mirror: it then waits for a snapshot.
+    void set_schema(schema types);
+    [[nodiscard]] const schema& types() const noexcept { return types_; }
 
     // Applies one verified server message. Snapshot, Delta and Checksum change the mirror;
     // other messages are none of its business and return true. False means the message was
@@ -94,9 +102,36 @@ public:
     [[nodiscard]] entity_type find(std::uint32_t index) const noexcept;
     [[nodiscard]] bool contains(entity_type e) const noexcept { return !e.is_null() && find(e.index()) == e; }
 
-    template <typename T>
-    [[nodiscard]] const T* get(entity_type e) const noexcept {
-        return std::get<ecs::basic_storage<entity_type, T>>(live_.storages).try_get(e);
+    // Whether e has the component of wire id `type`.
+    [[nodiscard]] bool has(entity_type e, std::uint32_t type) const noexcept;
+    // The canonical bytes of e's value of a fixed-size type (schema.hpp), or empty.
+    [[nodiscard]] std::span<const std::byte> value(entity_type e, std::uint32_t type) const noexcept;
+    // The text of e's value of a string type, or null.
+    [[nodiscard]] const std::string* text(entity_type e, std::uint32_t type) const noexcept;
+
+    // e's value of a type this program was compiled with, looked up by its wire name; nullopt
+    // when e does not have it or the server has no such type.
+    template <replicated_component T>
+    [[nodiscard]] std::optional<T> get(entity_type e) const {
+        const component_info* info = types_.find(replicated<T>::name);
+        if (info == nullptr || contains(e) == false) {
+            return std::nullopt;
+        }
+        if constexpr (detail::is_string_v<T>) {
+            const std::string* t = text(e, info->id);
+            if (t == nullptr || !info->is_string) {
+                return std::nullopt;
+            }
+            T out{};
+            boost::pfr::get<0>(out) = *t;
+            return out;
+        } else {
+            const auto bytes = value(e, info->id);
+            if (bytes.size() < value_bytes_v<T>) {
+                return std::nullopt;
+            }
+            return unpack<T>(bytes.data());
+        }
     }
 
     // fn(entity) for every mirrored entity, in index order.
@@ -115,19 +150,34 @@ public:
     callbacks& events() noexcept { return callbacks_; }
 
 private:
-    template <typename T>
-    using storage_t = ecs::basic_storage<entity_type, T>;
-    template <typename Tuple>
-    struct storages_of;
-    template <typename... T>
-    struct storages_of<std::tuple<T...>> {
-        using type = std::tuple<storage_t<T>...>;
+    // The values of one component type: by entity index, canonical bytes or text.
+    struct value_store {
+        std::size_t stride{0};  // bytes per value; 0 for a string type
+        bool is_string{false};
+        std::vector<std::uint32_t> slot;   // per entity index: position + 1, 0 = none
+        std::vector<std::uint32_t> dense;  // entity indices
+        std::vector<std::byte> bytes;      // dense.size() * stride
+        std::vector<std::string> texts;    // a string type's values
+
+        [[nodiscard]] bool contains(std::uint32_t index) const noexcept {
+            return index < slot.size() && slot[index] != 0;
+        }
+        [[nodiscard]] std::span<const std::byte> value(std::uint32_t index) const noexcept {
+            const std::uint32_t at = slot[index] - 1;
+            return {bytes.data() + std::size_t{at} * stride, stride};
+        }
+        [[nodiscard]] bool same(std::uint32_t index, const value_store& other) const noexcept;
+        // Adds or replaces; returns the bytes to fill (stride of them) for a fixed-size type.
+        std::byte* set(std::uint32_t index);
+        void set_text(std::uint32_t index, std::string text);
+        void erase(std::uint32_t index);
+        void clear();
     };
 
     struct state {
         std::vector<std::uint32_t> versions;  // per index; 0 = no entity
         std::size_t count{0};
-        typename storages_of<replicated_components>::type storages;
+        std::vector<value_store> stores;      // by wire id
 
         [[nodiscard]] entity_type find(std::uint32_t index) const noexcept {
             return index < versions.size() && versions[index] != 0
@@ -135,7 +185,10 @@ private:
                        : entity_type{};
         }
         void clear();
+        void reset(const schema& types);
     };
+
+    using columns_type = flatbuffers::Vector<flatbuffers::Offset<wire::Column>>;
 
     bool apply_message(const wire::ServerMessage& message);
     bool apply_snapshot(const wire::Snapshot& snapshot);
@@ -143,11 +196,17 @@ private:
     bool apply_delta(const wire::Delta& delta);
     bool apply_checksum(const wire::Checksum& checksum);
     bool apply_group(state& target, const wire::EntityGroup& group, bool notify);
-    bool apply_updates(const wire::ComponentColumns& columns);
-    bool apply_removals(const wire::ComponentColumns& columns);
+    // Checks a column's shape for `count` entities; the type, or null after inconsistent().
+    const component_info* check_column(const wire::Column& column, std::size_t count,
+                                       const char* where);
+    bool apply_updates(const columns_type& columns);
+    bool apply_removals(const columns_type& columns);
     bool inconsistent(std::string why);
+    // The checksum term of component `id` at `index`, 0 when the entity has none.
+    [[nodiscard]] std::uint64_t component_term(std::uint32_t id, std::uint32_t index) const noexcept;
 
     options options_;
+    schema types_;
     state live_;
     state staging_;  // snapshot chunks land here until the last one
     bool staging_active_{false};
@@ -168,6 +227,7 @@ private:
     bool applying_{false};
     std::uint64_t event_tick_{0};
     std::vector<std::uint32_t> scratch_;  // safe to share: apply() never nests
+    std::vector<std::byte> value_scratch_;
 };
 
 }  // namespace ecsnet::protocol

@@ -7,6 +7,7 @@
 #include "ecsnet/ecs/world.hpp"
 #include "ecsnet/protocol/columns.hpp"
 #include "ecsnet/protocol/frame.hpp"
+#include "ecsnet/protocol/registry.hpp"
 
 // The server side of replication: a tick's change set becomes one Delta frame, and the whole
 // world becomes a chunked Snapshot for a client that joins or resyncs.
@@ -19,7 +20,8 @@ struct snapshot_options {
 
 class replication_encoder {
 public:
-    replication_encoder() = default;
+    // The registry outlives the encoder.
+    explicit replication_encoder(const component_registry& types) : types_{&types} {}
 
     // Encodes the changes of one tick, reading current values from the world, in
     // O(changed). The frame is shared: queue the same bytes to every client.
@@ -38,16 +40,23 @@ private:
 
     void group_by_mask(const ecs::World& world, std::span<const ecs::Entity> entities,
                        std::vector<group>& out);
+    using columns_offset =
+        flatbuffers::Offset<flatbuffers::Vector<flatbuffers::Offset<wire::Column>>>;
+
+    [[nodiscard]] std::uint64_t mask_of(const ecs::World& world, ecs::Entity e) const;
     [[nodiscard]] flatbuffers::Offset<wire::EntityGroup> encode_group(
         const ecs::World& world, std::uint64_t mask, std::span<const ecs::Entity> entities);
-    [[nodiscard]] flatbuffers::Offset<wire::ComponentColumns> encode_updates(
-        const ecs::World& world, const ecs::World::change_set_type& changes);
-    [[nodiscard]] flatbuffers::Offset<wire::ComponentColumns> encode_removals(
-        const ecs::World::change_set_type& changes);
+    [[nodiscard]] columns_offset encode_updates(const ecs::World& world,
+                                                const ecs::World::change_set_type& changes);
+    [[nodiscard]] columns_offset encode_removals(const ecs::World::change_set_type& changes);
+
+    const component_registry* types_;
 
     flatbuffers::FlatBufferBuilder fbb_{64 * 1024};
     index_set_plan plan_;
     std::vector<std::uint32_t> indices_;
+    std::vector<ecs::Entity> ordered_;
+    std::vector<flatbuffers::Offset<wire::Column>> columns_;
     std::vector<group> groups_;
     std::vector<std::uint64_t> masks_;  // snapshot: per entity index
 };

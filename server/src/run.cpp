@@ -1,4 +1,6 @@
-// ecsnet-server: parse the configuration, run the service until SIGINT/SIGTERM.
+// A game's server binary: parse the configuration, run the service until SIGINT/SIGTERM.
+#include "ecsnet/server/run.hpp"
+
 #include <spdlog/spdlog.h>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/signal_set.hpp>
@@ -38,8 +40,9 @@ int healthcheck(const ecsnet::server::server_config& config) {
 
 }  // namespace
 
-int main(int argc, char** argv) {
-    using namespace ecsnet::server;
+namespace ecsnet::server {
+
+int run(int argc, char** argv, const game& g) {
     auto parsed = parse_command_line(argc, argv);
     if (parsed.exit_code) {
         return *parsed.exit_code;
@@ -53,7 +56,7 @@ int main(int argc, char** argv) {
                                      .c_str());
             return 0;
         } catch (const std::exception& e) {
-            std::fprintf(stderr, "ecsnet-server issue-token: %s\n", e.what());
+            std::fprintf(stderr, "issue-token: %s\n", e.what());
             return 2;
         }
     }
@@ -64,7 +67,7 @@ int main(int argc, char** argv) {
     setup_logging(parsed.config.log_level, parsed.config.log_format_);
     try {
         boost::asio::io_context io{1};
-        server service{io, parsed.config};
+        server service{io, parsed.config, g};
         service.start();
         // After the service, so that it is destroyed (its thread joined) first.
         std::optional<admin_endpoint> admin;
@@ -124,3 +127,5 @@ int main(int argc, char** argv) {
         return 1;
     }
 }
+
+}  // namespace ecsnet::server

@@ -1,19 +1,22 @@
-#include "ecsnet/server/game.hpp"
+#include "ecsnet/demo/game.hpp"
 
 #include <algorithm>
 #include <random>
 #include <string>
 
-#include "ecsnet/protocol/components.hpp"
+#include "ecsnet/server/server.hpp"
 
-namespace ecsnet::server {
+namespace ecsnet::demo {
 
-using protocol::Lifetime;
-using protocol::Name;
-using protocol::Position;
-using protocol::Velocity;
+void register_components(protocol::component_registry& types) {
+    types.add<Position>();
+    types.add<Velocity>();
+    types.add<Health>();
+    types.add<Lifetime>();
+    types.add<Name>();
+}
 
-void add_game_systems(ecs::Scheduler& scheduler, float half_extent) {
+void add_systems(ecs::Scheduler& scheduler, float half_extent) {
     // Movement and bounds in one pass over the moving entities: at 1M entities a second pass
     // costs milliseconds a tick.
     scheduler.add("movement", ecs::component_access{}.reads<Velocity>().writes<Position, Velocity>(),
@@ -63,8 +66,8 @@ void add_game_systems(ecs::Scheduler& scheduler, float half_extent) {
                   });
 }
 
-void spawn_demo_entities(ecs::World& world, std::size_t count, float half_extent,
-                         std::uint64_t seed) {
+void spawn_entities(ecs::World& world, std::size_t count, float half_extent,
+                    std::uint64_t seed) {
     std::mt19937_64 rng{seed};
     std::uniform_real_distribution<float> where(-half_extent, half_extent);
     std::uniform_real_distribution<float> speed(-20.0F, 20.0F);
@@ -76,4 +79,18 @@ void spawn_demo_entities(ecs::World& world, std::size_t count, float half_extent
     }
 }
 
-}  // namespace ecsnet::server
+server::game game() {
+    server::game g;
+    g.name = "demo";
+    g.register_components = register_components;
+    g.setup = [](server::server& service) {
+        const auto& config = service.config();
+        add_systems(service.scheduler(), config.world_half_extent);
+        if (config.demo_entities > 0) {
+            spawn_entities(service.world(), config.demo_entities, config.world_half_extent);
+        }
+    };
+    return g;
+}
+
+}  // namespace ecsnet::demo

@@ -1,0 +1,207 @@
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+// What the server tells every client in Welcome: the replicated component types, with their
+// fields, so that any client decodes, checks and displays a game's components without having
+// been compiled with them (docs/PROTOCOL.md, "Schema").
+//
+// A fixed-size value goes on the wire as its fields bit-packed in declaration order, least
+// significant bit first, each in `bits` bits: a plain field in its natural width, a quantized
+// float in the fewest bits that cover its range at its step. A string value is a FlatBuffers
+// string. The packed value alone, padded with zero bits to whole bytes, is its canonical form:
+// what the mirror stores and the checksum hashes.
+namespace ecsnet::protocol {
+
+// Numbered as in FlatBuffers' reflection.fbs (BaseType), the names flatc's schemas use.
+enum class field_type : std::uint8_t {
+    bool_ = 2,
+    int8 = 3,
+    uint8 = 4,
+    int16 = 5,
+    uint16 = 6,
+    int32 = 7,
+    uint32 = 8,
+    int64 = 9,
+    uint64 = 10,
+    float32 = 11,
+    float64 = 12,
+};
+
+[[nodiscard]] std::optional<field_type> to_field_type(std::uint8_t raw) noexcept;
+[[nodiscard]] std::string_view to_string(field_type type) noexcept;  // "float", "int32", ...
+[[nodiscard]] unsigned natural_bits(field_type type) noexcept;
+[[nodiscard]] bool is_float(field_type type) noexcept;
+[[nodiscard]] bool is_signed(field_type type) noexcept;
+
+// Who may set a component with SetComponent, Spawn and RemoveComponent.
+enum class writer : std::uint8_t {
+    server = 0,  // nobody but the server's systems
+    owner = 1,   // the client that owns the entity (and spawns it)
+    any = 2,     // any joined client, on any entity
+};
+[[nodiscard]] std::string_view to_string(writer who) noexcept;
+
+// A float field sent as an unsigned integer q in `bits` bits: value = min + q * step.
+struct quantization {
+    double min = 0;
+    double step = 0;  // 0: not quantized
+    friend bool operator==(const quantization&, const quantization&) = default;
+};
+
+struct field_info {
+    std::string name;
+    field_type type{field_type::float32};
+    std::uint8_t bits{32};  // on the wire; below natural_bits only for a quantized float
+    quantization quantized;
+
+    friend bool operator==(const field_info&, const field_info&) = default;
+};
+
+struct component_info {
+    std::uint16_t id{};
+    std::string name;
+    writer written_by{writer::owner};
+    bool owner_only{false};   // replicated to the owning client only
+    bool is_string{false};    // a UTF-8 string of at most max_bytes, no fields
+    std::uint32_t max_bytes{0};
+    std::vector<field_info> fields;
+
+    [[nodiscard]] std::size_t value_bits() const noexcept;
+    // Canonical bytes of one value; 0 for a string.
+    [[nodiscard]] std::size_t value_bytes() const noexcept { return (value_bits() + 7) / 8; }
+    // Every field on byte boundaries: a column is its values' canonical bytes back to back.
+    [[nodiscard]] bool byte_aligned() const noexcept;
+
+    friend bool operator==(const component_info&, const component_info&) = default;
+};
+
+inline constexpr std::size_t max_component_types = 64;  // component masks are 64-bit
+inline constexpr std::size_t max_fields = 64;
+inline constexpr std::size_t max_schema_name_bytes = 64;
+inline constexpr std::uint32_t max_string_bytes = 4096;
+
+// The registered types, indexed by wire id (ids are 0..size-1).
+class schema {
+public:
+    schema() = default;
+    // Checks everything a hostile peer could lie about (ids, names, types, bit widths, sizes);
+    // nullopt with `why` set when the description is not usable.
+    [[nodiscard]] static std::optional<schema> make(std::vector<component_info> types,
+                                                    std::string* why = nullptr);
+
+    [[nodiscard]] std::size_t size() const noexcept { return types_.size(); }
+    [[nodiscard]] bool empty() const noexcept { return types_.empty(); }
+    [[nodiscard]] const component_info* find(std::uint32_t id) const noexcept {
+        return id < types_.size() ? &types_[id] : nullptr;
+    }
+    [[nodiscard]] const component_info* find(std::string_view name) const noexcept;
+    [[nodiscard]] std::span<const component_info> types() const noexcept { return types_; }
+
+    friend bool operator==(const schema&, const schema&) = default;
+
+private:
+    std::vector<component_info> types_;
+};
+
+// Why `expected` (what a client was compiled with) cannot read values of `actual` (what the
+// server sends), or nullopt when it can: same kind, and the expected fields are the first
+// fields of the actual ones with the same names, types and encodings. Fields the server added
+// at the end are fine: an older client ignores them.
+[[nodiscard]] std::optional<std::string> incompatibility(const component_info& expected,
+                                                         const component_info& actual);
+
+// A component value in a command, by wire name: canonical bytes, or text for a string type.
+struct component_value {
+    std::string name;
+    std::vector<std::byte> bytes;
+    std::string text;
+    friend bool operator==(const component_value&, const component_value&) = default;
+};
+
+// ---- bits -----------------------------------------------------------------------------------
+
+// Appends values of up to 64 bits, least significant bit first.
+class bit_writer {
+public:
+    explicit bit_writer(std::span<std::byte> out) noexcept : out_{out} {}
+    void write(std::uint64_t value, unsigned bits) noexcept;
+    [[nodiscard]] std::size_t bit_position() const noexcept { return at_; }
+
+private:
+    std::span<std::byte> out_;  // zeroed by the caller
+    std::size_t at_{0};
+};
+
+class bit_reader {
+public:
+    explicit bit_reader(std::span<const std::byte> in, std::size_t first_bit = 0) noexcept
+        : in_{in}, at_{first_bit} {}
+    // The caller checked that the bits are there.
+    [[nodiscard]] std::uint64_t read(unsigned bits) noexcept;
+    void skip(std::size_t bits) noexcept { at_ += bits; }
+    [[nodiscard]] std::size_t bit_position() const noexcept { return at_; }
+
+private:
+    std::span<const std::byte> in_;
+    std::size_t at_;
+};
+
+// Bytes of a column holding `count` packed values of `type`.
+[[nodiscard]] std::size_t column_bytes(const component_info& type, std::size_t count) noexcept;
+
+// Copies value `i` of a packed column into its canonical bytes (out: type.value_bytes()).
+void unpack_value(const component_info& type, std::span<const std::byte> column, std::size_t i,
+                  std::span<std::byte> out) noexcept;
+// Appends canonical bytes as value `i` of a zeroed column.
+void pack_value(const component_info& type, std::span<const std::byte> value,
+                std::span<std::byte> column, std::size_t i) noexcept;
+
+// ---- field values, for generic clients ----------------------------------------------------
+
+// A field's value as a program that was not compiled with the type sees it: integers as
+// themselves, floats (quantized ones dequantized) as double.
+using field_value = std::variant<std::int64_t, std::uint64_t, double, bool>;
+
+[[nodiscard]] field_value read_field(const component_info& type, std::span<const std::byte> value,
+                                     std::size_t field);
+// Canonical bytes from one field value each; nullopt with `why` when a value does not fit
+// the field (out of range, not finite, wrong count).
+[[nodiscard]] std::optional<std::vector<std::byte>> make_value(
+    const component_info& type, std::span<const field_value> fields, std::string* why = nullptr);
+// Checks canonical bytes: floats finite, quantized values in range; `why` names the field.
+[[nodiscard]] bool valid_value(const component_info& type, std::span<const std::byte> value,
+                               std::string* why = nullptr);
+[[nodiscard]] std::string to_string(const field_value& value);
+
+// The raw bits of a field value as packed (floats: IEEE bits, or q for a quantized one).
+[[nodiscard]] std::optional<std::uint64_t> field_bits(const field_info& field,
+                                                      const field_value& value);
+[[nodiscard]] field_value field_from_bits(const field_info& field, std::uint64_t bits) noexcept;
+
+}  // namespace ecsnet::protocol
+
+// ---- on the wire (Welcome.components) -----------------------------------------------------
+
+#include <flatbuffers/flatbuffers.h>
+
+#include "ecsnet/wire/common_generated.h"
+
+namespace ecsnet::protocol {
+
+[[nodiscard]] flatbuffers::Offset<flatbuffers::Vector<flatbuffers::Offset<wire::ComponentType>>>
+encode_schema(flatbuffers::FlatBufferBuilder& fbb, const schema& types);
+
+// From a verified Welcome; nullopt with `why` when the description lies (schema::make).
+[[nodiscard]] std::optional<schema> decode_schema(
+    const flatbuffers::Vector<flatbuffers::Offset<wire::ComponentType>>* types,
+    std::string* why = nullptr);
+
+}  // namespace ecsnet::protocol
