@@ -363,6 +363,10 @@ void server::send_snapshot(session& s) {
     for (const auto& f : snapshot_frames()) {
         s.send_snapshot_chunk(f);
     }
+    // The owner-only values of the client's own entities, after the last chunk.
+    if (auto own = encoder_.encode_owner_only_snapshot(*world_, s.owner_id(), tick_)) {
+        s.send_snapshot_chunk(std::move(*own));
+    }
 }
 
 void server::closed(session& s, const std::string& /*reason*/) {
@@ -507,17 +511,45 @@ protocol::checksum::index_range server::next_checksum_range() {
 void server::broadcast_tick(const ecs::World::change_set_type& changes) {
     // Encoded once; every session queues the same frame.
     const protocol::frame delta = encoder_.encode_delta(*world_, changes, tick_);
+    // Types replicated to their owner only: one more frame per owner that has changes.
+    const auto owner_frames = encoder_.encode_owner_only(*world_, changes, tick_);
+    const auto own_frame = [&](std::uint32_t owner) -> const protocol::frame* {
+        for (const auto& f : owner_frames) {
+            if (f.owner == owner) {
+                return &f.bytes;
+            }
+        }
+        return nullptr;
+    };
     const bool checksum_tick = tick_ % config_.checksum_interval == 0;
     protocol::frame checksum;
+    protocol::checksum::slice_sum sum;
+    protocol::checksum::index_range range;
+    std::unordered_map<std::uint32_t, std::uint64_t> owner_terms;
     if (checksum_tick) {
-        const protocol::checksum::index_range range = next_checksum_range();
-        const protocol::checksum::slice_sum sum = protocol::checksum::of_world(*world_, types_, range);
+        range = next_checksum_range();
+        sum = protocol::checksum::of_world(*world_, types_, range);
+        owner_terms = protocol::checksum::owner_only_terms(*world_, types_, range);
         checksum = protocol::encode(protocol::server_control{
             protocol::checksum_report{tick_, sum.hash, sum.entities, range.first, range.end}});
     }
     for (const auto& [id, s] : sessions_) {
-        if (s->joined()) {
-            s->send_tick(delta, checksum_tick ? &checksum : nullptr);
+        if (!s->joined()) {
+            continue;
+        }
+        if (!checksum_tick) {
+            s->send_tick(delta, nullptr, own_frame(s->owner_id()));
+            continue;
+        }
+        // A client's mirror also holds its own owner-only values: its checksum adds them.
+        const auto terms = owner_terms.find(s->owner_id());
+        if (terms == owner_terms.end()) {
+            s->send_tick(delta, &checksum, own_frame(s->owner_id()));
+        } else {
+            const protocol::frame own_checksum = protocol::encode(protocol::server_control{
+                protocol::checksum_report{tick_, sum.hash + terms->second, sum.entities,
+                                          range.first, range.end}});
+            s->send_tick(delta, &own_checksum, own_frame(s->owner_id()));
         }
     }
 }

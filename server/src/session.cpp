@@ -187,10 +187,12 @@ void session::send_result(const protocol::command_result& result) {
     }
 }
 
-void session::send_tick(const protocol::frame& delta, const protocol::frame* checksum) {
+void session::send_tick(const protocol::frame& delta, const protocol::frame* checksum,
+                        const protocol::frame* owner_only) {
+    const std::size_t frames = 1 + (checksum == nullptr ? 0 : 1) + (owner_only == nullptr ? 0 : 1);
     if (phase_ != phase::joined || resync_pending_) {
         if (resync_pending_) {
-            owner_.stats_.dropped_frames += checksum == nullptr ? 1 : 2;
+            owner_.stats_.dropped_frames += frames;
         }
         return;
     }
@@ -199,15 +201,19 @@ void session::send_tick(const protocol::frame& delta, const protocol::frame* che
     // costs a snapshot, so in a world whose snapshot is larger than --queue-bytes a client may
     // lag by up to a snapshot's worth of deltas before it pays off: with smaller bounds, a
     // client joining a 1M-entity world (20 MB snapshot, 8 MB deltas) was resynced forever.
-    const std::size_t tick_bytes = delta->size() + (checksum == nullptr ? 0 : (*checksum)->size());
+    const std::size_t tick_bytes = delta->size() + (checksum == nullptr ? 0 : (*checksum)->size()) +
+                                   (owner_only == nullptr ? 0 : (*owner_only)->size());
     const std::size_t waiting = droppable_bytes_ - in_flight_droppable_bytes_;
     const std::size_t bound = std::max(owner_.config().queue_bytes, owner_.snapshot_bytes());
     if (waiting > 0 && waiting + tick_bytes > bound) {
         request_resync("outbound queue full");
-        owner_.stats_.dropped_frames += checksum == nullptr ? 1 : 2;
+        owner_.stats_.dropped_frames += frames;
         return;
     }
     push(delta, kind::tick);
+    if (owner_only != nullptr) {
+        push(*owner_only, kind::tick);
+    }
     if (checksum != nullptr) {
         push(*checksum, kind::tick);
     }

@@ -88,4 +88,23 @@ slice_sum of_world(const ecs::World& world, const component_registry& types, ind
     return out;
 }
 
+std::unordered_map<std::uint32_t, std::uint64_t> owner_only_terms(
+    const ecs::World& world, const component_registry& types, index_range range) {
+    std::unordered_map<std::uint32_t, std::uint64_t> out;
+    for (std::uint32_t id = 0; id < types.size(); ++id) {
+        if (!types.info(id).owner_only) {
+            continue;
+        }
+        for (const ecs::Entity e : types.ops(id).entities(world)) {
+            if (!range.contains(e.index())) {
+                continue;
+            }
+            if (const Owner* owner = world.try_get<Owner>(e)) {
+                out[owner->client] += term_of(types, id, world, e);
+            }
+        }
+    }
+    return out;
+}
+
 }  // namespace ecsnet::protocol::checksum

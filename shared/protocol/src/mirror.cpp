@@ -508,6 +508,9 @@ bool mirror::apply_delta(const wire::Delta& delta) {
         // not bring one by itself, so this asks for a resync.
         return inconsistent("delta before the first snapshot");
     }
+    if (delta.owner_only()) {
+        return apply_owner_only(delta);
+    }
     if (delta.tick() != tick_ + 1) {
         return inconsistent("tick gap: delta for tick " + std::to_string(delta.tick()) +
                             " after tick " + std::to_string(tick_));
@@ -550,6 +553,33 @@ bool mirror::apply_delta(const wire::Delta& delta) {
     tick_ = delta.tick();
     ++stats_.deltas;
     return true;
+}
+
+bool mirror::apply_owner_only(const wire::Delta& delta) {
+    if (delta.tick() != tick_) {
+        return inconsistent("owner-only delta for tick " + std::to_string(delta.tick()) +
+                            " at tick " + std::to_string(tick_));
+    }
+    if (delta.destroyed() != nullptr || delta.spawned() != nullptr) {
+        return inconsistent("owner-only delta with spawns or destroys");
+    }
+    for (const auto* list : {delta.updated(), delta.removed()}) {
+        if (list == nullptr) {
+            continue;
+        }
+        for (const auto* column : *list) {
+            const component_info* info = types_.find(column->type());
+            if (info != nullptr && !info->owner_only) {
+                return inconsistent("owner-only delta carries " + info->name +
+                                    ", which every client receives");
+            }
+        }
+    }
+    event_tick_ = delta.tick();
+    if (delta.updated() != nullptr && !apply_updates(*delta.updated())) {
+        return false;
+    }
+    return delta.removed() == nullptr || apply_removals(*delta.removed());
 }
 
 bool mirror::apply_checksum(const wire::Checksum& message) {

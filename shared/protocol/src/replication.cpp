@@ -1,6 +1,8 @@
 #include "ecsnet/protocol/replication.hpp"
 
+#include <algorithm>
 #include <array>
+#include <map>
 
 namespace ecsnet::protocol {
 
@@ -90,62 +92,167 @@ flatbuffers::Offset<wire::EntityGroup> replication_encoder::encode_group(
     return wire::CreateEntityGroup(fbb_, at, versions_offset, columns_offset);
 }
 
+flatbuffers::Offset<wire::Column> replication_encoder::encode_set_column(
+    const ecs::World& world, std::uint32_t id, std::span<const ecs::Entity> entities) {
+    const component_info& info = types_->info(id);
+    indices_.clear();
+    indices_.reserve(entities.size());
+    for (const ecs::Entity e : entities) {
+        indices_.push_back(e.index());
+    }
+    plan_.build(indices_);
+    const auto at = plan_.encode(fbb_);
+    ordered_.clear();
+    ordered_.reserve(plan_.order.size());
+    for (const std::uint32_t position : plan_.order) {
+        ordered_.push_back(entities[position]);
+    }
+    const auto values = types_->ops(id).encode(fbb_, world, ordered_);
+    using bytes_offset = flatbuffers::Offset<flatbuffers::Vector<std::uint8_t>>;
+    using strings_offset =
+        flatbuffers::Offset<flatbuffers::Vector<flatbuffers::Offset<flatbuffers::String>>>;
+    return wire::CreateColumn(fbb_, static_cast<std::uint16_t>(id), at,
+                              info.is_string ? bytes_offset{0} : bytes_offset{values},
+                              info.is_string ? strings_offset{values} : strings_offset{0});
+}
+
+flatbuffers::Offset<wire::Column> replication_encoder::encode_removal_column(
+    std::uint32_t id, std::span<const ecs::Entity> entities) {
+    indices_.clear();
+    for (const ecs::Entity e : entities) {
+        indices_.push_back(e.index());
+    }
+    plan_.build(indices_);
+    return wire::CreateColumn(fbb_, static_cast<std::uint16_t>(id), plan_.encode(fbb_));
+}
+
 replication_encoder::columns_offset replication_encoder::encode_updates(
     const ecs::World& world, const ecs::World::change_set_type& changes) {
-    columns_.clear();
+    std::vector<flatbuffers::Offset<wire::Column>> columns;
     for (std::uint32_t id = 0; id < types_->size(); ++id) {
-        const component_info& info = types_->info(id);
         const auto* changed = changes.find(types_->ops(id).type_hash);
-        if (info.owner_only || changed == nullptr ||
+        if (types_->info(id).owner_only || changed == nullptr ||
             (changed->added.empty() && changed->updated.empty())) {
             continue;
         }
         // Added to an entity the client already has, or updated: both are "set" on the wire.
-        const auto& added = changed->added;
-        const auto& updated = changed->updated;
-        indices_.clear();
-        indices_.reserve(added.size() + updated.size());
-        for (const ecs::Entity e : added) {
-            indices_.push_back(e.index());
+        std::span<const ecs::Entity> entities = changed->updated;
+        if (!changed->added.empty()) {
+            set_scratch_.assign(changed->added.begin(), changed->added.end());
+            set_scratch_.insert(set_scratch_.end(), changed->updated.begin(), changed->updated.end());
+            entities = set_scratch_;
         }
-        for (const ecs::Entity e : updated) {
-            indices_.push_back(e.index());
-        }
-        plan_.build(indices_);
-        const auto at = plan_.encode(fbb_);
-        ordered_.clear();
-        ordered_.reserve(plan_.order.size());
-        for (const std::uint32_t position : plan_.order) {
-            ordered_.push_back(position < added.size() ? added[position]
-                                                       : updated[position - added.size()]);
-        }
-        const auto values = types_->ops(id).encode(fbb_, world, ordered_);
-        columns_.push_back(wire::CreateColumn(
-            fbb_, static_cast<std::uint16_t>(id), at,
-            info.is_string ? 0 : flatbuffers::Offset<flatbuffers::Vector<std::uint8_t>>(values),
-            info.is_string
-                ? flatbuffers::Offset<flatbuffers::Vector<flatbuffers::Offset<flatbuffers::String>>>(values)
-                : 0));
+        columns.push_back(encode_set_column(world, id, entities));
     }
-    return columns_.empty() ? columns_offset{0} : fbb_.CreateVector(columns_);
+    return columns.empty() ? columns_offset{0} : fbb_.CreateVector(columns);
 }
 
 replication_encoder::columns_offset replication_encoder::encode_removals(
     const ecs::World::change_set_type& changes) {
-    columns_.clear();
+    std::vector<flatbuffers::Offset<wire::Column>> columns;
     for (std::uint32_t id = 0; id < types_->size(); ++id) {
         const auto* changed = changes.find(types_->ops(id).type_hash);
         if (types_->info(id).owner_only || changed == nullptr || changed->removed.empty()) {
             continue;
         }
-        indices_.clear();
-        for (const ecs::Entity e : changed->removed) {
-            indices_.push_back(e.index());
-        }
-        plan_.build(indices_);
-        columns_.push_back(wire::CreateColumn(fbb_, static_cast<std::uint16_t>(id), plan_.encode(fbb_)));
+        columns.push_back(encode_removal_column(id, changed->removed));
     }
-    return columns_.empty() ? columns_offset{0} : fbb_.CreateVector(columns_);
+    return columns.empty() ? columns_offset{0} : fbb_.CreateVector(columns);
+}
+
+bool replication_encoder::has_owner_only() const noexcept {
+    for (const component_info& info : types_->types().types()) {
+        if (info.owner_only) {
+            return true;
+        }
+    }
+    return false;
+}
+
+frame replication_encoder::finish_owner_only(const owner_changes& changes, std::uint64_t tick) {
+    std::vector<flatbuffers::Offset<wire::Column>> set;
+    std::vector<flatbuffers::Offset<wire::Column>> removed;
+    for (const auto& [id, entities] : changes.set) {
+        set.push_back(encode_set_column(*world_, id, entities));
+    }
+    for (const auto& [id, entities] : changes.removed) {
+        removed.push_back(encode_removal_column(id, entities));
+    }
+    const auto set_offset = set.empty() ? columns_offset{0} : fbb_.CreateVector(set);
+    const auto removed_offset = removed.empty() ? columns_offset{0} : fbb_.CreateVector(removed);
+    const auto delta = wire::CreateDelta(fbb_, tick, 0, 0, set_offset, removed_offset, true);
+    return finish_frame(fbb_,
+                        wire::CreateServerMessage(fbb_, wire::ServerBody::Delta, delta.Union()));
+}
+
+std::vector<replication_encoder::owner_frame> replication_encoder::encode_owner_only(
+    const ecs::World& world, const ecs::World::change_set_type& changes, std::uint64_t tick) {
+    std::vector<owner_frame> out;
+    if (!has_owner_only()) {
+        return out;
+    }
+    // Owner -> its entities' owner-only changes, by type. An entity without Owner is the
+    // server's: nobody receives its owner-only values.
+    std::map<std::uint32_t, owner_changes> by_owner;
+    const auto owner_of = [&](ecs::Entity e) -> const Owner* { return world.try_get<Owner>(e); };
+    for (std::uint32_t id = 0; id < types_->size(); ++id) {
+        if (!types_->info(id).owner_only) {
+            continue;
+        }
+        const component_ops& ops = types_->ops(id);
+        const auto add_set = [&](ecs::Entity e) {
+            if (const Owner* owner = owner_of(e)) {
+                by_owner[owner->client].set[id].push_back(e);
+            }
+        };
+        // Entities created this tick come with no component changes: read them whole.
+        for (const ecs::Entity e : changes.created) {
+            if (ops.contains(world, e)) {
+                add_set(e);
+            }
+        }
+        if (const auto* changed = changes.find(ops.type_hash)) {
+            std::for_each(changed->added.begin(), changed->added.end(), add_set);
+            std::for_each(changed->updated.begin(), changed->updated.end(), add_set);
+            for (const ecs::Entity e : changed->removed) {
+                if (const Owner* owner = world.valid(e) ? owner_of(e) : nullptr) {
+                    by_owner[owner->client].removed[id].push_back(e);
+                }
+            }
+        }
+    }
+    world_ = &world;
+    for (const auto& [owner, owned] : by_owner) {
+        fbb_.Clear();
+        out.push_back(owner_frame{owner, finish_owner_only(owned, tick)});
+    }
+    return out;
+}
+
+std::optional<frame> replication_encoder::encode_owner_only_snapshot(const ecs::World& world,
+                                                                     std::uint32_t owner,
+                                                                     std::uint64_t tick) {
+    if (!has_owner_only()) {
+        return std::nullopt;
+    }
+    owner_changes owned;
+    for (std::uint32_t id = 0; id < types_->size(); ++id) {
+        if (!types_->info(id).owner_only) {
+            continue;
+        }
+        for (const ecs::Entity e : types_->ops(id).entities(world)) {
+            const Owner* o = world.try_get<Owner>(e);
+            if (o != nullptr && o->client == owner) {
+                owned.set[id].push_back(e);
+            }
+        }
+    }
+    if (owned.set.empty()) {
+        return std::nullopt;
+    }
+    world_ = &world;
+    fbb_.Clear();
+    return finish_owner_only(owned, tick);
 }
 
 frame replication_encoder::encode_delta(const ecs::World& world,

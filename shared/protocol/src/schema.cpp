@@ -34,9 +34,10 @@ bool valid_name(std::string_view name) noexcept {
     return true;
 }
 
-// How many bits q needs for [min, max] at step, as replicated.hpp computes it.
+// The largest q the field accepts.
 double quantized_max(const field_info& f) noexcept {
-    return static_cast<double>(low_bits(f.bits));
+    return static_cast<double>(
+        quantized_steps(f.quantized.min, f.quantized.max, f.quantized.step));
 }
 
 }  // namespace
@@ -90,6 +91,18 @@ bool is_float(field_type type) noexcept {
 bool is_signed(field_type type) noexcept {
     return type == field_type::int8 || type == field_type::int16 || type == field_type::int32 ||
            type == field_type::int64;
+}
+
+std::uint64_t quantized_steps(double min, double max, double step) noexcept {
+    return static_cast<std::uint64_t>(std::llround((max - min) / step));
+}
+
+unsigned quantized_bits(std::uint64_t steps) noexcept {
+    unsigned bits = 1;
+    while (bits < 64 && (std::uint64_t{1} << bits) - 1 < steps) {
+        ++bits;
+    }
+    return bits;
 }
 
 std::string_view to_string(writer who) noexcept {
@@ -184,11 +197,20 @@ std::optional<schema> schema::make(std::vector<component_info> types, std::strin
             const unsigned natural = natural_bits(f.type);
             const bool quantized = f.quantized.step != 0;
             if (quantized) {
-                if (!is_float(f.type) || !(f.quantized.step > 0) ||
-                    !std::isfinite(f.quantized.step) || !std::isfinite(f.quantized.min) ||
-                    f.bits == 0 || f.bits > 32) {
-                    set_why(why, field + " has an invalid quantization (floats only, finite min, "
-                                         "step > 0, 1 to 32 bits)");
+                const auto& q = f.quantized;
+                if (!is_float(f.type) || !(q.step > 0) || !std::isfinite(q.step) ||
+                    !std::isfinite(q.min) || !std::isfinite(q.max) || !(q.max > q.min) ||
+                    !((q.max - q.min) / q.step < 4294967295.0)) {
+                    set_why(why, field + " has an invalid quantization (floats only; finite "
+                                         "min < max; step > 0; at most 2^32 - 1 steps)");
+                    return std::nullopt;
+                }
+                const unsigned needed = quantized_bits(quantized_steps(q.min, q.max, q.step));
+                if (f.bits != needed) {
+                    set_why(why, field + " is quantized to " +
+                                     std::to_string(quantized_steps(q.min, q.max, q.step)) +
+                                     " steps, which take " + std::to_string(needed) +
+                                     " bits, not " + std::to_string(f.bits));
                     return std::nullopt;
                 }
             } else if (f.bits != natural) {
@@ -223,8 +245,10 @@ std::optional<std::string> incompatibility(const component_info& expected,
             const auto describe = [](const field_info& f) {
                 std::string s = f.name + ": " + std::string{to_string(f.type)};
                 if (f.quantized.step != 0) {
-                    s += " quantized (min " + std::to_string(f.quantized.min) + ", step " +
-                         std::to_string(f.quantized.step) + ", " + std::to_string(f.bits) + " bits)";
+                    s += " quantized (" + std::to_string(f.quantized.min) + " to " +
+                         std::to_string(f.quantized.max) + " by " +
+                         std::to_string(f.quantized.step) + ", " + std::to_string(f.bits) +
+                         " bits)";
                 }
                 return s;
             };
@@ -441,8 +465,8 @@ std::optional<std::vector<std::byte>> make_value(const component_info& type,
         if (!bits) {
             std::string range;
             if (f.quantized.step != 0) {
-                range = " (range " + std::to_string(f.quantized.min) + " to " +
-                        std::to_string(f.quantized.min + quantized_max(f) * f.quantized.step) + ")";
+                range = " quantized from " + std::to_string(f.quantized.min) + " to " +
+                        std::to_string(f.quantized.max);
             }
             set_why(why, "value " + to_string(fields[i]) + " does not fit " + type.name + "." +
                              f.name + ", a " + std::string{to_string(f.type)} + range);
@@ -457,6 +481,10 @@ bool valid_value(const component_info& type, std::span<const std::byte> value, s
     bit_reader reader{value};
     for (const field_info& f : type.fields) {
         const std::uint64_t bits = reader.read(f.bits);
+        if (f.quantized.step != 0 && static_cast<double>(bits) > quantized_max(f)) {
+            set_why(why, type.name + "." + f.name + " is beyond its quantized range");
+            return false;
+        }
         if (f.quantized.step == 0 && is_float(f.type)) {
             const double d = std::get<double>(field_from_bits(f, bits));
             if (!std::isfinite(d)) {
@@ -495,7 +523,8 @@ flatbuffers::Offset<flatbuffers::Vector<flatbuffers::Offset<wire::ComponentType>
         for (const field_info& f : t.fields) {
             fields.push_back(wire::CreateField(fbb, fbb.CreateString(f.name),
                                                static_cast<wire::FieldType>(f.type), f.bits,
-                                               f.quantized.min, f.quantized.step));
+                                               f.quantized.min, f.quantized.max,
+                                               f.quantized.step));
         }
         out.push_back(wire::CreateComponentType(
             fbb, t.id, fbb.CreateString(t.name), static_cast<wire::Writer>(t.written_by),
@@ -546,7 +575,7 @@ std::optional<schema> decode_schema(
                 }
                 field.type = static_cast<field_type>(raw);
                 field.bits = f->bits();
-                field.quantized = quantization{f->min(), f->step()};
+                field.quantized = quantization{f->min(), f->max(), f->step()};
                 info.fields.push_back(std::move(field));
             }
         }

@@ -69,8 +69,10 @@ public:
     [[nodiscard]] bool awaits_results() const noexcept {
         return phase_ == phase::joined || phase_ == phase::finishing;
     }
-    // A tick's delta and, every N ticks, its checksum: dropped under the queue rule above.
-    void send_tick(const protocol::frame& delta, const protocol::frame* checksum);
+    // A tick's delta, this client's owner-only delta when it has one and, every N ticks, its
+    // checksum: one unit, dropped together under the queue rule above.
+    void send_tick(const protocol::frame& delta, const protocol::frame* checksum,
+                   const protocol::frame* owner_only = nullptr);
     // Drops queued deltas and sends a snapshot once the queue is empty.
     void request_resync(const char* why);
 

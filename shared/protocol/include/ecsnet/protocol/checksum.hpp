@@ -3,6 +3,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <limits>
+#include <unordered_map>
 
 #include "ecsnet/ecs/world.hpp"
 #include "ecsnet/protocol/hash.hpp"
@@ -44,5 +45,10 @@ struct slice_sum {
 // The slice of the world's checksum, as the server sends it.
 [[nodiscard]] slice_sum of_world(const ecs::World& world, const component_registry& types,
                                  index_range range);
+
+// The terms of owner-only components in `range`, summed per owner (Owner::client): a client's
+// Checksum is the world's slice plus its own entry here (its mirror holds only its own).
+[[nodiscard]] std::unordered_map<std::uint32_t, std::uint64_t> owner_only_terms(
+    const ecs::World& world, const component_registry& types, index_range range);
 
 }  // namespace ecsnet::protocol::checksum

@@ -194,6 +194,7 @@ private:
     bool apply_snapshot(const wire::Snapshot& snapshot);
     void report_snapshot_differences(const state& before);
     bool apply_delta(const wire::Delta& delta);
+    bool apply_owner_only(const wire::Delta& delta);
     bool apply_checksum(const wire::Checksum& checksum);
     bool apply_group(state& target, const wire::EntityGroup& group, bool notify);
     // Checks a column's shape for `count` entities; the type, or null after inconsistent().

@@ -94,11 +94,17 @@ consteval field_type field_type_of() {
     else static_assert(sizeof(F) == 0, "replicated fields are scalars (bool, ints, float, double)");
 }
 
-// Bits of q for a quantized range: enough for round((max - min) / step).
-consteval unsigned quantized_bits(const quantize& q) {
+// The largest q of a quantized range, round((max - min) / step), and the bits it takes (as
+// schema.cpp computes them for a received schema).
+consteval std::uint64_t quantized_steps(const quantize& q) {
     const double steps = (q.max - q.min) / q.step;
+    return static_cast<std::uint64_t>(steps + 0.5);
+}
+
+consteval unsigned quantized_bits(const quantize& q) {
+    const std::uint64_t steps = quantized_steps(q);
     unsigned bits = 1;
-    while (bits < 32 && static_cast<double>((std::uint64_t{1} << bits) - 1) < steps + 0.5) {
+    while (bits < 64 && (std::uint64_t{1} << bits) - 1 < steps) {
         ++bits;
     }
     return bits;
@@ -133,7 +139,7 @@ consteval bool check_options() {
     static_assert(q.step >= 0 && (q.step == 0 || q.max > q.min),
                   "quantize needs max > min and a positive step");
     static_assert(q.step == 0 || (q.max - q.min) / q.step < 4294967295.0,
-                  "quantized range too fine: more than 2^32 steps");
+                  "quantized range too fine: more than 2^32 - 1 steps");
     static_assert(replicated<T>::name.size() > 0 &&
                       replicated<T>::name.size() <= max_schema_name_bytes,
                   "a wire name has 1 to 64 bytes");
@@ -149,16 +155,15 @@ consteval bool check_options() {
     return true;
 }
 
-template <typename F>
-std::uint64_t raw_bits(F value, const quantize& q, unsigned bits) noexcept {
+template <typename F, quantize q>
+std::uint64_t raw_bits(F value) noexcept {
     if constexpr (std::is_floating_point_v<F>) {
-        if (q.step > 0) {
-            const double max_q = static_cast<double>((std::uint64_t{1} << bits) - 1);
+        if constexpr (q.step > 0) {
+            constexpr auto max_q = static_cast<double>(quantized_steps(q));
             const double steps = std::round((static_cast<double>(value) - q.min) / q.step);
             // NaN compares false both ways: it goes out as 0.
             return steps > 0 ? static_cast<std::uint64_t>(std::min(steps, max_q)) : 0;
-        }
-        if constexpr (sizeof(F) == 4) {
+        } else if constexpr (sizeof(F) == 4) {
             return std::bit_cast<std::uint32_t>(value);
         } else {
             return std::bit_cast<std::uint64_t>(value);
@@ -216,7 +221,8 @@ template <replicated_component T>
                  static_cast<std::uint8_t>(detail::field_bits<T, I>()),
                  std::is_floating_point_v<boost::pfr::tuple_element_t<I, T>> &&
                          options.quantized.step > 0
-                     ? quantization{options.quantized.min, options.quantized.step}
+                     ? quantization{options.quantized.min, options.quantized.max,
+                                    options.quantized.step}
                      : quantization{}}),
              ...);
         }(std::make_index_sequence<boost::pfr::tuple_size_v<T>>{});
@@ -238,16 +244,20 @@ void pack(const T& value, std::byte* out) noexcept {
     if constexpr (aligned) {
         // Whole bytes: little-endian scalars back to back.
         std::size_t at = 0;
-        boost::pfr::for_each_field(value, [&]<typename F>(const F& field) {
-            constexpr unsigned bits = sizeof(F) * 8;
-            const std::uint64_t raw = detail::raw_bits(field, q, bits);
-            std::memcpy(out + at, &raw, bits / 8);  // little-endian host (checksum.hpp)
-            at += bits / 8;
-        });
+        [&]<std::size_t... I>(std::index_sequence<I...>) {
+            ((std::memcpy(out + at,
+                          &static_cast<const std::uint64_t&>(
+                              detail::raw_bits<boost::pfr::tuple_element_t<I, T>, q>(
+                                  boost::pfr::get<I>(value))),
+                          detail::field_bits<T, I>() / 8),  // little-endian host (hash.hpp)
+              at += detail::field_bits<T, I>() / 8),
+             ...);
+        }(std::make_index_sequence<boost::pfr::tuple_size_v<T>>{});
     } else {
         bit_writer writer{std::span<std::byte>{out, value_bytes_v<T>}};
         [&]<std::size_t... I>(std::index_sequence<I...>) {
-            (writer.write(detail::raw_bits(boost::pfr::get<I>(value), q, detail::field_bits<T, I>()),
+            (writer.write(detail::raw_bits<boost::pfr::tuple_element_t<I, T>, q>(
+                              boost::pfr::get<I>(value)),
                           detail::field_bits<T, I>()),
              ...);
         }(std::make_index_sequence<boost::pfr::tuple_size_v<T>>{});

@@ -2,6 +2,9 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <map>
+#include <optional>
+#include <span>
 #include <vector>
 
 #include "ecsnet/ecs/world.hpp"
@@ -28,6 +31,22 @@ public:
     [[nodiscard]] frame encode_delta(const ecs::World& world, const ecs::World::change_set_type& changes,
                                      std::uint64_t tick);
 
+    // The tick's changes to types replicated to their owner only: one frame per owner with
+    // any (docs/PROTOCOL.md), queued to that owner's clients right after encode_delta()'s.
+    // Empty when the registry has no such type.
+    struct owner_frame {
+        std::uint32_t owner;
+        frame bytes;
+    };
+    [[nodiscard]] std::vector<owner_frame> encode_owner_only(
+        const ecs::World& world, const ecs::World::change_set_type& changes, std::uint64_t tick);
+
+    // Every owner-only value of `owner`'s entities, sent after a snapshot's last chunk; nullopt
+    // when there is none.
+    [[nodiscard]] std::optional<frame> encode_owner_only_snapshot(const ecs::World& world,
+                                                                  std::uint32_t owner,
+                                                                  std::uint64_t tick);
+
     // The whole replicated world at `tick`, in frames of about max_chunk_bytes.
     [[nodiscard]] std::vector<frame> encode_snapshot(const ecs::World& world, std::uint64_t tick,
                                                      const snapshot_options& options = {});
@@ -49,6 +68,17 @@ private:
     [[nodiscard]] columns_offset encode_updates(const ecs::World& world,
                                                 const ecs::World::change_set_type& changes);
     [[nodiscard]] columns_offset encode_removals(const ecs::World::change_set_type& changes);
+    [[nodiscard]] flatbuffers::Offset<wire::Column> encode_set_column(
+        const ecs::World& world, std::uint32_t id, std::span<const ecs::Entity> entities);
+    [[nodiscard]] flatbuffers::Offset<wire::Column> encode_removal_column(
+        std::uint32_t id, std::span<const ecs::Entity> entities);
+
+    struct owner_changes {
+        std::map<std::uint32_t, std::vector<ecs::Entity>> set;  // by wire id
+        std::map<std::uint32_t, std::vector<ecs::Entity>> removed;
+    };
+    [[nodiscard]] bool has_owner_only() const noexcept;
+    [[nodiscard]] frame finish_owner_only(const owner_changes& changes, std::uint64_t tick);
 
     const component_registry* types_;
 
@@ -56,7 +86,8 @@ private:
     index_set_plan plan_;
     std::vector<std::uint32_t> indices_;
     std::vector<ecs::Entity> ordered_;
-    std::vector<flatbuffers::Offset<wire::Column>> columns_;
+    std::vector<ecs::Entity> set_scratch_;
+    const ecs::World* world_{nullptr};  // for finish_owner_only
     std::vector<group> groups_;
     std::vector<std::uint64_t> masks_;  // snapshot: per entity index
 };

@@ -41,6 +41,10 @@ enum class field_type : std::uint8_t {
 [[nodiscard]] bool is_float(field_type type) noexcept;
 [[nodiscard]] bool is_signed(field_type type) noexcept;
 
+// The largest q of a quantized range, and the bits it needs.
+[[nodiscard]] std::uint64_t quantized_steps(double min, double max, double step) noexcept;
+[[nodiscard]] unsigned quantized_bits(std::uint64_t steps) noexcept;
+
 // Who may set a component with SetComponent, Spawn and RemoveComponent.
 enum class writer : std::uint8_t {
     server = 0,  // nobody but the server's systems
@@ -49,9 +53,11 @@ enum class writer : std::uint8_t {
 };
 [[nodiscard]] std::string_view to_string(writer who) noexcept;
 
-// A float field sent as an unsigned integer q in `bits` bits: value = min + q * step.
+// A float field sent as an unsigned integer q in [0, round((max - min) / step)], in the fewest
+// bits that hold it: value = min + q * step.
 struct quantization {
     double min = 0;
+    double max = 0;
     double step = 0;  // 0: not quantized
     friend bool operator==(const quantization&, const quantization&) = default;
 };

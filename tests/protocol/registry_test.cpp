@@ -1,0 +1,126 @@
+#include "ecsnet/protocol/registry.hpp"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <stdexcept>
+#include <vector>
+
+#include "ecsnet/protocol/checksum.hpp"
+#include "schema_types.hpp"
+
+namespace {
+
+namespace proto = ecsnet::protocol;
+namespace ecs = ecsnet::ecs;
+using ::testing::HasSubstr;
+using namespace ecsnet::test;
+
+}  // namespace
+
+// A second type under a name that is taken.
+struct Impostor {
+    float level{};
+};
+template <>
+struct ecsnet::protocol::replicated<Impostor> : replicate<ecsnet::test_wire::Gauge, "gauge"> {};
+
+namespace {
+
+TEST(Registry, OwnerComesFirstThenTheGamesTypesInOrder) {
+    proto::component_registry types;
+    ASSERT_EQ(types.size(), 1U);
+    EXPECT_EQ(types.info(0).name, "owner");
+    EXPECT_EQ(types.info(0).written_by, proto::writer::server);
+    EXPECT_EQ(types.add<Spot>(), 1U);
+    EXPECT_EQ(types.add<Label>(), 2U);
+    EXPECT_EQ(types.id_of("label"), 2U);
+    EXPECT_EQ(types.id_of<Spot>(), 1U);
+    EXPECT_FALSE(types.id_of("mixed").has_value());
+    EXPECT_EQ(types.types().find("spot")->fields.size(), 2U);
+}
+
+TEST(Registry, RefusesATypeOrANameTwice) {
+    proto::component_registry types;
+    types.add<Gauge>();
+    try {
+        types.add<Gauge>();
+        ADD_FAILURE() << "added twice";
+    } catch (const std::invalid_argument& e) {
+        EXPECT_THAT(e.what(), HasSubstr("is registered already"));
+    }
+    try {
+        types.add<Impostor>();
+        ADD_FAILURE() << "a second 'gauge'";
+    } catch (const std::invalid_argument& e) {
+        EXPECT_THAT(e.what(), HasSubstr("a component named 'gauge' is registered already"));
+    }
+    EXPECT_EQ(types.size(), 2U);
+}
+
+TEST(Registry, OperationsWorkOnAnyRegisteredType) {
+    const proto::component_registry types = test_registry();
+    auto world = ecs::World::make();
+    const ecs::Entity a = world->create();
+    const ecs::Entity b = world->create();
+    world->emplace<Spot>(a, 1.0F, 2.0F);
+    world->emplace<Label>(b, "bee");
+    const auto spot = *types.id_of<Spot>();
+    const auto label = *types.id_of<Label>();
+
+    EXPECT_TRUE(types.ops(spot).contains(*world, a));
+    EXPECT_FALSE(types.ops(spot).contains(*world, b));
+    EXPECT_EQ(types.ops(spot).entities(*world).size(), 1U);
+    EXPECT_TRUE(types.ops(*types.id_of<Mixed>()).entities(*world).empty());  // no storage yet
+
+    std::array<std::byte, 5> packed{};
+    types.ops(spot).pack(*world, a, packed.data());
+    EXPECT_EQ(packed, proto::pack(Spot{1.0F, 2.0F}));
+    EXPECT_EQ(types.ops(label).text(*world, b), "bee");
+
+    proto::component_value v{"spot", {}, {}};
+    const auto bytes = proto::pack(Spot{8.0F, 9.0F});
+    v.bytes.assign(bytes.begin(), bytes.end());
+    EXPECT_TRUE(types.ops(spot).accepts(v, nullptr));
+    types.ops(spot).assign(*world, b, v);
+    EXPECT_EQ(world->get<Spot>(b), (Spot{8.0F, 9.0F}));
+    types.ops(label).assign(*world, a, proto::component_value{"label", {}, "ay"});
+    EXPECT_EQ(world->get<Label>(a).text, "ay");
+    types.ops(spot).remove(*world, b);
+    EXPECT_FALSE(world->has<Spot>(b));
+}
+
+TEST(Registry, AcceptsAsksTheTypesOwnCheck) {
+    const proto::component_registry types = test_registry();
+    const auto gauge = *types.id_of<Gauge>();
+    proto::component_value v{"gauge", {}, {}};
+    const auto negative = proto::pack(Gauge{-1.0F});
+    v.bytes.assign(negative.begin(), negative.end());
+    std::string why;
+    EXPECT_FALSE(types.ops(gauge).accepts(v, &why));
+    EXPECT_THAT(why, HasSubstr("gauge value is not valid"));
+}
+
+TEST(Registry, EncodeWritesOneBitPackedColumn) {
+    const proto::component_registry types = test_registry();
+    auto world = ecs::World::make();
+    std::vector<ecs::Entity> entities;
+    for (int i = 0; i < 3; ++i) {
+        entities.push_back(world->create());
+        world->emplace<Spot>(entities.back(), static_cast<float>(i), 100.0F);
+    }
+    flatbuffers::FlatBufferBuilder fbb;
+    const auto offset = types.ops(*types.id_of<Spot>()).encode(fbb, *world, entities);
+    fbb.Finish(flatbuffers::Offset<flatbuffers::Vector<std::uint8_t>>(offset));
+    const auto* column = flatbuffers::GetRoot<flatbuffers::Vector<std::uint8_t>>(fbb.GetBufferPointer());
+    ASSERT_EQ(column->size(), (3U * 38 + 7) / 8);
+    const proto::component_info& info = *types.types().find("spot");
+    const auto bytes = std::as_bytes(std::span{column->data(), column->size()});
+    for (std::size_t i = 0; i < entities.size(); ++i) {
+        std::array<std::byte, 5> value{};
+        proto::unpack_value(info, bytes, i, value);
+        EXPECT_EQ(proto::unpack<Spot>(value.data()), (Spot{static_cast<float>(i), 100.0F}));
+    }
+}
+
+}  // namespace
