@@ -92,9 +92,45 @@ flatbuffers::Offset<wire::EntityGroup> replication_encoder::encode_group(
     return wire::CreateEntityGroup(fbb_, at, versions_offset, columns_offset);
 }
 
+std::span<const ecs::Entity> replication_encoder::in_index_order(
+    std::span<const ecs::Entity> entities) {
+    if (std::is_sorted(entities.begin(), entities.end(),
+                       [](ecs::Entity a, ecs::Entity b) { return a.index() < b.index(); })) {
+        return entities;  // a fresh world writes in index order: nothing to do
+    }
+    // A churned world's storage order is not the index order; in index order the indices
+    // form runs again (8 bytes for all of them instead of 4 each). Dense sets (the usual
+    // case: most of a range moves) are bucketed in O(range), sparse ones sorted.
+    std::uint32_t low = entities.front().index();
+    std::uint32_t high = low;
+    for (const ecs::Entity e : entities) {
+        low = std::min(low, e.index());
+        high = std::max(high, e.index());
+    }
+    const std::size_t range = std::size_t{high} - low + 1;
+    sorted_.clear();
+    if (range <= entities.size() * 4) {
+        bucket_.assign(range, ecs::Entity{});
+        for (const ecs::Entity e : entities) {
+            bucket_[e.index() - low] = e;  // an entity is listed once per column
+        }
+        for (const ecs::Entity e : bucket_) {
+            if (!e.is_null()) {
+                sorted_.push_back(e);
+            }
+        }
+    } else {
+        sorted_.assign(entities.begin(), entities.end());
+        std::sort(sorted_.begin(), sorted_.end(),
+                  [](ecs::Entity a, ecs::Entity b) { return a.index() < b.index(); });
+    }
+    return sorted_;
+}
+
 flatbuffers::Offset<wire::Column> replication_encoder::encode_set_column(
-    const ecs::World& world, std::uint32_t id, std::span<const ecs::Entity> entities) {
+    const ecs::World& world, std::uint32_t id, std::span<const ecs::Entity> unordered) {
     const component_info& info = types_->info(id);
+    const std::span<const ecs::Entity> entities = in_index_order(unordered);
     indices_.clear();
     indices_.reserve(entities.size());
     for (const ecs::Entity e : entities) {
@@ -117,7 +153,8 @@ flatbuffers::Offset<wire::Column> replication_encoder::encode_set_column(
 }
 
 flatbuffers::Offset<wire::Column> replication_encoder::encode_removal_column(
-    std::uint32_t id, std::span<const ecs::Entity> entities) {
+    std::uint32_t id, std::span<const ecs::Entity> unordered) {
+    const std::span<const ecs::Entity> entities = in_index_order(unordered);
     indices_.clear();
     for (const ecs::Entity e : entities) {
         indices_.push_back(e.index());

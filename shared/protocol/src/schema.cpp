@@ -478,19 +478,25 @@ std::optional<std::vector<std::byte>> make_value(const component_info& type,
 }
 
 bool valid_value(const component_info& type, std::span<const std::byte> value, std::string* why) {
+    // On every value a mirror applies: bit tests, no conversions.
     bit_reader reader{value};
     for (const field_info& f : type.fields) {
         const std::uint64_t bits = reader.read(f.bits);
-        if (f.quantized.step != 0 && static_cast<double>(bits) > quantized_max(f)) {
-            set_why(why, type.name + "." + f.name + " is beyond its quantized range");
-            return false;
+        bool ok = true;
+        const char* problem = "";
+        if (f.quantized.step != 0) {
+            ok = static_cast<double>(bits) <= quantized_max(f);
+            problem = " is beyond its quantized range";
+        } else if (f.type == field_type::float32) {
+            ok = ((bits >> 23U) & 0xFFU) != 0xFFU;
+            problem = " is not a finite number";
+        } else if (f.type == field_type::float64) {
+            ok = ((bits >> 52U) & 0x7FFU) != 0x7FFU;
+            problem = " is not a finite number";
         }
-        if (f.quantized.step == 0 && is_float(f.type)) {
-            const double d = std::get<double>(field_from_bits(f, bits));
-            if (!std::isfinite(d)) {
-                set_why(why, type.name + "." + f.name + " is not a finite number");
-                return false;
-            }
+        if (!ok) {
+            set_why(why, type.name + "." + f.name + problem);
+            return false;
         }
     }
     return true;

@@ -73,6 +73,9 @@ private:
     [[nodiscard]] flatbuffers::Offset<wire::Column> encode_removal_column(
         std::uint32_t id, std::span<const ecs::Entity> entities);
 
+    // The entities in index order (themselves when they are already).
+    [[nodiscard]] std::span<const ecs::Entity> in_index_order(std::span<const ecs::Entity> entities);
+
     struct owner_changes {
         std::map<std::uint32_t, std::vector<ecs::Entity>> set;  // by wire id
         std::map<std::uint32_t, std::vector<ecs::Entity>> removed;
@@ -87,6 +90,8 @@ private:
     std::vector<std::uint32_t> indices_;
     std::vector<ecs::Entity> ordered_;
     std::vector<ecs::Entity> set_scratch_;
+    std::vector<ecs::Entity> sorted_;
+    std::vector<ecs::Entity> bucket_;
     const ecs::World* world_{nullptr};  // for finish_owner_only
     std::vector<group> groups_;
     std::vector<std::uint64_t> masks_;  // snapshot: per entity index
