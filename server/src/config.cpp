@@ -17,8 +17,14 @@ parsed_command_line parse_command_line(int argc, const char* const* argv) {
     parsed_command_line out;
     server_config& c = out.config;
 
-    CLI::App app{"ecsnet-server: a server-authoritative ECS world replicated to TCP clients"};
-    app.set_version_flag("--version", std::string{"ecsnet-server "} + ECSNET_VERSION);
+    // The binary's own name: every game's server (ecsnet-server, shields-server) parses here.
+    std::string program = "ecsnet-server";
+    if (argc > 0 && argv[0] != nullptr && *argv[0] != '\0') {
+        const std::string_view path{argv[0]};
+        program = std::string{path.substr(path.find_last_of('/') + 1)};
+    }
+    CLI::App app{program + ": a server-authoritative ECS world replicated to TCP clients"};
+    app.set_version_flag("--version", program + " (ecsnet " + ECSNET_VERSION + ")");
     app.get_formatter()->column_width(36);
 
     std::string format = "text";

@@ -123,7 +123,7 @@ int run(int argc, char** argv, const game& g) {
         spdlog::info("stopped after {} ticks", service.tick());
         return 0;
     } catch (const std::exception& e) {
-        spdlog::critical("ecsnet-server: {}", e.what());
+        spdlog::critical("{}: {}", g.name.empty() ? "server" : g.name, e.what());
         return 1;
     }
 }
