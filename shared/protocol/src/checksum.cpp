@@ -35,6 +35,44 @@ std::uint64_t hash_parts(std::span<const std::byte> head, std::span<const std::b
 
 namespace {
 
+template <std::size_t N>
+std::uint64_t sum_fixed(std::uint32_t wire_id, std::span<const ecs::Entity> entities,
+                        const std::byte* values) noexcept {
+    std::uint64_t sum = 0;
+    std::array<std::byte, 12 + N> buffer;
+    for (std::size_t i = 0; i < entities.size(); ++i) {
+        const std::array<std::uint32_t, 3> head{wire_id, entities[i].index(), entities[i].version()};
+        std::memcpy(buffer.data(), head.data(), 12);
+        std::memcpy(buffer.data() + 12, values + i * N, N);
+        sum += XXH3_64bits(buffer.data(), buffer.size());
+    }
+    return sum;
+}
+
+}  // namespace
+
+std::uint64_t sum_terms(std::uint32_t wire_id, std::span<const ecs::Entity> entities,
+                        std::span<const std::byte> values, std::size_t value_bytes) noexcept {
+    switch (value_bytes) {
+        case 1: return sum_fixed<1>(wire_id, entities, values.data());
+        case 2: return sum_fixed<2>(wire_id, entities, values.data());
+        case 4: return sum_fixed<4>(wire_id, entities, values.data());
+        case 5: return sum_fixed<5>(wire_id, entities, values.data());
+        case 8: return sum_fixed<8>(wire_id, entities, values.data());
+        case 12: return sum_fixed<12>(wire_id, entities, values.data());
+        case 16: return sum_fixed<16>(wire_id, entities, values.data());
+        default: break;
+    }
+    std::uint64_t sum = 0;
+    for (std::size_t i = 0; i < entities.size(); ++i) {
+        sum += component_term(wire_id, entities[i].index(), entities[i].version(),
+                              values.subspan(i * value_bytes, value_bytes));
+    }
+    return sum;
+}
+
+namespace {
+
 // One component's term for entity e, which has the type.
 std::uint64_t term_of(const component_registry& types, std::uint32_t id, const ecs::World& world,
                       ecs::Entity e) {
@@ -59,7 +97,12 @@ std::uint64_t of_world(const ecs::World& world, const component_registry& types)
         if (types.info(id).owner_only) {
             continue;
         }
-        for (const ecs::Entity e : types.ops(id).entities(world)) {
+        const component_ops& ops = types.ops(id);
+        if (ops.checksum != nullptr) {
+            sum += ops.checksum(world, id);
+            continue;
+        }
+        for (const ecs::Entity e : ops.entities(world)) {
             sum += term_of(types, id, world, e);
         }
     }

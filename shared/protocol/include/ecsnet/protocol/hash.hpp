@@ -6,6 +6,8 @@
 #include <cstdint>
 #include <span>
 
+#include "ecsnet/ecs/entity.hpp"
+
 // The terms the world checksum adds up (checksum.hpp; docs/PROTOCOL.md, "Checksum").
 namespace ecsnet::protocol::checksum {
 
@@ -29,5 +31,12 @@ static_assert(std::endian::native == std::endian::little,
     const std::array<std::uint32_t, 3> head{wire_id, index, version};
     return hash_parts(std::as_bytes(std::span{head}), value);
 }
+
+// Sum of the component terms of `entities`, whose values are the canonical bytes in `values`
+// (value_bytes each, back to back): one pass, the common sizes hashed at a size known at
+// compile time (XXH3's fixed-length path, about 3x faster than a general call).
+[[nodiscard]] std::uint64_t sum_terms(std::uint32_t wire_id, std::span<const ecs::Entity> entities,
+                                      std::span<const std::byte> values,
+                                      std::size_t value_bytes) noexcept;
 
 }  // namespace ecsnet::protocol::checksum

@@ -14,6 +14,7 @@
 
 #include "ecsnet/ecs/world.hpp"
 #include "ecsnet/protocol/components.hpp"
+#include "ecsnet/protocol/hash.hpp"
 #include "ecsnet/protocol/replicated.hpp"
 #include "ecsnet/protocol/schema.hpp"
 
@@ -40,6 +41,8 @@ struct component_ops {
     // Adds or replaces e's value; the value was accepted.
     void (*assign)(ecs::World&, ecs::Entity, const component_value&) = nullptr;
     void (*remove)(ecs::World&, ecs::Entity) = nullptr;
+    // The checksum terms of every value in the world (checksum.hpp); fixed-size types only.
+    std::uint64_t (*checksum)(const ecs::World&, std::uint32_t wire_id) = nullptr;
 };
 
 class component_registry {
@@ -157,6 +160,32 @@ std::uint16_t component_registry::add() {
                 }
             }
             return offset;
+        };
+    }
+    if constexpr (!detail::is_string_v<T>) {
+        ops.checksum = [](const ecs::World& w, std::uint32_t wire_id) -> std::uint64_t {
+            const auto* storage = w.find_storage<T>();
+            if (storage == nullptr) {
+                return 0;
+            }
+            // Packed in blocks, hashed in one pass each: no call per value.
+            constexpr std::size_t block = 4096;
+            constexpr std::size_t size = value_bytes_v<T>;
+            std::vector<std::byte> packed(block * size);
+            const auto entities = storage->entities();
+            const auto values = storage->values();
+            std::uint64_t sum = 0;
+            for (std::size_t first = 0; first < entities.size(); first += block) {
+                const std::size_t n = std::min(block, entities.size() - first);
+                std::fill_n(packed.begin(), n * size, std::byte{0});
+                for (std::size_t i = 0; i < n; ++i) {
+                    pack(values[first + i], packed.data() + i * size);
+                }
+                sum += checksum::sum_terms(wire_id, entities.subspan(first, n),
+                                           std::span<const std::byte>{packed.data(), n * size},
+                                           size);
+            }
+            return sum;
         };
     }
     ops.accepts = [](const component_value& value, std::string* why) {
