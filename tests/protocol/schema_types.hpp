@@ -43,12 +43,31 @@ struct Label {
     friend bool operator==(const Label&, const Label&) = default;
 };
 
+// Spot in a later release (a field added at the end) and reordered: both named "spot".
+struct SpotV2 {
+    float x{};
+    float y{};
+    std::int32_t floor{};
+};
+struct SpotSwapped {
+    float y{};
+    float x{};
+};
+
 }  // namespace ecsnet::test
 
 namespace ecsnet::protocol {
 template <>
 struct replicated<test::Spot>
     : replicate<test_wire::Spot, "spot",
+                replicate_options{.quantized = {.min = 0, .max = 4096, .step = 1.0 / 64}}> {};
+template <>
+struct replicated<test::SpotV2>
+    : replicate<test_wire::SpotV2, "spot",
+                replicate_options{.quantized = {.min = 0, .max = 4096, .step = 1.0 / 64}}> {};
+template <>
+struct replicated<test::SpotSwapped>
+    : replicate<test_wire::SpotSwapped, "spot",
                 replicate_options{.quantized = {.min = 0, .max = 4096, .step = 1.0 / 64}}> {};
 template <>
 struct replicated<test::Mixed>
