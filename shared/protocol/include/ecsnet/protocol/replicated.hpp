@@ -153,7 +153,9 @@ template <typename F>
 std::uint64_t raw_bits(F value, const quantize& q, unsigned bits) noexcept {
     if constexpr (std::is_floating_point_v<F>) {
         if (q.step > 0) {
-            const double max_q = static_cast<double>((std::uint64_t{1} << bits) - 1);
+            // [min, max] as declared, not all that `bits` could hold: past max is clamped.
+            const double max_q = std::min(static_cast<double>((std::uint64_t{1} << bits) - 1),
+                                          std::round((q.max - q.min) / q.step));
             const double steps = std::round((static_cast<double>(value) - q.min) / q.step);
             // NaN compares false both ways: it goes out as 0.
             return steps > 0 ? static_cast<std::uint64_t>(std::min(steps, max_q)) : 0;
