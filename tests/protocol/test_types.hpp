@@ -7,6 +7,7 @@
 #include <string>
 
 #include "ecsnet/demo/components.hpp"
+#include "ecsnet/protocol/components.hpp"
 #include "ecsnet/protocol/registry.hpp"
 #include "test_types_generated.h"
 
@@ -97,6 +98,24 @@ inline void add_demo_types(protocol::component_registry& types) {
     types.add<Mixed>();
     types.add<Tag>();
     return types;
+}
+
+}  // namespace ecsnet::testing
+
+namespace ecsnet::testing {
+
+// fn.template operator()<T>() for every type test_types() registers, in wire id order.
+template <typename Fn>
+void for_each_test_type(Fn&& fn) {
+    fn.template operator()<protocol::Owner>();
+    fn.template operator()<demo::Position>();
+    fn.template operator()<demo::Velocity>();
+    fn.template operator()<demo::Health>();
+    fn.template operator()<demo::Lifetime>();
+    fn.template operator()<demo::Name>();
+    fn.template operator()<Spot>();
+    fn.template operator()<Mixed>();
+    fn.template operator()<Tag>();
 }
 
 }  // namespace ecsnet::testing
