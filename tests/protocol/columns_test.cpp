@@ -14,10 +14,15 @@
 #include <string>
 #include <vector>
 
+#include "ecsnet/ecs/world.hpp"
+#include "ecsnet/protocol/checksum.hpp"
+#include "ecsnet/protocol/registry.hpp"
 #include "ecsnet/test_wire/padded_generated.h"
+#include "printers.hpp"
+#include "test_types.hpp"
 
-// A component with padding bytes, for the codec's templates: its column is the test schema's
-// PaddedColumns.padded (tests/protocol/padded.fbs).
+// A component with padding bytes in memory (after `flag`, and before `big`) and in its
+// FlatBuffers struct (tests/protocol/padded.fbs): none of it may reach the wire or the checksum.
 namespace ecsnet::protocol::testing {
 struct Padded {
     std::uint8_t flag{};
@@ -29,15 +34,18 @@ struct Padded {
 }  // namespace ecsnet::protocol::testing
 
 template <>
-struct ecsnet::protocol::column<ecsnet::protocol::testing::Padded> {
-    using vector_type = std::remove_const_t<std::remove_pointer_t<
-        decltype(std::declval<const ecsnet::test_wire::PaddedColumns&>().padded())>>;
-};
+struct ecsnet::protocol::replicated<ecsnet::protocol::testing::Padded>
+    : ecsnet::protocol::replicate<ecsnet::test_wire::Padded, "padded"> {};
 
 namespace {
 
 namespace proto = ecsnet::protocol;
 namespace wire = ecsnet::wire;
+namespace demo = ecsnet::demo;
+namespace ids = ecsnet::testing::ids;
+using ecsnet::testing::Mixed;
+using ecsnet::testing::Spot;
+using ecsnet::testing::Tag;
 
 using ::testing::ElementsAre;
 using ::testing::ElementsAreArray;
@@ -313,80 +321,173 @@ TEST(IndexSet, SizeSaturatesAtLimitPlusOne) {
     EXPECT_EQ(proto::index_set_size(huge.root(), 1'000'000), 1'000'001U);
 }
 
-// ---- values -------------------------------------------------------------------------------
+// ---- values in a Column -------------------------------------------------------------------
 
-// Writes the values as T's column of a ComponentColumns table and reads them back.
+// The demo's types, the test-only ones and Padded.
+const proto::component_registry& types() {
+    static const proto::component_registry registry = [] {
+        proto::component_registry r = ecsnet::testing::test_types();
+        r.add<proto::testing::Padded>();
+        return r;
+    }();
+    return registry;
+}
+
+// Puts the values on entities of a world, encodes them as T's Column the way the server does
+// (the registry's encode) and reads them back the way a receiver does: from the column's
+// bytes and the schema alone.
 template <typename T>
 std::vector<T> round_trip(const std::vector<T>& values) {
+    const std::uint16_t id = *types().id_of<T>();
+    const proto::component_info& info = types().info(id);
+    auto world = ecsnet::ecs::World::make();
+    std::vector<ecsnet::ecs::Entity> entities;
+    if (values.empty()) {
+        // A storage that held values once, as on a server: the registry reads from it.
+        const auto gone = world->create();
+        world->emplace<T>(gone);
+        world->destroy(gone);
+    }
+    for (const T& v : values) {
+        entities.push_back(world->create());
+        world->emplace<T>(entities.back(), v);
+    }
     flatbuffers::FlatBufferBuilder fbb;
-    const auto column = proto::encode_values<T>(
-        fbb, values.size(), [&](std::size_t i) -> const T& { return values[i]; });
-    wire::ComponentColumnsBuilder builder(fbb);
-    proto::column<T>::add_values(builder, column);
-    fbb.Finish(builder.Finish());
-    const buffer<wire::ComponentColumns> buf{fbb};
-    const wire::ComponentColumns* columns = buf.root();
-    if (columns == nullptr) {
+    const flatbuffers::uoffset_t data = types().ops(id).encode(fbb, *world, entities);
+    fbb.Finish(info.is_string
+                   ? wire::CreateColumn(fbb, id, 0, 0,
+                                        flatbuffers::Offset<flatbuffers::Vector<
+                                            flatbuffers::Offset<flatbuffers::String>>>{data})
+                   : wire::CreateColumn(fbb, id, 0,
+                                        flatbuffers::Offset<flatbuffers::Vector<std::uint8_t>>{data}));
+    const buffer<wire::Column> buf{fbb};
+    const wire::Column* column = buf.root();
+    if (column == nullptr) {
         return {};
     }
-    const auto* decoded = proto::column<T>::values(*columns);
-    if (decoded == nullptr) {
-        ADD_FAILURE() << "column " << proto::column<T>::name << " missing";
-        return {};
-    }
+    EXPECT_EQ(column->type(), id);
     std::vector<T> out;
-    for (std::size_t i = 0; i < decoded->size(); ++i) {
-        out.push_back(proto::decode_value<T>(*decoded, i));
+    if constexpr (proto::detail::is_string_v<T>) {
+        EXPECT_EQ(column->values(), nullptr);
+        if (column->strings() == nullptr) {
+            ADD_FAILURE() << info.name << ": no strings";
+            return {};
+        }
+        for (const auto* s : *column->strings()) {
+            T v{};
+            boost::pfr::get<0>(v) = s->str();
+            out.push_back(v);
+        }
+    } else {
+        EXPECT_EQ(column->strings(), nullptr);
+        if (column->values() == nullptr) {
+            ADD_FAILURE() << info.name << ": no values";
+            return {};
+        }
+        const auto bytes = std::as_bytes(std::span{column->values()->data(), column->values()->size()});
+        EXPECT_EQ(bytes.size(), proto::column_bytes(info, values.size())) << info.name;
+        std::vector<std::byte> value(info.value_bytes());
+        for (std::size_t i = 0; i < values.size() && bytes.size() >= proto::column_bytes(info, i + 1); ++i) {
+            proto::unpack_value(info, bytes, i, value);
+            out.push_back(proto::unpack<T>(value.data()));
+        }
     }
     return out;
 }
 
 TEST(Values, FixedSizeTypesRoundTrip) {
-    const std::vector<proto::Position> positions{{1.5F, -2.25F}, {0.0F, -0.0F}, {3e38F, -1e-38F}};
+    const std::vector<demo::Position> positions{{1.5F, -2.25F}, {0.0F, -0.0F}, {3e38F, -1e-38F}};
     EXPECT_EQ(round_trip(positions), positions);
-    const std::vector<proto::Velocity> velocities{{-7.0F, 0.125F}};
+    const std::vector<demo::Velocity> velocities{{-7.0F, 0.125F}};
     EXPECT_EQ(round_trip(velocities), velocities);
-    const std::vector<proto::Health> healths{{0},
-                                             {-1},
-                                             {std::numeric_limits<std::int32_t>::min()},
-                                             {std::numeric_limits<std::int32_t>::max()}};
+    const std::vector<demo::Health> healths{{0},
+                                            {-1},
+                                            {std::numeric_limits<std::int32_t>::min()},
+                                            {std::numeric_limits<std::int32_t>::max()}};
     EXPECT_EQ(round_trip(healths), healths);
-    const std::vector<proto::Lifetime> lifetimes{{u32_max}, {1}};
+    const std::vector<demo::Lifetime> lifetimes{{u32_max}, {1}};
     EXPECT_EQ(round_trip(lifetimes), lifetimes);
     const std::vector<proto::Owner> owners{{17}, {0}, {u32_max}};
     EXPECT_EQ(round_trip(owners), owners);
+    const std::vector<Mixed> mixed{
+        {true, -128, 65535, std::numeric_limits<std::int64_t>::min(), -0.0},
+        {false, 127, 0, std::numeric_limits<std::int64_t>::max(), 1e308},
+        {true, 0, 1, -1, std::numeric_limits<double>::denorm_min()}};
+    EXPECT_EQ(round_trip(mixed), mixed);
+    const std::vector<proto::testing::Padded> padded{{0xFF, -1.5F, u32_max, ~0ULL}, {}};
+    EXPECT_EQ(round_trip(padded), padded);
+}
+
+// Quantized values are 38 bits each: value i starts at bit 38 * i, inside a byte.
+TEST(Values, QuantizedValuesRoundTripAcrossByteBoundaries) {
+    std::vector<Spot> spots;
+    for (int i = 0; i < 13; ++i) {  // 13 * 38 bits = 61.75 bytes: the last byte half used
+        spots.push_back(Spot{static_cast<float>(i * 315 + 1) / 64.0F,
+                             4096.0F - static_cast<float>(i * i) / 64.0F});
+    }
+    spots.push_back(Spot{0.0F, 4096.0F});
+    spots.push_back(Spot{4096.0F, 0.0F});
+    const proto::component_info& info = types().info(ids::spot);
+    EXPECT_EQ(info.value_bits(), 38U);
+    EXPECT_EQ(info.value_bytes(), 5U);
+    EXPECT_FALSE(info.byte_aligned());
+    EXPECT_EQ(proto::column_bytes(info, spots.size()), (spots.size() * 38 + 7) / 8);
+    EXPECT_EQ(round_trip(spots), spots);
+}
+
+TEST(Values, QuantizedValuesRoundToTheStepAndClampToTheRange) {
+    const std::vector<Spot> sent{{1.0F / 256.0F, 100.005F}, {-5.0F, 5000.0F},
+                                 {std::numeric_limits<float>::quiet_NaN(), 4096.5F}};
+    const std::vector<Spot> received{{0.0F, 100.0F}, {0.0F, 4096.0F}, {0.0F, 4096.0F}};
+    EXPECT_EQ(round_trip(sent), received);
+    // What the mirror and the checksum see is the canonical form of the same rounding.
+    EXPECT_EQ(proto::pack(sent[1]), proto::pack(received[1]));
+    EXPECT_EQ(proto::unpack<Spot>(proto::pack(sent[0]).data()), received[0]);
 }
 
 TEST(Values, EmptyColumnRoundTrips) {
-    EXPECT_THAT(round_trip(std::vector<proto::Position>{}), IsEmpty());
-    EXPECT_THAT(round_trip(std::vector<proto::Name>{}), IsEmpty());
+    EXPECT_THAT(round_trip(std::vector<demo::Position>{}), IsEmpty());
+    EXPECT_THAT(round_trip(std::vector<Spot>{}), IsEmpty());
+    EXPECT_THAT(round_trip(std::vector<demo::Name>{}), IsEmpty());
 }
 
 TEST(Values, NamesRoundTrip) {
-    const std::vector<proto::Name> names{
+    const std::vector<demo::Name> names{
         {""},
         {"tank"},
         {"caf\xC3\xA9 \xF0\x9F\x9A\x80"},
         {std::string{"nul\0inside", 10}},
-        {std::string(proto::max_name_bytes, 'x')},
+        {std::string(demo::max_name_bytes, 'x')},
     };
     const auto decoded = round_trip(names);
     EXPECT_EQ(decoded, names);
     ASSERT_EQ(decoded.size(), names.size());
     EXPECT_EQ(decoded[3].value.size(), 10U);
+    const std::vector<Tag> tags{{"a"}, {std::string(ecsnet::testing::max_tag_bytes, 't')}};
+    EXPECT_EQ(round_trip(tags), tags);
 }
 
-TEST(Values, FixedSizeBytesAreTheLittleEndianStruct) {
-    const proto::Health health{0x01020304};
-    const auto bytes = proto::value_bytes(health);
-    ASSERT_EQ(bytes.size(), 4U);
-    EXPECT_EQ(bytes[0], std::byte{0x04});
-    EXPECT_EQ(bytes[3], std::byte{0x01});
+TEST(Values, FixedSizeBytesAreLittleEndianFieldsBackToBack) {
+    const auto health = proto::pack(demo::Health{0x01020304});
+    ASSERT_EQ(health.size(), 4U);
+    EXPECT_EQ(health[0], std::byte{0x04});
+    EXPECT_EQ(health[3], std::byte{0x01});
 
-    const proto::Name name{"abc"};
-    const auto name_bytes = proto::value_bytes(name);
-    ASSERT_EQ(name_bytes.size(), 3U);
-    EXPECT_EQ(name_bytes[0], std::byte{'a'});
+    // bool, int8, uint16, int64, double: 20 bytes, no padding between them.
+    const auto mixed = proto::pack(Mixed{true, -1, 0x0203, 0x0405060708090A0B, 1.0});
+    ASSERT_EQ(mixed.size(), 20U);
+    const std::array<std::uint8_t, 20> expected{1,    0xFF, 0x03, 0x02, 0x0B, 0x0A, 0x09,
+                                                0x08, 0x07, 0x06, 0x05, 0x04, 0,    0,
+                                                0,    0,    0,    0,    0xF0, 0x3F};
+    EXPECT_EQ((std::bit_cast<std::array<std::uint8_t, 20>>(mixed)), expected);
+
+    // Quantized: q of each field in 19 bits, least significant bit first.
+    const auto spot = proto::pack(Spot{1.0F, 4096.0F});  // q = 64 and 262144 (bit 18)
+    ASSERT_EQ(spot.size(), 5U);
+    const std::uint64_t packed = 64U | (std::uint64_t{262144} << 19U);
+    for (std::size_t i = 0; i < 5; ++i) {
+        EXPECT_EQ(spot[i], static_cast<std::byte>(packed >> (8 * i))) << i;
+    }
 }
 
 // A Padded value built in memory whose every byte was `garbage` first, with its padding bytes
@@ -404,16 +505,7 @@ struct poisoned_padded {
     }
 };
 
-std::vector<std::uint8_t> encode_one(const proto::testing::Padded& value) {
-    flatbuffers::FlatBufferBuilder fbb;
-    const auto column = proto::encode_values<proto::testing::Padded>(
-        fbb, 1, [&](std::size_t) -> const proto::testing::Padded& { return value; });
-    ecsnet::test_wire::PaddedColumnsBuilder builder(fbb);
-    builder.add_padded(column);
-    fbb.Finish(builder.Finish());
-    return {fbb.GetBufferPointer(), fbb.GetBufferPointer() + fbb.GetSize()};
-}
-
+// What goes on the wire and into the checksum for a value: its canonical bytes.
 TEST(Values, PaddingBytesNeverReachTheWire) {
     static_assert(sizeof(proto::testing::Padded) == 24, "the test poisons bytes 1..3 and 12..15");
     const proto::testing::Padded fields{7, 1.5F, 9, 0x0102030405060708ULL};
@@ -421,93 +513,122 @@ TEST(Values, PaddingBytesNeverReachTheWire) {
     const poisoned_padded b{std::byte{0xCD}, fields};
     ASSERT_EQ(*a.value, *b.value);
 
-    const auto bytes_a = encode_one(*a.value);
-    const auto bytes_b = encode_one(*b.value);
+    const auto bytes_a = proto::pack(*a.value);
+    const auto bytes_b = proto::pack(*b.value);
     EXPECT_EQ(bytes_a, bytes_b) << "equal values must encode to equal bytes";
-    EXPECT_EQ(std::count(bytes_a.begin(), bytes_a.end(), std::uint8_t{0xAB}), 0)
+    EXPECT_EQ(std::count(bytes_a.begin(), bytes_a.end(), std::byte{0xAB}), 0)
         << "a padding byte of the value went onto the wire";
 
-    // The encoded struct is the one flatc's constructor builds, padding zero.
-    const ecsnet::test_wire::Padded expected{7, 1.5F, 9, 0x0102030405060708ULL};
-    const auto* expected_bytes = reinterpret_cast<const std::uint8_t*>(&expected);
-    EXPECT_NE(std::search(bytes_a.begin(), bytes_a.end(), expected_bytes,
-                          expected_bytes + sizeof expected),
-              bytes_a.end());
+    // The fields back to back: flag, value, ticks, big; 17 bytes, neither the component's
+    // padding nor its FlatBuffers struct's.
+    const std::array<std::uint8_t, 17> expected{7, 0, 0, 0xC0, 0x3F, 9, 0, 0, 0,
+                                                8, 7, 6, 5,    4,    3, 2, 1};
+    EXPECT_EQ((std::bit_cast<std::array<std::uint8_t, 17>>(bytes_a)), expected);
 
     // And decodes back to the same value.
-    const auto* columns = flatbuffers::GetRoot<ecsnet::test_wire::PaddedColumns>(bytes_a.data());
-    ASSERT_NE(columns->padded(), nullptr);
-    ASSERT_EQ(columns->padded()->size(), 1U);
-    EXPECT_EQ(proto::decode_value<proto::testing::Padded>(*columns->padded(), 0), fields);
+    EXPECT_EQ(proto::unpack<proto::testing::Padded>(bytes_a.data()), fields);
 }
 
 TEST(Values, PaddingBytesNeverReachTheChecksum) {
     const proto::testing::Padded fields{200, -0.5F, 1, 42};
     const poisoned_padded a{std::byte{0xAB}, fields};
     const poisoned_padded b{std::byte{0xCD}, fields};
-    const auto bytes_a = proto::value_bytes(*a.value);
-    const auto bytes_b = proto::value_bytes(*b.value);
-    ASSERT_EQ(bytes_a.size(), bytes_b.size());
-    EXPECT_TRUE(std::equal(bytes_a.begin(), bytes_a.end(), bytes_b.begin()))
+    const std::uint16_t id = *types().id_of<proto::testing::Padded>();
+    EXPECT_EQ(proto::checksum::component_term(id, 1, 1, proto::pack(*a.value)),
+              proto::checksum::component_term(id, 1, 1, proto::pack(*b.value)))
         << "the hashed bytes of equal values differ: false desyncs";
-    const std::array<std::byte, 4> zero{};
-    EXPECT_TRUE(std::equal(bytes_a.begin() + 1, bytes_a.begin() + 4, zero.begin()));
-    EXPECT_TRUE(std::equal(bytes_a.begin() + 12, bytes_a.begin() + 16, zero.begin()));
+
+    // Through the registry, from a world's storage (the checksum's path).
+    auto world = ecsnet::ecs::World::make();
+    const auto e = world->create();
+    world->emplace<proto::testing::Padded>(e, *a.value);
+    std::array<std::byte, 17> stored{};
+    types().ops(id).pack(*world, e, stored.data());
+    EXPECT_EQ(stored, proto::pack(fields));
 }
 
-// ---- the component list -------------------------------------------------------------------
+// ---- the registered types -----------------------------------------------------------------
 
-TEST(Components, WireIdsFollowTheListOrder) {
-    EXPECT_EQ(proto::wire_id_v<proto::Position>, 0U);
-    EXPECT_EQ(proto::wire_id_v<proto::Velocity>, 1U);
-    EXPECT_EQ(proto::wire_id_v<proto::Health>, 2U);
-    EXPECT_EQ(proto::wire_id_v<proto::Lifetime>, 3U);
-    EXPECT_EQ(proto::wire_id_v<proto::Owner>, 4U);
-    EXPECT_EQ(proto::wire_id_v<proto::Name>, 5U);
-    EXPECT_EQ(proto::replicated_count, 6U);
+TEST(Components, WireIdsFollowTheRegistrationOrder) {
+    const proto::component_registry& r = types();
+    EXPECT_EQ(r.id_of<proto::Owner>(), ids::owner);
+    EXPECT_EQ(r.id_of<demo::Position>(), ids::position);
+    EXPECT_EQ(r.id_of<demo::Velocity>(), ids::velocity);
+    EXPECT_EQ(r.id_of<demo::Health>(), ids::health);
+    EXPECT_EQ(r.id_of<demo::Lifetime>(), ids::lifetime);
+    EXPECT_EQ(r.id_of<demo::Name>(), ids::name);
+    EXPECT_EQ(r.id_of<Spot>(), ids::spot);
+    EXPECT_EQ(r.id_of<Mixed>(), ids::mixed);
+    EXPECT_EQ(r.id_of<Tag>(), ids::tag);
+    EXPECT_EQ(r.size(), 10U);
+    EXPECT_EQ(ecsnet::testing::demo_types().size(), 6U);
 }
 
-TEST(Components, ForEachComponentVisitsEveryTypeInWireIdOrder) {
+TEST(Components, TheSchemaListsEveryTypeInWireIdOrder) {
     std::vector<std::uint32_t> ids;
     std::vector<std::string> names;
     std::vector<bool> server_only;
-    proto::for_each_component([&]<typename T>() {
-        ids.push_back(proto::wire_id_v<T>);
-        names.emplace_back(proto::column<T>::name);
-        server_only.push_back(proto::column<T>::written_by == proto::writer::server);
-    });
-    EXPECT_THAT(ids, ElementsAre(0, 1, 2, 3, 4, 5));
-    EXPECT_THAT(names, ElementsAre("position", "velocity", "health", "lifetime", "owner", "name"));
-    EXPECT_THAT(server_only, ElementsAre(false, false, false, false, true, false));
+    for (const proto::component_info& t : types().types().types()) {
+        ids.push_back(t.id);
+        names.push_back(t.name);
+        server_only.push_back(t.written_by == proto::writer::server);
+    }
+    EXPECT_THAT(ids, ElementsAre(0, 1, 2, 3, 4, 5, 6, 7, 8, 9));
+    EXPECT_THAT(names, ElementsAre("owner", "position", "velocity", "health", "lifetime", "name",
+                                   "spot", "mixed", "tag", "padded"));
+    EXPECT_THAT(server_only,
+                ElementsAre(true, false, false, false, false, false, false, true, false, false));
 }
 
-TEST(Components, OnlyNameIsAStringComponent) {
-    EXPECT_TRUE(proto::is_string_component_v<proto::Name>);
-    EXPECT_FALSE(proto::is_string_component_v<proto::Position>);
-    EXPECT_FALSE(proto::is_string_component_v<proto::Owner>);
+TEST(Components, OnlyNameAndTagAreStringComponents) {
+    for (const proto::component_info& t : types().types().types()) {
+        EXPECT_EQ(t.is_string, t.name == "name" || t.name == "tag") << t.name;
+        EXPECT_EQ(t.value_bytes() == 0, t.is_string) << t.name;
+    }
+    EXPECT_EQ(types().info(ids::name).max_bytes, demo::max_name_bytes);
+    EXPECT_EQ(types().info(ids::tag).max_bytes, ecsnet::testing::max_tag_bytes);
+    EXPECT_EQ(types().info(ids::tag).written_by, proto::writer::any);
 }
 
 TEST(Components, ValidValue) {
     constexpr float nan = std::numeric_limits<float>::quiet_NaN();
     constexpr float inf = std::numeric_limits<float>::infinity();
-    EXPECT_TRUE(proto::valid_value(proto::Position{1.0F, -1.0F}));
-    EXPECT_TRUE(proto::valid_value(proto::Position{std::numeric_limits<float>::max(),
-                                                   std::numeric_limits<float>::denorm_min()}));
-    EXPECT_FALSE(proto::valid_value(proto::Position{nan, 0.0F}));
-    EXPECT_FALSE(proto::valid_value(proto::Position{0.0F, nan}));
-    EXPECT_FALSE(proto::valid_value(proto::Position{inf, 0.0F}));
-    EXPECT_FALSE(proto::valid_value(proto::Position{0.0F, -inf}));
-    EXPECT_FALSE(proto::valid_value(proto::Velocity{-inf, 0.0F}));
-    EXPECT_FALSE(proto::valid_value(proto::Velocity{0.0F, nan}));
-    EXPECT_TRUE(proto::valid_value(proto::Velocity{}));
+    const auto valid = [](const auto& value) {
+        using T = std::remove_cvref_t<decltype(value)>;
+        return proto::valid_value(types().info(*types().id_of<T>()), proto::pack(value));
+    };
+    EXPECT_TRUE(valid(demo::Position{1.0F, -1.0F}));
+    EXPECT_TRUE(valid(demo::Position{std::numeric_limits<float>::max(),
+                                     std::numeric_limits<float>::denorm_min()}));
+    EXPECT_FALSE(valid(demo::Position{nan, 0.0F}));
+    EXPECT_FALSE(valid(demo::Position{0.0F, nan}));
+    EXPECT_FALSE(valid(demo::Position{inf, 0.0F}));
+    EXPECT_FALSE(valid(demo::Position{0.0F, -inf}));
+    EXPECT_FALSE(valid(demo::Velocity{-inf, 0.0F}));
+    EXPECT_FALSE(valid(demo::Velocity{0.0F, nan}));
+    EXPECT_TRUE(valid(demo::Velocity{}));
+    EXPECT_FALSE(valid(Mixed{true, 0, 0, 0, std::numeric_limits<double>::infinity()}));
+    EXPECT_TRUE(valid(Mixed{true, 0, 0, 0, -0.0}));
+    // A quantized float never carries NaN: every q is a number.
+    EXPECT_TRUE(valid(Spot{nan, inf}));
 
-    EXPECT_TRUE(proto::valid_value(proto::Health{std::numeric_limits<std::int32_t>::min()}));
-    EXPECT_TRUE(proto::valid_value(proto::Lifetime{u32_max}));
-    EXPECT_TRUE(proto::valid_value(proto::Owner{0}));
+    EXPECT_TRUE(valid(demo::Health{std::numeric_limits<std::int32_t>::min()}));
+    EXPECT_TRUE(valid(demo::Lifetime{u32_max}));
+    EXPECT_TRUE(valid(proto::Owner{0}));
 
-    EXPECT_TRUE(proto::valid_value(proto::Name{""}));
-    EXPECT_TRUE(proto::valid_value(proto::Name{std::string(proto::max_name_bytes, 'n')}));
-    EXPECT_FALSE(proto::valid_value(proto::Name{std::string(proto::max_name_bytes + 1, 'n')}));
+    // The type's own valid(), which the registry applies to what a client sends.
+    const auto accepts = [](const auto& value) {
+        using T = std::remove_cvref_t<decltype(value)>;
+        proto::component_set set;
+        set.set(value);
+        std::string why;
+        const bool ok = types().ops(*types().id_of<T>()).accepts(set.values()[0], &why);
+        EXPECT_EQ(ok, why.empty()) << why;
+        return ok;
+    };
+    EXPECT_TRUE(accepts(demo::Position{1.0F, 2.0F}));
+    EXPECT_FALSE(accepts(demo::Position{nan, 2.0F}));
+    EXPECT_TRUE(accepts(demo::Name{std::string(demo::max_name_bytes, 'n')}));
 }
 
 }  // namespace

@@ -8,6 +8,12 @@
 // equal checksum::of_world every tick, and the full content (index:version set, every
 // component value) is compared every few ticks and whenever a client joins or leaves.
 //
+// The world uses the demo's types and test-only ones that exist nowhere but here
+// (test_types.hpp): a quantized 2-D float bit-packed across bytes, one of mixed field types and
+// a short string. A quantized value is compared as the wire carries it: the mirror must hold
+// exactly the canonical bytes of the world's value, and get<T>() its dequantized value. Some
+// late joiners receive a frame twice, refuse it and resync from a new snapshot.
+//
 // The seed is fixed and printed with every failure; ECSNET_CONVERGENCE_SEED=<n> replays or
 // explores another one.
 #include <gtest/gtest.h>
@@ -15,6 +21,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <cmath>
 #include <cstdlib>
 #include <iostream>
 #include <iterator>
@@ -22,6 +29,7 @@
 #include <memory>
 #include <optional>
 #include <random>
+#include <span>
 #include <string>
 #include <string_view>
 #include <type_traits>
@@ -36,6 +44,8 @@
 #include "ecsnet/protocol/messages.hpp"
 #include "ecsnet/protocol/mirror.hpp"
 #include "ecsnet/protocol/replication.hpp"
+#include "printers.hpp"
+#include "test_types.hpp"
 
 namespace {
 
@@ -44,12 +54,15 @@ namespace wire = ecsnet::wire;
 using ecsnet::ecs::Entity;
 using ecsnet::ecs::World;
 using ecsnet::ecs::world_options;
-using proto::Health;
-using proto::Lifetime;
-using proto::Name;
+using ecsnet::demo::Health;
+using ecsnet::demo::Lifetime;
+using ecsnet::demo::Name;
+using ecsnet::demo::Position;
+using ecsnet::demo::Velocity;
+using ecsnet::testing::Mixed;
+using ecsnet::testing::Spot;
+using ecsnet::testing::Tag;
 using proto::Owner;
-using proto::Position;
-using proto::Velocity;
 using rng_type = std::mt19937_64;
 
 std::uint64_t seed_or(std::uint64_t fallback) {
@@ -57,24 +70,69 @@ std::uint64_t seed_or(std::uint64_t fallback) {
     return text != nullptr && *text != '\0' ? std::strtoull(text, nullptr, 0) : fallback;
 }
 
+// The server's types: the demo's and the test-only ones.
+const proto::component_registry& types() {
+    static const proto::component_registry registry = ecsnet::testing::test_types();
+    return registry;
+}
+
+constexpr std::size_t type_count = 9;
+
 // ---- comparing a mirror with the world --------------------------------------------------
 
+std::string hex(std::span<const std::byte> bytes) {
+    static constexpr char digits[] = "0123456789abcdef";
+    std::string out;
+    for (const std::byte b : bytes) {
+        out += digits[std::to_integer<unsigned>(b) >> 4U];
+        out += digits[std::to_integer<unsigned>(b) & 15U];
+    }
+    return out;
+}
+
 template <typename T>
-std::string describe(const T* value) {
-    if (value == nullptr) {
-        return "absent";
+std::string describe(const std::optional<T>& value) {
+    return value ? ::testing::PrintToString(*value) : "absent";
+}
+
+// The first difference in T between the world's e and the mirror's, or an empty string:
+// the canonical bytes (or text) exactly, and the value the mirror's get<T>() gives, which is
+// the world's value as the wire rounds it.
+template <typename T>
+std::string difference_in(const proto::mirror& mirror, const World& world, Entity e) {
+    const std::uint16_t id = *types().id_of<T>();
+    const std::string what = std::string{proto::replicated<T>::name} + " of " +
+                             ecsnet::ecs::to_string(e);
+    const T* in_world = world.try_get<T>(e);
+    if ((in_world != nullptr) != mirror.has(e, id)) {
+        return what + ": world " + (in_world != nullptr ? "has it" : "has not") + ", mirror " +
+               (mirror.has(e, id) ? "has it" : "has not");
     }
-    if constexpr (std::is_same_v<T, Position> || std::is_same_v<T, Velocity>) {
-        return "{" + std::to_string(value->x) + ", " + std::to_string(value->y) + "}";
-    } else if constexpr (std::is_same_v<T, Health>) {
-        return std::to_string(value->value);
-    } else if constexpr (std::is_same_v<T, Lifetime>) {
-        return std::to_string(value->ticks);
-    } else if constexpr (std::is_same_v<T, Owner>) {
-        return std::to_string(value->client);
+    if (in_world == nullptr) {
+        return mirror.get<T>(e) ? what + ": get() finds a value the world has not" : "";
+    }
+    std::optional<T> expected;
+    if constexpr (proto::detail::is_string_v<T>) {
+        const std::string* text = mirror.text(e, id);
+        if (text == nullptr || *text != proto::text_of(*in_world)) {
+            return what + ": world \"" + proto::text_of(*in_world) + "\", mirror " +
+                   (text == nullptr ? "no text" : "\"" + *text + "\"");
+        }
+        expected = *in_world;
     } else {
-        return "\"" + value->value + "\"";
+        const auto packed = proto::pack(*in_world);
+        const auto held = mirror.value(e, id);
+        if (!std::equal(packed.begin(), packed.end(), held.begin(), held.end())) {
+            return what + ": world " + ::testing::PrintToString(*in_world) + " packs to " +
+                   hex(packed) + ", mirror holds " + hex(held);
+        }
+        expected = proto::unpack<T>(packed.data());  // dequantized, for a quantized type
     }
+    const std::optional<T> actual = mirror.get<T>(e);
+    if (actual != expected) {
+        return what + ": get() gives " + describe(actual) + ", expected " + describe(expected);
+    }
+    return "";
 }
 
 // The first difference between mirror and world, or an empty string.
@@ -93,14 +151,9 @@ std::string difference(const proto::mirror& mirror, const World& world) {
                   ecsnet::ecs::to_string(mirror.find(e.index()));
             return;
         }
-        proto::for_each_component([&]<typename T>() {
-            const T* expected = world.try_get<T>(e);
-            const T* actual = mirror.get<T>(e);
-            const bool equal =
-                expected == nullptr ? actual == nullptr : actual != nullptr && *actual == *expected;
-            if (out.empty() && !equal) {
-                out = std::string{proto::column<T>::name} + " of " + ecsnet::ecs::to_string(e) +
-                      ": world " + describe(expected) + ", mirror " + describe(actual);
+        ecsnet::testing::for_each_test_type([&]<typename T>() {
+            if (out.empty()) {
+                out = difference_in<T>(mirror, world, e);
             }
         });
     });
@@ -116,38 +169,24 @@ std::string difference(const proto::mirror& mirror, const World& world) {
 
 template <typename Fn>
 void with_random_type(rng_type& rng, Fn&& fn) {
-    switch (rng() % proto::replicated_count) {
-        case 0:
-            fn.template operator()<Position>();
-            break;
-        case 1:
-            fn.template operator()<Velocity>();
-            break;
-        case 2:
-            fn.template operator()<Health>();
-            break;
-        case 3:
-            fn.template operator()<Lifetime>();
-            break;
-        case 4:
-            fn.template operator()<Owner>();
-            break;
-        default:
-            fn.template operator()<Name>();
-            break;
-    }
+    const std::size_t chosen = rng() % type_count;
+    std::size_t i = 0;
+    ecsnet::testing::for_each_test_type([&]<typename T>() {
+        if (i++ == chosen) {
+            fn.template operator()<T>();
+        }
+    });
 }
-static_assert(proto::replicated_count == 6, "with_random_type() lists every replicated type");
 
 float coordinate(rng_type& rng) {
     return std::uniform_real_distribution<float>(-1000.0F, 1000.0F)(rng);
 }
 
-// UTF-8 of at most max_name_bytes, NUL and two-byte characters included.
-std::string random_name(rng_type& rng) {
+// UTF-8 of at most max_bytes, NUL and two-byte characters included.
+std::string random_name(rng_type& rng, std::size_t max_bytes = ecsnet::demo::max_name_bytes) {
     static constexpr std::string_view pieces[] = {
         "a", "b", "z", "0", "9", " ", "_", "\xc3\xa9", std::string_view{"\0", 1}};
-    const std::size_t target = rng() % (proto::max_name_bytes + 1);
+    const std::size_t target = rng() % (max_bytes + 1);
     std::string out;
     while (true) {
         const std::string_view piece = pieces[rng() % std::size(pieces)];
@@ -168,8 +207,35 @@ T random_value(rng_type& rng) {
         return Lifetime{static_cast<std::uint32_t>(rng())};
     } else if constexpr (std::is_same_v<T, Owner>) {
         return Owner{static_cast<std::uint32_t>(rng() % 16)};
+    } else if constexpr (std::is_same_v<T, Spot>) {
+        // On the grid, off it, and outside [0, 4096] (clamped on the wire).
+        if (rng() % 2 == 0) {
+            return Spot{static_cast<float>(rng() % 262'145) / 64.0F,
+                        static_cast<float>(rng() % 262'145) / 64.0F};
+        }
+        std::uniform_real_distribution<float> anywhere(-100.0F, 4200.0F);
+        return Spot{anywhere(rng), anywhere(rng)};
+    } else if constexpr (std::is_same_v<T, Mixed>) {
+        const auto bits = rng();
+        return Mixed{(bits & 1U) != 0, static_cast<std::int8_t>(bits >> 8U),
+                     static_cast<std::uint16_t>(bits >> 16U), static_cast<std::int64_t>(rng()),
+                     std::ldexp(std::uniform_real_distribution<double>(-1.0, 1.0)(rng),
+                                static_cast<int>(rng() % 2000) - 1000)};
+    } else if constexpr (std::is_same_v<T, Tag>) {
+        return Tag{random_name(rng, ecsnet::testing::max_tag_bytes)};
     } else {
         return Name{random_name(rng)};
+    }
+}
+
+// Grows or shrinks a string of at most max_bytes by one byte.
+void nudge_text(std::string& text, std::size_t max_bytes, rng_type& rng) {
+    if (text.size() < max_bytes && rng() % 2 == 0) {
+        text += 'x';
+    } else if (!text.empty() && static_cast<unsigned char>(text.back()) < 0x80) {
+        text.pop_back();
+    } else if (!text.empty()) {
+        text.clear();  // never cut a two-byte character in half
     }
 }
 
@@ -184,10 +250,18 @@ void nudge(T& value, rng_type& rng) {
         --value.ticks;
     } else if constexpr (std::is_same_v<T, Owner>) {
         value.client ^= 1U;
-    } else if (value.value.size() < proto::max_name_bytes && rng() % 2 == 0) {
-        value.value += 'x';
-    } else if (!value.value.empty()) {
-        value.value.pop_back();
+    } else if constexpr (std::is_same_v<T, Spot>) {
+        // A step or less: often the same q, so an update that changes no wire byte.
+        value.x += (static_cast<float>(rng() % 5) - 2.0F) / 128.0F;
+        value.y += 1.0F / 64.0F;
+    } else if constexpr (std::is_same_v<T, Mixed>) {
+        value.flag = !value.flag;
+        value.big ^= std::int64_t{1} << (rng() % 63);
+        ++value.medium;
+    } else if constexpr (std::is_same_v<T, Tag>) {
+        nudge_text(value.text, ecsnet::testing::max_tag_bytes, rng);
+    } else {
+        nudge_text(value.value, ecsnet::demo::max_name_bytes, rng);
     }
 }
 
@@ -259,7 +333,7 @@ private:
     void with_each_random_type(Fn&& fn) {
         const auto mask = rng_();
         std::size_t bit = 0;
-        proto::for_each_component([&]<typename T>() {
+        ecsnet::testing::for_each_test_type([&]<typename T>() {
             if (((mask >> bit++) & 1U) != 0) {
                 fn.template operator()<T>();
             }
@@ -345,8 +419,9 @@ private:
 // A client following the stream.
 struct client {
     std::string name;
-    proto::mirror mirror;
+    proto::mirror mirror{types().types()};
     std::uint64_t leaves_at{};
+    std::uint64_t resyncs{};
 };
 
 // Verifies the frame and applies it to the client's mirror.
@@ -367,7 +442,7 @@ struct client {
     if (!diff.empty()) {
         return ::testing::AssertionFailure() << c.name << ": " << diff;
     }
-    if (c.mirror.checksum() != proto::checksum::of_world(world)) {
+    if (c.mirror.checksum() != proto::checksum::of_world(world, types())) {
         return ::testing::AssertionFailure() << c.name << ": same content, other checksum";
     }
     return ::testing::AssertionSuccess();
@@ -379,13 +454,14 @@ void run(const scenario& s) {
     random_server server(s);
     World& world = server.world();
     rng_type& rng = server.rng();
-    proto::replication_encoder encoder;
+    proto::replication_encoder encoder{types()};
     std::uint64_t tick = 0;
 
     // The first client is there from tick 0 (an empty snapshot); the others join late.
     std::vector<std::unique_ptr<client>> clients;
     clients.push_back(std::make_unique<client>(
-        client{"client from tick 0", {}, std::numeric_limits<std::uint64_t>::max()}));
+        client{"client from tick 0", proto::mirror{types().types()},
+               std::numeric_limits<std::uint64_t>::max(), 0}));
     for (const auto& chunk : encoder.encode_snapshot(world, tick)) {
         ASSERT_TRUE(deliver(*clients[0], chunk));
     }
@@ -394,6 +470,7 @@ void run(const scenario& s) {
     std::size_t joined = 0;
     std::size_t largest_world = 0;
     std::size_t checksum_messages = 0;
+    std::size_t resyncs = 0;
     while (done < s.operations) {
         // A few ticks are idle; the others do a random number of operations.
         std::size_t ops = 0;
@@ -408,7 +485,7 @@ void run(const scenario& s) {
 
         ++tick;
         const proto::frame delta = encoder.encode_delta(world, world.take_changes(), tick);
-        const std::uint64_t expected = proto::checksum::of_world(world);
+        const std::uint64_t expected = proto::checksum::of_world(world, types());
         const bool full = tick % s.full_compare_every == 0 || done >= s.operations;
         for (const auto& c : clients) {
             ASSERT_TRUE(deliver(*c, delta)) << "tick " << tick;
@@ -419,6 +496,26 @@ void run(const scenario& s) {
                 ASSERT_EQ(c->mirror.checksum(), expected)
                     << c->name << ", tick " << tick << ": " << difference(c->mirror, world);
             }
+        }
+
+        // A late joiner gets the delta twice, refuses the copy (its tick is not the next one)
+        // and resyncs from a snapshot of this tick, as a client asks with ResyncRequest.
+        if (clients.size() > 1 && rng() % 25 == 0) {
+            client& c = *clients[1 + rng() % (clients.size() - 1)];
+            ASSERT_FALSE(deliver(c, delta)) << c.name << " applied a delta twice";
+            const auto reason = c.mirror.take_resync_reason();
+            ASSERT_TRUE(reason.has_value()) << c.name;
+            ASSERT_NE(reason->find("tick gap"), std::string::npos) << *reason;
+            ASSERT_FALSE(c.mirror.ready());
+            const std::size_t chunk_bytes = 512 + rng() % 4096;
+            for (const auto& chunk :
+                 encoder.encode_snapshot(world, tick, {.max_chunk_bytes = chunk_bytes})) {
+                ASSERT_TRUE(deliver(c, chunk)) << "tick " << tick;
+            }
+            ASSERT_TRUE(c.mirror.ready()) << c.name;
+            ASSERT_TRUE(equal(c, world)) << c.name << " after its resync at tick " << tick;
+            ++c.resyncs;
+            ++resyncs;
         }
 
         // The server's periodic Checksum message, as the clients receive it.
@@ -459,15 +556,16 @@ void run(const scenario& s) {
 
     for (const auto& c : clients) {
         EXPECT_TRUE(equal(*c, world));
-        EXPECT_EQ(c->mirror.statistics().inconsistencies, 0U) << c->name;
+        EXPECT_EQ(c->mirror.statistics().inconsistencies, c->resyncs) << c->name;
         EXPECT_EQ(c->mirror.take_resync_reason(), std::nullopt) << c->name;
     }
     EXPECT_EQ(clients[0]->mirror.statistics().deltas, tick);
     EXPECT_EQ(clients[0]->mirror.statistics().checksums_matched, checksum_messages);
     EXPECT_GT(joined, 2U) << "the scenario should exercise late joiners";
+    EXPECT_GT(resyncs, 1U) << "the scenario should exercise resyncs";
     std::cout << "[ measure  ] seed " << s.seed << ": " << done << " operations over " << tick
               << " ticks, min_free_indices " << server.min_free_indices() << ", up to "
-              << largest_world << " entities, " << joined << " late joiners\n";
+              << largest_world << " entities, " << joined << " late joiners, " << resyncs << " resyncs\n";
 }
 
 TEST(Convergence, HundredThousandRandomOperations) {

@@ -7,14 +7,14 @@
 #include "ecsnet/protocol/messages.hpp"
 #include "ecsnet/protocol/mirror.hpp"
 #include "ecsnet/protocol/replication.hpp"
-#include "schema_types.hpp"
+#include "test_types.hpp"
 
 namespace {
 
 namespace proto = ecsnet::protocol;
 namespace ecs = ecsnet::ecs;
 using ::testing::HasSubstr;
-using namespace ecsnet::test;
+using namespace ecsnet::testing;
 
 bool apply_frame(proto::mirror& m, const proto::frame& f) {
     const auto* root = proto::verify_server_frame(*f);

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "ecsnet/protocol/messages.hpp"
+#include "test_types.hpp"
 
 namespace {
 
@@ -32,11 +33,14 @@ bytes client_ping(std::uint64_t nonce) {
 // A client frame with strings, structs and a nested table: more for the verifier to check.
 bytes client_set_component() {
     flatbuffers::FlatBufferBuilder fbb;
-    const wire::Position position{1.0F, 2.0F};
-    const auto positions = fbb.CreateVectorOfStructs(&position, 1);
+    const auto position = proto::pack(ecsnet::demo::Position{1.0F, 2.0F});
+    const auto values = fbb.CreateVector(reinterpret_cast<const std::uint8_t*>(position.data()),
+                                         position.size());
     const auto names = fbb.CreateVectorOfStrings({"a reasonably long name"});
-    const auto columns =
-        wire::CreateComponentColumns(fbb, 0, positions, 0, 0, 0, 0, 0, 0, 0, 0, 0, names);
+    const std::vector<flatbuffers::Offset<wire::Column>> column_list{
+        wire::CreateColumn(fbb, ecsnet::testing::ids::position, 0, values),
+        wire::CreateColumn(fbb, ecsnet::testing::ids::name, 0, 0, names)};
+    const auto columns = fbb.CreateVector(column_list);
     const wire::EntityRef ref{12, 3};
     const auto set = wire::CreateSetComponent(fbb, 77, &ref, columns);
     return *proto::finish_frame(
@@ -62,6 +66,12 @@ void write_prefix(bytes& frame, std::uint32_t length) {
     for (std::size_t i = 0; i < proto::frame_prefix_bytes; ++i) {
         frame[i] = static_cast<std::uint8_t>(length >> (8U * i));
     }
+}
+
+// The schema client frames are decoded against.
+const proto::schema& types() {
+    static const proto::component_registry registry = ecsnet::testing::test_types();
+    return registry.types();
 }
 
 bool client_ok(std::span<const std::uint8_t> b) {
@@ -192,11 +202,11 @@ TEST(VerifyFrame, JunkInsideTheDeclaredLengthIsNotDetected) {
         write_prefix(padded, static_cast<std::uint32_t>(padded.size() - proto::frame_prefix_bytes));
         EXPECT_TRUE(client_ok(padded));
     }
-    const proto::frame ping = proto::encode(proto::ping{99});
+    const proto::frame ping = proto::encode(proto::ping{99}, types());
     bytes padded = *ping;
     padded.resize(padded.size() + 8, 0xEE);
     write_prefix(padded, static_cast<std::uint32_t>(padded.size() - proto::frame_prefix_bytes));
-    const proto::decoded_client decoded = proto::decode_client_frame(padded);
+    const proto::decoded_client decoded = proto::decode_client_frame(padded, types());
     ASSERT_TRUE(decoded.message.has_value()) << decoded.error.message;
     EXPECT_EQ(std::get<proto::ping>(*decoded.message).nonce, 99U);
 
@@ -301,7 +311,7 @@ TEST(VerifyFrame, SurvivesRandomBodiesBehindAValidEnvelope) {
         if (client) {
             if (client_ok(buf)) {
                 ++accepted;
-                (void)proto::decode_client_frame(buf);
+                (void)proto::decode_client_frame(buf, types());
             }
         } else if (const wire::ServerMessage* root = proto::verify_server_frame(buf)) {
             ++accepted;
@@ -326,7 +336,7 @@ TEST(VerifyFrame, SurvivesMutatedValidFrames) {
             f[at] = static_cast<std::uint8_t>(rng());
         }
         if (client) {
-            (void)proto::decode_client_frame(f);
+            (void)proto::decode_client_frame(f, types());
         } else if (const wire::ServerMessage* root = proto::verify_server_frame(f)) {
             (void)proto::decode_server_control(*root);
         }
@@ -377,7 +387,7 @@ TEST(VerifyFrame, UnknownUnionTagPassesTheVerifierButNotTheDecoder) {
     ASSERT_NE(root, nullptr) << "FlatBuffers passes unknown union tags on purpose";
     EXPECT_EQ(static_cast<unsigned>(root->body_type()), 200U);
 
-    const proto::decoded_client decoded = proto::decode_client_frame(f);
+    const proto::decoded_client decoded = proto::decode_client_frame(f, types());
     EXPECT_FALSE(decoded.message.has_value());
     EXPECT_TRUE(decoded.error.fatal);
     EXPECT_EQ(decoded.error.code, wire::ErrorCode::Malformed);
@@ -401,7 +411,7 @@ TEST(VerifyFrame, RejectsAKnownTypeWithoutItsBody) {
         std::string why;
         EXPECT_EQ(proto::verify_client_frame(f, &why), nullptr);
         EXPECT_THAT(why, ::testing::HasSubstr("body"));
-        const proto::decoded_client decoded = proto::decode_client_frame(f);
+        const proto::decoded_client decoded = proto::decode_client_frame(f, types());
         EXPECT_FALSE(decoded.message.has_value());
         EXPECT_TRUE(decoded.error.fatal);
     }
@@ -416,7 +426,7 @@ TEST(VerifyFrame, RejectsAKnownTypeWithoutItsBody) {
 TEST(VerifyFrame, MessageWithoutTypeOrBodyVerifiesButDoesNotDecode) {
     const bytes f = client_with_union_tag(0, false);
     ASSERT_NE(proto::verify_client_frame(f), nullptr);
-    const proto::decoded_client decoded = proto::decode_client_frame(f);
+    const proto::decoded_client decoded = proto::decode_client_frame(f, types());
     EXPECT_FALSE(decoded.message.has_value());
     EXPECT_TRUE(decoded.error.fatal);
 

@@ -1,7 +1,9 @@
-// Golden frames: wire compatibility with protocol version 1.
+// Golden frames: wire compatibility with protocol version 2.
 //
 // tests/protocol/golden/<name>.bin holds one frame (length prefix included) per message type,
-// produced by version 1 of the encoders. Two checks per frame:
+// produced by version 2 of the encoders with the demo game's types registered as ecsnet-server
+// registers them (owner 0, position 1, velocity 2, health 3, lifetime 4, name 5). Version 1
+// (fixed ComponentColumns) is not readable by version 2: the files were regenerated for it. Two checks per frame:
 //
 //   GoldenFrame.DecodesToTheExpectedContent: today's decoders read the checked-in bytes into
 //     exactly the values listed below. This is the compatibility guarantee: it must keep
@@ -44,6 +46,7 @@
 #include "ecsnet/protocol/mirror.hpp"
 #include "ecsnet/protocol/replication.hpp"
 #include "printers.hpp"
+#include "test_types.hpp"
 
 namespace {
 
@@ -52,12 +55,12 @@ namespace wire = ecsnet::wire;
 using ecsnet::ecs::Entity;
 using ecsnet::ecs::World;
 using ecsnet::ecs::world_options;
-using proto::Health;
-using proto::Lifetime;
-using proto::Name;
+using ecsnet::demo::Health;
+using ecsnet::demo::Lifetime;
+using ecsnet::demo::Name;
+using ecsnet::demo::Position;
+using ecsnet::demo::Velocity;
 using proto::Owner;
-using proto::Position;
-using proto::Velocity;
 using bytes = std::vector<std::uint8_t>;
 
 const std::filesystem::path golden_dir{ECSNET_GOLDEN_DIR};
@@ -88,9 +91,10 @@ void write_file(const std::filesystem::path& path, const bytes& content) {
     ASSERT_TRUE(out.good()) << "cannot write " << path;
 }
 
-template <typename T>
-constexpr std::uint64_t bit() {
-    return std::uint64_t{1} << proto::wire_id_v<T>;
+// The demo game's types, as ecsnet-server registers them.
+const proto::component_registry& types() {
+    static const proto::component_registry registry = ecsnet::testing::demo_types();
+    return registry;
 }
 
 // ---- the fixed world behind the Snapshot and Delta frames -------------------------------
@@ -168,9 +172,9 @@ world_content content_of(const proto::mirror& mirror) {
     world_content out;
     mirror.each([&](Entity e) {
         proto::component_set set;
-        proto::for_each_component([&]<typename T>() {
-            if (const T* value = mirror.get<T>(e)) {
-                set.set<T>(*value);
+        ecsnet::testing::for_each_test_type([&]<typename T>() {
+            if (const auto value = mirror.get<T>(e)) {
+                set.set(*value);
             }
         });
         out.emplace(e, std::move(set));
@@ -198,9 +202,10 @@ std::ostream& operator<<(std::ostream& out, const golden_case& c) {
 }
 
 golden_case client_case(std::string name, proto::client_message expected) {
-    return {std::move(name), [expected] { return proto::encode(expected); },
+    return {std::move(name), [expected] { return proto::encode(expected, types().types()); },
             [expected](std::span<const std::uint8_t> frame) {
-                const proto::decoded_client decoded = proto::decode_client_frame(frame);
+                const proto::decoded_client decoded =
+                    proto::decode_client_frame(frame, types().types());
                 ASSERT_TRUE(decoded.message.has_value()) << decoded.error.message;
                 EXPECT_TRUE(*decoded.message == expected) << "decoded other values";
             }};
@@ -220,7 +225,7 @@ golden_case server_case(std::string name, proto::server_control expected) {
 
 proto::frame encode_golden_snapshot() {
     golden_world g;
-    proto::replication_encoder encoder;
+    proto::replication_encoder encoder{types()};
     const auto frames = encoder.encode_snapshot(*g.world, snapshot_tick);
     EXPECT_EQ(frames.size(), 1U);
     return frames.front();
@@ -229,7 +234,7 @@ proto::frame encode_golden_snapshot() {
 proto::frame encode_golden_delta() {
     golden_world g;
     g.advance();
-    proto::replication_encoder encoder;
+    proto::replication_encoder encoder{types()};
     return encoder.encode_delta(*g.world, g.world->take_changes(), delta_tick);
 }
 
@@ -243,7 +248,7 @@ void check_golden_snapshot(std::span<const std::uint8_t> frame) {
     EXPECT_EQ(snapshot->chunk_count(), 1U);
     EXPECT_EQ(snapshot->entity_count(), 6U);
 
-    proto::mirror mirror;
+    proto::mirror mirror{types().types()};
     ASSERT_TRUE(mirror.apply(*message)) << mirror.error();
     EXPECT_TRUE(mirror.ready());
     EXPECT_EQ(mirror.tick(), snapshot_tick);
@@ -254,7 +259,7 @@ void check_golden_delta(std::span<const std::uint8_t> frame) {
     // On top of the golden snapshot file, as a client would have it.
     bytes snapshot;
     ASSERT_TRUE(read_file(golden_path("server_snapshot"), snapshot));
-    proto::mirror mirror;
+    proto::mirror mirror{types().types()};
     const wire::ServerMessage* base = verified_server(snapshot);
     ASSERT_NE(base, nullptr);
     ASSERT_TRUE(mirror.apply(*base)) << mirror.error();
@@ -270,13 +275,20 @@ void check_golden_delta(std::span<const std::uint8_t> frame) {
     EXPECT_EQ(delta->destroyed()->Get(0)->version(), 1U);
     ASSERT_NE(delta->spawned(), nullptr);
     EXPECT_EQ(delta->spawned()->size(), 2U);
+    // One column per type, by wire id: position, health and name updated; velocity and
+    // lifetime removed.
+    const auto types_of = [](const auto* columns) {
+        std::vector<std::uint16_t> out;
+        for (const wire::Column* column : *columns) {
+            out.push_back(column->type());
+        }
+        return out;
+    };
+    namespace ids = ecsnet::testing::ids;
     ASSERT_NE(delta->updated(), nullptr);
-    EXPECT_NE(delta->updated()->position(), nullptr);
-    EXPECT_NE(delta->updated()->health(), nullptr);
-    EXPECT_NE(delta->updated()->name(), nullptr);
+    EXPECT_THAT(types_of(delta->updated()), ::testing::ElementsAre(ids::position, ids::health, ids::name));
     ASSERT_NE(delta->removed(), nullptr);
-    EXPECT_NE(delta->removed()->velocity_at(), nullptr);
-    EXPECT_NE(delta->removed()->lifetime_at(), nullptr);
+    EXPECT_THAT(types_of(delta->removed()), ::testing::ElementsAre(ids::velocity, ids::lifetime));
 
     std::vector<Entity> spawned;
     mirror.events().on_spawn = [&](Entity e) { spawned.push_back(e); };
@@ -289,7 +301,8 @@ void check_golden_delta(std::span<const std::uint8_t> frame) {
 std::vector<golden_case> golden_cases() {
     const Entity target{42, 3};
     return {
-        client_case("client_hello", proto::hello{1, "golden-client", "secret-token"}),
+        client_case("client_hello",
+                    proto::hello{proto::protocol_version, "golden-client", "secret-token"}),
         client_case("client_spawn", proto::spawn{7, proto::component_set{}
                                                         .set(Position{1.5F, -2.0F})
                                                         .set(Velocity{0.25F, 4.0F})
@@ -302,10 +315,11 @@ std::vector<golden_case> golden_cases() {
             proto::set_components{9, target,
                                   proto::component_set{}.set(Position{3, 4}).set(Name{"renamed"})}),
         client_case("client_remove_components",
-                    proto::remove_components{10, target, bit<Velocity>() | bit<Health>()}),
+                    proto::remove_components{10, target, {"velocity", "health"}}),
         client_case("client_ping", proto::ping{0x0123456789abcdefULL}),
         client_case("client_resync_request", proto::resync_request{"checksum mismatch at tick 77"}),
-        server_case("server_welcome", proto::welcome{5, 1, 30.0F, 1234, 30}),
+        server_case("server_welcome", proto::welcome{5, proto::protocol_version, 30.0F, 1234, 30,
+                                                     {}, "", types().types()}),
         server_case("server_command_result",
                     proto::command_result{9, false, wire::ErrorCode::StaleVersion,
                                           "entity 42 is at version 4, not 3", Entity{42, 4}}),
@@ -352,7 +366,7 @@ TEST_P(GoldenFrame, EncodesToTheSameBytes) {
         << "tests/protocol/golden/.";
 }
 
-INSTANTIATE_TEST_SUITE_P(V1, GoldenFrame, ::testing::ValuesIn(golden_cases()),
+INSTANTIATE_TEST_SUITE_P(V2, GoldenFrame, ::testing::ValuesIn(golden_cases()),
                          [](const auto& info) { return info.param.name; });
 
 TEST(GoldenFrames, DirectoryHoldsExactlyTheKnownFrames) {

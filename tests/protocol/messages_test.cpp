@@ -6,25 +6,46 @@
 #include <cstdint>
 #include <limits>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <variant>
 #include <vector>
+
+#include "printers.hpp"
+#include "test_types.hpp"
 
 namespace {
 
 namespace proto = ecsnet::protocol;
 namespace wire = ecsnet::wire;
+namespace demo = ecsnet::demo;
+namespace ids = ecsnet::testing::ids;
 
+using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using bytes = std::vector<std::uint8_t>;
 using ecsnet::ecs::Entity;
+using ecsnet::testing::Mixed;
+using ecsnet::testing::Spot;
+using ecsnet::testing::Tag;
 
 constexpr float nan = std::numeric_limits<float>::quiet_NaN();
 constexpr float inf = std::numeric_limits<float>::infinity();
 
+// The server's schema the commands are encoded and decoded against: the demo's types and the
+// test-only ones.
+const proto::schema& types() {
+    static const proto::component_registry registry = ecsnet::testing::test_types();
+    return registry.types();
+}
+
+proto::decoded_client decode_frame(std::span<const std::uint8_t> f) {
+    return proto::decode_client_frame(f, types());
+}
+
 proto::decoded_client decode(const proto::client_message& message) {
-    const proto::frame f = proto::encode(message);
-    return proto::decode_client_frame(*f);
+    const proto::frame f = proto::encode(message, types());
+    return decode_frame(*f);
 }
 
 // Encodes, decodes and returns what came back; fails the test when decoding failed.
@@ -66,6 +87,24 @@ std::optional<proto::server_control> decode_server(flatbuffers::FlatBufferBuilde
     return proto::decode_server_control(*root, why);
 }
 
+// A column of `type` with the given value bytes (none: no values vector).
+flatbuffers::Offset<wire::Column> value_column(flatbuffers::FlatBufferBuilder& fbb,
+                                               std::uint16_t type,
+                                               const std::vector<std::uint8_t>& values,
+                                               flatbuffers::Offset<wire::IndexSet> at = 0) {
+    return wire::CreateColumn(fbb, type, at, fbb.CreateVector(values));
+}
+
+template <typename T>
+std::vector<std::uint8_t> packed(const T& value) {
+    const auto b = proto::pack(value);
+    std::vector<std::uint8_t> out;
+    for (const std::byte x : b) {
+        out.push_back(std::to_integer<std::uint8_t>(x));
+    }
+    return out;
+}
+
 // A command rejected on its own: answered with that code, the connection stays open.
 void expect_command_error(const proto::decoded_client& decoded, wire::ErrorCode code,
                           std::uint32_t request_id) {
@@ -84,25 +123,56 @@ void expect_fatal(const proto::decoded_client& decoded) {
     EXPECT_FALSE(decoded.error.request_id.has_value());
 }
 
+// Every type a client may write: the demo's and the test-only ones (Mixed is server-only).
 proto::component_set all_client_components() {
     proto::component_set set;
-    set.set(proto::Position{1.5F, -2.25F})
-        .set(proto::Velocity{-0.5F, 100.0F})
-        .set(proto::Health{-17})
-        .set(proto::Lifetime{600})
-        .set(proto::Name{"r\xC3\xB6ver \xF0\x9F\x9A\x80"});
+    set.set(demo::Position{1.5F, -2.25F})
+        .set(demo::Velocity{-0.5F, 100.0F})
+        .set(demo::Health{-17})
+        .set(demo::Lifetime{600})
+        .set(demo::Name{"r\xC3\xB6ver \xF0\x9F\x9A\x80"})
+        .set(Spot{4095.984375F, 0.015625F})
+        .set(Tag{"sixteen bytes!!!"});
     return set;
 }
 
 // ---- component_set ------------------------------------------------------------------------
 
-TEST(ComponentSet, MaskHasABitPerPresentType) {
+TEST(ComponentSet, HoldsOneValuePerNameInTheOrderSet) {
     proto::component_set set;
     EXPECT_TRUE(set.empty());
-    EXPECT_EQ(set.mask(), 0U);
-    set.set(proto::Velocity{}).set(proto::Name{"x"});
+    EXPECT_EQ(set.get<demo::Velocity>(), std::nullopt);
+    set.set(demo::Velocity{1.0F, 2.0F}).set(demo::Name{"x"});
     EXPECT_FALSE(set.empty());
-    EXPECT_EQ(set.mask(), (1U << 1U) | (1U << 5U));
+    ASSERT_EQ(set.size(), 2U);
+    EXPECT_EQ(set.values()[0].name, "velocity");
+    EXPECT_EQ(set.values()[1].name, "name");
+    EXPECT_EQ(set.values()[1].text, "x");
+
+    // The same name again replaces the value, in place.
+    set.set(demo::Velocity{3.0F, 4.0F});
+    ASSERT_EQ(set.size(), 2U);
+    EXPECT_EQ(set.values()[0].name, "velocity");
+    EXPECT_EQ(set.get<demo::Velocity>(), (demo::Velocity{3.0F, 4.0F}));
+    EXPECT_EQ(set.get<demo::Name>(), demo::Name{"x"});
+    EXPECT_EQ(set.get<demo::Health>(), std::nullopt);
+    ASSERT_NE(set.find("velocity"), nullptr);
+    EXPECT_EQ(set.find("health"), nullptr);
+}
+
+TEST(ComponentSet, HoldsCanonicalBytes) {
+    proto::component_set set;
+    set.set(demo::Health{0x01020304}).set(Spot{1.0F, 2.0F});
+    const proto::component_value* health = set.find("health");
+    ASSERT_NE(health, nullptr);
+    EXPECT_THAT(health->bytes,
+                ElementsAre(std::byte{4}, std::byte{3}, std::byte{2}, std::byte{1}));
+    // x = 64 steps, y = 128 steps, 19 bits each: 5 bytes.
+    const proto::component_value* spot = set.find("spot");
+    ASSERT_NE(spot, nullptr);
+    EXPECT_THAT(spot->bytes, ElementsAre(std::byte{0x40}, std::byte{0x00}, std::byte{0x00},
+                                         std::byte{0x04}, std::byte{0x00}));
+    EXPECT_EQ(set.get<Spot>(), (Spot{1.0F, 2.0F}));
 }
 
 // ---- client round trips -------------------------------------------------------------------
@@ -121,7 +191,7 @@ TEST(ClientMessages, SpawnRoundTripsEveryClientComponent) {
     EXPECT_EQ(round_trip(s), proto::client_message{s});
 
     proto::spawn partial{3, {}};
-    partial.components.set(proto::Position{0.0F, 0.0F}).set(proto::Name{""});
+    partial.components.set(demo::Position{0.0F, 0.0F}).set(demo::Name{""}).set(Tag{""});
     EXPECT_EQ(round_trip(partial), proto::client_message{partial});
 
     const proto::spawn empty{4, {}};
@@ -140,18 +210,14 @@ TEST(ClientMessages, SetComponentsRoundTrips) {
     const proto::set_components s{5, Entity{42, 3}, all_client_components()};
     EXPECT_EQ(round_trip(s), proto::client_message{s});
     proto::set_components one{6, Entity{0, 1}, {}};
-    one.components.set(proto::Health{250});
+    one.components.set(demo::Health{250});
     EXPECT_EQ(round_trip(one), proto::client_message{one});
 }
 
-TEST(ClientMessages, RemoveComponentsRoundTripsTheMask) {
-    const std::uint64_t mask = (std::uint64_t{1} << proto::wire_id_v<proto::Position>) |
-                               (std::uint64_t{1} << proto::wire_id_v<proto::Lifetime>) |
-                               (std::uint64_t{1} << proto::wire_id_v<proto::Name>);
-    const proto::remove_components r{8, Entity{77, 2}, mask};
+TEST(ClientMessages, RemoveComponentsRoundTripsTheNames) {
+    const proto::remove_components r{8, Entity{77, 2}, {"position", "lifetime", "name", "tag"}};
     EXPECT_EQ(round_trip(r), proto::client_message{r});
-    const proto::remove_components one{9, Entity{1, 1},
-                                       std::uint64_t{1} << proto::wire_id_v<proto::Velocity>};
+    const proto::remove_components one{9, Entity{1, 1}, {"velocity"}};
     EXPECT_EQ(round_trip(one), proto::client_message{one});
 }
 
@@ -167,45 +233,66 @@ TEST(ClientMessages, ResyncRequestRoundTrips) {
     EXPECT_EQ(round_trip(empty), proto::client_message{empty});
 }
 
+// Names resolve to wire ids against the server's schema: what it lacks cannot be sent.
+TEST(ClientMessages, EncodeRefusesWhatTheSchemaLacks) {
+    proto::spawn s{1, {}};
+    s.components.set(Spot{});
+    EXPECT_THROW((void)proto::encode(s, ecsnet::testing::demo_types().types()),
+                 std::invalid_argument);
+    const proto::remove_components r{2, Entity{1, 1}, {"shield"}};
+    EXPECT_THROW((void)proto::encode(r, types()), std::invalid_argument);
+    // A value longer than the server's type.
+    proto::set_components set{3, Entity{1, 1}, {}};
+    set.components.set(proto::component_value{"health", std::vector<std::byte>(5), ""});
+    EXPECT_THROW((void)proto::encode(set, types()), std::invalid_argument);
+}
+
 // ---- client rejections --------------------------------------------------------------------
 
 TEST(ClientRejections, NonFiniteNumbersAreInvalidValues) {
     for (const float bad : {nan, inf, -inf}) {
         proto::spawn position{11, {}};
-        position.components.set(proto::Position{bad, 0.0F});
+        position.components.set(demo::Position{bad, 0.0F});
         expect_command_error(decode(position), wire::ErrorCode::InvalidValue, 11);
 
         proto::spawn velocity{12, {}};
-        velocity.components.set(proto::Position{1.0F, 1.0F}).set(proto::Velocity{0.0F, bad});
+        velocity.components.set(demo::Position{1.0F, 1.0F}).set(demo::Velocity{0.0F, bad});
         expect_command_error(decode(velocity), wire::ErrorCode::InvalidValue, 12);
 
         proto::set_components set{13, Entity{1, 1}, {}};
-        set.components.set(proto::Velocity{bad, bad});
+        set.components.set(demo::Velocity{bad, bad});
         expect_command_error(decode(set), wire::ErrorCode::InvalidValue, 13);
     }
 }
 
-TEST(ClientRejections, OverlongNameIsAnInvalidValue) {
+TEST(ClientRejections, OverlongStringIsAnInvalidValue) {
     proto::spawn s{21, {}};
-    s.components.set(proto::Name{std::string(proto::max_name_bytes + 1, 'a')});
+    s.components.set(demo::Name{std::string(demo::max_name_bytes + 1, 'a')});
     expect_command_error(decode(s), wire::ErrorCode::InvalidValue, 21);
 
     proto::set_components set{22, Entity{3, 1}, {}};
-    set.components.set(proto::Name{std::string(1000, 'a')});
+    set.components.set(demo::Name{std::string(1000, 'a')});
     expect_command_error(decode(set), wire::ErrorCode::InvalidValue, 22);
+
+    // A test-only string type with its own limit.
+    proto::spawn tag{24, {}};
+    tag.components.set(Tag{std::string(ecsnet::testing::max_tag_bytes + 1, 't')});
+    const auto decoded = decode(tag);
+    expect_command_error(decoded, wire::ErrorCode::InvalidValue, 24);
+    EXPECT_THAT(decoded.error.message, HasSubstr("16"));
 }
 
 TEST(ClientRejections, InvalidUtf8NameIsAnInvalidValue) {
     for (const std::string bad : {"\xC0\xAF", "abc\xFF", "\xED\xA0\x80", "tail\xE2\x82"}) {
         proto::spawn s{23, {}};
-        s.components.set(proto::Name{bad});
+        s.components.set(demo::Name{bad});
         expect_command_error(decode(s), wire::ErrorCode::InvalidValue, 23);
     }
 }
 
-TEST(ClientRejections, OwnerIsServerOnly) {
+TEST(ClientRejections, ServerOnlyTypesAreRefused) {
     proto::spawn s{31, {}};
-    s.components.set(proto::Position{}).set(proto::Owner{1});
+    s.components.set(demo::Position{}).set(proto::Owner{1});
     const auto spawned = decode(s);
     expect_command_error(spawned, wire::ErrorCode::InvalidValue, 31);
     EXPECT_THAT(spawned.error.message, HasSubstr("owner"));
@@ -214,119 +301,162 @@ TEST(ClientRejections, OwnerIsServerOnly) {
     set.components.set(proto::Owner{2});
     expect_command_error(decode(set), wire::ErrorCode::InvalidValue, 32);
 
-    const proto::remove_components remove{33, Entity{5, 2},
-                                          std::uint64_t{1} << proto::wire_id_v<proto::Owner>};
+    const proto::remove_components remove{33, Entity{5, 2}, {"owner"}};
     expect_command_error(decode(remove), wire::ErrorCode::InvalidValue, 33);
+
+    // A test-only type registered with writer::server.
+    proto::set_components mixed{34, Entity{5, 2}, {}};
+    mixed.components.set(Mixed{true, -1, 2, 3, 4.0});
+    const auto refused = decode(mixed);
+    expect_command_error(refused, wire::ErrorCode::InvalidValue, 34);
+    EXPECT_THAT(refused.error.message, HasSubstr("mixed"));
+    expect_command_error(decode(proto::remove_components{35, Entity{5, 2}, {"mixed"}}),
+                         wire::ErrorCode::InvalidValue, 35);
 }
 
 TEST(ClientRejections, ValueColumnWithTwoValuesIsMalformed) {
     flatbuffers::FlatBufferBuilder fbb;
-    const std::vector<wire::Position> two{{1.0F, 2.0F}, {3.0F, 4.0F}};
-    const auto positions = fbb.CreateVectorOfStructs(two);
-    const auto columns = wire::CreateComponentColumns(fbb, 0, positions);
-    const auto body = wire::CreateSpawn(fbb, 41, columns);
-    const auto decoded =
-        proto::decode_client_frame(finish(fbb, wire::ClientBody::Spawn, body.Union()));
+    std::vector<std::uint8_t> two = packed(demo::Position{1.0F, 2.0F});
+    const auto second = packed(demo::Position{3.0F, 4.0F});
+    two.insert(two.end(), second.begin(), second.end());
+    const auto column = value_column(fbb, ids::position, two);
+    const auto body = wire::CreateSpawn(fbb, 41, fbb.CreateVector(&column, 1));
+    const auto decoded = decode_frame(finish(fbb, wire::ClientBody::Spawn, body.Union()));
     expect_command_error(decoded, wire::ErrorCode::Malformed, 41);
+}
+
+// Bit-packed values: a 5-byte Spot column with a byte missing or one too many.
+TEST(ClientRejections, ValueColumnOfTheWrongSizeIsMalformed) {
+    for (const std::size_t size : {std::size_t{0}, std::size_t{4}, std::size_t{6}}) {
+        flatbuffers::FlatBufferBuilder fbb;
+        const auto column = value_column(fbb, ids::spot, std::vector<std::uint8_t>(size, 1));
+        const auto body = wire::CreateSpawn(fbb, 44, fbb.CreateVector(&column, 1));
+        const auto decoded = decode_frame(finish(fbb, wire::ClientBody::Spawn, body.Union()));
+        expect_command_error(decoded, wire::ErrorCode::Malformed, 44);
+        EXPECT_THAT(decoded.error.message, HasSubstr("5 bytes")) << size;
+    }
 }
 
 TEST(ClientRejections, EmptyValueColumnIsMalformed) {
     flatbuffers::FlatBufferBuilder fbb;
     const auto names = fbb.CreateVectorOfStrings(std::vector<std::string>{});
-    const auto columns = wire::CreateComponentColumns(fbb, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, names);
+    const auto column = wire::CreateColumn(fbb, ids::name, 0, 0, names);
     const wire::EntityRef ref{1, 1};
-    const auto body = wire::CreateSetComponent(fbb, 42, &ref, columns);
-    const auto decoded =
-        proto::decode_client_frame(finish(fbb, wire::ClientBody::SetComponent, body.Union()));
+    const auto body = wire::CreateSetComponent(fbb, 42, &ref, fbb.CreateVector(&column, 1));
+    const auto decoded = decode_frame(finish(fbb, wire::ClientBody::SetComponent, body.Union()));
     expect_command_error(decoded, wire::ErrorCode::Malformed, 42);
+
+    // A fixed-size column with no values vector at all.
+    flatbuffers::FlatBufferBuilder none;
+    const auto bare = wire::CreateColumn(none, ids::health);
+    const auto spawn = wire::CreateSpawn(none, 45, none.CreateVector(&bare, 1));
+    expect_command_error(decode_frame(finish(none, wire::ClientBody::Spawn, spawn.Union())),
+                         wire::ErrorCode::Malformed, 45);
 }
 
 TEST(ClientRejections, EntitySetInASpawnIsMalformed) {
     flatbuffers::FlatBufferBuilder fbb;
     const std::uint32_t index = 3;
     const auto at = wire::CreateIndexSet(fbb, 0, fbb.CreateVector(&index, 1));
-    const wire::Health health{10};
-    const auto values = fbb.CreateVectorOfStructs(&health, 1);
-    const auto columns = wire::CreateComponentColumns(fbb, 0, 0, 0, 0, at, values);
-    const auto body = wire::CreateSpawn(fbb, 43, columns);
-    const auto decoded =
-        proto::decode_client_frame(finish(fbb, wire::ClientBody::Spawn, body.Union()));
+    const auto column = value_column(fbb, ids::health, packed(demo::Health{10}), at);
+    const auto body = wire::CreateSpawn(fbb, 43, fbb.CreateVector(&column, 1));
+    const auto decoded = decode_frame(finish(fbb, wire::ClientBody::Spawn, body.Union()));
     expect_command_error(decoded, wire::ErrorCode::Malformed, 43);
-    EXPECT_THAT(decoded.error.message, HasSubstr("health_at"));
+    EXPECT_THAT(decoded.error.message, HasSubstr("health"));
+    EXPECT_THAT(decoded.error.message, HasSubstr("names entities"));
+}
+
+TEST(ClientRejections, UnknownOrRepeatedColumnTypeIsMalformed) {
+    {
+        flatbuffers::FlatBufferBuilder fbb;
+        const auto column = value_column(fbb, 9, {1, 2, 3, 4});
+        const auto body = wire::CreateSpawn(fbb, 46, fbb.CreateVector(&column, 1));
+        const auto decoded = decode_frame(finish(fbb, wire::ClientBody::Spawn, body.Union()));
+        expect_command_error(decoded, wire::ErrorCode::Malformed, 46);
+        EXPECT_THAT(decoded.error.message, HasSubstr("unknown component type 9"));
+    }
+    {
+        flatbuffers::FlatBufferBuilder fbb;
+        const std::vector<flatbuffers::Offset<wire::Column>> columns{
+            value_column(fbb, ids::health, packed(demo::Health{1})),
+            value_column(fbb, ids::health, packed(demo::Health{2}))};
+        const auto body = wire::CreateSpawn(fbb, 47, fbb.CreateVector(columns));
+        const auto decoded = decode_frame(finish(fbb, wire::ClientBody::Spawn, body.Union()));
+        expect_command_error(decoded, wire::ErrorCode::Malformed, 47);
+        EXPECT_THAT(decoded.error.message, HasSubstr("twice"));
+    }
 }
 
 TEST(ClientRejections, SetComponentWithoutComponentsIsMalformed) {
     const proto::set_components empty{51, Entity{2, 1}, {}};
     expect_command_error(decode(empty), wire::ErrorCode::Malformed, 51);
 
-    // No ComponentColumns table at all.
+    // No columns vector at all.
     flatbuffers::FlatBufferBuilder fbb;
     const wire::EntityRef ref{2, 1};
     const auto body = wire::CreateSetComponent(fbb, 52, &ref, 0);
-    expect_command_error(
-        proto::decode_client_frame(finish(fbb, wire::ClientBody::SetComponent, body.Union())),
-        wire::ErrorCode::Malformed, 52);
+    expect_command_error(decode_frame(finish(fbb, wire::ClientBody::SetComponent, body.Union())),
+                         wire::ErrorCode::Malformed, 52);
 }
 
 TEST(ClientRejections, RemoveComponentNamingNothingIsMalformed) {
-    const proto::remove_components nothing{61, Entity{2, 1}, 0};
+    const proto::remove_components nothing{61, Entity{2, 1}, {}};
     expect_command_error(decode(nothing), wire::ErrorCode::Malformed, 61);
 
-    // Only bits past the last component type: nothing is named either.
-    const proto::remove_components unknown_bits{62, Entity{2, 1}, std::uint64_t{1} << 63U};
-    expect_command_error(decode(unknown_bits), wire::ErrorCode::Malformed, 62);
-}
-
-TEST(ClientRejections, RemoveComponentWithValuesIsMalformed) {
+    // No types vector at all.
     flatbuffers::FlatBufferBuilder fbb;
-    const wire::Position position{1.0F, 1.0F};
-    const auto values = fbb.CreateVectorOfStructs(&position, 1);
-    const auto columns = wire::CreateComponentColumns(fbb, 0, values);
-    const wire::EntityRef ref{4, 1};
-    const auto body = wire::CreateRemoveComponent(fbb, 63, &ref, columns);
+    const wire::EntityRef ref{2, 1};
+    const auto body = wire::CreateRemoveComponent(fbb, 62, &ref, 0);
     expect_command_error(
-        proto::decode_client_frame(finish(fbb, wire::ClientBody::RemoveComponent, body.Union())),
-        wire::ErrorCode::Malformed, 63);
+        decode_frame(finish(fbb, wire::ClientBody::RemoveComponent, body.Union())),
+        wire::ErrorCode::Malformed, 62);
 }
 
-// RemoveComponent names a type by the presence of its _at column; what the set holds (nothing,
-// or another entity's index) is ignored (docs/PROTOCOL.md, "Columns").
-TEST(ClientMessages, RemoveComponentIgnoresTheContentOfItsIndexSets) {
+// RemoveComponent names types by wire id: an id past the schema, or one named twice, is
+// refused (docs/PROTOCOL.md, "Columns").
+TEST(ClientRejections, RemoveComponentWithUnknownOrRepeatedTypeIsMalformed) {
+    for (const std::vector<std::uint16_t>& bad :
+         {std::vector<std::uint16_t>{ids::position, 9}, std::vector<std::uint16_t>{65535},
+          std::vector<std::uint16_t>{ids::tag, ids::velocity, ids::tag}}) {
+        flatbuffers::FlatBufferBuilder fbb;
+        const wire::EntityRef ref{4, 1};
+        const auto body = wire::CreateRemoveComponent(fbb, 63, &ref, fbb.CreateVector(bad));
+        expect_command_error(
+            decode_frame(finish(fbb, wire::ClientBody::RemoveComponent, body.Union())),
+            wire::ErrorCode::Malformed, 63);
+    }
+}
+
+TEST(ClientMessages, RemoveComponentNamesTypesByWireId) {
     flatbuffers::FlatBufferBuilder fbb;
-    const auto empty = wire::CreateIndexSet(fbb, 0, 0);
-    const std::vector<std::uint32_t> elsewhere{999, 1000};
-    const auto foreign = wire::CreateIndexSet(fbb, 0, fbb.CreateVector(elsewhere));
-    // position_at and velocity_at.
-    const auto columns = wire::CreateComponentColumns(fbb, empty, 0, foreign);
+    const std::vector<std::uint16_t> wire_ids{ids::velocity, ids::position, ids::tag};
     const wire::EntityRef ref{4, 2};
-    const auto body = wire::CreateRemoveComponent(fbb, 64, &ref, columns);
+    const auto body = wire::CreateRemoveComponent(fbb, 64, &ref, fbb.CreateVector(wire_ids));
     const auto decoded =
-        proto::decode_client_frame(finish(fbb, wire::ClientBody::RemoveComponent, body.Union()));
+        decode_frame(finish(fbb, wire::ClientBody::RemoveComponent, body.Union()));
     ASSERT_TRUE(decoded.message.has_value()) << decoded.error.message;
     const auto& remove = std::get<proto::remove_components>(*decoded.message);
     EXPECT_EQ(remove.entity, (Entity{4, 2}));
-    EXPECT_EQ(remove.mask, (std::uint64_t{1} << proto::wire_id_v<proto::Position>) |
-                               (std::uint64_t{1} << proto::wire_id_v<proto::Velocity>));
+    EXPECT_THAT(remove.types, ElementsAre("velocity", "position", "tag"));
 }
 
 // A Spawn may carry no column at all: the entity then holds only its Owner.
 TEST(ClientMessages, SpawnWithoutComponentsIsAccepted) {
     flatbuffers::FlatBufferBuilder fbb;
     const auto body = wire::CreateSpawn(fbb, 65, 0);
-    const auto decoded =
-        proto::decode_client_frame(finish(fbb, wire::ClientBody::Spawn, body.Union()));
+    const auto decoded = decode_frame(finish(fbb, wire::ClientBody::Spawn, body.Union()));
     ASSERT_TRUE(decoded.message.has_value()) << decoded.error.message;
     EXPECT_TRUE(std::get<proto::spawn>(*decoded.message).components.empty());
 }
 
 // The same over-long string is a command error in a command and fatal in Hello.
 TEST(ClientRejections, OverlongStringIsACommandErrorInCommandsButFatalInHello) {
-    const std::string long_name(proto::max_name_bytes + 1, 'x');
+    const std::string long_name(demo::max_name_bytes + 1, 'x');
     proto::spawn s{66, {}};
-    s.components.set(proto::Name{long_name});
+    s.components.set(demo::Name{long_name});
     expect_command_error(decode(s), wire::ErrorCode::InvalidValue, 66);
     expect_fatal(decode(proto::hello{1, long_name, ""}));
-    EXPECT_EQ(proto::max_name_bytes, proto::max_client_name_bytes);
+    EXPECT_EQ(demo::max_name_bytes, proto::max_client_name_bytes);
 }
 
 TEST(ClientRejections, MissingEntityOrVersionZeroIsMalformed) {
@@ -334,15 +464,14 @@ TEST(ClientRejections, MissingEntityOrVersionZeroIsMalformed) {
 
     flatbuffers::FlatBufferBuilder fbb;
     const auto body = wire::CreateDestroy(fbb, 72, nullptr);
-    expect_command_error(
-        proto::decode_client_frame(finish(fbb, wire::ClientBody::Destroy, body.Union())),
-        wire::ErrorCode::Malformed, 72);
+    expect_command_error(decode_frame(finish(fbb, wire::ClientBody::Destroy, body.Union())),
+                         wire::ErrorCode::Malformed, 72);
 
     proto::set_components set{73, Entity{5, 0}, {}};
-    set.components.set(proto::Health{1});
+    set.components.set(demo::Health{1});
     expect_command_error(decode(set), wire::ErrorCode::Malformed, 73);
 
-    const proto::remove_components remove{74, Entity{5, 0}, 1};
+    const proto::remove_components remove{74, Entity{5, 0}, {"position"}};
     expect_command_error(decode(remove), wire::ErrorCode::Malformed, 74);
 }
 
@@ -367,23 +496,23 @@ TEST(ClientRejections, UnknownUnionTagIsFatal) {
     fbb.FinishSizePrefixed(root, wire::ClientMessageIdentifier());
     const bytes f(fbb.GetBufferPointer(), fbb.GetBufferPointer() + fbb.GetSize());
     ASSERT_NE(proto::verify_client_frame(f), nullptr) << "the verifier lets it through";
-    const auto decoded = proto::decode_client_frame(f);
+    const auto decoded = decode_frame(f);
     expect_fatal(decoded);
     EXPECT_THAT(decoded.error.message, HasSubstr("200"));
 }
 
 TEST(ClientRejections, MessageWithoutBodyIsFatal) {
     flatbuffers::FlatBufferBuilder fbb;
-    expect_fatal(proto::decode_client_frame(finish(fbb, wire::ClientBody::NONE, 0)));
+    expect_fatal(decode_frame(finish(fbb, wire::ClientBody::NONE, 0)));
 }
 
 TEST(ClientRejections, UnverifiableFrameIsFatal) {
-    const proto::frame good = proto::encode(proto::ping{1});
+    const proto::frame good = proto::encode(proto::ping{1}, types());
     bytes truncated(good->begin(), good->end() - 1);
-    expect_fatal(proto::decode_client_frame(truncated));
-    expect_fatal(proto::decode_client_frame({}));
+    expect_fatal(decode_frame(truncated));
+    expect_fatal(decode_frame({}));
     // A server frame is not a client frame.
-    expect_fatal(proto::decode_client_frame(*proto::encode(proto::pong{1, 2})));
+    expect_fatal(decode_frame(*proto::encode(proto::pong{1, 2})));
 }
 
 // ---- server round trips -------------------------------------------------------------------
@@ -391,6 +520,9 @@ TEST(ClientRejections, UnverifiableFrameIsFatal) {
 TEST(ServerMessages, WelcomeRoundTrips) {
     const proto::welcome w{42, proto::protocol_version, 29.97F, 0x1234567890ULL, 60};
     EXPECT_EQ(round_trip(w), proto::server_control{w});
+    // With the schema: every type, fields, quantization and string limits come back equal.
+    const proto::welcome described{7, proto::protocol_version, 30.0F, 5, 60, {}, "", types()};
+    EXPECT_EQ(round_trip(described), proto::server_control{described});
 }
 
 TEST(ServerMessages, CommandResultRoundTrips) {

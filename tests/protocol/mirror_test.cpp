@@ -29,6 +29,7 @@
 #include "ecsnet/protocol/messages.hpp"
 #include "ecsnet/protocol/replication.hpp"
 #include "printers.hpp"
+#include "test_types.hpp"
 
 namespace {
 
@@ -37,12 +38,16 @@ namespace wire = ecsnet::wire;
 using ecsnet::ecs::Entity;
 using ecsnet::ecs::World;
 using ecsnet::ecs::world_options;
-using proto::Health;
-using proto::Lifetime;
-using proto::Name;
+using ecsnet::demo::Health;
+using ecsnet::demo::Lifetime;
+using ecsnet::demo::Name;
+using ecsnet::demo::Position;
+using ecsnet::demo::Velocity;
+using ecsnet::testing::Mixed;
+using ecsnet::testing::Spot;
+using ecsnet::testing::Tag;
 using proto::Owner;
-using proto::Position;
-using proto::Velocity;
+namespace ids = ecsnet::testing::ids;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
@@ -69,23 +74,57 @@ bool feed_all(proto::mirror& mirror, const std::vector<proto::frame>& frames) {
     return ok;
 }
 
+// The server's types: the demo's and the test-only ones.
+const proto::component_registry& types() {
+    static const proto::component_registry registry = ecsnet::testing::test_types();
+    return registry;
+}
+
+proto::mirror make_mirror(proto::mirror::options options = {}) {
+    return proto::mirror{types().types(), options};
+}
+
+// The world's values as canonical bytes (a quantized value as the wire rounds it) or text, in
+// wire id order: what the mirror must hold exactly.
 proto::component_set components_of(const World& world, Entity e) {
     proto::component_set set;
-    proto::for_each_component([&]<typename T>() {
-        if (const T* value = world.try_get<T>(e)) {
-            set.set<T>(*value);
+    for (std::uint16_t id = 0; id < types().size(); ++id) {
+        const proto::component_ops& ops = types().ops(id);
+        if (!ops.contains(world, e)) {
+            continue;
         }
-    });
+        const proto::component_info& info = types().info(id);
+        proto::component_value v{info.name, {}, {}};
+        if (info.is_string) {
+            v.text = std::string{ops.text(world, e)};
+        } else {
+            v.bytes.resize(info.value_bytes());
+            ops.pack(world, e, v.bytes.data());
+        }
+        set.set(std::move(v));
+    }
     return set;
 }
 
+// What the mirror holds for e, through its generic accessors, in wire id order.
 proto::component_set components_of(const proto::mirror& mirror, Entity e) {
     proto::component_set set;
-    proto::for_each_component([&]<typename T>() {
-        if (const T* value = mirror.template get<T>(e)) {
-            set.set<T>(*value);
+    for (const proto::component_info& info : mirror.types().types()) {
+        if (!mirror.has(e, info.id)) {
+            continue;
         }
-    });
+        proto::component_value v{info.name, {}, {}};
+        if (info.is_string) {
+            const std::string* text = mirror.text(e, info.id);
+            EXPECT_NE(text, nullptr) << info.name;
+            v.text = text == nullptr ? "" : *text;
+        } else {
+            const auto bytes = mirror.value(e, info.id);
+            EXPECT_EQ(bytes.size(), info.value_bytes()) << info.name;
+            v.bytes.assign(bytes.begin(), bytes.end());
+        }
+        set.set(std::move(v));
+    }
     return set;
 }
 
@@ -117,7 +156,7 @@ proto::component_set components_of(const proto::mirror& mirror, Entity e) {
     if (!difference.empty()) {
         return ::testing::AssertionFailure() << difference;
     }
-    if (mirror.checksum() != proto::checksum::of_world(world)) {
+    if (mirror.checksum() != proto::checksum::of_world(world, types())) {
         return ::testing::AssertionFailure() << "same content but different checksums";
     }
     return ::testing::AssertionSuccess();
@@ -138,12 +177,12 @@ struct server {
     }
     proto::frame checksum(std::uint64_t hash_offset = 0) const {
         return proto::encode(proto::server_control{
-            proto::checksum_report{current, proto::checksum::of_world(*world) + hash_offset,
+            proto::checksum_report{current, proto::checksum::of_world(*world, types()) + hash_offset,
                                    static_cast<std::uint32_t>(world->alive())}});
     }
 
     std::shared_ptr<World> world;
-    proto::replication_encoder encoder;
+    proto::replication_encoder encoder{types()};
     std::uint64_t current{0};
 };
 
@@ -169,7 +208,18 @@ void populate(World& world, std::size_t count, std::mt19937& rng) {
             world.emplace<Owner>(e, static_cast<std::uint32_t>(roll % 5));
         }
         if ((roll & 32U) != 0) {
-            world.emplace<Name>(e, std::string(roll % (proto::max_name_bytes + 1), 'x'));
+            world.emplace<Name>(e, std::string(roll % (ecsnet::demo::max_name_bytes + 1), 'x'));
+        }
+        if ((roll & 64U) != 0) {
+            world.emplace<Spot>(e, coordinate(rng) + 1000.0F, coordinate(rng) * 4.0F);
+        }
+        if ((roll & 128U) != 0) {
+            world.emplace<Mixed>(e, (roll & 256U) != 0, static_cast<std::int8_t>(roll >> 9U),
+                                 static_cast<std::uint16_t>(roll >> 12U),
+                                 -static_cast<std::int64_t>(roll), coordinate(rng) / 3.0);
+        }
+        if ((roll & 512U) != 0) {
+            world.emplace<Tag>(e, std::string(roll % (ecsnet::testing::max_tag_bytes + 1), 't'));
         }
     }
 }
@@ -185,12 +235,24 @@ void churn(World& world, std::mt19937& rng) {
     populate(world, live.size() / 10, rng);
     for (std::size_t i = live.size() / 10; i < live.size() / 2; ++i) {
         const Entity e = live[i];
-        switch (rng() % 4) {
+        switch (rng() % 6) {
             case 0:
                 world.emplace_or_replace<Position>(e, 1.0F, static_cast<float>(i));
                 break;
             case 1:
                 world.remove_if_present<Velocity, Name>(e);
+                break;
+            case 4:
+                world.emplace_or_replace<Spot>(e, static_cast<float>(i) / 7.0F, 4000.0F);
+                world.remove_if_present<Tag>(e);
+                break;
+            case 5:
+                world.emplace_or_replace<Tag>(e, std::to_string(i));
+                if (world.has<Mixed>(e)) {
+                    world.patch<Mixed>(e, [](Mixed& m) { m.big -= 1; });
+                } else {
+                    world.emplace<Mixed>(e);
+                }
                 break;
             case 2:
                 if (world.has<Health>(e)) {
@@ -216,7 +278,7 @@ TEST(MirrorSync, MultiChunkSnapshotThenDeltasReproduceTheWorld) {
     populate(*s.world, 2000, rng);
     static_cast<void>(s.tick());
 
-    proto::mirror mirror;
+    proto::mirror mirror = make_mirror();
     EXPECT_FALSE(mirror.ready());
     const auto chunks = s.snapshot(2048);
     ASSERT_GT(chunks.size(), 3U);
@@ -247,7 +309,7 @@ TEST(MirrorSync, SnapshotWhileFollowingReplacesTheState) {
     std::mt19937 rng(5);
     populate(*s.world, 300, rng);
     static_cast<void>(s.tick());
-    proto::mirror mirror;
+    proto::mirror mirror = make_mirror();
     ASSERT_TRUE(feed_all(mirror, s.snapshot()));
     for (int t = 0; t < 3; ++t) {
         churn(*s.world, rng);
@@ -271,7 +333,7 @@ TEST(MirrorSync, QueriesAnswerByIndexAndVersion) {
     const Entity b = s.world->create();
     s.world->emplace<Name>(b, "b");
     static_cast<void>(s.tick());
-    proto::mirror mirror;
+    proto::mirror mirror = make_mirror();
     ASSERT_TRUE(feed_all(mirror, s.snapshot()));
 
     EXPECT_EQ(mirror.find(a.index()), a);
@@ -279,10 +341,14 @@ TEST(MirrorSync, QueriesAnswerByIndexAndVersion) {
     EXPECT_FALSE(mirror.contains(Entity{a.index(), a.version() + 1}));
     EXPECT_FALSE(mirror.contains(Entity{}));
     EXPECT_TRUE(mirror.find(99).is_null());
-    ASSERT_NE(mirror.get<Position>(a), nullptr);
-    EXPECT_EQ(*mirror.get<Position>(a), (Position{1.0F, 2.0F}));
-    EXPECT_EQ(mirror.get<Position>(b), nullptr);
-    EXPECT_EQ(mirror.get<Position>(Entity{a.index(), a.version() + 1}), nullptr);
+    EXPECT_EQ(mirror.get<Position>(a), (Position{1.0F, 2.0F}));
+    EXPECT_EQ(mirror.get<Position>(b), std::nullopt);
+    EXPECT_EQ(mirror.get<Position>(Entity{a.index(), a.version() + 1}), std::nullopt);
+    EXPECT_EQ(mirror.get<Name>(b), Name{"b"});
+    EXPECT_TRUE(mirror.has(a, ids::position));
+    EXPECT_FALSE(mirror.has(b, ids::position));
+    EXPECT_TRUE(mirror.value(b, ids::position).empty());
+    EXPECT_EQ(mirror.text(a, ids::name), nullptr);
 
     s.world->destroy(a);
     const Entity reused = s.world->create();
@@ -290,7 +356,7 @@ TEST(MirrorSync, QueriesAnswerByIndexAndVersion) {
     ASSERT_TRUE(feed(mirror, s.tick())) << mirror.error();
     EXPECT_FALSE(mirror.contains(a));
     EXPECT_TRUE(mirror.contains(reused));
-    EXPECT_EQ(mirror.get<Position>(reused), nullptr);
+    EXPECT_EQ(mirror.get<Position>(reused), std::nullopt);
     std::vector<Entity> seen;
     mirror.each([&](Entity e) { seen.push_back(e); });
     EXPECT_THAT(seen, ElementsAre(reused, b));  // index order
@@ -300,7 +366,7 @@ TEST(MirrorSync, OtherMessagesAreNotItsBusiness) {
     server s;
     s.world->emplace<Health>(s.world->create(), 3);
     static_cast<void>(s.tick());
-    proto::mirror mirror;
+    proto::mirror mirror = make_mirror();
     ASSERT_TRUE(feed_all(mirror, s.snapshot()));
     const std::vector<proto::server_control> others{
         proto::welcome{1, proto::protocol_version, 30.0F, 5, 30},
@@ -327,7 +393,7 @@ TEST(MirrorEvents, CallbacksFireWithTheRightEntities) {
     s.world->emplace<Velocity>(mover, 1.0F, 0.0F);
     static_cast<void>(s.tick());
 
-    proto::mirror mirror;
+    proto::mirror mirror = make_mirror();
     std::vector<std::pair<std::uint64_t, std::size_t>> snapshots;
     std::vector<Entity> spawned;
     std::vector<std::pair<Entity, std::uint32_t>> updated;
@@ -367,11 +433,11 @@ TEST(MirrorEvents, CallbacksFireWithTheRightEntities) {
 
     EXPECT_THAT(destroyed, ElementsAre(doomed));
     EXPECT_THAT(spawned, UnorderedElementsAre(first, second));
-    EXPECT_THAT(updated, UnorderedElementsAre(Pair(mover, proto::wire_id_v<Position>),
-                                              Pair(mover, proto::wire_id_v<Health>)));
-    EXPECT_THAT(removed, ElementsAre(Pair(mover, proto::wire_id_v<Velocity>)))
+    EXPECT_THAT(updated, UnorderedElementsAre(Pair(mover, ids::position),
+                                              Pair(mover, ids::health)));
+    EXPECT_THAT(removed, ElementsAre(Pair(mover, ids::velocity)))
         << "a removal is its own event, not an update";
-    EXPECT_EQ(mirror.get<Velocity>(mover), nullptr);
+    EXPECT_EQ(mirror.get<Velocity>(mover), std::nullopt);
     EXPECT_THAT(checksums, IsEmpty());
 
     ASSERT_TRUE(feed(mirror, s.checksum()));
@@ -395,7 +461,7 @@ TEST(MirrorEvents, SnapshotReportsItsDifferencesAgainstThePreviousState) {
     const Entity replaced = s.world->create();
     s.world->emplace<Name>(replaced, "replaced");
     static_cast<void>(s.tick());
-    proto::mirror mirror;
+    proto::mirror mirror = make_mirror();
     ASSERT_TRUE(feed_all(mirror, s.snapshot()));
     const std::uint64_t old_tick = mirror.tick();
 
@@ -412,8 +478,8 @@ TEST(MirrorEvents, SnapshotReportsItsDifferencesAgainstThePreviousState) {
 
     std::vector<std::string> log;
     const auto named = [&](Entity e) {
-        const Name* n = mirror.get<Name>(e);
-        return ecsnet::ecs::to_string(e) + (n != nullptr ? " " + n->value : "");
+        const auto n = mirror.get<Name>(e);
+        return ecsnet::ecs::to_string(e) + (n ? " " + n->value : "");
     };
     auto& events = mirror.events();
     events.on_destroy = [&](Entity e) {
@@ -445,9 +511,9 @@ TEST(MirrorEvents, SnapshotReportsItsDifferencesAgainstThePreviousState) {
         ElementsAre("destroy " + to_string(gone) + " gone",
                     "destroy " + to_string(replaced) + " replaced",
                     "spawn " + to_string(newcomer) + " newcomer", "spawn " + to_string(fresh),
-                    "update " + to_string(kept) + " " + std::to_string(proto::wire_id_v<Position>),
-                    "update " + to_string(kept) + " " + std::to_string(proto::wire_id_v<Velocity>),
-                    "remove " + to_string(kept) + " " + std::to_string(proto::wire_id_v<Health>),
+                    "update " + to_string(kept) + " " + std::to_string(ids::position),
+                    "update " + to_string(kept) + " " + std::to_string(ids::velocity),
+                    "remove " + to_string(kept) + " " + std::to_string(ids::health),
                     "snapshot " + std::to_string(s.current) + " 4"));
 
     // The same state again: nothing to report but the snapshot.
@@ -462,7 +528,7 @@ TEST(MirrorEvents, SnapshotReportsItsDifferencesAgainstThePreviousState) {
 TEST(MirrorEvents, ApplyFromACallbackIsRefusedAndTheOuterMessageCompletes) {
     server s;
     static_cast<void>(s.tick());
-    proto::mirror mirror;
+    proto::mirror mirror = make_mirror();
     ASSERT_TRUE(feed_all(mirror, s.snapshot()));
 
     server other;
@@ -500,7 +566,7 @@ TEST(MirrorEvents, ApplyFromACallbackIsRefusedAndTheOuterMessageCompletes) {
 TEST(MirrorEvents, CallbackMayReplaceTheCallbacks) {
     server s;
     static_cast<void>(s.tick());
-    proto::mirror mirror;
+    proto::mirror mirror = make_mirror();
     ASSERT_TRUE(feed_all(mirror, s.snapshot()));
     static_cast<void>(s.world->create());
     static_cast<void>(s.world->create());
@@ -525,12 +591,12 @@ TEST(MirrorChecksum, MatchesAndMismatchesAreCounted) {
     std::mt19937 rng(77);
     populate(*s.world, 100, rng);
     static_cast<void>(s.tick());
-    proto::mirror mirror;
+    proto::mirror mirror = make_mirror();
 
     // Before the first snapshot a checksum is not comparable: ignored.
     EXPECT_TRUE(feed(mirror, s.checksum()));
     ASSERT_TRUE(feed_all(mirror, s.snapshot()));
-    EXPECT_EQ(mirror.checksum(), proto::checksum::of_world(*s.world));
+    EXPECT_EQ(mirror.checksum(), proto::checksum::of_world(*s.world, types()));
 
     EXPECT_TRUE(feed(mirror, s.checksum()));
     EXPECT_TRUE(feed(mirror, s.checksum()));
@@ -545,7 +611,7 @@ TEST(MirrorChecksum, MatchesAndMismatchesAreCounted) {
 
     // The same hash with another entity count is a mismatch too.
     const auto wrong_count = proto::encode(proto::server_control{
-        proto::checksum_report{s.current, proto::checksum::of_world(*s.world),
+        proto::checksum_report{s.current, proto::checksum::of_world(*s.world, types()),
                                static_cast<std::uint32_t>(s.world->alive() + 1)}});
     EXPECT_FALSE(feed(mirror, wrong_count));
     EXPECT_EQ(mirror.statistics().checksums_mismatched, 1U);
@@ -568,11 +634,11 @@ TEST(MirrorChecksum, SliceChecksumsCompareOnlyTheirIndices) {
     std::mt19937 rng(5);
     populate(*s.world, 200, rng);
     static_cast<void>(s.tick());
-    proto::mirror mirror;
+    proto::mirror mirror = make_mirror();
     ASSERT_TRUE(feed_all(mirror, s.snapshot()));
 
     const auto slice = [&](std::uint32_t first, std::uint32_t end, std::uint64_t offset = 0) {
-        const auto sum = proto::checksum::of_world(*s.world, {first, end});
+        const auto sum = proto::checksum::of_world(*s.world, types(), {first, end});
         return proto::encode(proto::server_control{
             proto::checksum_report{s.current, sum.hash + offset, sum.entities, first, end}});
     };
@@ -582,7 +648,7 @@ TEST(MirrorChecksum, SliceChecksumsCompareOnlyTheirIndices) {
     EXPECT_EQ(mirror.statistics().checksums_matched, 3U);
 
     // The whole world's hash claimed for a slice is a mismatch.
-    const auto whole = proto::checksum::of_world(*s.world);
+    const auto whole = proto::checksum::of_world(*s.world, types());
     EXPECT_FALSE(feed(mirror, proto::encode(proto::server_control{proto::checksum_report{
                                   s.current, whole, static_cast<std::uint32_t>(s.world->alive()),
                                   0, 64}})));
@@ -598,7 +664,7 @@ TEST(MirrorChecksum, CatchesAChangeTheDeltasMissed) {
     const Entity e = s.world->create();
     s.world->emplace<Position>(e, 1.0F, 1.0F);
     static_cast<void>(s.tick());
-    proto::mirror mirror;
+    proto::mirror mirror = make_mirror();
     ASSERT_TRUE(feed_all(mirror, s.snapshot()));
 
     // A server bug: a write whose change record is dropped. The stream stays consistent...
@@ -635,32 +701,72 @@ flatbuffers::Offset<wire::IndexSet> run(builder& fbb, std::uint32_t first, std::
     return wire::CreateIndexSet(fbb, runs_offset, list_offset);
 }
 
-flatbuffers::Offset<wire::ComponentColumns> positions(builder& fbb,
-                                                      flatbuffers::Offset<wire::IndexSet> at,
-                                                      const std::vector<wire::Position>& values) {
-    const auto values_offset = fbb.CreateVectorOfStructs(values);
-    return wire::CreateComponentColumns(fbb, at, values_offset);
+using columns = std::vector<flatbuffers::Offset<wire::Column>>;
+
+// A column of `type` holding `bytes` as its values.
+columns raw_column(builder& fbb, std::uint16_t type, flatbuffers::Offset<wire::IndexSet> at,
+                   const std::vector<std::uint8_t>& bytes) {
+    return {wire::CreateColumn(fbb, type, at, fbb.CreateVector(bytes))};
+}
+
+// A column of T's values, packed as the server packs them.
+template <typename T>
+columns column_of(builder& fbb, flatbuffers::Offset<wire::IndexSet> at,
+                  const std::vector<T>& values) {
+    const proto::component_info& info = types().info(*types().id_of<T>());
+    std::vector<std::byte> bytes(proto::column_bytes(info, values.size()));
+    for (std::size_t i = 0; i < values.size(); ++i) {
+        proto::pack_value(info, proto::pack(values[i]), bytes, i);
+    }
+    std::vector<std::uint8_t> out;
+    for (const std::byte b : bytes) {
+        out.push_back(std::to_integer<std::uint8_t>(b));
+    }
+    return raw_column(fbb, info.id, at, out);
+}
+
+columns positions(builder& fbb, flatbuffers::Offset<wire::IndexSet> at,
+                  const std::vector<Position>& values) {
+    return column_of(fbb, at, values);
+}
+
+// A string column of `type`.
+columns strings(builder& fbb, std::uint16_t type, flatbuffers::Offset<wire::IndexSet> at,
+                const std::vector<std::string>& texts) {
+    return {wire::CreateColumn(fbb, type, at, 0, fbb.CreateVectorOfStrings(texts))};
+}
+
+// A removal column: `at` only.
+columns removal(builder& fbb, std::uint16_t type, flatbuffers::Offset<wire::IndexSet> at) {
+    return {wire::CreateColumn(fbb, type, at)};
+}
+
+columns operator+(columns a, const columns& b) {
+    a.insert(a.end(), b.begin(), b.end());
+    return a;
 }
 
 flatbuffers::Offset<wire::EntityGroup> group(builder& fbb, flatbuffers::Offset<wire::IndexSet> at,
                                              const std::vector<std::uint32_t>& versions,
-                                             flatbuffers::Offset<wire::ComponentColumns> columns) {
+                                             const columns& values = {}) {
     const auto versions_offset = fbb.CreateVector(versions);
-    return wire::CreateEntityGroup(fbb, at, versions_offset, columns);
+    return wire::CreateEntityGroup(fbb, at, versions_offset,
+                                   values.empty() ? 0 : fbb.CreateVector(values));
 }
 
 struct delta_parts {
     std::vector<wire::EntityRef> destroyed{};
     std::vector<flatbuffers::Offset<wire::EntityGroup>> spawned{};
-    flatbuffers::Offset<wire::ComponentColumns> updated = 0;
-    flatbuffers::Offset<wire::ComponentColumns> removed = 0;
+    columns updated{};
+    columns removed{};
 };
 
 proto::frame delta(builder& fbb, std::uint64_t tick, const delta_parts& parts) {
     const auto destroyed = parts.destroyed.empty() ? 0 : fbb.CreateVectorOfStructs(parts.destroyed);
     const auto spawned = parts.spawned.empty() ? 0 : fbb.CreateVector(parts.spawned);
-    const auto body =
-        wire::CreateDelta(fbb, tick, destroyed, spawned, parts.updated, parts.removed);
+    const auto updated = parts.updated.empty() ? 0 : fbb.CreateVector(parts.updated);
+    const auto removed = parts.removed.empty() ? 0 : fbb.CreateVector(parts.removed);
+    const auto body = wire::CreateDelta(fbb, tick, destroyed, spawned, updated, removed);
     return finish(fbb, wire::ServerBody::Delta, body.Union());
 }
 
@@ -710,7 +816,7 @@ std::vector<hostile_case> hostile_cases() {
          }),
          "over live entity"},
         {"SpawnOverALiveIndexInARun", one([](builder& fbb) {
-             return delta(fbb, next, {.spawned = {group(fbb, run(fbb, 4, 3), {1, 1, 1}, 0)}});
+             return delta(fbb, next, {.spawned = {group(fbb, run(fbb, 4, 3), {1, 1, 1})}});
          }),
          "over live entity"},
         {"DestroyWithTheWrongVersion", one([](builder& fbb) {
@@ -736,9 +842,7 @@ std::vector<hostile_case> hostile_cases() {
          }),
          "unknown entity"},
         {"RemovalOfAComponentTheEntityHasNot", one([](builder& fbb) {
-             return delta(
-                 fbb, next,
-                 {.removed = wire::CreateComponentColumns(fbb, 0, 0, 0, 0, list(fbb, {0}))});
+             return delta(fbb, next, {.removed = removal(fbb, ids::health, list(fbb, {0}))});
          }),
          "does not have"},
         {"TickGap", one([](builder& fbb) { return delta(fbb, next + 1, {}); }), "tick gap"},
@@ -766,14 +870,14 @@ std::vector<hostile_case> hostile_cases() {
              builder first;
              builder second;
              return std::vector<proto::frame>{
-                 snapshot(first, next, 0, 2, 2, {group(first, list(first, {0}), {1}, 0)}),
-                 snapshot(second, next + 1, 1, 2, 2, {group(second, list(second, {1}), {1}, 0)})};
+                 snapshot(first, next, 0, 2, 2, {group(first, list(first, {0}), {1})}),
+                 snapshot(second, next + 1, 1, 2, 2, {group(second, list(second, {1}), {1})})};
          },
          "out of sequence"},
         {"SnapshotOfZeroChunks", one([](builder& fbb) { return snapshot(fbb, next, 0, 0, 0, {}); }),
          "out of sequence"},
         {"SnapshotWithTheWrongEntityCount", one([](builder& fbb) {
-             return snapshot(fbb, next, 0, 1, 3, {group(fbb, list(fbb, {0, 1}), {1, 1}, 0)});
+             return snapshot(fbb, next, 0, 1, 3, {group(fbb, list(fbb, {0, 1}), {1, 1})});
          }),
          "announced 3 entities"},
         {"SnapshotWithTheSameIndexTwice",
@@ -781,63 +885,137 @@ std::vector<hostile_case> hostile_cases() {
              builder first;
              builder second;
              return std::vector<proto::frame>{
-                 snapshot(first, next, 0, 2, 2, {group(first, list(first, {5}), {1}, 0)}),
-                 snapshot(second, next, 1, 2, 2, {group(second, list(second, {5}), {2}, 0)})};
+                 snapshot(first, next, 0, 2, 2, {group(first, list(first, {5}), {1})}),
+                 snapshot(second, next, 1, 2, 2, {group(second, list(second, {5}), {2})})};
          },
          "over live entity"},
         {"UpdateColumnLengthMismatch", one([](builder& fbb) {
              return delta(fbb, next, {.updated = positions(fbb, list(fbb, {0, 1}), {{1, 1}})});
          }),
-         "different number"},
+         "lists more entities than it has values"},
+        {"UpdateColumnWithAValueTooMany", one([](builder& fbb) {
+             return delta(fbb, next,
+                          {.updated = positions(fbb, list(fbb, {0}), {{1, 1}, {2, 2}})});
+         }),
+         "has 16 bytes of values for 1 entities; 8 expected"},
         {"UpdateValuesWithoutIndices", one([](builder& fbb) {
              return delta(fbb, next, {.updated = positions(fbb, 0, {{1, 1}})});
          }),
-         "different number"},
+         "has 8 bytes of values for 0 entities"},
         {"GroupColumnLengthMismatch", one([](builder& fbb) {
              return delta(
                  fbb, next,
                  {.spawned = {group(fbb, list(fbb, {7, 8}), {1, 1}, positions(fbb, 0, {{1, 1}}))}});
          }),
-         "has 1 values for 2 entities"},
+         "has 8 bytes of values for 2 entities; 16 expected"},
+        // Bit-packed: two 38-bit values take 10 bytes; 9 is a byte short.
+        {"QuantizedGroupColumnAByteShort", one([](builder& fbb) {
+             return delta(fbb, next,
+                          {.spawned = {group(fbb, list(fbb, {7, 8}), {1, 1},
+                                             raw_column(fbb, ids::spot, 0,
+                                                        std::vector<std::uint8_t>(9, 0)))}});
+         }),
+         "spot has 9 bytes of values for 2 entities; 10 expected"},
+        {"QuantizedUpdateColumnAByteShort", one([](builder& fbb) {
+             return delta(fbb, next,
+                          {.updated = raw_column(fbb, ids::spot, list(fbb, {0, 1}),
+                                                 std::vector<std::uint8_t>(9, 0))});
+         }),
+         "lists more entities than it has values"},
+        {"StringColumnWithAStringMissing", one([](builder& fbb) {
+             return delta(fbb, next,
+                          {.spawned = {group(fbb, list(fbb, {7, 8}), {1, 1},
+                                             strings(fbb, ids::tag, 0, {"one"}))}});
+         }),
+         "does not hold one string per entity"},
+        {"StringColumnWithValues", one([](builder& fbb) {
+             return delta(fbb, next,
+                          {.spawned = {group(fbb, list(fbb, {7}), {1},
+                                             raw_column(fbb, ids::name, 0, {1, 2, 3}))}});
+         }),
+         "does not hold one string per entity"},
+        {"FixedSizeColumnWithStrings", one([](builder& fbb) {
+             return delta(fbb, next,
+                          {.spawned = {group(fbb, list(fbb, {7}), {1},
+                                             strings(fbb, ids::health, 0, {"1234"}))}});
+         }),
+         "has 0 bytes of values for 1 entities"},
+        {"ColumnOfAnUnknownType", one([](builder& fbb) {
+             return delta(fbb, next,
+                          {.updated = raw_column(fbb, 9, list(fbb, {0}), {1, 2, 3, 4})});
+         }),
+         "unknown component type 9"},
+        {"GroupWithTwoColumnsOfOneType", one([](builder& fbb) {
+             return delta(fbb, next,
+                          {.spawned = {group(fbb, list(fbb, {7}), {1},
+                                             positions(fbb, 0, {{1, 1}}) +
+                                                 positions(fbb, 0, {{2, 2}}))}});
+         }),
+         "two columns of position"},
+        {"RemovalColumnWithValues", one([](builder& fbb) {
+             return delta(fbb, next,
+                          {.removed = raw_column(fbb, ids::position, list(fbb, {0}),
+                                                 std::vector<std::uint8_t>(8, 0))});
+         }),
+         "carries values"},
+        {"RemovalOfAnUnknownType", one([](builder& fbb) {
+             return delta(fbb, next, {.removed = removal(fbb, 9, list(fbb, {0}))});
+         }),
+         "removal column of unknown component type 9"},
         {"GroupVersionCountMismatch", one([](builder& fbb) {
-             return delta(fbb, next, {.spawned = {group(fbb, list(fbb, {7, 8}), {1}, 0)}});
+             return delta(fbb, next, {.spawned = {group(fbb, list(fbb, {7, 8}), {1})}});
          }),
          "versions"},
         {"SpawnWithTheNullVersion", one([](builder& fbb) {
-             return delta(fbb, next, {.spawned = {group(fbb, list(fbb, {7}), {0}, 0)}});
+             return delta(fbb, next, {.spawned = {group(fbb, list(fbb, {7}), {0})}});
          }),
          "null version"},
         {"NanPositionInAnUpdate", one([](builder& fbb) {
              return delta(fbb, next, {.updated = positions(fbb, list(fbb, {0}), {{nan, 0.0F}})});
          }),
-         "invalid position"},
+         "invalid position value for 0:1: position.x is not a finite number"},
         {"NanPositionInASpawn", one([](builder& fbb) {
              return delta(
                  fbb, next,
                  {.spawned = {group(fbb, list(fbb, {7}), {1}, positions(fbb, 0, {{1.0F, nan}}))}});
          }),
-         "invalid position"},
+         "invalid spawn value: position.y is not a finite number"},
         {"InfinitePositionInASnapshot", one([](builder& fbb) {
              constexpr float inf = std::numeric_limits<float>::infinity();
              return snapshot(fbb, next, 0, 1, 1,
                              {group(fbb, list(fbb, {0}), {1}, positions(fbb, 0, {{inf, 0}}))});
          }),
-         "invalid position"},
+         "invalid spawn value: position.x is not a finite number"},
         {"OverlongNameInASpawn", one([](builder& fbb) {
-             const auto names =
-                 fbb.CreateVectorOfStrings(std::vector<std::string>{std::string(65, 'n')});
-             const auto columns =
-                 wire::CreateComponentColumns(fbb, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, names);
-             return delta(fbb, next, {.spawned = {group(fbb, list(fbb, {7}), {1}, columns)}});
+             return delta(fbb, next,
+                          {.spawned = {group(fbb, list(fbb, {7}), {1},
+                                             strings(fbb, ids::name, 0, {std::string(65, 'n')}))}});
          }),
-         "invalid name"},
+         "spawn column name holds a string that is not UTF-8 of at most 64 bytes"},
+        {"OverlongTestOnlyStringInAnUpdate", one([](builder& fbb) {
+             return delta(fbb, next,
+                          {.updated = strings(fbb, ids::tag, list(fbb, {1}), {std::string(17, 't')})});
+         }),
+         "update column tag holds a string that is not UTF-8 of at most 16 bytes"},
+        {"InvalidUtf8NameInASnapshot", one([](builder& fbb) {
+             return snapshot(fbb, next, 0, 1, 1,
+                             {group(fbb, list(fbb, {0}), {1}, strings(fbb, ids::name, 0, {"a\xC0"}))});
+         }),
+         "not UTF-8"},
+        {"InfiniteMixedDoubleInASpawn", one([](builder& fbb) {
+             return delta(fbb, next,
+                          {.spawned = {group(fbb, list(fbb, {7}), {1},
+                                             column_of(fbb, 0, std::vector<Mixed>{{true, 0, 0, 0,
+                                                 std::numeric_limits<double>::infinity()}}))}});
+         }),
+         "mixed.real is not a finite number"},
         {"IndexAboveMaxIndex", one([](builder& fbb) {
-             return delta(fbb, next, {.spawned = {group(fbb, list(fbb, {101}), {1}, 0)}});
+             return delta(fbb, next, {.spawned = {group(fbb, list(fbb, {101}), {1})}});
          }),
          "above the limit", true, proto::mirror::options{.max_index = 100}},
         {"RunOfFourBillionIndices", one([](builder& fbb) {
              return delta(fbb, next,
-                          {.spawned = {group(fbb, run(fbb, 10, 4'000'000'000U), {1}, 0)}});
+                          {.spawned = {group(fbb, run(fbb, 10, 4'000'000'000U), {1})}});
          }),
          "too many"},
         {"DuplicateIndexInOneGroup", one([](builder& fbb) {
@@ -848,7 +1026,7 @@ std::vector<hostile_case> hostile_cases() {
          "lists index 7 twice"},
         {"DuplicateIndexAcrossRunAndList", one([](builder& fbb) {
              return delta(fbb, next,
-                          {.spawned = {group(fbb, run(fbb, 6, 3, {7}), {1, 1, 1, 1}, 0)}});
+                          {.spawned = {group(fbb, run(fbb, 6, 3, {7}), {1, 1, 1, 1})}});
          }),
          "lists index 7 twice"},
         {"UnknownMessageType", one([](builder& fbb) {
@@ -881,7 +1059,7 @@ protected:
 
 TEST_P(HostileFrame, IsCountedReportedOnceAndRecoveredFromWithASnapshot) {
     const hostile_case& c = GetParam();
-    proto::mirror mirror(c.options);
+    proto::mirror mirror = make_mirror(c.options);
     if (c.synced) {
         ASSERT_TRUE(feed_all(mirror, s.snapshot()));
         ASSERT_TRUE(mirror.ready());
@@ -945,12 +1123,12 @@ TEST(MirrorBounds, GroupRunIsBoundedByItsVersionsBeforeExpanding) {
     server s;
     s.world->emplace<Position>(s.world->create(), 0.0F, 0.0F);
     static_cast<void>(s.tick());
-    proto::mirror mirror;
+    proto::mirror mirror = make_mirror();
     ASSERT_TRUE(feed_all(mirror, s.snapshot()));
 
     builder fbb;
     const proto::frame hostile =
-        delta(fbb, s.current + 1, {.spawned = {group(fbb, run(fbb, 100, 16'000'000U), {1}, 0)}});
+        delta(fbb, s.current + 1, {.spawned = {group(fbb, run(fbb, 100, 16'000'000U), {1})}});
     ASSERT_LT(hostile->size(), 200U);
     const std::size_t before = heap_in_use();
     EXPECT_FALSE(feed(mirror, hostile));
@@ -960,11 +1138,39 @@ TEST(MirrorBounds, GroupRunIsBoundedByItsVersionsBeforeExpanding) {
         << "the mirror expanded the run before comparing it with the versions";
 }
 
+// The same for a Delta's update and removal columns: an update's indices are bounded by the
+// values its column really carries, a removal's by the entities the mirror holds.
+TEST(MirrorBounds, ColumnRunIsBoundedBeforeExpanding) {
+    server s;
+    s.world->emplace<Position>(s.world->create(), 0.0F, 0.0F);
+    static_cast<void>(s.tick());
+    proto::mirror mirror = make_mirror();
+    ASSERT_TRUE(feed_all(mirror, s.snapshot()));
+
+    for (const bool update : {true, false}) {
+        SCOPED_TRACE(update ? "update" : "removal");
+        builder fbb;
+        const auto at = run(fbb, 0, 16'000'000U);
+        const proto::frame hostile =
+            update ? delta(fbb, s.current + 1, {.updated = positions(fbb, at, {{1.0F, 1.0F}})})
+                   : delta(fbb, s.current + 1, {.removed = removal(fbb, ids::position, at)});
+        ASSERT_LT(hostile->size(), 200U);
+        const std::size_t before = heap_in_use();
+        EXPECT_FALSE(feed(mirror, hostile));
+        const std::size_t after = heap_in_use();
+        EXPECT_THAT(mirror.error(), HasSubstr("lists more entities than"));
+        EXPECT_LT(after, before + (std::size_t{1} << 20U))
+            << "the mirror expanded the run before bounding it";
+        ASSERT_TRUE(mirror.take_resync_reason().has_value());
+        ASSERT_TRUE(feed_all(mirror, s.snapshot()));
+    }
+}
+
 TEST(MirrorResync, ReasonSurvivesTheDeltasRefusedMeanwhile) {
     server s;
     s.world->emplace<Position>(s.world->create(), 0.0F, 0.0F);
     static_cast<void>(s.tick());
-    proto::mirror mirror;
+    proto::mirror mirror = make_mirror();
     ASSERT_TRUE(feed_all(mirror, s.snapshot()));
 
     builder fbb;
@@ -981,7 +1187,7 @@ TEST(MirrorResync, EveryNewInconsistencyIsReportedAgain) {
     server s;
     s.world->emplace<Position>(s.world->create(), 0.0F, 0.0F);
     static_cast<void>(s.tick());
-    proto::mirror mirror;
+    proto::mirror mirror = make_mirror();
     for (int round = 1; round <= 3; ++round) {
         ASSERT_TRUE(feed_all(mirror, s.snapshot()));
         builder fbb;

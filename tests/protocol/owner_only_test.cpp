@@ -7,14 +7,14 @@
 #include "ecsnet/protocol/checksum.hpp"
 #include "ecsnet/protocol/mirror.hpp"
 #include "ecsnet/protocol/replication.hpp"
-#include "schema_types.hpp"
+#include "test_types.hpp"
 
 namespace {
 
 namespace proto = ecsnet::protocol;
 namespace ecs = ecsnet::ecs;
 using ::testing::HasSubstr;
-using namespace ecsnet::test;
+using namespace ecsnet::testing;
 
 bool apply_frame(proto::mirror& m, const proto::frame& f) {
     const auto* root = proto::verify_server_frame(*f);
@@ -67,7 +67,7 @@ protected:
         return shared.hash + (own == terms.end() ? 0 : own->second);
     }
 
-    proto::component_registry types_ = test_registry();
+    proto::component_registry types_ = model_types();
     std::shared_ptr<ecs::World> world_ = ecs::World::make();
     proto::replication_encoder encoder_{types_};
     ecs::Entity mine_;

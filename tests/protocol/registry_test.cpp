@@ -7,14 +7,14 @@
 #include <vector>
 
 #include "ecsnet/protocol/checksum.hpp"
-#include "schema_types.hpp"
+#include "test_types.hpp"
 
 namespace {
 
 namespace proto = ecsnet::protocol;
 namespace ecs = ecsnet::ecs;
 using ::testing::HasSubstr;
-using namespace ecsnet::test;
+using namespace ecsnet::testing;
 
 }  // namespace
 
@@ -23,7 +23,7 @@ struct Impostor {
     float level{};
 };
 template <>
-struct ecsnet::protocol::replicated<Impostor> : replicate<ecsnet::test_wire::Gauge, "gauge"> {};
+struct ecsnet::protocol::replicated<Impostor> : replicate<ecsnet::testing::wire::Gauge, "gauge"> {};
 
 namespace {
 
@@ -33,8 +33,8 @@ TEST(Registry, OwnerComesFirstThenTheGamesTypesInOrder) {
     EXPECT_EQ(types.info(0).name, "owner");
     EXPECT_EQ(types.info(0).written_by, proto::writer::server);
     EXPECT_EQ(types.add<Spot>(), 1U);
-    EXPECT_EQ(types.add<Label>(), 2U);
-    EXPECT_EQ(types.id_of("label"), 2U);
+    EXPECT_EQ(types.add<Tag>(), 2U);
+    EXPECT_EQ(types.id_of("tag"), 2U);
     EXPECT_EQ(types.id_of<Spot>(), 1U);
     EXPECT_FALSE(types.id_of("mixed").has_value());
     EXPECT_EQ(types.types().find("spot")->fields.size(), 2U);
@@ -59,14 +59,14 @@ TEST(Registry, RefusesATypeOrANameTwice) {
 }
 
 TEST(Registry, OperationsWorkOnAnyRegisteredType) {
-    const proto::component_registry types = test_registry();
+    const proto::component_registry types = model_types();
     auto world = ecs::World::make();
     const ecs::Entity a = world->create();
     const ecs::Entity b = world->create();
     world->emplace<Spot>(a, 1.0F, 2.0F);
-    world->emplace<Label>(b, "bee");
+    world->emplace<Tag>(b, "bee");
     const auto spot = *types.id_of<Spot>();
-    const auto label = *types.id_of<Label>();
+    const auto label = *types.id_of<Tag>();
 
     EXPECT_TRUE(types.ops(spot).contains(*world, a));
     EXPECT_FALSE(types.ops(spot).contains(*world, b));
@@ -84,14 +84,14 @@ TEST(Registry, OperationsWorkOnAnyRegisteredType) {
     EXPECT_TRUE(types.ops(spot).accepts(v, nullptr));
     types.ops(spot).assign(*world, b, v);
     EXPECT_EQ(world->get<Spot>(b), (Spot{8.0F, 9.0F}));
-    types.ops(label).assign(*world, a, proto::component_value{"label", {}, "ay"});
-    EXPECT_EQ(world->get<Label>(a).text, "ay");
+    types.ops(label).assign(*world, a, proto::component_value{"tag", {}, "ay"});
+    EXPECT_EQ(world->get<Tag>(a).text, "ay");
     types.ops(spot).remove(*world, b);
     EXPECT_FALSE(world->has<Spot>(b));
 }
 
 TEST(Registry, AcceptsAsksTheTypesOwnCheck) {
-    const proto::component_registry types = test_registry();
+    const proto::component_registry types = model_types();
     const auto gauge = *types.id_of<Gauge>();
     proto::component_value v{"gauge", {}, {}};
     const auto negative = proto::pack(Gauge{-1.0F});
@@ -102,7 +102,7 @@ TEST(Registry, AcceptsAsksTheTypesOwnCheck) {
 }
 
 TEST(Registry, EncodeWritesOneBitPackedColumn) {
-    const proto::component_registry types = test_registry();
+    const proto::component_registry types = model_types();
     auto world = ecs::World::make();
     std::vector<ecs::Entity> entities;
     for (int i = 0; i < 3; ++i) {

@@ -8,14 +8,14 @@
 #include <cstdint>
 #include <limits>
 
-#include "schema_types.hpp"
+#include "test_types.hpp"
 
 namespace {
 
 namespace proto = ecsnet::protocol;
-using ecsnet::test::Label;
-using ecsnet::test::Mixed;
-using ecsnet::test::Spot;
+using ecsnet::testing::Tag;
+using ecsnet::testing::Mixed;
+using ecsnet::testing::Spot;
 
 template <std::size_t N>
 std::array<std::byte, N> bytes_of(std::array<int, N> values) {
@@ -59,11 +59,11 @@ TEST(Replicated, DescribesPlainFieldsInTheirNaturalWidths) {
 }
 
 TEST(Replicated, DescribesAStringType) {
-    const proto::component_info info = proto::describe<Label>();
+    const proto::component_info info = proto::describe<Tag>();
     EXPECT_TRUE(info.is_string);
     EXPECT_EQ(info.max_bytes, 16U);
     EXPECT_TRUE(info.fields.empty());
-    EXPECT_EQ(proto::value_bytes_v<Label>, 0U);
+    EXPECT_EQ(proto::value_bytes_v<Tag>, 0U);
 }
 
 TEST(Replicated, PacksFieldsLittleEndianWithoutPadding) {
@@ -74,7 +74,7 @@ TEST(Replicated, PacksFieldsLittleEndianWithoutPadding) {
     value.small = -2;
     value.medium = 0x1234;
     value.big = -1;
-    value.precise = 1.5;
+    value.real = 1.5;
     const auto packed = proto::pack(value);
     const auto expected = bytes_of<20>({0x01, 0xFE, 0x34, 0x12, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF,
                                         0xFF, 0xFF, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0xF8, 0x3F});
@@ -111,7 +111,7 @@ TEST(Replicated, EqualValuesPackToEqualBytes) {
     b.small = 3;
     b.medium = 4;
     b.big = 5;
-    b.precise = 6.0;
+    b.real = 6.0;
     EXPECT_EQ(proto::pack(a), proto::pack(b));
 }
 
@@ -126,7 +126,7 @@ TEST(Replicated, UnpackIgnoresFieldsAddedAfterTheOnesItKnows) {
 }
 
 TEST(Replicated, TextOfAStringComponent) {
-    const Label label{"hello"};
+    const Tag label{"hello"};
     EXPECT_EQ(proto::text_of(label), "hello");
 }
 

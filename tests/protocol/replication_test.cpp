@@ -27,6 +27,7 @@
 #include "ecsnet/protocol/messages.hpp"
 #include "ecsnet/protocol/mirror.hpp"
 #include "printers.hpp"
+#include "test_types.hpp"
 
 namespace {
 
@@ -35,12 +36,15 @@ namespace wire = ecsnet::wire;
 using ecsnet::ecs::Entity;
 using ecsnet::ecs::World;
 using ecsnet::ecs::world_options;
-using proto::Health;
-using proto::Lifetime;
-using proto::Name;
+using ecsnet::demo::Health;
+using ecsnet::demo::Lifetime;
+using ecsnet::demo::Name;
+using ecsnet::demo::Position;
+using ecsnet::demo::Velocity;
+using ecsnet::testing::Mixed;
+using ecsnet::testing::Spot;
+using ecsnet::testing::Tag;
 using proto::Owner;
-using proto::Position;
-using proto::Velocity;
 using ::testing::ElementsAre;
 using ::testing::IsEmpty;
 using ::testing::UnorderedElementsAre;
@@ -53,20 +57,85 @@ struct ServerOnly {
 
 constexpr std::size_t index_limit = std::size_t{1} << 24U;
 
-template <typename T>
-constexpr std::uint64_t bit() {
-    return std::uint64_t{1} << proto::wire_id_v<T>;
+// The server's types: the demo's and the test-only ones.
+const proto::component_registry& types() {
+    static const proto::component_registry registry = ecsnet::testing::test_types();
+    return registry;
 }
 
-// Every replicated component the world holds for e.
-proto::component_set components_of(const World& world, Entity e) {
+template <typename T>
+std::uint64_t bit() {
+    return std::uint64_t{1} << *types().id_of<T>();
+}
+
+// Component values by wire id: what an entity has, in a comparable order.
+using values_by_id = std::map<std::uint16_t, proto::component_value>;
+
+proto::component_set to_set(const values_by_id& values) {
     proto::component_set set;
-    proto::for_each_component([&]<typename T>() {
-        if (const T* value = world.try_get<T>(e)) {
-            set.set<T>(*value);
-        }
-    });
+    for (const auto& [id, value] : values) {
+        set.set(value);
+    }
     return set;
+}
+
+// The wire ids of the set's values, a bit each.
+std::uint64_t mask_of(const proto::component_set& set) {
+    std::uint64_t mask = 0;
+    for (const auto& value : set.values()) {
+        mask |= std::uint64_t{1} << *types().id_of(value.name);
+    }
+    return mask;
+}
+
+// Every replicated component the world holds for e, in wire id order.
+proto::component_set components_of(const World& world, Entity e) {
+    values_by_id values;
+    for (std::uint16_t id = 0; id < types().size(); ++id) {
+        const proto::component_ops& ops = types().ops(id);
+        if (!ops.contains(world, e)) {
+            continue;
+        }
+        const proto::component_info& info = types().info(id);
+        proto::component_value v{info.name, {}, {}};
+        if (info.is_string) {
+            v.text = std::string{ops.text(world, e)};
+        } else {
+            v.bytes.resize(info.value_bytes());
+            ops.pack(world, e, v.bytes.data());
+        }
+        values[id] = std::move(v);
+    }
+    return to_set(values);
+}
+
+// Value i of a column, checked against the column's shape for `count` entities.
+proto::component_value value_at(const wire::Column& column, std::size_t count, std::size_t i) {
+    const proto::component_info* info = types().types().find(column.type());
+    if (info == nullptr) {
+        ADD_FAILURE() << "column of unknown type " << column.type();
+        return {};
+    }
+    proto::component_value v{info->name, {}, {}};
+    if (info->is_string) {
+        EXPECT_EQ(column.values(), nullptr) << info->name;
+        const auto* strings = column.strings();
+        EXPECT_EQ(strings == nullptr ? 0U : strings->size(), count) << info->name;
+        if (strings != nullptr && i < strings->size()) {
+            v.text = strings->Get(static_cast<flatbuffers::uoffset_t>(i))->str();
+        }
+        return v;
+    }
+    EXPECT_EQ(column.strings(), nullptr) << info->name;
+    const auto* values = column.values();
+    EXPECT_EQ(values == nullptr ? 0U : values->size(), proto::column_bytes(*info, count))
+        << info->name << ": one value per entity";
+    v.bytes.resize(info->value_bytes());
+    if (values != nullptr && values->size() >= proto::column_bytes(*info, i + 1)) {
+        proto::unpack_value(*info, std::as_bytes(std::span{values->data(), values->size()}), i,
+                            v.bytes);
+    }
+    return v;
 }
 
 const wire::ServerMessage* verified(const proto::frame& frame) {
@@ -102,21 +171,20 @@ decoded_group decode_group(const wire::EntityGroup& group) {
                                           : 0U;
         out.entities.emplace_back(at[i], version);
     }
-    out.values.resize(at.size());
-    if (const wire::ComponentColumns* columns = group.columns()) {
-        proto::for_each_component([&]<typename T>() {
-            EXPECT_EQ(proto::column<T>::at(*columns), nullptr)
-                << "a group names its entities itself; no " << proto::column<T>::name << "_at";
-            const auto* values = proto::column<T>::values(*columns);
-            if (values == nullptr) {
-                return;
+    std::vector<values_by_id> values(at.size());
+    if (const auto* columns = group.columns()) {
+        for (const wire::Column* column : *columns) {
+            EXPECT_EQ(column->at(), nullptr) << "a group names its entities itself; no `at` in "
+                                             << "column " << column->type();
+            EXPECT_EQ(out.mask & (std::uint64_t{1} << column->type()), 0U) << "column twice";
+            out.mask |= std::uint64_t{1} << column->type();
+            for (std::size_t i = 0; i < at.size(); ++i) {
+                values[i][column->type()] = value_at(*column, at.size(), i);
             }
-            out.mask |= bit<T>();
-            EXPECT_EQ(values->size(), at.size()) << proto::column<T>::name;
-            for (std::size_t i = 0; i < at.size() && i < values->size(); ++i) {
-                out.values[i].set<T>(proto::decode_value<T>(*values, i));
-            }
-        });
+        }
+    }
+    for (const auto& v : values) {
+        out.values.push_back(to_set(v));
     }
     return out;
 }
@@ -145,29 +213,30 @@ decoded_delta decode_delta(const wire::Delta& delta) {
             out.spawned.push_back(decode_group(*group));
         }
     }
-    if (const wire::ComponentColumns* updated = delta.updated()) {
-        proto::for_each_component([&]<typename T>() {
-            const auto at = expand(proto::column<T>::at(*updated));
-            const auto* values = proto::column<T>::values(*updated);
-            EXPECT_EQ(values == nullptr ? 0U : values->size(), at.size())
-                << "updated " << proto::column<T>::name << ": one value per index";
-            for (std::size_t i = 0; i < at.size() && values != nullptr && i < values->size(); ++i) {
-                auto& slot = out.updated[at[i]].template get<T>();
-                EXPECT_FALSE(slot.has_value()) << "index " << at[i] << " updated twice";
-                slot = proto::decode_value<T>(*values, i);
+    std::map<std::uint32_t, values_by_id> updated;
+    if (const auto* columns = delta.updated()) {
+        for (const wire::Column* column : *columns) {
+            const auto at = expand(column->at());
+            for (std::size_t i = 0; i < at.size(); ++i) {
+                const bool fresh =
+                    updated[at[i]].emplace(column->type(), value_at(*column, at.size(), i)).second;
+                EXPECT_TRUE(fresh) << "index " << at[i] << " updated twice";
             }
-        });
+        }
     }
-    if (const wire::ComponentColumns* removed = delta.removed()) {
-        proto::for_each_component([&]<typename T>() {
-            EXPECT_EQ(proto::column<T>::values(*removed), nullptr)
-                << "removals carry no values (" << proto::column<T>::name << ")";
-            for (const std::uint32_t index : expand(proto::column<T>::at(*removed))) {
-                EXPECT_EQ(out.removed[index] & bit<T>(), 0U)
-                    << "index " << index << " removed twice";
-                out.removed[index] |= bit<T>();
+    for (const auto& [index, values] : updated) {
+        out.updated[index] = to_set(values);
+    }
+    if (const auto* columns = delta.removed()) {
+        for (const wire::Column* column : *columns) {
+            EXPECT_EQ(column->values(), nullptr) << "removals carry no values";
+            EXPECT_EQ(column->strings(), nullptr) << "removals carry no values";
+            for (const std::uint32_t index : expand(column->at())) {
+                const std::uint64_t b = std::uint64_t{1} << column->type();
+                EXPECT_EQ(out.removed[index] & b, 0U) << "index " << index << " removed twice";
+                out.removed[index] |= b;
             }
-        });
+        }
     }
     return out;
 }
@@ -224,6 +293,7 @@ TEST(ReplicationDelta, CarriesExactlyTheTicksChanges) {
     const Entity d = world->create();
     world->emplace<Position>(d, 4.0F, 4.0F);
     world->emplace<Velocity>(d, 1.0F, 0.0F);
+    world->emplace<Mixed>(d, true, std::int8_t{-3}, std::uint16_t{9}, std::int64_t{1} << 40, 0.5);
     const Entity e = world->create();
     world->emplace<Name>(e, "e");
     world->emplace<Health>(e, 5);
@@ -242,7 +312,13 @@ TEST(ReplicationDelta, CarriesExactlyTheTicksChanges) {
     world->emplace<Velocity>(g, 0.0F, 1.0F);
     world->emplace<Position>(g, 20.0F, 20.0F);
     const Entity bare = world->create();
+    const Entity tagged = world->create();  // test-only types only
+    world->emplace<Spot>(tagged, 100.0F, 0.5F);
+    world->emplace<Mixed>(tagged, false, std::int8_t{1}, std::uint16_t{2}, std::int64_t{-3}, 4.0);
+    world->emplace<Tag>(tagged, "t");
     world->patch<Position>(b, [](Position& p) { p = {3.0F, 3.0F}; });
+    world->emplace<Tag>(b, "b");  // a test-only type added: an update
+    world->remove<Mixed>(d);
     world->emplace<Health>(c, 7);  // added to an entity the client has: an update
     world->remove<Velocity>(d);
     world->replace<Name>(e, "e2");
@@ -252,17 +328,17 @@ TEST(ReplicationDelta, CarriesExactlyTheTicksChanges) {
     world->emplace<Health>(e, 6);
 
     const auto changes = world->take_changes();
-    EXPECT_THAT(changes.created, ElementsAre(f, h, g, bare));
+    EXPECT_THAT(changes.created, ElementsAre(f, h, g, bare, tagged));
     EXPECT_THAT(changes.destroyed, ElementsAre(a));
 
-    proto::replication_encoder encoder;
+    proto::replication_encoder encoder{types()};
     const decoded_delta delta = decode_delta(encoder.encode_delta(*world, changes, 42));
 
     EXPECT_EQ(delta.tick, 42U);
     EXPECT_THAT(delta.destroyed, ElementsAre(a));
 
     // Spawns are grouped by component set, each entity with its version and values.
-    ASSERT_EQ(delta.spawned.size(), 3U);
+    ASSERT_EQ(delta.spawned.size(), 4U);
     const decoded_group* moving = group_of(delta, f);
     ASSERT_NE(moving, nullptr);
     EXPECT_EQ(moving->mask, bit<Position>() | bit<Velocity>());
@@ -275,6 +351,9 @@ TEST(ReplicationDelta, CarriesExactlyTheTicksChanges) {
     ASSERT_NE(empty, nullptr);
     EXPECT_EQ(empty->mask, 0U);
     EXPECT_THAT(empty->entities, ElementsAre(bare));
+    const decoded_group* test_only = group_of(delta, tagged);
+    ASSERT_NE(test_only, nullptr);
+    EXPECT_EQ(test_only->mask, bit<Spot>() | bit<Mixed>() | bit<Tag>());
     for (const auto& group : delta.spawned) {
         for (std::size_t i = 0; i < group.entities.size(); ++i) {
             EXPECT_EQ(group.values[i], components_of(*world, group.entities[i]))
@@ -284,12 +363,12 @@ TEST(ReplicationDelta, CarriesExactlyTheTicksChanges) {
 
     // Updates and removals by index, exactly the net changes.
     std::map<std::uint32_t, proto::component_set> updated;
-    updated[b.index()].set(Position{3.0F, 3.0F});
+    updated[b.index()].set(Position{3.0F, 3.0F}).set(Tag{"b"});
     updated[c.index()].set(Health{7});
     updated[e.index()].set(Health{6}).set(Name{"e2"});
     EXPECT_EQ(delta.updated, updated);
     EXPECT_EQ(delta.removed,
-              (std::map<std::uint32_t, std::uint64_t>{{d.index(), bit<Velocity>()}}));
+              (std::map<std::uint32_t, std::uint64_t>{{d.index(), bit<Velocity>() | bit<Mixed>()}}));
 }
 
 TEST(ReplicationDelta, EncodesWhatTheChangeSetSays) {
@@ -302,6 +381,10 @@ TEST(ReplicationDelta, EncodesWhatTheChangeSetSays) {
         world->emplace<Position>(e, static_cast<float>(i), 0.0F);
         if (i % 3 == 0) {
             world->emplace<Health>(e, i);
+        }
+        if (i % 4 == 0) {
+            world->emplace<Mixed>(e, i % 8 == 0, static_cast<std::int8_t>(i), std::uint16_t{7},
+                                  std::int64_t{i} << 33, i * 0.25);
         }
         entities.push_back(e);
     }
@@ -316,11 +399,15 @@ TEST(ReplicationDelta, EncodesWhatTheChangeSetSays) {
                 break;
             case 2:
                 world->remove_if_present<Health>(entities[i]);
+                world->remove_if_present<Mixed>(entities[i]);
                 break;
             case 3:
                 world->emplace<Name>(entities[i], random_name(rng, 64));
+                world->emplace<Tag>(entities[i], random_name(rng, ecsnet::testing::max_tag_bytes));
                 break;
             default:
+                world->emplace_or_replace<Spot>(entities[i], static_cast<float>(i) / 64.0F,
+                                                4096.0F - static_cast<float>(i));
                 break;
         }
     }
@@ -331,7 +418,7 @@ TEST(ReplicationDelta, EncodesWhatTheChangeSetSays) {
     }
     const auto changes = world->take_changes();
 
-    proto::replication_encoder encoder;
+    proto::replication_encoder encoder{types()};
     const decoded_delta delta = decode_delta(encoder.encode_delta(*world, changes, 5));
 
     EXPECT_EQ(delta.destroyed, changes.destroyed);
@@ -340,27 +427,32 @@ TEST(ReplicationDelta, EncodesWhatTheChangeSetSays) {
         for (std::size_t i = 0; i < group.entities.size(); ++i) {
             spawned.push_back(group.entities[i]);
             EXPECT_EQ(group.values[i], components_of(*world, group.entities[i]));
-            EXPECT_EQ(group.values[i].mask(), group.mask) << "one component set per group";
+            EXPECT_EQ(mask_of(group.values[i]), group.mask) << "one component set per group";
         }
     }
     EXPECT_THAT(spawned, UnorderedElementsAreArray(changes.created));
 
     std::map<std::uint32_t, proto::component_set> updated;
+    std::map<std::uint32_t, values_by_id> updated_by_id;
     std::map<std::uint32_t, std::uint64_t> removed;
-    proto::for_each_component([&]<typename T>() {
+    ecsnet::testing::for_each_test_type([&]<typename T>() {
         const auto* changed = changes.template find<T>();
         if (changed == nullptr) {
             return;
         }
         for (const auto& list : {changed->added, changed->updated}) {
             for (const Entity e : list) {
-                updated[e.index()].set<T>(world->get<T>(e));
+                updated_by_id[e.index()][*types().id_of<T>()] = *components_of(*world, e).find(
+                    proto::replicated<T>::name);
             }
         }
         for (const Entity e : changed->removed) {
             removed[e.index()] |= bit<T>();
         }
     });
+    for (const auto& [index, values] : updated_by_id) {
+        updated[index] = to_set(values);
+    }
     EXPECT_FALSE(updated.empty());
     EXPECT_FALSE(removed.empty());
     EXPECT_EQ(delta.updated, updated);
@@ -368,7 +460,7 @@ TEST(ReplicationDelta, EncodesWhatTheChangeSetSays) {
 }
 
 TEST(ReplicationDelta, EmptyTickIsASmallFrameWhateverTheWorldSize) {
-    proto::replication_encoder encoder;
+    proto::replication_encoder encoder{types()};
     const auto idle_tick = [&](std::size_t idle) {
         const auto world = World::make();
         for (std::size_t i = 0; i < idle; ++i) {
@@ -399,7 +491,7 @@ TEST(ReplicationDelta, EmptyTickIsASmallFrameWhateverTheWorldSize) {
 }
 
 TEST(ReplicationDelta, IdleEntitiesCostNothingNextToAMovingOne) {
-    proto::replication_encoder encoder;
+    proto::replication_encoder encoder{types()};
     const auto one_mover = [&](std::size_t idle) {
         const auto world = World::make();
         const Entity mover = world->create();
@@ -425,13 +517,36 @@ TEST(ReplicationDelta, UnreplicatedComponentsStayOffTheWire) {
     const auto changes = world->take_changes();
     ASSERT_NE(changes.find<ServerOnly>(), nullptr);
 
-    proto::replication_encoder encoder;
+    proto::replication_encoder encoder{types()};
     const decoded_delta delta = decode_delta(encoder.encode_delta(*world, changes, 1));
     ASSERT_EQ(delta.spawned.size(), 1U);
     EXPECT_EQ(delta.spawned[0].mask, 0U);
     EXPECT_THAT(delta.spawned[0].entities, ElementsAre(spawned));
     EXPECT_THAT(delta.updated, IsEmpty());
     EXPECT_THAT(delta.removed, IsEmpty());
+}
+
+// A replicated type the server did not register is as unknown to its encoder.
+TEST(ReplicationDelta, TypesTheRegistryLacksStayOffTheWire) {
+    const auto world = World::make();
+    const Entity e = world->create();
+    world->emplace<Spot>(e, 1.0F, 1.0F);
+    world->emplace<Health>(e, 2);
+    static_cast<void>(world->take_changes());
+    world->patch<Spot>(e, [](Spot& s) { s.x = 2.0F; });
+    const Entity spawned = world->create();
+    world->emplace<Spot>(spawned, 3.0F, 3.0F);
+    world->emplace<Tag>(spawned, "x");
+    world->remove<Health>(e);
+
+    const proto::component_registry demo_only = ecsnet::testing::demo_types();
+    proto::replication_encoder encoder{demo_only};
+    const decoded_delta delta = decode_delta(encoder.encode_delta(*world, world->take_changes(), 1));
+    ASSERT_EQ(delta.spawned.size(), 1U);
+    EXPECT_EQ(delta.spawned[0].mask, 0U);
+    EXPECT_THAT(delta.updated, IsEmpty());
+    EXPECT_EQ(delta.removed, (std::map<std::uint32_t, std::uint64_t>{
+                                 {e.index(), std::uint64_t{1} << ecsnet::testing::ids::health}}));
 }
 
 // Bytes one moving entity adds to a delta, over `count` entities moved by `move`.
@@ -444,7 +559,7 @@ double bytes_per_moving_entity(std::size_t count, Move move) {
         world->emplace<Velocity>(e, 1.0F, 0.5F);
     }
     static_cast<void>(world->take_changes());
-    proto::replication_encoder encoder;
+    proto::replication_encoder encoder{types()};
     const std::size_t empty = encoder.encode_delta(*world, world->take_changes(), 2)->size();
     move(*world);
     const auto changes = world->take_changes();
@@ -486,7 +601,7 @@ TEST(ReplicationDelta, FrameIsSharedAndStaysValidAfterTheNextEncode) {
         world->emplace<Name>(e, "unit " + std::to_string(i));
         entities.push_back(e);
     }
-    proto::replication_encoder encoder;
+    proto::replication_encoder encoder{types()};
     const proto::frame frame = encoder.encode_delta(*world, world->take_changes(), 1);
 
     // Queued to two sessions: the same bytes, decoded the same way by both.
@@ -533,7 +648,7 @@ TEST(ReplicationDelta, DestroyAndIndexReuseInOneTick) {
     EXPECT_THAT(changes.destroyed, ElementsAre(old));
     EXPECT_THAT(changes.created, ElementsAre(reborn));
 
-    proto::replication_encoder encoder;
+    proto::replication_encoder encoder{types()};
     const decoded_delta delta = decode_delta(encoder.encode_delta(*world, changes, 11));
     EXPECT_THAT(delta.destroyed, ElementsAre(Entity{old.index(), old.version()}));
     ASSERT_EQ(delta.spawned.size(), 1U);
@@ -571,7 +686,20 @@ std::shared_ptr<World> varied_world(std::size_t count, std::uint32_t seed) {
             world->emplace<Owner>(e, static_cast<std::uint32_t>(roll % 7));
         }
         if ((roll & 32U) != 0) {
-            world->emplace<Name>(e, random_name(rng, proto::max_name_bytes));
+            world->emplace<Name>(e, random_name(rng, ecsnet::demo::max_name_bytes));
+        }
+        if ((roll & 64U) != 0) {
+            world->emplace<Spot>(e, static_cast<float>(roll % 262'145) / 64.0F,
+                                 static_cast<float>(i % 4096));
+        }
+        if ((roll & 128U) != 0) {
+            world->emplace<Mixed>(e, (roll & 256U) != 0, static_cast<std::int8_t>(roll),
+                                  static_cast<std::uint16_t>(roll >> 8U),
+                                  static_cast<std::int64_t>(rng()) - (std::int64_t{1} << 40),
+                                  static_cast<double>(roll) / 3.0);
+        }
+        if ((roll & 512U) != 0) {
+            world->emplace<Tag>(e, random_name(rng, ecsnet::testing::max_tag_bytes));
         }
         if (i % 11 == 5) {
             doomed.push_back(e);
@@ -594,7 +722,7 @@ TEST_P(SnapshotChunks, StayWithinTheBoundAndCarryTheWholeWorld) {
     constexpr std::size_t slack = 512;
     const auto world = varied_world(entity_count, 99);
 
-    proto::replication_encoder encoder;
+    proto::replication_encoder encoder{types()};
     const auto frames = encoder.encode_snapshot(*world, 77, {.max_chunk_bytes = max_chunk_bytes});
     ASSERT_GT(frames.size(), 1U);
 
@@ -619,7 +747,7 @@ TEST_P(SnapshotChunks, StayWithinTheBoundAndCarryTheWholeWorld) {
             EXPECT_FALSE(decoded.entities.empty());
             for (std::size_t i = 0; i < decoded.entities.size(); ++i) {
                 const Entity e = decoded.entities[i];
-                EXPECT_EQ(decoded.values[i].mask(), decoded.mask);
+                EXPECT_EQ(mask_of(decoded.values[i]), decoded.mask);
                 const bool fresh =
                     seen.emplace(e.index(), std::pair{e.version(), decoded.values[i]}).second;
                 EXPECT_TRUE(fresh) << "entity index " << e.index() << " sent twice";
@@ -645,7 +773,7 @@ INSTANTIATE_TEST_SUITE_P(Sizes, SnapshotChunks,
 
 TEST(ReplicationSnapshot, EmptyWorldIsOneEmptyChunk) {
     const auto world = World::make();
-    proto::replication_encoder encoder;
+    proto::replication_encoder encoder{types()};
     const auto frames = encoder.encode_snapshot(*world, 3);
     ASSERT_EQ(frames.size(), 1U);
     const wire::ServerMessage* message = verified(frames[0]);
@@ -662,9 +790,9 @@ TEST(ReplicationSnapshot, EmptyWorldIsOneEmptyChunk) {
 TEST(ReplicationSnapshot, EntityLargerThanTheBoundGetsAChunkOfItsOwn) {
     const auto world = World::make();
     for (int i = 0; i < 20; ++i) {
-        world->emplace<Name>(world->create(), std::string(proto::max_name_bytes, 'n'));
+        world->emplace<Name>(world->create(), std::string(ecsnet::demo::max_name_bytes, 'n'));
     }
-    proto::replication_encoder encoder;
+    proto::replication_encoder encoder{types()};
     const auto frames = encoder.encode_snapshot(*world, 1, {.max_chunk_bytes = 16});
     ASSERT_EQ(frames.size(), 20U);
     for (const auto& frame : frames) {
@@ -685,7 +813,7 @@ TEST(ReplicationSnapshot, PositionAndVelocityCostAtMostTwentyFourBytesPerEntity)
         world->emplace<Position>(e, static_cast<float>(i), 1.0F);
         world->emplace<Velocity>(e, -1.0F, 0.0F);
     }
-    proto::replication_encoder encoder;
+    proto::replication_encoder encoder{types()};
     const auto frames = encoder.encode_snapshot(*world, 1);
     std::size_t total = 0;
     for (const auto& frame : frames) {
@@ -698,7 +826,7 @@ TEST(ReplicationSnapshot, PositionAndVelocityCostAtMostTwentyFourBytesPerEntity)
     EXPECT_LE(per_entity, 24.0);
 
     // And it is the whole world.
-    proto::mirror mirror;
+    proto::mirror mirror{types().types()};
     for (const auto& frame : frames) {
         const wire::ServerMessage* message = verified(frame);
         ASSERT_NE(message, nullptr);

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "ecsnet/protocol/messages.hpp"
-#include "schema_types.hpp"
+#include "test_types.hpp"
 
 namespace {
 
@@ -18,7 +18,7 @@ namespace proto = ecsnet::protocol;
 namespace wire = ecsnet::wire;
 using ::testing::HasSubstr;
 
-proto::schema test_schema() { return ecsnet::test::test_registry().types(); }
+proto::schema test_schema() { return ecsnet::testing::model_types().types(); }
 
 // The schema's types, to be edited into lies.
 std::vector<proto::component_info> types_of(const proto::schema& s) {
@@ -37,7 +37,7 @@ TEST(Schema, TheRegistrysTypesAreAValidSchema) {
     ASSERT_EQ(s.size(), 6U);
     EXPECT_EQ(s.find(0U)->name, "owner");
     EXPECT_EQ(s.find("spot")->id, 1U);
-    EXPECT_EQ(s.find("label")->id, 5U);
+    EXPECT_EQ(s.find("tag")->id, 5U);
     EXPECT_EQ(s.find("nothing"), nullptr);
     EXPECT_EQ(s.find(6U), nullptr);
     EXPECT_TRUE(proto::schema::make(types_of(s)).has_value());
@@ -207,7 +207,7 @@ TEST(Bits, ColumnValuesPackAndUnpackByPosition) {
     const proto::component_info& spot = *s.find("spot");
     std::vector<std::vector<std::byte>> values;
     for (int i = 0; i < 5; ++i) {
-        const auto packed = proto::pack(ecsnet::test::Spot{static_cast<float>(i) * 3.25F,
+        const auto packed = proto::pack(ecsnet::testing::Spot{static_cast<float>(i) * 3.25F,
                                                            4000.0F - static_cast<float>(i)});
         values.emplace_back(packed.begin(), packed.end());
     }
@@ -230,8 +230,8 @@ TEST(FieldValues, MakeValueAndReadFieldRoundTrip) {
                                                  std::int64_t{-5'000'000'000}, 0.125};
     const auto value = proto::make_value(mixed, fields);
     ASSERT_TRUE(value.has_value());
-    const auto typed = ecsnet::protocol::unpack<ecsnet::test::Mixed>(value->data());
-    EXPECT_EQ(typed, (ecsnet::test::Mixed{true, -7, 65535, -5'000'000'000, 0.125}));
+    const auto typed = ecsnet::protocol::unpack<ecsnet::testing::Mixed>(value->data());
+    EXPECT_EQ(typed, (ecsnet::testing::Mixed{true, -7, 65535, -5'000'000'000, 0.125}));
     for (std::size_t i = 0; i < fields.size(); ++i) {
         EXPECT_EQ(proto::read_field(mixed, *value, i), fields[i]) << i;
     }
@@ -248,7 +248,7 @@ TEST(FieldValues, MakeValueRefusesWhatDoesNotFitWithTheFieldsName) {
     const proto::component_info& mixed = *s.find("mixed");
     std::string why;
     EXPECT_FALSE(proto::make_value(mixed, std::vector<proto::field_value>{true}, &why));
-    EXPECT_THAT(why, HasSubstr("takes 5 values (flag, small, medium, big, precise), not 1"));
+    EXPECT_THAT(why, HasSubstr("takes 5 values (flag, small, medium, big, real), not 1"));
     EXPECT_FALSE(proto::make_value(
         mixed,
         std::vector<proto::field_value>{true, std::int64_t{300}, std::uint64_t{1}, std::int64_t{1},
@@ -266,7 +266,7 @@ TEST(FieldValues, MakeValueRefusesWhatDoesNotFitWithTheFieldsName) {
         std::vector<proto::field_value>{true, std::int64_t{1}, std::uint64_t{1}, std::int64_t{1},
                                         std::numeric_limits<double>::infinity()},
         &why));
-    EXPECT_THAT(why, HasSubstr("mixed.precise"));
+    EXPECT_THAT(why, HasSubstr("mixed.real"));
     const proto::component_info& spot = *s.find("spot");
     EXPECT_FALSE(proto::make_value(spot, std::vector<proto::field_value>{-1.0, 0.0}, &why));
     EXPECT_THAT(why, HasSubstr("spot.x"));
@@ -290,7 +290,7 @@ TEST(FieldValues, ValidValueRefusesNonFiniteFloatsAndQuantizedValuesBeyondTheRan
 }
 
 TEST(Compatibility, AddedFieldsAtTheEndAreCompatibleChangedOnesAreNot) {
-    const proto::component_info expected = proto::describe<ecsnet::test::Spot>();
+    const proto::component_info expected = proto::describe<ecsnet::testing::Spot>();
     proto::component_info actual = expected;
     EXPECT_FALSE(proto::incompatibility(expected, actual).has_value());
     actual.fields.push_back(proto::field_info{"z", proto::field_type::int32, 32, {}});
@@ -313,9 +313,9 @@ TEST(Compatibility, AddedFieldsAtTheEndAreCompatibleChangedOnesAreNot) {
     EXPECT_THAT(proto::incompatibility(expected, fewer).value_or(""),
                 HasSubstr("1 fields on the server, 2 here"));
 
-    const proto::component_info text = proto::describe<ecsnet::test::Label>();
+    const proto::component_info text = proto::describe<ecsnet::testing::Tag>();
     proto::component_info named_like_text = expected;
-    named_like_text.name = "label";
+    named_like_text.name = "tag";
     EXPECT_THAT(proto::incompatibility(text, named_like_text).value_or(""),
                 HasSubstr("fixed-size type on the server, a string type here"));
 }

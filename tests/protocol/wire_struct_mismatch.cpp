@@ -1,7 +1,7 @@
 // Compiled by the wire_struct_mismatch_* tests, which expect check_fields to refuse it with
 // its message: a component that does not carry its FlatBuffers struct's fields.
 #include "ecsnet/protocol/wire_struct.hpp"
-#include "ecsnet/wire/common_generated.h"
+#include "demo_generated.h"  // games/demo/demo.fbs
 
 namespace {
 
@@ -21,6 +21,6 @@ struct Position {
 };
 #endif
 
-static_assert(ecsnet::protocol::check_fields<Position, ecsnet::wire::Position>());
+static_assert(ecsnet::protocol::check_fields<Position, ecsnet::demo::wire::Position>());
 
 }  // namespace

@@ -9,13 +9,16 @@
 #include <cstring>
 #include <tuple>
 
-#include "ecsnet/protocol/columns.hpp"
+#include "ecsnet/protocol/components.hpp"
+#include "ecsnet/protocol/replicated.hpp"
 #include "ecsnet/test_wire/padded_generated.h"
+#include "test_types.hpp"
 
 namespace {
 
 namespace proto = ecsnet::protocol;
 namespace wire = ecsnet::wire;
+namespace demo = ecsnet::demo;
 
 struct Padded {
     std::uint8_t flag{};
@@ -70,11 +73,15 @@ void expect_same_offsets() {
 }
 
 TEST(WireStruct, GeneratedStructsAreAtTheSchemaOffsets) {
-    proto::for_each_component([]<typename T>() {
-        if constexpr (!proto::is_string_component_v<T>) {
-            expect_schema_offsets<proto::wire_struct_t<T>>();
+    // Every fixed-size type: the core's, the demo's (games/demo/demo.fbs) and the test-only
+    // ones (tests/protocol/test_types.fbs), all compiled by flatc.
+    ecsnet::testing::for_each_test_type([]<typename T>() {
+        if constexpr (!proto::detail::is_string_v<T>) {
+            expect_schema_offsets<typename proto::replicated<T>::wire_type>();
         }
     });
+    static_assert(proto::wire_field_offsets<ecsnet::testing::wire::Mixed>() ==
+                  std::array<std::size_t, 5>{0, 1, 2, 8, 16});
     expect_schema_offsets<wire::EntityRef>();
     expect_schema_offsets<wire::IndexRun>();
     expect_schema_offsets<ecsnet::test_wire::Padded>();
@@ -84,16 +91,17 @@ TEST(WireStruct, GeneratedStructsAreAtTheSchemaOffsets) {
 }
 
 TEST(WireStruct, ComponentsMatchTheirStructsFieldByField) {
-    proto::for_each_component([]<typename T>() {
-        if constexpr (!proto::is_string_component_v<T>) {
-            using W = proto::wire_struct_t<T>;
+    ecsnet::testing::for_each_test_type([]<typename T>() {
+        if constexpr (!proto::detail::is_string_v<T>) {
+            using W = typename proto::replicated<T>::wire_type;
             static_assert(proto::check_fields<T, W>());
             static_assert(proto::component_field_count_v<T> == proto::wire_field_count_v<W>);
             expect_same_offsets<T, W>();
         }
     });
-    static_assert(std::is_same_v<proto::component_field_t<proto::Position, 1>, float>);
-    static_assert(std::is_same_v<proto::wire_field_t<wire::Health, 0>, std::int32_t>);
+    static_assert(std::is_same_v<proto::component_field_t<demo::Position, 1>, float>);
+    static_assert(std::is_same_v<proto::wire_field_t<demo::wire::Health, 0>, std::int32_t>);
+    static_assert(std::is_same_v<proto::wire_field_t<ecsnet::testing::wire::Mixed, 3>, std::int64_t>);
     expect_same_offsets<Padded, ecsnet::test_wire::Padded>();
 }
 
@@ -106,9 +114,13 @@ TEST(WireStruct, RoundTripsFieldByField) {
     EXPECT_EQ(w.big(), 0x0102030405060708ULL);
     EXPECT_EQ(proto::from_wire<Padded>(w), value);
 
-    const proto::Position position{1.5F, -2.0F};
-    EXPECT_EQ(proto::from_wire<proto::Position>(proto::to_wire<wire::Position>(position)),
+    const demo::Position position{1.5F, -2.0F};
+    EXPECT_EQ(proto::from_wire<demo::Position>(proto::to_wire<demo::wire::Position>(position)),
               position);
+    const ecsnet::testing::Mixed mixed{true, -5, 65535, -(std::int64_t{1} << 62), 0.1};
+    EXPECT_EQ(proto::from_wire<ecsnet::testing::Mixed>(
+                  proto::to_wire<ecsnet::testing::wire::Mixed>(mixed)),
+              mixed);
 }
 
 TEST(WireStruct, BytesHaveZeroPadding) {
@@ -118,6 +130,24 @@ TEST(WireStruct, BytesHaveZeroPadding) {
     expected[8] = std::byte{2};
     expected[16] = std::byte{3};
     EXPECT_EQ(bytes, expected);
+}
+
+
+// describe<T>() takes the schema's field names and types from the flatc struct.
+TEST(WireStruct, DescribeTakesTheStructsFields) {
+    const proto::component_info mixed = proto::describe<ecsnet::testing::Mixed>();
+    ASSERT_EQ(mixed.fields.size(), 5U);
+    EXPECT_EQ(mixed.fields[0].name, "flag");
+    EXPECT_EQ(mixed.fields[0].type, proto::field_type::bool_);
+    EXPECT_EQ(mixed.fields[3].name, "big");
+    EXPECT_EQ(mixed.fields[3].type, proto::field_type::int64);
+    EXPECT_EQ(mixed.fields[4].type, proto::field_type::float64);
+    EXPECT_EQ(mixed.value_bytes(), 20U) << "fields back to back, without the struct's padding";
+    const proto::component_info spot = proto::describe<ecsnet::testing::Spot>();
+    ASSERT_EQ(spot.fields.size(), 2U);
+    EXPECT_EQ(spot.fields[1].name, "y");
+    EXPECT_EQ(spot.fields[1].bits, 19U);
+    EXPECT_EQ(spot.fields[1].quantized, (proto::quantization{0.0, 4096.0, 1.0 / 64.0}));
 }
 
 }  // namespace

@@ -424,14 +424,16 @@ bool mirror::apply_updates(const columns_type& columns) {
     for (const auto* column : columns) {
         // The values present bound the entities an 8-byte IndexRun may announce.
         const component_info* known = types_.find(column->type());
-        std::size_t count = 0;
-        if (known != nullptr) {
-            count = known->is_string
-                        ? (column->strings() == nullptr ? 0 : column->strings()->size())
-                        : (column->values() == nullptr || known->value_bits() == 0
-                               ? 0
-                               : column->values()->size() * 8 / known->value_bits());
+        if (known == nullptr) {
+            return inconsistent("update column of unknown component type " +
+                                std::to_string(column->type()));
         }
+        const std::size_t count =
+            known->is_string
+                ? (column->strings() == nullptr ? 0 : column->strings()->size())
+                : (column->values() == nullptr || known->value_bits() == 0
+                       ? 0
+                       : column->values()->size() * 8 / known->value_bits());
         if (!expand_index_set(column->at(), count, scratch_)) {
             return inconsistent("update column lists more entities than it has values");
         }
