@@ -4,9 +4,9 @@
 
 #include <cmath>
 #include <cstdlib>
+#include <map>
 #include <sstream>
 
-#include "ecsnet/protocol/components.hpp"
 #include "ecsnet/protocol/messages.hpp"
 #include "entity_arg.hpp"
 
@@ -39,6 +39,13 @@ const CLI::Validator finite_float{[](std::string& text) -> std::string {
                                   },
                                   ""};
 
+const CLI::Validator component_text{[](std::string& text) -> std::string {
+                                        std::string why;
+                                        return parse_component_arg(text, &why) ? std::string{}
+                                                                               : why;
+                                    },
+                                    ""};
+
 const CLI::Validator entity_text{[](std::string& text) -> std::string {
                                      std::string why;
                                      return parse_entity(text, &why) ? std::string{} : why;
@@ -48,14 +55,19 @@ const CLI::Validator entity_text{[](std::string& text) -> std::string {
 // The options of every command, bound to one invocation being parsed.
 struct bindings {
     invocation inv;
-    float vx = 0.0F;
-    float vy = 0.0F;
+    std::vector<std::string> sets;
+    std::string x = "0";
+    std::string y = "0";
+    std::string vx = "0";
+    std::string vy = "0";
     std::string name;
-    std::int32_t health = 0;
-    std::uint32_t lifetime = 0;
+    std::string health;
+    std::string lifetime;
     double seconds = 0.0;
     std::vector<std::string> entities;
 
+    CLI::Option* x_opt = nullptr;
+    CLI::Option* y_opt = nullptr;
     CLI::Option* vx_opt = nullptr;
     CLI::Option* vy_opt = nullptr;
     CLI::Option* name_opt = nullptr;
@@ -92,34 +104,47 @@ std::string shell_failure_message(const CLI::App*, const CLI::Error& e) {
 void add_commands(CLI::App& app, bindings& b, bool in_shell) {
     b.spawn = app.add_subcommand(
         "spawn", "Spawn entities owned by this client; prints 'spawned INDEX:VERSION' for each");
-    b.spawn->add_option("--x", b.inv.spawn.x, "Position x")
-        ->type_name("FLOAT")
-        ->check(finite_float)
-        ->capture_default_str();
-    b.spawn->add_option("--y", b.inv.spawn.y, "Position y")
-        ->type_name("FLOAT")
-        ->check(finite_float)
-        ->capture_default_str();
+    b.spawn
+        ->add_option("--set", b.sets,
+                     "A component by its wire name, its values in field order: "
+                     "--set position=1.5,-2 --set name=ship; a string type takes the whole "
+                     "text, where {n} becomes the entity's number 1..count. Repeatable. Checked "
+                     "against the types the server sends")
+        ->type_name("TYPE=V1,V2,...")
+        ->check(component_text);
+    b.x_opt = b.spawn
+                  ->add_option("--x", b.x,
+                               "Shortcut: position x (when the server has a position type, it is "
+                               "0,0 unless given)")
+                  ->type_name("FLOAT")
+                  ->check(finite_float)
+                  ->capture_default_str();
+    b.y_opt = b.spawn->add_option("--y", b.y, "Shortcut: position y")
+                  ->type_name("FLOAT")
+                  ->check(finite_float)
+                  ->capture_default_str();
     b.vx_opt = b.spawn
                    ->add_option("--vx", b.vx,
-                                "Velocity x, units per second (default: no "
-                                "Velocity; 0 if only --vy is given)")
+                                "Shortcut: velocity x, units per second (default: no "
+                                "velocity; 0 if only --vy is given)")
                    ->type_name("FLOAT")
                    ->check(finite_float);
     b.vy_opt = b.spawn
                    ->add_option("--vy", b.vy,
-                                "Velocity y, units per second (default: no "
-                                "Velocity; 0 if only --vx is given)")
+                                "Shortcut: velocity y, units per second (default: no "
+                                "velocity; 0 if only --vx is given)")
                    ->type_name("FLOAT")
                    ->check(finite_float);
     b.name_opt = b.spawn->add_option(
         "--name", b.name,
-        "Name component, at most " + std::to_string(protocol::max_name_bytes) +
-            " bytes of UTF-8; {n} becomes the entity's number 1..count (default: no Name)");
-    b.health_opt = b.spawn->add_option("--health", b.health, "Health component (default: none)");
-    b.lifetime_opt = b.spawn->add_option(
-        "--lifetime", b.lifetime,
-        "Lifetime component: ticks until the server destroys the entity (default: none)");
+        "Shortcut: --set name=NAME, UTF-8; {n} becomes the entity's number 1..count");
+    b.health_opt =
+        b.spawn->add_option("--health", b.health, "Shortcut: --set health=H")->type_name("INT");
+    b.lifetime_opt = b.spawn
+                         ->add_option("--lifetime", b.lifetime,
+                                      "Shortcut: --set lifetime=TICKS, ticks until the server "
+                                      "destroys the entity")
+                         ->type_name("UINT");
     b.spawn
         ->add_option("--count", b.inv.spawn.count,
                      "Entities to spawn; stops at the first one the server refuses")
@@ -181,35 +206,41 @@ invocation finish(bindings& b) {
     invocation& inv = b.inv;
     if (b.spawn->parsed()) {
         inv.what = command::spawn;
+        std::map<std::string, std::string> given;  // type -> the option that gave it
+        const auto add = [&](std::string type, std::string values, const std::string& option) {
+            const auto [at, fresh] = given.emplace(type, option);
+            if (!fresh) {
+                throw CLI::ValidationError(option, "component '" + type + "' is given twice (" +
+                                                       at->second + " and " + option + ")");
+            }
+            inv.spawn.components.push_back(component_arg{std::move(type), std::move(values)});
+        };
+        for (const auto& text : b.sets) {
+            std::string why;
+            auto arg = parse_component_arg(text, &why);
+            if (!arg) {
+                throw CLI::ValidationError("--set", why);  // the check already passed
+            }
+            add(arg->type, arg->values, "--set " + arg->type);
+        }
+        // The demo game's shortcuts, by wire name: the server's schema checks them.
+        if (b.x_opt->count() > 0 || b.y_opt->count() > 0) {
+            add("position", b.x + "," + b.y, "--x/--y");
+        }
         if (b.vx_opt->count() > 0 || b.vy_opt->count() > 0) {
-            inv.spawn.vx = b.vx;
-            inv.spawn.vy = b.vy;
-        }
-        if (b.health_opt->count() > 0) {
-            inv.spawn.health = b.health;
-        }
-        if (b.lifetime_opt->count() > 0) {
-            inv.spawn.lifetime = b.lifetime;
+            add("velocity", b.vx + "," + b.vy, "--vx/--vy");
         }
         if (b.name_opt->count() > 0) {
-            // The longest name this count produces must fit.
-            std::string longest = b.name;
-            for (auto at = longest.find("{n}"); at != std::string::npos;
-                 at = longest.find("{n}", at)) {
-                const std::string n = std::to_string(inv.spawn.count);
-                longest.replace(at, 3, n);
-                at += n.size();
-            }
-            if (longest.size() > protocol::max_name_bytes) {
-                throw CLI::ValidationError("--name", "'" + longest + "' is " +
-                                                         std::to_string(longest.size()) +
-                                                         " bytes long; a name holds at most " +
-                                                         std::to_string(protocol::max_name_bytes));
-            }
             if (!protocol::valid_utf8(b.name)) {
                 throw CLI::ValidationError("--name", "the name is not valid UTF-8");
             }
-            inv.spawn.name = b.name;
+            add("name", b.name, "--name");
+        }
+        if (b.health_opt->count() > 0) {
+            add("health", b.health, "--health");
+        }
+        if (b.lifetime_opt->count() > 0) {
+            add("lifetime", b.lifetime, "--lifetime");
         }
     } else if (b.destroy->parsed()) {
         inv.what = command::destroy;
@@ -295,7 +326,7 @@ program_line parse_program(int argc, const char* const* argv) {
     add_commands(app, b, false);
     const std::string exit_codes =
         "Exit codes: 0 success; 1 runtime failure (cannot connect, refused command, lost "
-        "connection, desync); 2 usage error.";
+        "connection, desync); 2 usage error (also a spawn --set the server's types refuse).";
     app.footer("Commands take --help too, e.g. 'ecsnet-client spawn --help'.\n" + exit_codes);
     // Subcommands copied the (then empty) footer when created: give each its own.
     for (CLI::App* sub : {b.spawn, b.destroy, b.list, b.watch, b.shell}) {
@@ -376,8 +407,10 @@ shell_line parse_shell_line(const std::string& line) {
 
 std::string shell_help() {
     return "Commands (each takes --help, e.g. 'spawn --help'):\n"
-           "  spawn [--x X --y Y --vx VX --vy VY --name NAME --health H --lifetime TICKS]\n"
-           "        [--count N]           spawn entities owned by this client\n"
+           "  spawn [--set TYPE=V1,V2,...]... [--count N]\n"
+           "                              spawn entities owned by this client, with the\n"
+           "                              components given by wire name (demo shortcuts:\n"
+           "                              --x --y --vx --vy --name --health --lifetime)\n"
            "  destroy INDEX:VERSION...    destroy entities this client owns\n"
            "  list                        the entities of the world, by index\n"
            "  watch [--seconds S] [--every-update]\n"

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "component_arg.hpp"
 #include "ecsnet/ecs/entity.hpp"
 
 // The command line of ecsnet-client (CLI11): global options and the subcommands spawn,
@@ -26,13 +27,10 @@ struct global_options {
 };
 
 struct spawn_args {
-    float x = 0.0F;
-    float y = 0.0F;
-    std::optional<float> vx;  // Velocity is sent when either is given (the other is 0)
-    std::optional<float> vy;
-    std::optional<std::string> name;  // "{n}" becomes the entity's number, 1..count
-    std::optional<std::int32_t> health;
-    std::optional<std::uint32_t> lifetime;
+    // --set TYPE=VALUES and the demo shortcuts (--x --y: position, --vx --vy: velocity,
+    // --name, --health, --lifetime), each type once, checked against the server's schema
+    // after Welcome. In a string value "{n}" becomes the entity's number, 1..count.
+    std::vector<component_arg> components;
     std::uint32_t count = 1;
     bool hold = false;  // stay connected until Ctrl-C (not in the shell)
 };

@@ -7,7 +7,7 @@
 #include <utility>
 #include <vector>
 
-#include "ecsnet/protocol/components.hpp"
+#include "component_arg.hpp"
 #include "interrupt.hpp"
 
 namespace ecsnet::client_cli {
@@ -156,15 +156,6 @@ pipeline_outcome run_pipeline(
     return outcome;
 }
 
-std::string substitute_number(std::string text, std::size_t number) {
-    const std::string n = std::to_string(number);
-    for (auto at = text.find("{n}"); at != std::string::npos; at = text.find("{n}", at)) {
-        text.replace(at, 3, n);
-        at += n.size();
-    }
-    return text;
-}
-
 // Stays connected until Ctrl-C or the server closes the connection.
 int hold(context& ctx, std::size_t entities) {
     ctx.out.note("holding " + std::to_string(entities) + (entities == 1 ? " entity" : " entities") +
@@ -188,16 +179,28 @@ bool catch_up(client::connection& conn, std::chrono::milliseconds timeout) {
 }
 
 int run_spawn(context& ctx, const spawn_args& args) {
-    protocol::component_set components;
-    components.set(protocol::Position{args.x, args.y});
-    if (args.vx || args.vy) {
-        components.set(protocol::Velocity{args.vx.value_or(0.0F), args.vy.value_or(0.0F)});
+    // The client was not compiled with the game: the server's schema says what the
+    // components are, and nothing is sent unless all of them fit it.
+    const protocol::schema& types = ctx.conn.mirror().types();
+    std::vector<protocol::component_value> values;
+    for (const component_arg& arg : args.components) {
+        std::string why;
+        auto value = resolve_component(types, arg, args.count, &why);
+        if (!value) {
+            ctx.out.usage_error("error: " + why);
+            return exit_usage;
+        }
+        values.push_back(std::move(*value));
     }
-    if (args.health) {
-        components.set(protocol::Health{*args.health});
-    }
-    if (args.lifetime) {
-        components.set(protocol::Lifetime{*args.lifetime});
+    // Entities appear somewhere: at 0,0 when the game has positions and none was given.
+    const auto given = [&](std::string_view name) {
+        return std::any_of(values.begin(), values.end(),
+                           [&](const protocol::component_value& v) { return v.name == name; });
+    };
+    if (const auto* position = types.find("position"); position != nullptr && !given("position")) {
+        if (auto origin = zero_value(*position)) {
+            values.push_back(std::move(*origin));
+        }
     }
 
     std::size_t spawned = 0;
@@ -205,9 +208,15 @@ int run_spawn(context& ctx, const spawn_args& args) {
     const auto outcome = run_pipeline(
         ctx.conn, ctx.endpoint, args.count,
         [&](std::size_t i, std::uint32_t request_id) -> protocol::client_message {
-            protocol::spawn command{request_id, components};
-            if (args.name) {
-                command.components.set(protocol::Name{substitute_number(*args.name, i + 1)});
+            protocol::spawn command{request_id, {}};
+            for (const auto& value : values) {
+                if (value.text.find("{n}") == std::string::npos) {
+                    command.components.set(value);
+                } else {
+                    protocol::component_value numbered = value;
+                    numbered.text = substitute_number(value.text, i + 1);
+                    command.components.set(std::move(numbered));
+                }
             }
             return command;
         },
@@ -346,7 +355,7 @@ int run_watch(context& ctx, const watch_args& args) {
         interval.entities = m.size();
         interval.tick = m.tick();
         interval.bytes = conn.bytes_received() - bytes_at_start;
-        ctx.out.watch_summary_line(interval, false);
+        ctx.out.watch_summary_line(m.types(), interval, false);
 
         total.bytes += interval.bytes;
         total.spawned += interval.spawned;
@@ -399,7 +408,7 @@ int run_watch(context& ctx, const watch_args& args) {
     total.interval_s = total.elapsed_s;
     total.entities = m.size();
     total.tick = m.tick();
-    ctx.out.watch_summary_line(total, true);
+    ctx.out.watch_summary_line(m.types(), total, true);
 
     if (closed) {
         ctx.out.failure(closed_message(conn, ctx.endpoint));

@@ -3,25 +3,23 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <array>
 #include <charconv>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
+#include <type_traits>
+#include <variant>
 #include <vector>
-
-#include "ecsnet/protocol/components.hpp"
 
 namespace ecsnet::client_cli {
 
 // Keys in insertion order: "event" first, as people read them.
 using json = nlohmann::ordered_json;
-using protocol::Health;
-using protocol::Lifetime;
-using protocol::Name;
-using protocol::Owner;
-using protocol::Position;
-using protocol::Velocity;
+using protocol::component_info;
+using protocol::field_info;
+using protocol::field_value;
 
 namespace {
 
@@ -39,20 +37,10 @@ void print_error_line(std::string_view text) {
     std::cerr << text << '\n' << std::flush;
 }
 
-std::string fixed2(float value) {
+std::string fixed2(double value) {
     char buffer[64];
-    std::snprintf(buffer, sizeof buffer, "%.2f", static_cast<double>(value));
+    std::snprintf(buffer, sizeof buffer, "%.2f", value);
     return buffer;
-}
-
-std::string pair_text(float x, float y) {
-    // Appended, not "(" + ...: GCC 12 -O3 warns falsely (-Wrestrict) on "literal" + string&&.
-    std::string out{"("};
-    out += fixed2(x);
-    out += ", ";
-    out += fixed2(y);
-    out += ')';
-    return out;
 }
 
 // Control characters as \xNN so that a name cannot break a line or the terminal; with
@@ -107,77 +95,136 @@ double json_float(float value) {
     return std::strtod(buffer, nullptr);
 }
 
-json xy(float x, float y) {
-    return json{{"x", json_float(x)}, {"y", json_float(y)}};
+// A field for people: floats with two decimals, integers as they are.
+std::string field_text(const field_value& value) {
+    if (const auto* d = std::get_if<double>(&value)) {
+        return fixed2(*d);
+    }
+    return protocol::to_string(value);
 }
 
-// Every replicated component of `e`, null when absent (owner null: the server's entity).
+// A field in JSON: a float32 field in the float's shortest form (1.1, not the double
+// 1.100000023841858), a float64 in the double's.
+json field_json(const field_info& field, const field_value& value) {
+    return std::visit(
+        [&](const auto& v) -> json {
+            using V = std::decay_t<decltype(v)>;
+            if constexpr (std::is_same_v<V, double>) {
+                return field.type == protocol::field_type::float32
+                           ? json(json_float(static_cast<float>(v)))
+                           : json(v);
+            } else {
+                return json(v);
+            }
+        },
+        value);
+}
+
+// One component of an entity, as text and as JSON.
+struct shown {
+    std::string text;  // "(1.00, 2.00)", "100", "ship" (or "\"ship\"" when quoted)
+    json value;
+};
+
+// e's value of `type`, or null when e does not have it. `quoted`: a string in quotes, with
+// \" and \\ escaped (watch lines); else as is (the table). Control characters never pass.
+std::optional<shown> show(const protocol::mirror& m, ecs::Entity e, const component_info& type,
+                          bool quoted) {
+    if (type.is_string) {
+        const std::string* text = m.text(e, type.id);
+        if (text == nullptr) {
+            return std::nullopt;
+        }
+        std::string out = quoted ? "\"" : "";
+        out += printable(*text, quoted);
+        out += quoted ? "\"" : "";
+        return shown{std::move(out), json(*text)};
+    }
+    const auto bytes = m.value(e, type.id);
+    if (bytes.empty() || bytes.size() < type.value_bytes()) {
+        return std::nullopt;
+    }
+    if (type.fields.size() == 1) {
+        const field_value v = protocol::read_field(type, bytes, 0);
+        return shown{field_text(v), field_json(type.fields[0], v)};
+    }
+    shown out{"(", json::object()};
+    for (std::size_t i = 0; i < type.fields.size(); ++i) {
+        const field_value v = protocol::read_field(type, bytes, i);
+        out.text += i == 0 ? "" : ", ";
+        out.text += field_text(v);
+        out.value[type.fields[i].name] = field_json(type.fields[i], v);
+    }
+    out.text += ')';
+    return out;
+}
+
+constexpr std::string_view owner_type = "owner";  // the core's: who spawned an entity
+
+// The client that owns e; null for the server's entities.
+std::optional<std::uint64_t> owner_of(const protocol::mirror& m, ecs::Entity e) {
+    const component_info* owner = m.types().find(owner_type);
+    if (owner == nullptr || owner->is_string || owner->fields.empty()) {
+        return std::nullopt;
+    }
+    const auto bytes = m.value(e, owner->id);
+    if (bytes.empty() || bytes.size() < owner->value_bytes()) {
+        return std::nullopt;
+    }
+    const field_value v = protocol::read_field(*owner, bytes, 0);
+    if (const auto* u = std::get_if<std::uint64_t>(&v)) {
+        return *u;
+    }
+    if (const auto* i = std::get_if<std::int64_t>(&v); i != nullptr && *i >= 0) {
+        return static_cast<std::uint64_t>(*i);
+    }
+    return std::nullopt;
+}
+
+// The key of a component in an entity's object: its name, unless the object has that key.
+std::string json_key(std::string_view name) {
+    static constexpr std::array<std::string_view, 7> reserved{
+        "event", "entity", "index", "version", "tick", "component", "value"};
+    std::string key;
+    if (std::find(reserved.begin(), reserved.end(), name) != reserved.end()) {
+        key = "component:";
+    }
+    key += name;
+    return key;
+}
+
+// Every component type of the schema, null when e lacks it (owner null: the server's entity).
 json entity_json(const protocol::mirror& m, ecs::Entity e) {
     json out = entity_ref(e);
-    const auto* owner = m.get<Owner>(e);
-    const auto* name = m.get<Name>(e);
-    const auto* position = m.get<Position>(e);
-    const auto* velocity = m.get<Velocity>(e);
-    const auto* health = m.get<Health>(e);
-    const auto* lifetime = m.get<Lifetime>(e);
-    out["owner"] = owner != nullptr ? json(owner->client) : json(nullptr);
-    out["name"] = name != nullptr ? json(name->value) : json(nullptr);
-    out["position"] = position != nullptr ? xy(position->x, position->y) : json(nullptr);
-    out["velocity"] = velocity != nullptr ? xy(velocity->x, velocity->y) : json(nullptr);
-    out["health"] = health != nullptr ? json(health->value) : json(nullptr);
-    out["lifetime"] = lifetime != nullptr ? json(lifetime->ticks) : json(nullptr);
+    for (const component_info& type : m.types().types()) {
+        const auto value = show(m, e, type, false);
+        out[json_key(type.name)] = value ? value->value : json(nullptr);
+    }
     return out;
 }
 
 std::string owner_text(const protocol::mirror& m, ecs::Entity e) {
-    const auto* owner = m.get<Owner>(e);
-    return owner == nullptr ? std::string{"server"} : "client " + std::to_string(owner->client);
+    const auto owner = owner_of(m, e);
+    return owner ? "client " + std::to_string(*owner) : std::string{"server"};
 }
 
-// " owner=client 3 name="ship" position=(1.00, 2.00) ...": the components `e` has.
+// " owner=3 position=(1.00, 2.00) name="ship" ...": the components e has, in wire id order.
 std::string describe(const protocol::mirror& m, ecs::Entity e) {
     std::string out = " owner=";
-    const auto* owner = m.get<Owner>(e);
-    out += owner == nullptr ? std::string{"server"} : std::to_string(owner->client);
-    if (const auto* name = m.get<Name>(e)) {
-        out += " name=\"" + printable(name->value, true) + "\"";
-    }
-    if (const auto* p = m.get<Position>(e)) {
-        out += " position=" + pair_text(p->x, p->y);
-    }
-    if (const auto* v = m.get<Velocity>(e)) {
-        out += " velocity=" + pair_text(v->x, v->y);
-    }
-    if (const auto* h = m.get<Health>(e)) {
-        out += " health=" + std::to_string(h->value);
-    }
-    if (const auto* l = m.get<Lifetime>(e)) {
-        out += " lifetime=" + std::to_string(l->ticks);
+    const auto owner = owner_of(m, e);
+    out += owner ? std::to_string(*owner) : std::string{"server"};
+    for (const component_info& type : m.types().types()) {
+        if (type.name == owner_type) {
+            continue;
+        }
+        if (const auto value = show(m, e, type, true)) {
+            out += ' ';
+            out += type.name;
+            out += '=';
+            out += value->text;
+        }
     }
     return out;
-}
-
-// The value of one component of `e`, as text and JSON; nullopt when `e` does not have it.
-template <typename T>
-std::optional<std::pair<std::string, json>> component_value(const protocol::mirror& m,
-                                                            ecs::Entity e) {
-    const T* value = m.get<T>(e);
-    if (value == nullptr) {
-        return std::nullopt;
-    }
-    if constexpr (std::is_same_v<T, Position> || std::is_same_v<T, Velocity>) {
-        return std::pair{pair_text(value->x, value->y), xy(value->x, value->y)};
-    } else if constexpr (std::is_same_v<T, Health>) {
-        return std::pair{std::to_string(value->value), json(value->value)};
-    } else if constexpr (std::is_same_v<T, Lifetime>) {
-        return std::pair{std::to_string(value->ticks), json(value->ticks)};
-    } else if constexpr (std::is_same_v<T, Owner>) {
-        return std::pair{std::to_string(value->client), json(value->client)};
-    } else if constexpr (std::is_same_v<T, Name>) {
-        return std::pair{"\"" + printable(value->value, true) + "\"", json(value->value)};
-    } else {
-        static_assert(sizeof(T) == 0, "print this component type");
-    }
 }
 
 const char* checksum_text(checksum_state s) {
@@ -202,14 +249,9 @@ std::uint64_t total_updates(const watch_summary& s) {
 
 }  // namespace
 
-std::string_view component_name(std::uint32_t wire_id) {
-    static const auto names = [] {
-        std::array<std::string_view, protocol::replicated_count> out{};
-        protocol::for_each_component(
-            [&]<typename T>() { out[protocol::wire_id_v<T>] = protocol::column<T>::name; });
-        return out;
-    }();
-    return wire_id < names.size() ? names[wire_id] : std::string_view{"unknown"};
+std::string_view component_name(const protocol::schema& types, std::uint32_t wire_id) {
+    const component_info* type = types.find(wire_id);
+    return type != nullptr ? std::string_view{type->name} : std::string_view{"unknown"};
 }
 
 void printer::spawned(ecs::Entity e) {
@@ -232,10 +274,7 @@ void printer::destroyed(ecs::Entity e) {
 
 void printer::entity_list(const protocol::mirror& m, std::uint32_t client_id) {
     std::size_t owned = 0;
-    m.each([&](ecs::Entity e) {
-        const auto* owner = m.get<Owner>(e);
-        owned += owner != nullptr && owner->client == client_id ? 1 : 0;
-    });
+    m.each([&](ecs::Entity e) { owned += owner_of(m, e) == client_id ? 1 : 0; });
     const std::string count_text = std::to_string(m.size()) +
                                    (m.size() == 1 ? " entity" : " entities") + " at tick " +
                                    std::to_string(m.tick()) + "; this client (" +
@@ -252,24 +291,32 @@ void printer::entity_list(const protocol::mirror& m, std::uint32_t client_id) {
         return;
     }
 
-    using row = std::array<std::string, 7>;
+    // ENTITY, OWNER, then a column per other type of the schema, in wire id order.
+    std::vector<const component_info*> columns;
+    std::vector<std::string> header{"ENTITY", "OWNER"};
+    for (const component_info& type : m.types().types()) {
+        if (type.name != owner_type) {
+            columns.push_back(&type);
+            std::string title = type.name;
+            std::transform(title.begin(), title.end(), title.begin(), [](char c) {
+                return c >= 'a' && c <= 'z' ? static_cast<char>(c - 'a' + 'A') : c;
+            });
+            header.push_back(std::move(title));
+        }
+    }
+    using row = std::vector<std::string>;
     std::vector<row> rows;
     rows.reserve(m.size() + 1);
-    rows.push_back({"ENTITY", "OWNER", "NAME", "POSITION", "VELOCITY", "HEALTH", "LIFETIME"});
+    rows.push_back(std::move(header));
     m.each([&](ecs::Entity e) {
-        const auto* name = m.get<Name>(e);
-        const auto* p = m.get<Position>(e);
-        const auto* v = m.get<Velocity>(e);
-        const auto* h = m.get<Health>(e);
-        const auto* l = m.get<Lifetime>(e);
-        rows.push_back({ecs::to_string(e), owner_text(m, e),
-                        name == nullptr ? "-" : printable(name->value, false),
-                        p == nullptr ? "-" : pair_text(p->x, p->y),
-                        v == nullptr ? "-" : pair_text(v->x, v->y),
-                        h == nullptr ? "-" : std::to_string(h->value),
-                        l == nullptr ? "-" : std::to_string(l->ticks)});
+        row r{ecs::to_string(e), owner_text(m, e)};
+        for (const component_info* type : columns) {
+            const auto value = show(m, e, *type, false);
+            r.push_back(value ? value->text : std::string{"-"});
+        }
+        rows.push_back(std::move(r));
     });
-    std::array<std::size_t, 7> width{};
+    std::vector<std::size_t> width(rows.front().size(), 0);
     for (const auto& r : rows) {
         for (std::size_t c = 0; c < r.size(); ++c) {
             width[c] = std::max(width[c], display_width(r[c]));
@@ -390,30 +437,26 @@ void printer::watch_destroyed(const protocol::mirror& m, ecs::Entity e) {
 }
 
 void printer::watch_update(const protocol::mirror& m, ecs::Entity e, std::uint32_t wire_id) {
-    std::optional<std::pair<std::string, json>> value;
-    protocol::for_each_component([&]<typename T>() {
-        if (protocol::wire_id_v<T> == wire_id) {
-            value = component_value<T>(m, e);
-        }
-    });
+    const component_info* type = m.types().find(wire_id);
+    const auto value = type != nullptr ? show(m, e, *type, true) : std::nullopt;
     if (!value) {
         return;  // the mirror reports a removal as watch_removed, never here
     }
-    const std::string_view component = component_name(wire_id);
+    const std::string_view component = type->name;
     if (json_) {
         json out = event("updated", entity_ref(e));
         out["tick"] = m.event_tick();
         out["component"] = component;
-        out["value"] = value->second;
+        out["value"] = value->value;
         print_json(out);
     } else {
         print_line("updated " + ecs::to_string(e) + " " + std::string{component} + "=" +
-                   value->first);
+                   value->text);
     }
 }
 
 void printer::watch_removed(const protocol::mirror& m, ecs::Entity e, std::uint32_t wire_id) {
-    const std::string_view component = component_name(wire_id);
+    const std::string_view component = component_name(m.types(), wire_id);
     if (json_) {
         json out = event("removed", entity_ref(e));
         out["tick"] = m.event_tick();
@@ -441,7 +484,8 @@ void printer::watch_desync(std::string_view what) {
     }
 }
 
-void printer::watch_summary_line(const watch_summary& s, bool total) {
+void printer::watch_summary_line(const protocol::schema& types, const watch_summary& s,
+                                 bool total) {
     const std::uint64_t updates = total_updates(s);
     const double rate =
         s.interval_s > 0.0 ? std::round(static_cast<double>(s.bytes) / s.interval_s) : 0.0;
@@ -449,7 +493,7 @@ void printer::watch_summary_line(const watch_summary& s, bool total) {
         json by_component = json::object();
         for (std::uint32_t id = 0; id < s.updates.size(); ++id) {
             if (s.updates[id] != 0) {
-                by_component[std::string{component_name(id)}] = s.updates[id];
+                by_component[std::string{component_name(types, id)}] = s.updates[id];
             }
         }
         json out = event(total ? "total" : "summary",
@@ -487,8 +531,8 @@ void printer::watch_summary_line(const watch_summary& s, bool total) {
         std::string parts;
         for (std::uint32_t id = 0; id < s.updates.size(); ++id) {
             if (s.updates[id] != 0) {
-                parts += (parts.empty() ? "" : ", ") + std::string{component_name(id)} + " " +
-                         std::to_string(s.updates[id]);
+                parts += (parts.empty() ? "" : ", ") + std::string{component_name(types, id)} +
+                         " " + std::to_string(s.updates[id]);
             }
         }
         line += " (" + parts + ")";

@@ -7,19 +7,26 @@
 #include <string_view>
 
 #include "ecsnet/ecs/entity.hpp"
-#include "ecsnet/protocol/columns.hpp"
 #include "ecsnet/protocol/messages.hpp"
 #include "ecsnet/protocol/mirror.hpp"
+#include "ecsnet/protocol/schema.hpp"
 
 // Everything ecsnet-client prints, as text or, with --json, as one JSON object per line.
+// Components are printed from the schema the server sent (Welcome), by wire name and field,
+// whatever the game: the client was not compiled with its types.
 //
 // Text: results on stdout; refused commands ("error: MESSAGE") and failures on stderr.
 // JSON: every result and every error on stdout, each object with an "event" field; nothing on
-// stderr (usage errors and --help aside, which CLI11 prints as text).
+// stderr (usage errors and --help aside, which CLI11 prints as text). An entity's object has
+// every type of the schema as a key of its own, null when the entity lacks it: a one-field
+// type as its value ("health": 100), others as an object by field name ("position": {"x":
+// 1.5, "y": 2}), a string type as a string. A type whose name is one of the object's own keys
+// (event, entity, index, version, tick, component, value) is "component:NAME".
 namespace ecsnet::client_cli {
 
-// The name of a replicated component's column ("position", ...), by wire id.
-[[nodiscard]] std::string_view component_name(std::uint32_t wire_id);
+// The wire name of a component type ("position", ...) in the server's schema; "unknown" for
+// an id it does not have.
+[[nodiscard]] std::string_view component_name(const protocol::schema& types, std::uint32_t wire_id);
 
 enum class checksum_state { pending, ok, desync };
 
@@ -33,8 +40,8 @@ struct watch_summary {
     std::uint64_t spawned = 0;
     std::uint64_t destroyed = 0;
     std::uint64_t snapshots = 0;
-    std::array<std::uint64_t, protocol::replicated_count> updates{};  // by wire id
-    std::uint64_t removed = 0;                                        // components removed
+    std::array<std::uint64_t, protocol::max_component_types> updates{};  // by wire id
+    std::uint64_t removed = 0;                                           // components removed
     std::uint64_t checksums_matched = 0;
     std::uint64_t checksums_mismatched = 0;
     checksum_state checksum = checksum_state::pending;  // the latest comparison
@@ -78,7 +85,8 @@ public:
     void watch_removed(const protocol::mirror& mirror, ecs::Entity e, std::uint32_t wire_id);
     void watch_snapshot(std::uint64_t tick, std::size_t entities);
     void watch_desync(std::string_view what);
-    void watch_summary_line(const watch_summary& s, bool total);
+    // Updates per type by name, from the server's schema.
+    void watch_summary_line(const protocol::schema& types, const watch_summary& s, bool total);
 
 private:
     bool json_;

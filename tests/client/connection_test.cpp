@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "ecsnet/protocol/components.hpp"
+#include "ecsnet/demo/components.hpp"
 #include "process.hpp"
 
 namespace ecsnet::test {
@@ -19,6 +19,9 @@ namespace {
 
 using client::connect_options;
 using client::connection;
+using demo::Health;
+using demo::Name;
+using demo::Position;
 using ecs::Entity;
 using protocol::component_set;
 using ::testing::ElementsAre;
@@ -32,6 +35,9 @@ connect_options options_for(const server& s) {
     options.port = s.port();
     options.name = "callbacks";
     options.timeout = 20s;
+    // What a client compiled with the demo's types checks at Welcome.
+    options.expected_types = {protocol::describe<Position>(), protocol::describe<Health>(),
+                              protocol::describe<Name>()};
     return options;
 }
 
@@ -59,37 +65,37 @@ TEST(ConnectionCallbacks, RequestsFromSpawnUpdateRemoveAndDestroyCallbacks) {
     server s{busy_world};
     connection c{options_for(s)};
     auto& m = c.mirror();
+    const protocol::component_info* health = m.types().find("health");
+    ASSERT_NE(health, nullptr) << "the demo game has health";
+    const std::uint32_t health_id = health->id;
     std::optional<Entity> probe;
     std::vector<std::string> log;
     const auto is_probe = [&](Entity e) { return probe && e == *probe; };
     m.events().on_spawn = [&](Entity e) {
-        const auto* name = m.get<protocol::Name>(e);
-        if (name == nullptr || name->value != "probe") {
+        const auto name = m.get<Name>(e);
+        if (!name || name->value != "probe") {
             return;
         }
         probe = e;
         const std::uint32_t id = c.next_request_id();
-        log.push_back(
-            "set " +
-            outcome(c.request(
-                protocol::set_components{id, e, component_set{}.set(protocol::Health{7})}, id)));
-        EXPECT_EQ(m.get<protocol::Health>(e), nullptr)
-            << "the mirror does not move under a callback";
+        log.push_back("set " +
+                      outcome(c.request(
+                          protocol::set_components{id, e, component_set{}.set(Health{7})}, id)));
+        EXPECT_FALSE(m.get<Health>(e).has_value()) << "the mirror does not move under a callback";
     };
     m.events().on_update = [&](Entity e, std::uint32_t wire_id) {
-        if (!is_probe(e) || wire_id != protocol::wire_id_v<protocol::Health>) {
+        if (!is_probe(e) || wire_id != health_id) {
             return;
         }
         const std::uint32_t id = c.next_request_id();
-        const std::uint64_t health = std::uint64_t{1} << protocol::wire_id_v<protocol::Health>;
         log.push_back("remove " +
-                      outcome(c.request(protocol::remove_components{id, e, health}, id)));
+                      outcome(c.request(protocol::remove_components{id, e, {"health"}}, id)));
     };
     m.events().on_remove = [&](Entity e, std::uint32_t wire_id) {
         if (!is_probe(e)) {
             return;
         }
-        EXPECT_EQ(wire_id, protocol::wire_id_v<protocol::Health>);
+        EXPECT_EQ(wire_id, health_id);
         const std::uint32_t id = c.next_request_id();
         log.push_back("destroy " + outcome(c.request(protocol::destroy{id, e}, id)));
     };
@@ -105,11 +111,8 @@ TEST(ConnectionCallbacks, RequestsFromSpawnUpdateRemoveAndDestroyCallbacks) {
 
     const std::uint32_t id = c.next_request_id();
     ASSERT_TRUE(
-        c.request(
-             protocol::spawn{
-                 id,
-                 component_set{}.set(protocol::Position{1.0F, 2.0F}).set(protocol::Name{"probe"})},
-             id)
+        c.request(protocol::spawn{id, component_set{}.set(Position{1.0F, 2.0F}).set(Name{"probe"})},
+                  id)
             .ok);
     EXPECT_TRUE(c.poll_until([&] { return log.size() >= 4 || !c.is_open(); }, 20s));
     EXPECT_THAT(log, ElementsAre("set ok", "remove ok", "destroy ok", "destroyed"));

@@ -1,5 +1,7 @@
 // End to end: the real ecsnet-client against the real ecsnet-server (one per test, on
-// 127.0.0.1 and a free port), both as processes; outputs, JSON and exit codes.
+// 127.0.0.1 and a free port), both as processes; outputs, JSON and exit codes. The client is
+// built without any game: it shows the demo's components, the shields tutorial's and this
+// folder's own (probe_server.cpp) from the schema each server sends.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -13,6 +15,7 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <optional>
 #include <regex>
 #include <set>
@@ -85,7 +88,9 @@ fs::path key_file(const fs::path& state_home, std::uint16_t port, const std::str
            ("127.0.0.1_" + std::to_string(port) + "_" + name + ".key");
 }
 
-fs::path state_home() { return std::getenv("XDG_STATE_HOME"); }
+fs::path state_home() {
+    return std::getenv("XDG_STATE_HOME");
+}
 
 fs::perms permissions(const fs::path& path) {
     return fs::status(path).permissions() & fs::perms::mask;
@@ -151,8 +156,8 @@ TEST(ClientSpawn, PrintsOneLinePerEntity) {
     }
     EXPECT_EQ(seen.size(), 3U) << "distinct entities";
     // One-shot spawns end with the connection: the client says so.
-    EXPECT_THAT(
-        r.err, HasSubstr("the server despawns these when this owner has no connection left"));
+    EXPECT_THAT(r.err,
+                HasSubstr("the server despawns these when this owner has no connection left"));
 }
 
 TEST(ClientSpawn, JsonObjectsPerEntity) {
@@ -199,6 +204,76 @@ TEST(ClientSpawn, ComponentsReachTheWorld) {
     EXPECT_LE(mine.at("lifetime").get<std::uint32_t>(), 100000U);
     EXPECT_GT(mine.at("lifetime").get<std::uint32_t>(), 99000U);
     EXPECT_EQ(list[0].at("owned"), 1);
+}
+
+TEST(ClientSpawn, SetGivesAnyComponentByWireName) {
+    server s;
+    const result r = client(s, {"--json", "shell"},
+                            "spawn --set position=1.5,-2 --set velocity=0,0 --set health=7 "
+                            "--set 'name=a, b' --count 2\nlist\nquit\n");
+    ASSERT_EQ(r.exit_code, 0) << describe(r);
+    const auto objects = json_lines(r.out);
+    const auto spawned = events(objects, "spawned");
+    ASSERT_EQ(spawned.size(), 2U) << describe(r);
+    std::size_t mine = 0;
+    for (const auto& e : events(objects, "entity")) {
+        if (e.at("entity") != spawned[0].at("entity") &&
+            e.at("entity") != spawned[1].at("entity")) {
+            continue;
+        }
+        ++mine;
+        EXPECT_EQ(e.at("position"), (json{{"x", 1.5}, {"y", -2.0}}));
+        EXPECT_EQ(e.at("velocity"), (json{{"x", 0.0}, {"y", 0.0}})) << "so that it stays";
+        EXPECT_EQ(e.at("health"), 7);
+        EXPECT_EQ(e.at("name"), "a, b") << "a string type takes the whole text";
+        EXPECT_TRUE(e.at("lifetime").is_null());
+    }
+    EXPECT_EQ(mine, 2U) << r.out;
+}
+
+// The client knows the server's types only from Welcome: what does not fit them is a usage
+// error (exit 2), said before anything is sent.
+TEST(ClientSpawn, SetIsCheckedAgainstTheServersSchema) {
+    server s;
+    const struct {
+        std::vector<std::string> args;
+        std::string error;
+    } cases[] = {
+        {{"--set", "shield=1,2"},
+         "error: the server has no component 'shield'; it has: owner, position, velocity, "
+         "health, lifetime, name\n"},
+        {{"--set", "owner=3"}, "error: component 'owner' is set by the server only\n"},
+        {{"--set", "position=1"}, "error: 'position' takes 2 values (x, y), not 1: '1'\n"},
+        {{"--set", "health=lots"},
+         "error: 'lots' is not a whole number: health.value is an int32 (health takes value)\n"},
+        {{"--lifetime", "-1"}, "error: value -1 does not fit lifetime.ticks, a uint32\n"},
+        // The demo's names hold 64 bytes: the longest one this count makes must fit.
+        {{"--name", std::string(65, 'n')},
+         "error: '" + std::string(65, 'n') + "' is 65 bytes long; a name holds at most 64\n"},
+        // 64 bytes as written, 65 for the thousandth entity.
+        {{"--name", "ship-{n}" + std::string(56, 'n'), "--count", "1000"},
+         "error: 'ship-1000" + std::string(56, 'n') +
+             "' is 65 bytes long; a name holds at most 64\n"},
+    };
+    for (const auto& c : cases) {
+        std::vector<std::string> args{"spawn"};
+        args.insert(args.end(), c.args.begin(), c.args.end());
+        const result r = client(s, args);
+        EXPECT_EQ(r.exit_code, 2) << c.args.at(1) << "\n" << describe(r);
+        EXPECT_EQ(r.out, "") << c.args.at(1);
+        EXPECT_EQ(r.err, c.error) << c.args.at(1);
+    }
+    const result as_json = client(s, {"--json", "spawn", "--set", "shield=1,2"});
+    EXPECT_EQ(as_json.exit_code, 2) << describe(as_json);
+    const auto objects = json_lines(as_json.out);
+    ASSERT_EQ(objects.size(), 1U) << describe(as_json);
+    EXPECT_EQ(objects[0].at("event"), "error");
+    EXPECT_EQ(objects[0].at("code"), "Usage");
+    EXPECT_THAT(objects[0].at("message").get<std::string>(),
+                HasSubstr("the server has no component 'shield'"));
+    const result listed = client(s, {"--json", "list"});
+    EXPECT_EQ(events(json_lines(listed.out), "list").at(0).at("entities"), demo_entities)
+        << "nothing was spawned";
 }
 
 TEST(ClientSpawn, RateLimitedCommandsAreSentAgainNotLost) {
@@ -347,7 +422,8 @@ TEST(ClientIdentity, AnotherUserWithTheSameNameIsAnotherOwner) {
         return events(json_lines(r.out), "list").at(0).at("client_id").get<std::uint64_t>();
     };
     const std::uint64_t spawner = owner_of({});
-    EXPECT_EQ(foreign.err, "error: entity 20:1 belongs to client " + std::to_string(spawner) + "\n");
+    EXPECT_EQ(foreign.err,
+              "error: entity 20:1 belongs to client " + std::to_string(spawner) + "\n");
     EXPECT_NE(owner_of(intruder_env), spawner);
     // The intruder got an identity of its own, under its own ~/.local/state.
     EXPECT_TRUE(fs::exists(key_file(intruder.path() / ".local" / "state", s.port(), "pilot")));
@@ -379,7 +455,8 @@ TEST(ClientIdentity, GarbageKeyFileIsIgnoredAndReplaced) {
     server s{{"--keep-entities-on-disconnect"}};
     const fs::path key = key_file(state_home(), s.port(), "pilot");
     fs::create_directories(key.parent_path());
-    for (const std::string& garbage : {std::string{"junk\n"}, std::string(33, 'k'), std::string{}}) {
+    for (const std::string& garbage :
+         {std::string{"junk\n"}, std::string(33, 'k'), std::string{}}) {
         std::ofstream{key, std::ios::binary | std::ios::trunc} << garbage;
         const result spawned = client(s, {"--name", "pilot", "spawn"});
         ASSERT_EQ(spawned.exit_code, 0) << garbage.size() << " bytes\n" << describe(spawned);
@@ -433,8 +510,7 @@ TEST(ClientConnectToken, IssuedTokenAdmitsMissingOrBadOnesAreRefused) {
     // The player owns what it spawned in the next run, through ECSNET_CONNECT_TOKEN too.
     const result spawned = client(s, {"--connect-token", token, "spawn"});
     ASSERT_EQ(spawned.out, "spawned 20:1\n") << describe(spawned);
-    const result destroyed =
-        client(s, {"destroy", "20:1"}, {}, {{"ECSNET_CONNECT_TOKEN", token}});
+    const result destroyed = client(s, {"destroy", "20:1"}, {}, {{"ECSNET_CONNECT_TOKEN", token}});
     EXPECT_EQ(destroyed.exit_code, 0) << describe(destroyed);
 
     const result without = client(s, {"list"});
@@ -490,14 +566,17 @@ TEST(ClientList, TableSortedByIndexWithCount) {
     ASSERT_EQ(r.exit_code, 0) << describe(r);
     const auto out = lines(r.out);
     ASSERT_EQ(out.size(), demo_entities + 2) << describe(r);
+    // A column per type of the server's schema, in wire id order (the demo registers
+    // position, velocity, health, lifetime, name after the core's owner).
     EXPECT_TRUE(
-        matches(out.front(), R"(ENTITY +OWNER +NAME +POSITION +VELOCITY +HEALTH +LIFETIME)"))
+        matches(out.front(), R"(ENTITY +OWNER +POSITION +VELOCITY +HEALTH +LIFETIME +NAME)"))
         << out.front();
     for (std::size_t i = 0; i < demo_entities; ++i) {
         const std::string row = out[1 + i];
-        EXPECT_TRUE(matches(row, std::to_string(i) + R"(:1 +server +demo-)" + std::to_string(i) +
-                                     R"( +\(-?\d+\.\d\d, -?\d+\.\d\d\) +\(-?\d+\.\d\d, )"
-                                     R"(-?\d+\.\d\d\) +- +-)"))
+        EXPECT_TRUE(matches(row, std::to_string(i) +
+                                     R"(:1 +server +\(-?\d+\.\d\d, -?\d+\.\d\d\) +\(-?\d+\.\d\d, )"
+                                     R"(-?\d+\.\d\d\) +- +- +demo-)" +
+                                     std::to_string(i)))
             << row;
     }
     EXPECT_TRUE(matches(out.back(), R"(20 entities at tick \d+; this client \(\d+\) owns 0)"))
@@ -632,6 +711,30 @@ TEST(ClientWatch, MatchingChecksumIsOk) {
     EXPECT_EQ(summaries[0].at("checksum_tick"), 5);
 }
 
+// A Welcome whose schema lies is refused with the reason, and nothing crashes.
+TEST(ClientWatch, LyingSchemaIsRefusedWithTheReason) {
+    const struct {
+        fake_script script;
+        std::string reason;
+    } cases[] = {
+        {fake_script::unknown_field_type,
+         "Welcome with an unusable schema: component 'position' field 'x' has unknown type id 99"},
+        {fake_script::bits_beyond_type,
+         "Welcome with an unusable schema: component 'health' field 'value' is int32 in 40 "
+         "bits; unquantized fields take 32"},
+        {fake_script::duplicate_names,
+         "Welcome with an unusable schema: component type 2 repeats the name 'position'"},
+    };
+    for (const auto& c : cases) {
+        fake_server fake{0, c.script};
+        const result r = run({ECSNET_CLIENT_BIN, "--port", std::to_string(fake.port()), "list"});
+        EXPECT_EQ(r.exit_code, 1) << describe(r);
+        EXPECT_EQ(r.out, "");
+        EXPECT_THAT(r.err, HasSubstr(c.reason)) << describe(r);
+        EXPECT_EQ(lines(r.err).size(), 1U) << "one line, no sanitizer report: " << r.err;
+    }
+}
+
 // A removal is its own event, printed like spawns and destroys; a snapshot that replaces the
 // state is printed as what it changed. Before, a removal only showed with --every-update (as
 // an update) and a resync printed the snapshot line alone.
@@ -694,6 +797,126 @@ TEST(ClientWatch, JsonRemovalsAndSnapshotDifferencesWithTheirTicks) {
     EXPECT_EQ(totals[0].at("updates"), 2);
 }
 
+// ---- any game: the stock client shows components it was not compiled with ------------------
+
+// Each line of `text` matches its pattern (std::regex, whole line), and there are as many.
+void expect_lines_match(const std::string& text, const std::vector<std::string>& patterns) {
+    const auto out = lines(text);
+    ASSERT_EQ(out.size(), patterns.size()) << text;
+    for (std::size_t i = 0; i < out.size(); ++i) {
+        EXPECT_TRUE(matches(out[i], patterns[i])) << out[i] << "\n  does not match " << patterns[i];
+    }
+}
+
+// The entity objects of `list --json`, by entity ("0:1").
+std::map<std::string, json> listed_entities(const result& r) {
+    std::map<std::string, json> out;
+    for (const auto& e : events(json_lines(r.out), "entity")) {
+        out[e.at("entity").get<std::string>()] = e;
+    }
+    return out;
+}
+
+// The tutorial game of docs/EXTENDING.md: two beacons, each with a shield the server recharges.
+TEST(ClientAnyGame, ShieldsBeaconsAndShieldsByName) {
+    server s{ECSNET_SHIELDS_SERVER_BIN, {"--keep-entities-on-disconnect"}};
+    const result first = client(s, {"--json", "list"});
+    ASSERT_EQ(first.exit_code, 0) << describe(first);
+    auto entities = listed_entities(first);
+    ASSERT_EQ(entities.size(), 2U) << first.out;
+    const json& west = entities.at("0:1");
+    const json& east = entities.at("1:1");
+    EXPECT_TRUE(west.at("owner").is_null()) << "the server's";
+    EXPECT_EQ(west.at("beacon"), (json{{"x", -100.0}, {"y", 0.5}, {"team", 0}}));
+    EXPECT_EQ(east.at("beacon"), (json{{"x", 100.0}, {"y", 0.5}, {"team", 1}}));
+    for (const json* e : {&west, &east}) {
+        const json& shield = e->at("shield");
+        EXPECT_EQ(shield.at("capacity"), 100.0) << *e;
+        EXPECT_GT(shield.at("strength").get<double>(), 0.0) << "recharging: " << *e;
+        EXPECT_LE(shield.at("strength").get<double>(), 100.0) << *e;
+        EXPECT_FALSE(e->contains("position")) << "no demo types here: " << *e;
+    }
+    const double before = west.at("shield").at("strength");
+    const result table = client(s, {"list"});
+    ASSERT_EQ(table.exit_code, 0) << describe(table);
+    expect_lines_match(table.out, {"ENTITY +OWNER +BEACON +SHIELD",
+                                   R"(0:1 +server +\(-100\.00, 0\.50, 0\) +\(\d+\.\d\d, 100\.00\))",
+                                   R"(1:1 +server +\(100\.00, 0\.50, 1\) +\(\d+\.\d\d, 100\.00\))",
+                                   R"(2 entities at tick \d+; this client \(\d+\) owns 0)"});
+    const double after =
+        listed_entities(client(s, {"--json", "list"})).at("0:1").at("shield").at("strength");
+    EXPECT_TRUE(after > before || before == 100.0) << before << " then " << after;
+
+    // A client may spawn beacons (the game gives each a shield), not set shields.
+    const result spawned = client(s, {"spawn", "--set", "beacon=10,20,1"});
+    ASSERT_EQ(spawned.exit_code, 0) << describe(spawned);
+    ASSERT_EQ(lines(spawned.out), std::vector<std::string>{"spawned 2:1"}) << describe(spawned);
+    entities = listed_entities(client(s, {"--json", "list"}));
+    ASSERT_EQ(entities.count("2:1"), 1U);
+    const json& mine = entities.at("2:1");
+    EXPECT_TRUE(mine.at("owner").is_number_unsigned()) << mine;
+    EXPECT_EQ(mine.at("beacon"), (json{{"x", 10.0}, {"y", 20.0}, {"team", 1}}));
+    EXPECT_EQ(mine.at("shield").at("capacity"), 100.0);
+
+    const result shield = client(s, {"spawn", "--set", "shield=1,2"});
+    EXPECT_EQ(shield.exit_code, 2) << describe(shield);
+    EXPECT_EQ(shield.err, "error: component 'shield' is set by the server only\n");
+    const result team = client(s, {"spawn", "--set", "beacon=1,2,256"});
+    EXPECT_EQ(team.exit_code, 2) << describe(team);
+    EXPECT_EQ(team.err, "error: value 256 does not fit beacon.team, a uint8\n");
+    const result demo = client(s, {"spawn", "--health", "3"});
+    EXPECT_EQ(demo.exit_code, 2) << describe(demo);
+    EXPECT_EQ(demo.err,
+              "error: the server has no component 'health'; it has: owner, beacon, shield\n");
+    EXPECT_EQ(listed_entities(client(s, {"--json", "list"})).size(), 3U) << "nothing more spawned";
+}
+
+// Components defined in this test folder alone (probe.fbs, probe_server.cpp): every field kind
+// printed from the schema, float32 in its shortest form, a name that is a JSON key of the
+// entity object moved aside.
+TEST(ClientAnyGame, TestOnlyComponentsByNameWithTheirValues) {
+    server s{ECSNET_PROBE_SERVER_BIN, {"--keep-entities-on-disconnect"}};
+    const result r = client(s, {"--json", "list"});
+    ASSERT_EQ(r.exit_code, 0) << describe(r);
+    const auto objects = json_lines(r.out);
+    ASSERT_EQ(objects.size(), 2U) << r.out;
+    EXPECT_EQ(r.out.substr(0, r.out.find('\n')),
+              R"({"event":"entity","entity":"0:1","index":0,"version":1,"owner":null,)"
+              R"("probe":{"level":-7,"ratio":0.1,"lit":true,"heat":1.1},)"
+              R"("component:value":18446744073709551615,"label":"probe \"one\""})");
+
+    const result table = client(s, {"list"});
+    ASSERT_EQ(table.exit_code, 0) << describe(table);
+    expect_lines_match(table.out, {"ENTITY +OWNER +PROBE +VALUE +LABEL",
+                                   R"(0:1 +server +\(-7, 0\.10, true, 1\.10\) +)"
+                                   R"(18446744073709551615 +probe "one")",
+                                   R"(1 entity at tick \d+; this client \(\d+\) owns 0)"});
+
+    // spawn sets them by name; watch prints them (a string quoted and escaped).
+    child watcher{client_argv(s.port(), {"watch", "--seconds", "3"})};
+    ASSERT_TRUE(watcher.read_until(
+        [](const std::string& out) { return out.find('\n') != std::string::npos; }, 30s))
+        << watcher.err();
+    const result spawned =
+        client(s, {"--name", "prober", "spawn", "--set", "probe=3,-0.5,false,2.25", "--set",
+                   "value=9", "--set", "label=x \\ \"y\""});
+    ASSERT_EQ(spawned.exit_code, 0) << describe(spawned);
+    ASSERT_EQ(spawned.out, "spawned 1:1\n") << describe(spawned);
+    const auto entities = listed_entities(client(s, {"--json", "list"}));
+    ASSERT_EQ(entities.count("1:1"), 1U);
+    const json& mine = entities.at("1:1");
+    EXPECT_EQ(mine.at("probe"),
+              (json{{"level", 3}, {"ratio", -0.5}, {"lit", false}, {"heat", 2.25}}));
+    EXPECT_EQ(mine.at("component:value"), 9);
+    EXPECT_EQ(mine.at("label"), "x \\ \"y\"");
+    EXPECT_EQ(watcher.wait(30s), 0) << watcher.err();
+    const auto out = lines(watcher.out());
+    EXPECT_TRUE(std::any_of(out.begin(), out.end(), [](const std::string& line) {
+        return matches(line, R"(spawned 1:1 owner=\d+ probe=\(3, -0\.50, false, 2\.25\) )"
+                             R"(value=9 label="x \\\\ \\"y\\"")");
+    })) << watcher.out();
+}
+
 // ---- shell ----------------------------------------------------------------------------------
 
 TEST(ClientShell, SpawnListQuitFromStdin) {
@@ -708,7 +931,8 @@ TEST(ClientShell, SpawnListQuitFromStdin) {
     const std::string first = out[0].substr(8);
     const std::string second = out[1].substr(8);
     // The mirror shows the new entities at once, owned by this client.
-    EXPECT_TRUE(matches(out[3 + demo_entities], first + R"( +client \d+ +- +\(0\.00, 0\.00\) .*)"))
+    EXPECT_TRUE(
+        matches(out[3 + demo_entities], first + R"( +client \d+ +\(0\.00, 0\.00\) +- +- +- +-)"))
         << out[3 + demo_entities];
     EXPECT_TRUE(matches(out[4 + demo_entities], second + R"( +client \d+ .*)"));
     EXPECT_TRUE(matches(out.back(), R"(22 entities at tick \d+; this client \(\d+\) owns 2)"))
@@ -841,7 +1065,10 @@ TEST(ClientUsage, BadCommandLinesExit2) {
         {"spawn", "--count", "0"},
         {"spawn", "--x", "nan"},
         {"spawn", "--vx", "1e40"},
-        {"spawn", "--name", std::string(65, 'n')},
+        {"spawn", "--name", "\xff"},
+        {"spawn", "--set", "position"},
+        {"spawn", "--set", "=1,2"},
+        {"spawn", "--x", "1", "--set", "position=1,2"},
         {"spawn", "--name", "ship-{n}", "--count", "10", "--x", "x"},
         {"watch", "--seconds", "-1"},
         {"destroy", "1:1", "--timeout-ms", "0"},

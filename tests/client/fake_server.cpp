@@ -12,8 +12,10 @@
 #include <stdexcept>
 #include <string>
 
+#include "ecsnet/demo/components.hpp"
 #include "ecsnet/ecs/world.hpp"
 #include "ecsnet/protocol/messages.hpp"
+#include "ecsnet/protocol/registry.hpp"
 #include "ecsnet/protocol/replication.hpp"
 
 namespace ecsnet::test {
@@ -22,6 +24,10 @@ namespace {
 
 using namespace std::chrono_literals;
 using clock = std::chrono::steady_clock;
+using demo::Health;
+using demo::Name;
+using demo::Position;
+using demo::Velocity;
 
 constexpr std::uint64_t snapshot_tick = 5;
 
@@ -48,20 +54,67 @@ bool play_changes(int client, ecs::World& world, protocol::replication_encoder& 
     const ecs::Entity gone{1, 1};
     const ecs::Entity mover{2, 1};
     if (step == 0) {
-        world.remove<protocol::Health>(keeper);
+        world.remove<Health>(keeper);
         return write_all(client, encoder.encode_delta(world, world.take_changes(), 6));
     }
     world.destroy(gone);
-    world.emplace<protocol::Name>(world.create(), "newcomer");
-    world.patch<protocol::Position>(keeper, [](protocol::Position& p) { p = {3.0F, 4.0F}; });
-    world.remove<protocol::Velocity>(mover);
-    world.emplace<protocol::Health>(mover, 5);
+    world.emplace<Name>(world.create(), "newcomer");
+    world.patch<Position>(keeper, [](Position& p) { p = {3.0F, 4.0F}; });
+    world.remove<Velocity>(mover);
+    world.emplace<Health>(mover, 5);
     (void)world.take_changes();  // the Delta of tick 7 the client never gets
     bool ok = true;
     for (const auto& f : encoder.encode_snapshot(world, 7)) {
         ok = ok && write_all(client, f);
     }
     return ok;
+}
+
+// The demo game's types, in its order (games/demo: demo::register_components).
+void register_demo(protocol::component_registry& types) {
+    types.add<Position>();
+    types.add<Velocity>();
+    types.add<Health>();
+    types.add<demo::Lifetime>();
+    types.add<Name>();
+}
+
+// A Welcome whose schema says what `script` lies about; built by hand, as encode() only
+// sends schemas that passed schema::make.
+protocol::frame lying_welcome(fake_script script, const protocol::schema& truth) {
+    flatbuffers::FlatBufferBuilder fbb;
+    std::vector<flatbuffers::Offset<wire::ComponentType>> types;
+    for (const protocol::component_info& t : truth.types()) {
+        std::vector<flatbuffers::Offset<wire::Field>> fields;
+        for (const protocol::field_info& f : t.fields) {
+            auto type = static_cast<wire::FieldType>(f.type);
+            unsigned bits = f.bits;
+            if (script == fake_script::unknown_field_type && t.name == "position" &&
+                f.name == "x") {
+                type = static_cast<wire::FieldType>(99);
+            }
+            if (script == fake_script::bits_beyond_type && t.name == "health") {
+                bits = 40;
+            }
+            fields.push_back(wire::CreateField(fbb, fbb.CreateString(f.name), type,
+                                               static_cast<std::uint8_t>(bits), f.quantized.min,
+                                               f.quantized.step));
+        }
+        const std::string name =
+            script == fake_script::duplicate_names && t.name == "velocity" ? "position" : t.name;
+        types.push_back(wire::CreateComponentType(
+            fbb, t.id, fbb.CreateString(name), static_cast<wire::Writer>(t.written_by),
+            t.owner_only, t.is_string ? t.max_bytes : 0, fbb.CreateVector(fields)));
+    }
+    const auto welcome = wire::CreateWelcome(fbb, 1, protocol::protocol_version, 30.0F,
+                                             snapshot_tick, 1, 0, 0, fbb.CreateVector(types));
+    return protocol::finish_frame(
+        fbb, wire::CreateServerMessage(fbb, wire::ServerBody::Welcome, welcome.Union()));
+}
+
+bool lies(fake_script script) {
+    return script == fake_script::unknown_field_type || script == fake_script::bits_beyond_type ||
+           script == fake_script::duplicate_names;
 }
 
 }  // namespace
@@ -109,15 +162,17 @@ void fake_server::serve() {
     bool welcomed = false;
     auto next_checksum = clock::now();
     const auto world = ecs::World::make();
-    protocol::replication_encoder encoder;
+    protocol::component_registry types;
+    register_demo(types);
+    protocol::replication_encoder encoder{types};
     if (script_ == fake_script::changes) {
         const ecs::Entity keeper = world->create();
-        world->emplace<protocol::Position>(keeper, 1.0F, 2.0F);
-        world->emplace<protocol::Health>(keeper, 10);
-        world->emplace<protocol::Name>(world->create(), "gone");
+        world->emplace<Position>(keeper, 1.0F, 2.0F);
+        world->emplace<Health>(keeper, 10);
+        world->emplace<Name>(world->create(), "gone");
         const ecs::Entity mover = world->create();
-        world->emplace<protocol::Position>(mover, 0.0F, 0.0F);
-        world->emplace<protocol::Velocity>(mover, 1.0F, 0.0F);
+        world->emplace<Position>(mover, 0.0F, 0.0F);
+        world->emplace<Velocity>(mover, 1.0F, 0.0F);
         (void)world->take_changes();
     }
     int step = 0;
@@ -130,9 +185,19 @@ void fake_server::serve() {
             }
             if (!welcomed) {
                 welcomed = true;
-                bool ok = write_all(client,
-                                    protocol::encode(protocol::server_control{protocol::welcome{
-                                        1, protocol::protocol_version, 30.0F, snapshot_tick, 1}}));
+                if (lies(script_)) {
+                    (void)write_all(client, lying_welcome(script_, types.types()));
+                    continue;  // until the client leaves, as it should
+                }
+                bool ok = write_all(client, protocol::encode(protocol::server_control{
+                                                protocol::welcome{1,
+                                                                  protocol::protocol_version,
+                                                                  30.0F,
+                                                                  snapshot_tick,
+                                                                  1,
+                                                                  {},
+                                                                  {},
+                                                                  types.types()}}));
                 for (const auto& f : encoder.encode_snapshot(*world, snapshot_tick)) {
                     ok = ok && write_all(client, f);
                 }
@@ -154,6 +219,9 @@ void fake_server::serve() {
                 next_step = clock::now() + 300ms;
             }
             continue;
+        }
+        if (lies(script_)) {
+            continue;  // nothing follows a Welcome the client must refuse
         }
         if (welcomed && clock::now() >= next_checksum) {
             next_checksum = clock::now() + 100ms;

@@ -14,9 +14,20 @@
 //   health of 0:1; 300 ms later a Snapshot at tick 7 replaces the state (the Delta of tick 7
 //   never sent): 1:1 destroyed, an entity named "newcomer" spawned, 0:1 moved to (3, 4), 2:1
 //   without velocity but with health 5.
+// Its Welcome describes the demo game's types (owner, position, velocity, health, lifetime,
+// name), except in the scripts whose Welcome lies about them, and nothing follows it:
+// - unknown_field_type: position.x has field type 99;
+// - bits_beyond_type: health.value is an int32 in 40 bits;
+// - duplicate_names: two types are named "position".
 namespace ecsnet::test {
 
-enum class fake_script { checksums, changes };
+enum class fake_script {
+    checksums,
+    changes,
+    unknown_field_type,
+    bits_beyond_type,
+    duplicate_names
+};
 
 class fake_server {
 public:

@@ -241,7 +241,10 @@ result run(const std::vector<std::string>& argv, std::string_view input, const e
     return r;
 }
 
-server::server(const std::vector<std::string>& extra_args) {
+server::server(const std::vector<std::string>& extra_args)
+    : server(ECSNET_SERVER_BIN, extra_args) {}
+
+server::server(const std::string& binary, const std::vector<std::string>& extra_args) {
     char path[] = "/tmp/ecsnet-client-test-server-XXXXXX";
     const int fd = mkstemp(path);
     if (fd < 0) {
@@ -250,8 +253,8 @@ server::server(const std::vector<std::string>& extra_args) {
     close(fd);
     log_path_ = path;
 
-    std::vector<std::string> argv{ECSNET_SERVER_BIN, "--port", "0", "--bind", "127.0.0.1",
-                                  "--log-level", "info"};
+    std::vector<std::string> argv{binary,      "--port",      "0",   "--bind",
+                                  "127.0.0.1", "--log-level", "info"};
     // 20 demo entities unless the test asks for another number (CLI11 refuses an option twice).
     if (std::find(extra_args.begin(), extra_args.end(), "--demo-entities") == extra_args.end()) {
         argv.insert(argv.end(), {"--demo-entities", "20"});
@@ -283,14 +286,14 @@ server::server(const std::vector<std::string>& extra_args) {
         }
         if (auto code = wait_exit(pid_, 0ms)) {
             pid_ = -1;
-            throw std::runtime_error("ecsnet-server exited with " + std::to_string(*code) +
+            throw std::runtime_error(binary + " exited with " + std::to_string(*code) +
                                      " before listening:\n" + text);
         }
         std::this_thread::sleep_for(20ms);
     }
     const std::string text = log();
     stop(1s);
-    throw std::runtime_error("ecsnet-server did not log 'listening on' within 30 s:\n" + text);
+    throw std::runtime_error(binary + " did not log 'listening on' within 30 s:\n" + text);
 }
 
 server::~server() {

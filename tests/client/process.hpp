@@ -77,6 +77,8 @@ result run(const std::vector<std::string>& argv, std::string_view input = {},
 class server {
 public:
     explicit server(const std::vector<std::string>& extra_args = {});
+    // Another game's server binary (ecsnet::server::run takes the same options).
+    server(const std::string& binary, const std::vector<std::string>& extra_args);
     server(const server&) = delete;
     server& operator=(const server&) = delete;
     ~server();
