@@ -151,5 +151,42 @@ TEST(ConnectionCallbacks, OnMessageMayReadMoreAndItsFrameStaysValid) {
     expect_in_sync(c);
 }
 
+// A client compiled with a game's types checks them against the server's schema at Welcome:
+// a type the server changed is refused with the field named, before any value is misread.
+TEST(ConnectionSchema, AClientCompiledWithAReorderedTypeRefusesTheServer) {
+    server s;
+    connect_options options = options_for(s);
+    protocol::component_info reordered = protocol::describe<Position>();
+    std::swap(reordered.fields[0], reordered.fields[1]);  // as if compiled with {y, x}
+    options.expected_types = {reordered};
+    try {
+        connection c{options};
+        ADD_FAILURE() << "joined a server whose position differs";
+    } catch (const client::client_error& e) {
+        EXPECT_THAT(e.what(), ::testing::HasSubstr(
+                                  "cannot join 127.0.0.1:" + std::to_string(s.port()) +
+                                  ": the server's schema does not match this client: component "
+                                  "'position' field 0 is 'x: float' on the server, 'y: float' "
+                                  "here (fields may only be added at the end)"));
+    }
+}
+
+// Fields the server added at the end and types it has that the client does not know (or lacks)
+// are fine: the client reads what it knows.
+TEST(ConnectionSchema, AddedFieldsAndUnknownTypesAreFine) {
+    server s{{"--demo-entities", "3"}};
+    connect_options options = options_for(s);
+    protocol::component_info older = protocol::describe<Position>();
+    older.fields.pop_back();  // as if compiled when position had only x
+    protocol::component_info absent = protocol::describe<Health>();
+    absent.name = "armour";  // a type this server does not have
+    options.expected_types = {older, absent};
+    connection c{options};
+    EXPECT_EQ(c.mirror().size(), 3U);
+    std::size_t positioned = 0;
+    c.mirror().each([&](Entity e) { positioned += c.mirror().get<Position>(e).has_value() ? 1 : 0; });
+    EXPECT_EQ(positioned, 3U);
+}
+
 }  // namespace
 }  // namespace ecsnet::test

@@ -68,6 +68,9 @@ connection::connection(const connect_options& options)
         const bool maybe_tls = !options.tls && !welcome_ &&
                                (*closed_ == "server closed the connection" ||
                                 *closed_ == "connection reset by peer");
+        if (refused_server_) {
+            throw client_error("cannot join " + endpoint_ + ": " + *closed_);
+        }
         throw client_error("server at " + endpoint_ + " refused: " + *closed_ +
                            (maybe_tls ? " (if it serves TLS, connect with --tls)" : ""));
     }
@@ -287,6 +290,7 @@ bool connection::record_control(const wire::ServerMessage& message) {
     std::string why;
     auto control = protocol::decode_server_control(message, &why);
     if (!control) {
+        refused_server_ = true;
         fail("invalid message from the server: " + why);
         return false;
     }
@@ -294,6 +298,7 @@ bool connection::record_control(const wire::ServerMessage& message) {
         for (const protocol::component_info& expected : expected_types_) {
             if (const auto* actual = w->components.find(expected.name)) {
                 if (auto problem = protocol::incompatibility(expected, *actual)) {
+                    refused_server_ = true;
                     fail("the server's schema does not match this client: " + *problem);
                     return false;
                 }

@@ -146,6 +146,7 @@ private:
     std::optional<protocol::welcome> welcome_;
     std::map<std::uint32_t, protocol::command_result> results_;
     std::optional<std::string> closed_;
+    bool refused_server_{false};  // closed_ is this client's verdict on what the server sent
     std::optional<protocol::checksum_report> last_checksum_;
     std::optional<protocol::pong> last_pong_;
     std::uint32_t last_request_id_{0};
