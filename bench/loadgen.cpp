@@ -30,6 +30,7 @@
 #include <vector>
 
 #include "ecsnet/client/connection.hpp"
+#include "ecsnet/demo/components.hpp"
 
 extern char** environ;
 
@@ -238,6 +239,10 @@ void run_client(const options& o, std::uint16_t port, std::size_t index,
         co.port = port;
         co.name = "loadgen-" + std::to_string(index);
         co.timeout = 60s;
+        // The probe spawns the demo's Position and Name: a server without them is refused at
+        // Welcome, with the reason, rather than at the first spawn.
+        co.expected_types = {ecsnet::protocol::describe<ecsnet::demo::Position>(),
+                             ecsnet::protocol::describe<ecsnet::demo::Name>()};
         ecsnet::client::connection c(co);
         result.join_ms = ms_since(started);
 
@@ -258,7 +263,7 @@ void run_client(const options& o, std::uint16_t port, std::size_t index,
                 // One spawn at a time: from sending to the entity being in this mirror.
                 const std::uint32_t id = c.next_request_id();
                 protocol::spawn s{id, {}};
-                s.components.set(protocol::Position{0, 0}).set(protocol::Name{"probe"});
+                s.components.set(ecsnet::demo::Position{0, 0}).set(ecsnet::demo::Name{"probe"});
                 const auto sent = clock_type::now();
                 c.send(s);
                 std::optional<protocol::command_result> r;

@@ -1,46 +1,140 @@
 // Costs of replication (docs/BENCHMARKS.md): encoding a tick's delta, building a snapshot,
-// applying deltas in a mirror. Entity count from ECSNET_BENCH_N (default 100,000).
+// applying deltas in a mirror, the world checksum. Entity count from ECSNET_BENCH_N (default
+// 100,000).
+//
+// BM_EncodeDelta ... BM_WorldChecksum: the demo game's Position and Velocity on a freshly
+// spawned world, as measured before issue 13 (bench/compare.sh compares them across revisions).
+// BM_Moving*<T>/{fresh,churned}: the figures issue 13 asks for, every entity moving each tick,
+// for the demo's Position {float x, y} and a QuantizedPosition (1/64 unit over 4096 units)
+// defined here, on a fresh world and on a churned one (spawn N, destroy a random half, respawn,
+// four times: storage order no longer follows index order). Counters:
+//   bytes_per_entity   wire bytes per moving entity per tick (delta) or per entity (snapshot)
+//   per_entity         encode / apply time per changed entity
+//   in_order           share of the position storage whose next entry has the next index
 #include <benchmark/benchmark.h>
 
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
 #include <cstdlib>
 #include <memory>
+#include <random>
 #include <string>
+#include <type_traits>
+#include <vector>
 
+#include "bench_generated.h"  // flatc, from bench.fbs
+#include "ecsnet/demo/components.hpp"
+#include "ecsnet/demo/game.hpp"
 #include "ecsnet/ecs/world.hpp"
 #include "ecsnet/protocol/checksum.hpp"
 #include "ecsnet/protocol/frame.hpp"
 #include "ecsnet/protocol/mirror.hpp"
+#include "ecsnet/protocol/registry.hpp"
 #include "ecsnet/protocol/replication.hpp"
+
+namespace ecsnet::bench {
+
+// 1/64 unit over a 4096-unit world (issue 13's target: <= 6 bytes per moving entity per tick).
+struct QuantizedPosition {
+    float x{};
+    float y{};
+};
+
+}  // namespace ecsnet::bench
+
+template <>
+struct ecsnet::protocol::replicated<ecsnet::bench::QuantizedPosition>
+    : ecsnet::protocol::replicate<ecsnet::bench::wire::QuantizedPosition, "quantized_position",
+                                  ecsnet::protocol::replicate_options{
+                                      .quantized = {.min = 0, .max = 4096, .step = 1.0 / 64}}> {};
 
 namespace {
 
 namespace ecs = ecsnet::ecs;
 namespace protocol = ecsnet::protocol;
-using protocol::Position;
-using protocol::Velocity;
+using ecsnet::bench::QuantizedPosition;
+using ecsnet::demo::Position;
+using ecsnet::demo::Velocity;
+
+constexpr float world_size = 4096.0F;
 
 std::size_t entity_count() {
     const char* n = std::getenv("ECSNET_BENCH_N");
     return n != nullptr ? static_cast<std::size_t>(std::strtoull(n, nullptr, 10)) : 100'000;
 }
 
+// The demo's types and the quantized position, as a server registers them.
+const protocol::component_registry& types() {
+    static const protocol::component_registry registry = [] {
+        protocol::component_registry r;
+        ecsnet::demo::register_components(r);
+        r.add<QuantizedPosition>();
+        return r;
+    }();
+    return registry;
+}
+
+template <typename P>
+void add_moving(ecs::World& world, ecs::Entity e, std::size_t i) {
+    world.emplace<P>(e, static_cast<float>(i % 4000), static_cast<float>(i / 4000 % 4000));
+    world.emplace<Velocity>(e, 1.0F, 0.5F);
+}
+
 std::shared_ptr<ecs::World> moving_world(std::size_t n) {
     auto world = ecs::World::make();
     for (std::size_t i = 0; i < n; ++i) {
-        const auto e = world->create();
-        world->emplace<Position>(e, static_cast<float>(i), 0.0F);
-        world->emplace<Velocity>(e, 1.0F, 0.5F);
+        add_moving<Position>(*world, world->create(), i);
+    }
+    world->discard_changes();
+    return world;
+}
+
+// n moving entities with P; churned: then four times, a random half destroyed and as many
+// spawned again (recycled indices, appended to the storages).
+template <typename P>
+std::shared_ptr<ecs::World> moving_world(std::size_t n, bool churned) {
+    auto world = ecs::World::make();
+    std::vector<ecs::Entity> alive;
+    alive.reserve(n);
+    for (std::size_t i = 0; i < n; ++i) {
+        alive.push_back(world->create());
+        add_moving<P>(*world, alive.back(), i);
+    }
+    if (churned) {
+        std::mt19937_64 rng{13};
+        for (int round = 0; round < 4; ++round) {
+            std::shuffle(alive.begin(), alive.end(), rng);
+            const std::size_t half = alive.size() / 2;
+            for (std::size_t i = 0; i < half; ++i) {
+                world->destroy(alive[i]);
+            }
+            alive.erase(alive.begin(), alive.begin() + static_cast<std::ptrdiff_t>(half));
+            for (std::size_t i = 0; i < half; ++i) {
+                alive.push_back(world->create());
+                add_moving<P>(*world, alive.back(), i * 7 + static_cast<std::size_t>(round));
+            }
+        }
     }
     world->discard_changes();
     return world;
 }
 
 // Every entity moves: what one tick of the movement system produces.
+template <typename P>
 void move_all(ecs::World& world) {
-    world.view<Position, const Velocity>().each([](Position& p, const Velocity& v) {
+    world.view<P, const Velocity>().each([](P& p, const Velocity& v) {
         p.x += v.x;
         p.y += v.y;
+        if constexpr (std::is_same_v<P, QuantizedPosition>) {
+            p.x = p.x >= world_size ? p.x - world_size : p.x;  // stay in the quantized range
+            p.y = p.y >= world_size ? p.y - world_size : p.y;
+        }
     });
+}
+
+void move_all(ecs::World& world) {
+    move_all<Position>(world);
 }
 
 // Seconds per entity, printed with an SI prefix: "5.2n" is 5.2 ns per entity.
@@ -50,10 +144,25 @@ void per_entity(benchmark::State& state, std::size_t n) {
         benchmark::Counter::kIsIterationInvariantRate | benchmark::Counter::kInvert);
 }
 
+// How much of P's storage lists entities in index order (1 on a fresh world).
+template <typename P>
+double in_order(const ecs::World& world) {
+    const auto* storage = world.find_storage<P>();
+    const auto entities = storage->entities();
+    std::size_t next = 0;
+    for (std::size_t i = 1; i < entities.size(); ++i) {
+        next += entities[i].index() == entities[i - 1].index() + 1 ? 1 : 0;
+    }
+    return entities.size() < 2 ? 1.0
+                               : static_cast<double>(next) / static_cast<double>(entities.size() - 1);
+}
+
+// ---- the figures from before issue 13 (same names, same work) -------------------------------
+
 void BM_EncodeDelta(benchmark::State& state) {
     const std::size_t n = entity_count();
     auto world = moving_world(n);
-    protocol::replication_encoder encoder;
+    protocol::replication_encoder encoder{types()};
     std::uint64_t tick = 0;
     std::size_t bytes = 0;
     for (auto _ : state) {
@@ -73,7 +182,7 @@ BENCHMARK(BM_EncodeDelta)->Unit(benchmark::kMillisecond);
 void BM_TakeChangesAndEncode(benchmark::State& state) {
     const std::size_t n = entity_count();
     auto world = moving_world(n);
-    protocol::replication_encoder encoder;
+    protocol::replication_encoder encoder{types()};
     std::uint64_t tick = 0;
     for (auto _ : state) {
         state.PauseTiming();
@@ -89,7 +198,7 @@ BENCHMARK(BM_TakeChangesAndEncode)->Unit(benchmark::kMillisecond);
 void BM_EncodeSnapshot(benchmark::State& state) {
     const std::size_t n = entity_count();
     auto world = moving_world(n);
-    protocol::replication_encoder encoder;
+    protocol::replication_encoder encoder{types()};
     std::size_t bytes = 0;
     for (auto _ : state) {
         const auto frames = encoder.encode_snapshot(*world, 1);
@@ -107,8 +216,8 @@ BENCHMARK(BM_EncodeSnapshot)->Unit(benchmark::kMillisecond);
 void BM_MirrorApplyDelta(benchmark::State& state) {
     const std::size_t n = entity_count();
     auto world = moving_world(n);
-    protocol::replication_encoder encoder;
-    protocol::mirror mirror;
+    protocol::replication_encoder encoder{types()};
+    protocol::mirror mirror{types().types()};
     for (const auto& f : encoder.encode_snapshot(*world, 0)) {
         mirror.apply(*protocol::verify_server_frame(*f));
     }
@@ -134,11 +243,108 @@ void BM_WorldChecksum(benchmark::State& state) {
     const std::size_t n = entity_count();
     auto world = moving_world(n);
     for (auto _ : state) {
-        benchmark::DoNotOptimize(protocol::checksum::of_world(*world));
+        benchmark::DoNotOptimize(protocol::checksum::of_world(*world, types()));
     }
     per_entity(state, n);
 }
 BENCHMARK(BM_WorldChecksum)->Unit(benchmark::kMillisecond);
+
+// ---- issue 13: plain and quantized positions, fresh and churned worlds ----------------------
+
+// One tick's delta when every entity moved: bytes per moving entity, ns per changed entity.
+template <typename P>
+void BM_MovingDelta(benchmark::State& state, bool churned) {
+    const std::size_t n = entity_count();
+    auto world = moving_world<P>(n, churned);
+    protocol::replication_encoder encoder{types()};
+    std::uint64_t tick = 0;
+    std::size_t bytes = 0;
+    for (auto _ : state) {
+        state.PauseTiming();
+        move_all<P>(*world);
+        auto changes = world->take_changes();
+        state.ResumeTiming();
+        const auto frame = encoder.encode_delta(*world, changes, ++tick);
+        bytes = frame->size();
+        benchmark::DoNotOptimize(frame);
+    }
+    per_entity(state, n);
+    state.counters["bytes_per_entity"] = static_cast<double>(bytes) / static_cast<double>(n);
+    state.counters["in_order"] = in_order<P>(*world);
+}
+
+// The whole world for a joining client: bytes per entity (P and Velocity), ns per entity.
+template <typename P>
+void BM_MovingSnapshot(benchmark::State& state, bool churned) {
+    const std::size_t n = entity_count();
+    auto world = moving_world<P>(n, churned);
+    protocol::replication_encoder encoder{types()};
+    std::size_t bytes = 0;
+    for (auto _ : state) {
+        const auto frames = encoder.encode_snapshot(*world, 1);
+        bytes = 0;
+        for (const auto& f : frames) {
+            bytes += f->size();
+        }
+        benchmark::DoNotOptimize(frames);
+    }
+    per_entity(state, n);
+    state.counters["bytes_per_entity"] = static_cast<double>(bytes) / static_cast<double>(n);
+    state.counters["in_order"] = in_order<P>(*world);
+}
+
+// A client applying one tick's delta (verification included): ns per changed entity.
+template <typename P>
+void BM_MovingMirrorApply(benchmark::State& state, bool churned) {
+    const std::size_t n = entity_count();
+    auto world = moving_world<P>(n, churned);
+    protocol::replication_encoder encoder{types()};
+    protocol::mirror mirror{types().types()};
+    for (const auto& f : encoder.encode_snapshot(*world, 0)) {
+        mirror.apply(*protocol::verify_server_frame(*f));
+    }
+    std::uint64_t tick = 0;
+    for (auto _ : state) {
+        state.PauseTiming();
+        move_all<P>(*world);
+        auto changes = world->take_changes();
+        const auto frame = encoder.encode_delta(*world, changes, ++tick);
+        state.ResumeTiming();
+        const auto* message = protocol::verify_server_frame(*frame);
+        if (message == nullptr || !mirror.apply(*message)) {
+            state.SkipWithError(("mirror refused a delta: " + mirror.error()).c_str());
+            break;
+        }
+    }
+    per_entity(state, n);
+    if (mirror.checksum() != protocol::checksum::of_world(*world, types())) {
+        state.SkipWithError("the mirror differs from the world");
+    }
+}
+
+// Named BM_Moving<kind>/<type>/<world>, e.g. BM_MovingDelta/QuantizedPosition/churned.
+template <typename P>
+void register_moving(const std::string& kind, void (*fn)(benchmark::State&, bool),
+                     const char* type) {
+    for (const bool churned : {false, true}) {
+        const std::string name = kind + "/" + type + (churned ? "/churned" : "/fresh");
+        benchmark::RegisterBenchmark(name.c_str(), fn, churned)->Unit(benchmark::kMillisecond);
+    }
+}
+
+const bool moving_registered = [] {
+    register_moving<Position>("BM_MovingDelta", BM_MovingDelta<Position>, "Position");
+    register_moving<QuantizedPosition>("BM_MovingDelta", BM_MovingDelta<QuantizedPosition>,
+                                       "QuantizedPosition");
+    register_moving<Position>("BM_MovingSnapshot", BM_MovingSnapshot<Position>, "Position");
+    register_moving<QuantizedPosition>("BM_MovingSnapshot", BM_MovingSnapshot<QuantizedPosition>,
+                                       "QuantizedPosition");
+    register_moving<Position>("BM_MovingMirrorApply", BM_MovingMirrorApply<Position>, "Position");
+    register_moving<QuantizedPosition>("BM_MovingMirrorApply",
+                                       BM_MovingMirrorApply<QuantizedPosition>,
+                                       "QuantizedPosition");
+    return true;
+}();
 
 }  // namespace
 

@@ -6,7 +6,8 @@
 # (tests/fuzz/corpus/<target>, never modified). Stops at the first finding: prints the
 # sanitizer report, the input's path and its base64, and exits non-zero.
 #
-# Usage: scripts/fuzz.sh [target ...]     targets: client_frame commands mirror session (default: all)
+# Usage: scripts/fuzz.sh [target ...]     targets: client_frame commands mirror schema session
+#                                          (default: all)
 # Environment:
 #   ECSNET_FUZZ_SECONDS    fuzzing time per target (default 60)
 #   ECSNET_FUZZ_BUILD_DIR  build directory (default build/fuzz)
@@ -17,7 +18,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-all_targets=(client_frame commands mirror session)
+all_targets=(client_frame commands mirror schema session)
 targets=("$@")
 if [ ${#targets[@]} -eq 0 ]; then
   targets=("${all_targets[@]}")

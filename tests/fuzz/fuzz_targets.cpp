@@ -19,17 +19,20 @@
 #include <variant>
 #include <vector>
 
+#include "ecsnet/demo/game.hpp"
 #include "ecsnet/ecs/scheduler.hpp"
 #include "ecsnet/ecs/world.hpp"
 #include "ecsnet/protocol/checksum.hpp"
 #include "ecsnet/protocol/columns.hpp"
 #include "ecsnet/protocol/components.hpp"
 #include "ecsnet/protocol/frame.hpp"
+#include "ecsnet/protocol/hash.hpp"
 #include "ecsnet/protocol/messages.hpp"
 #include "ecsnet/protocol/mirror.hpp"
+#include "ecsnet/protocol/registry.hpp"
 #include "ecsnet/protocol/replication.hpp"
+#include "ecsnet/protocol/schema.hpp"
 #include "ecsnet/server/commands.hpp"
-#include "ecsnet/server/game.hpp"
 
 namespace ecsnet::fuzz {
 
@@ -41,13 +44,26 @@ using ecs::World;
 using proto::client_message;
 using proto::command_result;
 using proto::component_set;
-using proto::Health;
-using proto::Lifetime;
-using proto::Name;
+using proto::component_info;
+using proto::component_value;
 using proto::Owner;
-using proto::Position;
-using proto::Velocity;
+using demo::Health;
+using demo::Lifetime;
+using demo::Name;
+using demo::Position;
+using demo::Velocity;
 using wire::ErrorCode;
+
+// The demo game's types, as its server registers them: Owner (0), Position, Velocity, Health,
+// Lifetime, Name (1-5).
+const proto::component_registry& demo_types() {
+    static const proto::component_registry types = [] {
+        proto::component_registry r;
+        demo::register_components(r);
+        return r;
+    }();
+    return types;
+}
 
 // ---- failures -------------------------------------------------------------------------------
 
@@ -150,27 +166,23 @@ private:
 
 // ---- descriptions for failure messages -------------------------------------------------------
 
-std::string describe(const component_set& set) {
-    std::string out = "{";
-    proto::for_each_component([&]<typename T>() {
-        const auto& v = set.get<T>();
-        if (!v) {
-            return;
-        }
-        out += " " + std::string{proto::column<T>::name} + "=";
-        if constexpr (std::is_same_v<T, Position> || std::is_same_v<T, Velocity>) {
-            out += std::to_string(v->x) + "," + std::to_string(v->y);
-        } else if constexpr (std::is_same_v<T, Health>) {
-            out += std::to_string(v->value);
-        } else if constexpr (std::is_same_v<T, Lifetime>) {
-            out += std::to_string(v->ticks);
-        } else if constexpr (std::is_same_v<T, Owner>) {
-            out += std::to_string(v->client);
-        } else {
-            out += std::to_string(v->value.size()) + " bytes";
-        }
-    });
-    return out + " }";
+// A value by its fields, as a generic client shows it.
+std::string describe(const proto::schema& types, const component_value& v) {
+    const component_info* info = types.find(v.name);
+    if (info == nullptr) {
+        return v.name + "=?";
+    }
+    if (info->is_string) {
+        return v.name + "=" + std::to_string(v.text.size()) + " bytes";
+    }
+    if (v.bytes.size() != info->value_bytes()) {
+        return v.name + "=" + std::to_string(v.bytes.size()) + " bytes?";
+    }
+    std::string out = v.name + "=";
+    for (std::size_t i = 0; i < info->fields.size(); ++i) {
+        out += (i == 0 ? "" : ",") + proto::to_string(proto::read_field(*info, v.bytes, i));
+    }
+    return out;
 }
 
 std::string describe(const command_result& r) {
@@ -180,25 +192,63 @@ std::string describe(const command_result& r) {
 
 // ---- a model of the world ------------------------------------------------------------------
 
+// An entity's values by wire name: the model does not depend on the order values were set in.
+using value_map = std::map<std::string, component_value>;
+
+std::string describe(const value_map& values) {
+    std::string out = "{";
+    for (const auto& [name, v] : values) {
+        out += " " + describe(demo_types().types(), v);
+    }
+    return out + " }";
+}
+
 struct entity_state {
     Entity entity;
-    component_set components;
+    value_map components;
     friend bool operator==(const entity_state&, const entity_state&) = default;
 };
 using world_state = std::map<std::uint32_t, entity_state>;
 
+// e's value of registered type `id` as the wire carries it (canonical bytes or text).
+component_value value_in(const World& world, const proto::component_registry& types,
+                         std::uint32_t id, Entity e) {
+    const component_info& info = types.info(id);
+    component_value v;
+    v.name = info.name;
+    if (info.is_string) {
+        v.text = std::string{types.ops(id).text(world, e)};
+    } else {
+        v.bytes.assign(info.value_bytes(), std::byte{0});
+        types.ops(id).pack(world, e, v.bytes.data());
+    }
+    return v;
+}
+
 world_state capture(const World& world) {
+    const proto::component_registry& types = demo_types();
     world_state out;
     world.each([&](Entity e) {
-        component_set set;
-        proto::for_each_component([&]<typename T>() {
-            if (const T* v = world.try_get<T>(e)) {
-                set.set<T>(*v);
+        value_map values;
+        for (std::uint32_t id = 0; id < types.size(); ++id) {
+            if (types.ops(id).contains(world, e)) {
+                component_value v = value_in(world, types, id, e);
+                const std::string name = v.name;
+                values.emplace(name, std::move(v));
             }
-        });
-        out.emplace(e.index(), entity_state{e, std::move(set)});
+        }
+        out.emplace(e.index(), entity_state{e, std::move(values)});
     });
     return out;
+}
+
+// The Owner value of an entity of the model, if any.
+std::optional<std::uint32_t> owner_in(const value_map& values) {
+    const auto it = values.find(std::string{proto::replicated<Owner>::name});
+    if (it == values.end() || it->second.bytes.size() != proto::value_bytes_v<Owner>) {
+        return std::nullopt;
+    }
+    return proto::unpack<Owner>(it->second.bytes.data()).client;
 }
 
 // The first difference, for failure messages.
@@ -226,8 +276,7 @@ std::string difference(const world_state& expected, const world_state& actual) {
 
 std::size_t owned_in(const world_state& state, std::uint32_t client) {
     return static_cast<std::size_t>(std::count_if(state.begin(), state.end(), [&](const auto& kv) {
-        const auto& owner = kv.second.components.template get<Owner>();
-        return owner && owner->client == client;
+        return owner_in(kv.second.components) == client;
     }));
 }
 
@@ -241,8 +290,7 @@ std::optional<ErrorCode> target_rejection(const world_state& state, std::uint32_
     if (it->second.entity.version() != target.version()) {
         return ErrorCode::StaleVersion;
     }
-    const auto& owner = it->second.components.get<Owner>();
-    if (!owner || owner->client != client) {
+    if (owner_in(it->second.components) != client) {
         return ErrorCode::NotOwner;
     }
     return std::nullopt;
@@ -252,11 +300,6 @@ const char* message_name(const client_message& message) {
     static constexpr const char* names[] = {
         "Hello", "Spawn", "Destroy", "SetComponent", "RemoveComponent", "Ping", "ResyncRequest"};
     return names[message.index()];
-}
-
-template <typename T>
-bool same_value(const T* a, const T* b) {
-    return a == nullptr ? b == nullptr : b != nullptr && *a == *b;
 }
 
 // ---- the server side: world, commands, game systems, replication to a mirror ----------------
@@ -269,8 +312,8 @@ public:
     explicit server_sim(server::command_limits limits)
         : world_{World::make(ecs::world_options{.entities = {.min_free_indices = 0}})},
           limits_{limits},
-          commands_{*world_, limits} {
-        server::add_game_systems(scheduler_, half_extent);
+          commands_{*world_, demo_types(), limits} {
+        demo::add_systems(scheduler_, half_extent);
         join_mirror();
     }
 
@@ -306,10 +349,8 @@ public:
         clients_.insert(client);
         const world_state before = capture(*world_);
         world_state expected = before;
-        std::erase_if(expected, [&](const auto& kv) {
-            const auto& owner = kv.second.components.template get<Owner>();
-            return owner && owner->client == client;
-        });
+        std::erase_if(expected,
+                      [&](const auto& kv) { return owner_in(kv.second.components) == client; });
         const std::size_t n = commands_.despawn_all_of(client);
         ECSNET_FUZZ_CHECK(n == before.size() - expected.size(),
                           "despawned " + std::to_string(n) + " of " +
@@ -337,7 +378,7 @@ public:
         const auto changes = world_->take_changes();
         deliver(encoder_.encode_delta(*world_, changes, tick_));
         deliver(proto::encode(proto::server_control{
-            proto::checksum_report{tick_, proto::checksum::of_world(*world_),
+            proto::checksum_report{tick_, proto::checksum::of_world(*world_, demo_types()),
                                    static_cast<std::uint32_t>(world_->alive())}}));
         ECSNET_FUZZ_CHECK(mirror_.statistics().checksums_mismatched == 0, mirror_.error());
         dirty_ = false;
@@ -405,8 +446,13 @@ private:
                 ECSNET_FUZZ_CHECK(
                     !before.contains(result.entity.index()),
                     "spawned " + ecs::to_string(result.entity) + " over a live index");
-                component_set components = s->components;
-                components.set(Owner{client});
+                value_map components;
+                for (const component_value& v : s->components.values()) {
+                    components[v.name] = v;
+                }
+                const auto owner = proto::pack(Owner{client});
+                components[std::string{proto::replicated<Owner>::name}] = component_value{
+                    std::string{proto::replicated<Owner>::name}, {owner.begin(), owner.end()}, {}};
                 expected[result.entity.index()] = entity_state{result.entity, components};
             }
         } else if (const auto* d = std::get_if<proto::destroy>(&message)) {
@@ -420,25 +466,20 @@ private:
             rejection = target_rejection(before, client, c->entity);
             if (!rejection) {
                 auto& target = expected[c->entity.index()].components;
-                proto::for_each_component([&]<typename T>() {
-                    if (const auto& v = c->components.get<T>()) {
-                        target.get<T>() = *v;
-                    }
-                });
+                for (const component_value& v : c->components.values()) {
+                    target[v.name] = v;
+                }
             }
         } else if (const auto* r = std::get_if<proto::remove_components>(&message)) {
             request_id = r->request_id;
             rejection = target_rejection(before, client, r->entity);
             if (!rejection) {
                 auto& target = expected[r->entity.index()].components;
-                proto::for_each_component([&]<typename T>() {
-                    if (((r->mask >> proto::wire_id_v<T>)&1U) != 0) {
-                        if (!target.get<T>()) {
-                            rejection = ErrorCode::ComponentMissing;
-                        }
-                        target.get<T>().reset();
+                for (const std::string& name : r->types) {
+                    if (target.erase(name) == 0) {
+                        rejection = ErrorCode::ComponentMissing;  // all or nothing
                     }
-                });
+                }
             }
         } else {
             rejection = ErrorCode::Malformed;  // not a command
@@ -482,17 +523,31 @@ private:
 
     // The mirror equals the world after every tick.
     void check_mirror() {
-        ECSNET_FUZZ_CHECK(mirror_.checksum() == proto::checksum::of_world(*world_), "checksum");
+        const proto::component_registry& types = demo_types();
+        ECSNET_FUZZ_CHECK(mirror_.checksum() == proto::checksum::of_world(*world_, types),
+                          "checksum");
         ECSNET_FUZZ_CHECK(mirror_.size() == world_->alive(),
                           std::to_string(mirror_.size()) + " mirrored, " +
                               std::to_string(world_->alive()) + " alive");
         world_->each([&](Entity e) {
             ECSNET_FUZZ_CHECK(mirror_.contains(e), "mirror lacks " + ecs::to_string(e));
-            proto::for_each_component([&]<typename T>() {
-                ECSNET_FUZZ_CHECK(same_value(world_->try_get<T>(e), mirror_.get<T>(e)),
-                                  std::string{proto::column<T>::name} + " of " + ecs::to_string(e) +
-                                      " differs in the mirror");
-            });
+            for (std::uint32_t id = 0; id < types.size(); ++id) {
+                const component_info& info = types.info(id);
+                const bool held = types.ops(id).contains(*world_, e);
+                ECSNET_FUZZ_CHECK(held == mirror_.has(e, id),
+                                  info.name + " of " + ecs::to_string(e) +
+                                      (held ? " missing" : " extra") + " in the mirror");
+                if (!held) {
+                    continue;
+                }
+                const component_value want = value_in(*world_, types, id, e);
+                const bool same =
+                    info.is_string
+                        ? mirror_.text(e, id) != nullptr && *mirror_.text(e, id) == want.text
+                        : std::ranges::equal(mirror_.value(e, id), want.bytes);
+                ECSNET_FUZZ_CHECK(same, info.name + " of " + ecs::to_string(e) +
+                                            " differs in the mirror");
+            }
         });
     }
 
@@ -500,8 +555,8 @@ private:
     server::command_limits limits_;
     server::command_processor commands_;
     ecs::Scheduler scheduler_{1.0 / tick_rate};
-    proto::replication_encoder encoder_;
-    proto::mirror mirror_;
+    proto::replication_encoder encoder_{demo_types()};
+    proto::mirror mirror_{demo_types().types()};
     std::uint64_t tick_{0};
     bool dirty_{false};  // commands applied since the last tick
     std::vector<Entity> known_;
@@ -522,8 +577,8 @@ std::optional<std::uint32_t> request_id_of(const client_message& message) {
 
 // decode(encode(m)) == m for every message the decoder produced.
 void check_round_trip(const client_message& message) {
-    const proto::frame frame = proto::encode(message);
-    const proto::decoded_client again = proto::decode_client_frame(*frame);
+    const proto::frame frame = proto::encode(message, demo_types().types());
+    const proto::decoded_client again = proto::decode_client_frame(*frame, demo_types().types());
     ECSNET_FUZZ_CHECK(again.message.has_value(), again.error.message);
     ECSNET_FUZZ_CHECK(*again.message == message, "message changed through encode and decode");
 }
@@ -537,7 +592,7 @@ public:
     explicit session_sim(server_sim& sim) : sim_{sim} {}
 
     void on_frame(std::span<const std::uint8_t> bytes) {
-        proto::decoded_client decoded = proto::decode_client_frame(bytes);
+        proto::decoded_client decoded = proto::decode_client_frame(bytes, demo_types().types());
         trace("frame of ", std::to_string(bytes.size()), " bytes: ",
               decoded.message ? message_name(*decoded.message) : decoded.error.message.c_str());
         if (!decoded.message) {
@@ -583,8 +638,8 @@ private:
                 owner_ = it->second;
             }
             joined_ = true;
-            sim_.send(
-                proto::welcome{owner_, proto::protocol_version, tick_rate, sim_.tick_count(), 1});
+            sim_.send(proto::welcome{owner_, proto::protocol_version, tick_rate, sim_.tick_count(), 1,
+                                     {}, {}, demo_types().types()});
             sim_.resync();
             return;
         }
@@ -646,7 +701,7 @@ bool client_may_send(const component_set& set) {
         ok = false;
     }
     if (const auto& n = set.get<Name>();
-        n && (n->value.size() > proto::max_name_bytes || !proto::valid_utf8(n->value))) {
+        n && (n->value.size() > demo::max_name_bytes || !proto::valid_utf8(n->value))) {
         ok = false;
     }
     return ok;
@@ -654,6 +709,7 @@ bool client_may_send(const component_set& set) {
 
 // What decode_client_frame must make of encode(message), worked out independently.
 std::variant<client_message, expected_error> expected_decoding(const client_message& message) {
+    // A RemoveComponent is sent by wire ids (removal_frame): expected_removal.
     constexpr expected_error malformed{ErrorCode::Malformed, false};
     constexpr expected_error invalid{ErrorCode::InvalidValue, false};
     constexpr expected_error fatal{ErrorCode::Malformed, true};
@@ -680,24 +736,59 @@ std::variant<client_message, expected_error> expected_decoding(const client_mess
         if (c->components.empty()) {
             return malformed;
         }
-    } else if (const auto* r = std::get_if<proto::remove_components>(&message)) {
-        if (r->entity.is_null()) {
-            return malformed;
-        }
-        const std::uint64_t known = r->mask & ((std::uint64_t{1} << proto::replicated_count) - 1);
-        if (((known >> proto::wire_id_v<Owner>)&1U) != 0) {
-            return invalid;
-        }
-        if (known == 0) {
-            return malformed;
-        }
-        return proto::remove_components{r->request_id, r->entity, known};
     } else if (const auto* q = std::get_if<proto::resync_request>(&message)) {
         if (q->reason.size() > proto::max_reason_bytes || !proto::valid_utf8(q->reason)) {
             return fatal;
         }
     }
     return message;
+}
+
+// The RemoveComponent frame a client sends for the wire ids set in `mask`, ascending, whether
+// the server has them or not (a client's schema could be another server's).
+proto::frame removal_frame(std::uint32_t request_id, Entity e, std::uint64_t mask) {
+    flatbuffers::FlatBufferBuilder fbb;
+    std::vector<std::uint16_t> ids;
+    for (std::uint16_t id = 0; id < 64; ++id) {
+        if (((mask >> id) & 1U) != 0) {
+            ids.push_back(id);
+        }
+    }
+    const wire::EntityRef ref{e.index(), e.version()};
+    const auto body = wire::CreateRemoveComponent(fbb, request_id, &ref, fbb.CreateVector(ids));
+    return proto::finish_frame(
+        fbb, wire::CreateClientMessage(fbb, wire::ClientBody::RemoveComponent, body.Union()));
+}
+
+// What decode_client_frame must make of removal_frame(...), worked out independently: ids in
+// order, the first unknown one (Malformed) or server-only one (Owner: InvalidValue) refuses the
+// command, as does a null entity or no id at all (Malformed).
+std::variant<client_message, expected_error> expected_removal(std::uint32_t request_id, Entity e,
+                                                              std::uint64_t mask) {
+    constexpr expected_error malformed{ErrorCode::Malformed, false};
+    constexpr expected_error invalid{ErrorCode::InvalidValue, false};
+    if (e.is_null()) {
+        return malformed;
+    }
+    const proto::schema& types = demo_types().types();
+    std::vector<std::string> names;
+    for (std::uint32_t id = 0; id < 64; ++id) {
+        if (((mask >> id) & 1U) == 0) {
+            continue;
+        }
+        const component_info* info = types.find(id);
+        if (info == nullptr) {
+            return malformed;
+        }
+        if (info->written_by == proto::writer::server) {
+            return invalid;
+        }
+        names.push_back(info->name);
+    }
+    if (names.empty()) {
+        return malformed;
+    }
+    return client_message{proto::remove_components{request_id, e, std::move(names)}};
 }
 
 class command_script {
@@ -724,7 +815,10 @@ public:
                 }
                 case command_op::remove: {
                     const std::uint64_t mask = (variant & 1U) != 0 ? in_.u64() : in_.u8();
-                    send(client, proto::remove_components{++request_id_, read_entity(), mask});
+                    const Entity e = read_entity();
+                    ++request_id_;
+                    send(client, *removal_frame(request_id_, e, mask),
+                         expected_removal(request_id_, e, mask), request_id_);
                     break;
                 }
                 case command_op::tick:
@@ -756,27 +850,27 @@ public:
     }
 
 private:
-    // u8 presence bits in wire-id order (Position, Velocity, Health, Lifetime, Owner, Name),
+    // u8 presence bits in wire-id order (Owner, Position, Velocity, Health, Lifetime, Name),
     // then each present value: floats as raw bits, integers raw, the name as byte_reader::text.
     component_set read_components() {
         component_set out;
         const std::uint8_t present = in_.u8();
         if ((present & 1U) != 0) {
-            const float x = in_.f32();
-            out.set(Position{x, in_.f32()});
+            out.set(Owner{in_.u32()});
         }
         if ((present & 2U) != 0) {
             const float x = in_.f32();
-            out.set(Velocity{x, in_.f32()});
+            out.set(Position{x, in_.f32()});
         }
         if ((present & 4U) != 0) {
-            out.set(Health{static_cast<std::int32_t>(in_.u32())});
+            const float x = in_.f32();
+            out.set(Velocity{x, in_.f32()});
         }
         if ((present & 8U) != 0) {
-            out.set(Lifetime{in_.u32()});
+            out.set(Health{static_cast<std::int32_t>(in_.u32())});
         }
         if ((present & 16U) != 0) {
-            out.set(Owner{in_.u32()});
+            out.set(Lifetime{in_.u32()});
         }
         if ((present & 32U) != 0) {
             out.set(Name{in_.text()});
@@ -803,9 +897,14 @@ private:
 
     // Through the wire codec, as the server gets it; what decodes goes to the processor.
     void send(std::uint32_t client, const client_message& message) {
-        const proto::frame frame = proto::encode(message);
-        const proto::decoded_client decoded = proto::decode_client_frame(*frame);
-        const auto expected = expected_decoding(message);
+        const proto::frame frame = proto::encode(message, demo_types().types());
+        send(client, *frame, expected_decoding(message), request_id_of(message));
+    }
+
+    void send(std::uint32_t client, std::span<const std::uint8_t> frame,
+              const std::variant<client_message, expected_error>& expected,
+              std::optional<std::uint32_t> request_id) {
+        const proto::decoded_client decoded = proto::decode_client_frame(frame, demo_types().types());
         if (const auto* want = std::get_if<client_message>(&expected)) {
             ECSNET_FUZZ_CHECK(decoded.message.has_value(),
                               "decoder refused a valid message: " + decoded.error.message);
@@ -818,8 +917,7 @@ private:
                 "decoder error " + std::string{proto::to_string(decoded.error.code)} + ": " +
                     decoded.error.message);
             if (!error.fatal) {
-                ECSNET_FUZZ_CHECK(decoded.error.request_id == request_id_of(message),
-                                  decoded.error.message);
+                ECSNET_FUZZ_CHECK(decoded.error.request_id == request_id, decoded.error.message);
             }
             return;
         }
@@ -835,8 +933,8 @@ private:
 
 class mirror_driver {
 public:
-    mirror_driver(proto::mirror::options options, bool callbacks)
-        : max_index_{options.max_index}, mirror_{options} {
+    mirror_driver(proto::schema types, proto::mirror::options options, bool callbacks)
+        : max_index_{options.max_index}, mirror_{std::move(types), options} {
         if (callbacks) {
             install_callbacks();
         }
@@ -890,8 +988,9 @@ public:
             // The client sends it as a ResyncRequest (truncated as connection.cpp does): the
             // server must not take it for a malformed frame.
             const proto::frame request =
-                proto::encode(proto::resync_request{reason->substr(0, proto::max_reason_bytes)});
-            const proto::decoded_client decoded = proto::decode_client_frame(*request);
+                proto::encode(proto::resync_request{reason->substr(0, proto::max_reason_bytes)},
+                              mirror_.types());
+            const proto::decoded_client decoded = proto::decode_client_frame(*request, mirror_.types());
             ECSNET_FUZZ_CHECK(decoded.message.has_value(),
                               "server refuses the resync reason: " + decoded.error.message);
         }
@@ -905,15 +1004,15 @@ private:
         };
         events.on_update = [this](Entity e, std::uint32_t wire_id) {
             ECSNET_FUZZ_CHECK(mirror_.contains(e), "on_update of absent " + ecs::to_string(e));
-            ECSNET_FUZZ_CHECK(wire_id < proto::replicated_count, std::to_string(wire_id));
+            ECSNET_FUZZ_CHECK(mirror_.has(e, wire_id), "on_update of a component " +
+                                                            ecs::to_string(e) + " lacks: " +
+                                                            std::to_string(wire_id));
         };
         events.on_remove = [this](Entity e, std::uint32_t wire_id) {
             ECSNET_FUZZ_CHECK(mirror_.contains(e), "on_remove of absent " + ecs::to_string(e));
-            ECSNET_FUZZ_CHECK(wire_id < proto::replicated_count, std::to_string(wire_id));
-            proto::for_each_component([&]<typename T>() {
-                ECSNET_FUZZ_CHECK(proto::wire_id_v<T> != wire_id || mirror_.get<T>(e) == nullptr,
-                                  "on_remove of a component still held by " + ecs::to_string(e));
-            });
+            ECSNET_FUZZ_CHECK(wire_id < mirror_.types().size(), std::to_string(wire_id));
+            ECSNET_FUZZ_CHECK(!mirror_.has(e, wire_id),
+                              "on_remove of a component still held by " + ecs::to_string(e));
         };
         events.on_destroy = [this](Entity e) {
             ECSNET_FUZZ_CHECK(mirror_.contains(e), "on_destroy of absent " + ecs::to_string(e));
@@ -942,8 +1041,10 @@ private:
     }
 
     // each() walks live entities in index order; the checksum counts exactly those and their
-    // components (no component outlives its entity); every value held is valid.
+    // components (no component outlives its entity); every value held is valid and has its
+    // type's size (a string: at most max_bytes of UTF-8).
     void check_state() {
+        const proto::schema& types = mirror_.types();
         std::size_t count = 0;
         std::optional<std::uint32_t> last;
         std::uint64_t sum = 0;
@@ -955,13 +1056,32 @@ private:
             last = e.index();
             ++count;
             sum += proto::checksum::entity_term(e.index(), e.version());
-            proto::for_each_component([&]<typename T>() {
-                if (const T* v = mirror_.get<T>(e)) {
-                    ECSNET_FUZZ_CHECK(proto::valid_value(*v),
-                                      "invalid value held for " + ecs::to_string(e));
-                    sum += proto::checksum::component_term(e.index(), e.version(), *v);
+            for (const component_info& info : types.types()) {
+                if (!mirror_.has(e, info.id)) {
+                    continue;
                 }
-            });
+                const std::string what = info.name + " of " + ecs::to_string(e);
+                if (info.is_string) {
+                    const std::string* text = mirror_.text(e, info.id);
+                    ECSNET_FUZZ_CHECK(text != nullptr, what + ": a string type without text");
+                    ECSNET_FUZZ_CHECK(text->size() <= info.max_bytes && proto::valid_utf8(*text),
+                                      what + ": invalid text of " + std::to_string(text->size()) +
+                                          " bytes held");
+                    ECSNET_FUZZ_CHECK(mirror_.value(e, info.id).empty(), what + ": bytes held");
+                    sum += proto::checksum::component_term(info.id, e.index(), e.version(),
+                                                           std::as_bytes(std::span{*text}));
+                    continue;
+                }
+                const auto value = mirror_.value(e, info.id);
+                ECSNET_FUZZ_CHECK(value.size() == info.value_bytes(),
+                                  what + ": " + std::to_string(value.size()) +
+                                      " bytes held, the type has " +
+                                      std::to_string(info.value_bytes()));
+                std::string why;
+                ECSNET_FUZZ_CHECK(proto::valid_value(info, value, &why),
+                                  what + ": invalid value held: " + why);
+                sum += proto::checksum::component_term(info.id, e.index(), e.version(), value);
+            }
         });
         ECSNET_FUZZ_CHECK(count == mirror_.size(), std::to_string(count) + " entities, size() " +
                                                        std::to_string(mirror_.size()));
@@ -972,13 +1092,95 @@ private:
     proto::mirror mirror_;
 };
 
+// ---- fuzz_schema ----------------------------------------------------------------------------
+
+// The next frame of a mirror-format input (u16 body length, body) with its 4-byte prefix.
+void next_frame(byte_reader& in, std::vector<std::uint8_t>& frame) {
+    const std::uint16_t length = in.u16();
+    const auto body = in.take(length);
+    const auto n = static_cast<std::uint32_t>(body.size());
+    frame.assign({static_cast<std::uint8_t>(n), static_cast<std::uint8_t>(n >> 8U),
+                  static_cast<std::uint8_t>(n >> 16U), static_cast<std::uint8_t>(n >> 24U)});
+    frame.insert(frame.end(), body.begin(), body.end());
+}
+
+// What any accepted schema must be, checked here independently of schema::make: ids are
+// positions, names unique, a type is either a string of 1..4096 bytes or 1..64 fields, each
+// field in its natural width unless it is a quantized float; and it survives the wire
+// (encode_schema, decode_schema) and schema::make unchanged.
+void check_accepted_schema(const proto::schema& types) {
+    ECSNET_FUZZ_CHECK(types.size() <= proto::max_component_types, std::to_string(types.size()));
+    std::set<std::string> names;
+    for (std::size_t i = 0; i < types.size(); ++i) {
+        const component_info& t = types.types()[i];
+        const std::string what = "accepted type " + std::to_string(i) + " '" + t.name + "'";
+        ECSNET_FUZZ_CHECK(t.id == i, what + " has wire id " + std::to_string(t.id));
+        ECSNET_FUZZ_CHECK(!t.name.empty() && t.name.size() <= proto::max_schema_name_bytes,
+                          what + ": name of " + std::to_string(t.name.size()) + " bytes");
+        ECSNET_FUZZ_CHECK(names.insert(t.name).second, what + ": a repeated name");
+        ECSNET_FUZZ_CHECK(types.find(t.name) == &t, what + ": find(name) finds another type");
+        if (t.is_string) {
+            ECSNET_FUZZ_CHECK(t.fields.empty() && t.max_bytes >= 1 &&
+                                  t.max_bytes <= proto::max_string_bytes,
+                              what + ": a string type with fields or max_bytes " +
+                                  std::to_string(t.max_bytes));
+            ECSNET_FUZZ_CHECK(t.value_bytes() == 0, what + ": a string type with value bytes");
+            continue;
+        }
+        ECSNET_FUZZ_CHECK(!t.fields.empty() && t.fields.size() <= proto::max_fields,
+                          what + ": " + std::to_string(t.fields.size()) + " fields");
+        std::size_t bits = 0;
+        std::set<std::string> field_names;
+        for (const proto::field_info& f : t.fields) {
+            const std::string field = what + " field '" + f.name + "'";
+            ECSNET_FUZZ_CHECK(field_names.insert(f.name).second, field + " repeated");
+            ECSNET_FUZZ_CHECK(proto::to_field_type(static_cast<std::uint8_t>(f.type)).has_value(),
+                              field + ": unknown type id " +
+                                  std::to_string(static_cast<unsigned>(f.type)));
+            if (f.quantized.step != 0) {
+                ECSNET_FUZZ_CHECK(proto::is_float(f.type) && f.quantized.step > 0 &&
+                                      std::isfinite(f.quantized.step) &&
+                                      std::isfinite(f.quantized.min) && f.bits >= 1 &&
+                                      f.bits <= 32,
+                                  field + ": an invalid quantization in " +
+                                      std::to_string(f.bits) + " bits");
+            } else {
+                ECSNET_FUZZ_CHECK(f.bits == proto::natural_bits(f.type),
+                                  field + ": " + std::to_string(f.bits) + " bits");
+            }
+            bits += f.bits;
+        }
+        ECSNET_FUZZ_CHECK(t.value_bits() == bits && t.value_bytes() == (bits + 7) / 8,
+                          what + ": value_bits " + std::to_string(t.value_bits()) + ", fields " +
+                              std::to_string(bits));
+    }
+
+    std::string why;
+    const auto again = proto::schema::make({types.types().begin(), types.types().end()}, &why);
+    ECSNET_FUZZ_CHECK(again.has_value(), "schema::make refuses an accepted schema: " + why);
+    ECSNET_FUZZ_CHECK(*again == types, "schema::make changed an accepted schema");
+
+    flatbuffers::FlatBufferBuilder fbb;
+    const auto components = proto::encode_schema(fbb, types);
+    const auto welcome = wire::CreateWelcome(fbb, 1, proto::protocol_version, 20.0F, 0, 1, 0, 0,
+                                             components);
+    const proto::frame frame = proto::finish_frame(
+        fbb, wire::CreateServerMessage(fbb, wire::ServerBody::Welcome, welcome.Union()));
+    const wire::ServerMessage* root = proto::verify_server_frame(*frame, &why);
+    ECSNET_FUZZ_CHECK(root != nullptr, "a re-encoded schema does not verify: " + why);
+    const auto decoded = proto::decode_schema(root->body_as_Welcome()->components(), &why);
+    ECSNET_FUZZ_CHECK(decoded.has_value(), "a re-encoded schema is refused: " + why);
+    ECSNET_FUZZ_CHECK(*decoded == types, "a schema changed through encode and decode");
+}
+
 }  // namespace
 
 void fuzz_client_frame_one(const std::uint8_t* data, std::size_t size) {
     guarded([&] {
         const std::span<const std::uint8_t> input{data, size};
         // The decoder alone, the whole input taken as one frame.
-        if (const auto decoded = proto::decode_client_frame(input); decoded.message) {
+        if (const auto decoded = proto::decode_client_frame(input, demo_types().types());
+            decoded.message) {
             check_round_trip(*decoded.message);
         }
 
@@ -1035,16 +1237,59 @@ void fuzz_mirror_one(const std::uint8_t* data, std::size_t size) {
         const std::uint8_t config = in.u8();
         proto::mirror::options options;
         options.max_index = mirror_max_indices[config & 3U];
-        mirror_driver driver{options, (config & 4U) != 0};
+        mirror_driver driver{demo_types().types(), options, (config & 4U) != 0};
         std::vector<std::uint8_t> frame;
         while (!in.empty()) {
-            const std::uint16_t length = in.u16();
-            const auto body = in.take(length);
-            const auto n = static_cast<std::uint32_t>(body.size());
-            frame.assign({static_cast<std::uint8_t>(n), static_cast<std::uint8_t>(n >> 8U),
-                          static_cast<std::uint8_t>(n >> 16U),
-                          static_cast<std::uint8_t>(n >> 24U)});
-            frame.insert(frame.end(), body.begin(), body.end());
+            next_frame(in, frame);
+            driver.on_frame(frame);
+        }
+    });
+}
+
+void fuzz_schema_one(const std::uint8_t* data, std::size_t size) {
+    guarded([&] {
+        byte_reader in{data, size};
+        const std::uint8_t config = in.u8();
+        proto::mirror::options options;
+        options.max_index = mirror_max_indices[config & 3U];
+        std::vector<std::uint8_t> frame;
+        next_frame(in, frame);
+        std::string why;
+        const wire::ServerMessage* message = proto::verify_server_frame(frame, &why);
+        if (message == nullptr) {
+            ECSNET_FUZZ_CHECK(!why.empty(), "a refused frame needs a reason");
+            return;
+        }
+        if (message->body_type() != wire::ServerBody::Welcome) {
+            return;  // a client waits for Welcome first; fuzz_mirror covers the rest
+        }
+        std::string schema_why;
+        const auto types = proto::decode_schema(message->body_as_Welcome()->components(),
+                                                &schema_why);
+        const auto control = proto::decode_server_control(*message, &why);
+        trace("Welcome: schema ", types ? std::to_string(types->size()) + " types" : schema_why,
+              control ? "" : ", refused: " + why);
+        if (!types) {
+            // The client refuses the stream with a clear reason, and so does the decoder of
+            // the whole Welcome.
+            ECSNET_FUZZ_CHECK(!schema_why.empty(), "a refused schema needs a reason");
+            ECSNET_FUZZ_CHECK(!control.has_value(), "a Welcome with a refused schema accepted");
+            ECSNET_FUZZ_CHECK(!why.empty(), "a refused Welcome needs a reason");
+            return;
+        }
+        check_accepted_schema(*types);
+        if (!control) {
+            ECSNET_FUZZ_CHECK(!why.empty(), "a refused Welcome needs a reason");
+            return;  // another field of the Welcome was refused
+        }
+        const auto* w = std::get_if<proto::welcome>(&*control);
+        ECSNET_FUZZ_CHECK(w != nullptr, "a Welcome decoded as another message");
+        ECSNET_FUZZ_CHECK(w->components == *types, "Welcome's schema differs from decode_schema's");
+
+        // The client's mirror takes the schema, then what the server sends.
+        mirror_driver driver{w->components, options, (config & 4U) != 0};
+        while (!in.empty()) {
+            next_frame(in, frame);
             driver.on_frame(frame);
         }
     });

@@ -39,6 +39,15 @@ void fuzz_commands_one(const std::uint8_t* data, std::size_t size);
 // prefix, so a body is a frame without its prefix.
 void fuzz_mirror_one(const std::uint8_t* data, std::size_t size);
 
+// fuzz_schema: a client meeting a server's schema (issue 13: a schema that lies is refused with
+// a clear reason, never a crash). Format: the fuzz_mirror format, whose first frame is taken
+// as the Welcome: decode_schema and decode_server_control; a refused schema must have a reason
+// (and the Welcome is refused for it); an accepted one must satisfy schema::make's rules and
+// survive encode_schema / decode_schema / schema::make unchanged. Then a mirror with that
+// schema applies the following frames (Snapshot, Delta, ...) with fuzz_mirror's checks, and
+// never holds a value whose size differs from its type's value_bytes().
+void fuzz_schema_one(const std::uint8_t* data, std::size_t size);
+
 // fuzz_session: bytes a client sends to the real server (ecsnet::server::server, in this
 // process, listening on 127.0.0.1) over a real TCP connection, one connection per input
 // (session_target.cpp). Format: u8 flags, then the bytes to send.

@@ -2,26 +2,54 @@
 //
 //   build/fuzz/bin/fuzz_make_corpus tests/fuzz/corpus
 //
-// creates <dir>/client_frame, <dir>/commands, <dir>/mirror and <dir>/session with a handful of inputs each, in
-// the input formats of fuzz_targets.hpp. Files are overwritten; review the result before
+// creates <dir>/client_frame, <dir>/commands, <dir>/mirror, <dir>/schema and <dir>/session with a
+// handful of inputs each, in the input formats of fuzz_targets.hpp, for the demo game's types
+// (and, in <dir>/schema, the shields game's and schemas that lie). Files are overwritten; review the result before
 // committing. Regression inputs (regression-*) in the corpus directories are not touched.
 #include <bit>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <limits>
 #include <string>
 #include <vector>
 
+#include "ecsnet/demo/game.hpp"
 #include "ecsnet/ecs/world.hpp"
 #include "ecsnet/protocol/checksum.hpp"
 #include "ecsnet/protocol/components.hpp"
 #include "ecsnet/protocol/frame.hpp"
 #include "ecsnet/protocol/messages.hpp"
+#include "ecsnet/protocol/registry.hpp"
 #include "ecsnet/protocol/replication.hpp"
+#include "ecsnet/protocol/schema.hpp"
 #include "fuzz_targets.hpp"
+#include "shields_generated.h"  // flatc, from games/shields/shields.fbs
+
+// The shields game's components (games/shields/main.cpp), for a second schema with quantized
+// fields and a uint8.
+struct Beacon {
+    float x;
+    float y;
+    std::uint8_t team;
+};
+struct Shield {
+    float strength;
+    float capacity;
+};
+template <>
+struct ecsnet::protocol::replicated<Beacon>
+    : ecsnet::protocol::replicate<shields::wire::Beacon, "beacon",
+                                  ecsnet::protocol::replicate_options{
+                                      .quantized = {.min = -2048, .max = 2048, .step = 1.0 / 64}}> {};
+template <>
+struct ecsnet::protocol::replicated<Shield>
+    : ecsnet::protocol::replicate<shields::wire::Shield, "shield",
+                                  ecsnet::protocol::replicate_options{
+                                      .written_by = ecsnet::protocol::writer::server}> {};
 
 namespace {
 
@@ -30,15 +58,40 @@ namespace proto = ecsnet::protocol;
 using ecsnet::ecs::Entity;
 using ecsnet::ecs::World;
 using ecsnet::fuzz::command_op;
+using ecsnet::demo::Health;
+using ecsnet::demo::Lifetime;
+using ecsnet::demo::Name;
+using ecsnet::demo::Position;
+using ecsnet::demo::Velocity;
 using proto::component_set;
-using proto::Health;
-using proto::Lifetime;
-using proto::Name;
 using proto::Owner;
-using proto::Position;
-using proto::Velocity;
 
 using bytes = std::vector<std::uint8_t>;
+
+const proto::component_registry& demo_types() {
+    static const proto::component_registry types = [] {
+        proto::component_registry r;
+        ecsnet::demo::register_components(r);
+        return r;
+    }();
+    return types;
+}
+
+const proto::component_registry& shields_types() {
+    static const proto::component_registry types = [] {
+        proto::component_registry r;
+        r.add<Beacon>();
+        r.add<Shield>();
+        return r;
+    }();
+    return types;
+}
+
+// The wire id of a demo type, as a bit of a removal mask.
+template <typename T>
+std::uint64_t bit_of() {
+    return std::uint64_t{1} << *demo_types().id_of<T>();
+}
 
 void write(const fs::path& path, const bytes& content) {
     fs::create_directories(path.parent_path());
@@ -62,7 +115,7 @@ component_set full_set() {
 bytes frames(const std::vector<proto::client_message>& messages) {
     bytes out;
     for (const auto& m : messages) {
-        const proto::frame f = proto::encode(m);
+        const proto::frame f = proto::encode(m, demo_types().types());
         out.insert(out.end(), f->begin(), f->end());
     }
     return out;
@@ -70,38 +123,38 @@ bytes frames(const std::vector<proto::client_message>& messages) {
 
 void client_frame_corpus(const fs::path& dir) {
     const Entity first{0, 1};
-    write(dir / "hello", frames({proto::hello{1, "alice", ""}}));
+    write(dir / "hello", frames({proto::hello{proto::protocol_version, "alice", ""}}));
     write(dir / "ping", frames({proto::ping{42}}));
     write(
         dir / "session",
-        frames({proto::hello{1, "alice", "token"}, proto::spawn{1, full_set()},
+        frames({proto::hello{proto::protocol_version, "alice", "token"}, proto::spawn{1, full_set()},
                 proto::set_components{2, first, component_set{}.set(Position{7.0F, 8.0F})},
-                proto::remove_components{3, first, 1U << proto::wire_id_v<Health>}, proto::ping{9},
+                proto::remove_components{3, first, {"health"}}, proto::ping{9},
                 proto::resync_request{"checksum mismatch"}, proto::destroy{4, first}}));
     // Index 0 comes back at version 2: the old handle is stale.
     write(dir / "stale",
-          frames({proto::hello{1, "", ""}, proto::spawn{1, {}}, proto::destroy{2, first},
+          frames({proto::hello{proto::protocol_version, "", ""}, proto::spawn{1, {}}, proto::destroy{2, first},
                   proto::spawn{3, component_set{}.set(Health{1})},
                   proto::set_components{4, first, component_set{}.set(Health{2})},
                   proto::destroy{5, Entity{0, 2}}}));
-    write(dir / "quota", frames({proto::hello{1, "q", ""}, proto::spawn{1, {}}, proto::spawn{2, {}},
+    write(dir / "quota", frames({proto::hello{proto::protocol_version, "q", ""}, proto::spawn{1, {}}, proto::spawn{2, {}},
                                  proto::spawn{3, {}}, proto::spawn{4, {}}, proto::spawn{5, {}},
                                  proto::spawn{6, {}}}));
     // Commands before Hello, a second Hello (disconnect), then another owner.
     write(dir / "two_sessions",
-          frames({proto::spawn{1, {}}, proto::ping{1}, proto::hello{1, "a", ""},
-                  proto::spawn{2, {}}, proto::hello{1, "a", ""}, proto::hello{1, "b", ""},
+          frames({proto::spawn{1, {}}, proto::ping{1}, proto::hello{proto::protocol_version, "a", ""},
+                  proto::spawn{2, {}}, proto::hello{proto::protocol_version, "a", ""}, proto::hello{proto::protocol_version, "b", ""},
                   proto::destroy{3, first}, proto::spawn{4, {}}}));
     // Values the decoder refuses (non-fatal), then a wrong protocol version (fatal).
     const float nan = std::numeric_limits<float>::quiet_NaN();
     const float inf = std::numeric_limits<float>::infinity();
     write(
         dir / "invalid_values",
-        frames({proto::hello{1, "v", ""}, proto::spawn{1, component_set{}.set(Position{nan, 0})},
+        frames({proto::hello{proto::protocol_version, "v", ""}, proto::spawn{1, component_set{}.set(Position{nan, 0})},
                 proto::spawn{2, component_set{}.set(Velocity{inf, 0})},
                 proto::spawn{3, component_set{}.set(Name{std::string(80, 'n')})},
                 proto::spawn{4, component_set{}.set(Owner{2})}, proto::set_components{5, first, {}},
-                proto::remove_components{6, first, 1U << proto::wire_id_v<Owner>},
+                proto::remove_components{6, first, {"owner"}},
                 proto::hello{7, "w", ""}}));
     write(dir / "resync_before_hello", frames({proto::resync_request{"early"}}));
 }
@@ -123,7 +176,7 @@ void session_corpus(const fs::path& dir) {
     const bytes commands =
         frames({proto::spawn{1, full_set()},
                 proto::set_components{2, mine, component_set{}.set(Position{7.0F, 8.0F})},
-                proto::remove_components{3, mine, 1U << proto::wire_id_v<Health>}, proto::ping{9},
+                proto::remove_components{3, mine, {"health"}}, proto::ping{9},
                 proto::resync_request{"checksum mismatch"}, proto::spawn{4, {}},
                 proto::destroy{5, mine}, proto::destroy{6, Entity{0, 1}}});
     write(dir / "hello_only", session_input(hello_first, {}));
@@ -131,8 +184,8 @@ void session_corpus(const fs::path& dir) {
     write(dir / "commands_bytewise", session_input(hello_first | chunks(1), commands));
     write(dir / "commands_then_eof", session_input(hello_first | chunks(3) | shutdown, commands));
     write(dir / "own_hello",
-          session_input(chunks(4), frames({proto::hello{1, "alice", ""}, proto::spawn{1, {}},
-                                           proto::ping{2}, proto::hello{1, "again", ""}})));
+          session_input(chunks(4), frames({proto::hello{proto::protocol_version, "alice", ""}, proto::spawn{1, {}},
+                                           proto::ping{2}, proto::hello{proto::protocol_version, "again", ""}})));
     write(dir / "commands_before_hello",
           session_input(chunks(2), frames({proto::spawn{1, {}}, proto::ping{1}})));
     write(dir / "wrong_version", session_input(0, frames({proto::hello{99, "old", ""}})));
@@ -240,14 +293,16 @@ private:
         out_.push_back(static_cast<std::uint8_t>(s.size()));
         out_.insert(out_.end(), s.begin(), s.end());
     }
+    // Presence bits in wire-id order (Owner, Position, Velocity, Health, Lifetime, Name).
     void components(const component_set& c) {
         std::uint8_t present = 0;
-        proto::for_each_component([&]<typename T>() {
-            if (c.get<T>()) {
-                present = static_cast<std::uint8_t>(present | (1U << proto::wire_id_v<T>));
-            }
-        });
+        for (const proto::component_value& v : c.values()) {
+            present = static_cast<std::uint8_t>(present | (1U << *demo_types().id_of(v.name)));
+        }
         out_.push_back(present);
+        if (const auto& o = c.get<Owner>()) {
+            u32(o->client);
+        }
         if (const auto& p = c.get<Position>()) {
             f32(p->x);
             f32(p->y);
@@ -261,9 +316,6 @@ private:
         }
         if (const auto& l = c.get<Lifetime>()) {
             u32(l->ticks);
-        }
-        if (const auto& o = c.get<Owner>()) {
-            u32(o->client);
         }
         if (const auto& n = c.get<Name>()) {
             text(n->value);
@@ -279,7 +331,7 @@ void commands_corpus(const fs::path& dir) {
           script{4, 16}
               .spawn(0, full_set())
               .set(0, script::known(0), component_set{}.set(Position{5.0F, 6.0F}))
-              .remove(0, script::known(0), 1U << proto::wire_id_v<Health>)
+              .remove(0, script::known(0), static_cast<std::uint8_t>(bit_of<Health>()))
               .tick()
               .destroy(0, script::known(0))
               .tick()
@@ -293,7 +345,7 @@ void commands_corpus(const fs::path& dir) {
                                    .spawn(1, component_set{}.set(Name{"bob"}))
                                    .set(0, script::older(1), component_set{}.set(Health{5}))
                                    .destroy(1, script::newer(1))
-                                   .remove(0, script::known(1), 1U << proto::wire_id_v<Name>)
+                                   .remove(0, script::known(1), static_cast<std::uint8_t>(bit_of<Name>()))
                                    .tick()
                                    .data());
     const float nan = std::numeric_limits<float>::quiet_NaN();
@@ -307,8 +359,9 @@ void commands_corpus(const fs::path& dir) {
                                .spawn(0, {})
                                .set(0, script::known(0), {})
                                .remove(0, script::known(0), 0)
-                               .remove(0, script::known(0), 1U << proto::wire_id_v<Owner>)
+                               .remove(0, script::known(0), static_cast<std::uint8_t>(bit_of<Owner>()))
                                .remove_wide(0, script::known(0), 0xFFFFFFFF00000001ULL)
+                               .remove(0, script::known(0), 0x42)  // position and unknown id 6
                                .data());
     write(dir / "quota", script{2, 5}
                              .spawn(0, {})
@@ -360,23 +413,31 @@ bytes mirror_input(std::uint8_t config, const std::vector<proto::frame>& list) {
     return out;
 }
 
-proto::frame checksum_of(const World& world, std::uint64_t tick) {
-    return proto::encode(proto::server_control{proto::checksum_report{
-        tick, proto::checksum::of_world(world), static_cast<std::uint32_t>(world.alive())}});
+proto::frame checksum_of(const World& world, const proto::component_registry& types,
+                         std::uint64_t tick) {
+    return proto::encode(proto::server_control{
+        proto::checksum_report{tick, proto::checksum::of_world(world, types),
+                               static_cast<std::uint32_t>(world.alive())}});
 }
 
-void mirror_corpus(const fs::path& dir) {
-    write(dir / "control",
-          mirror_input(
-              0, {proto::encode(proto::server_control{proto::welcome{7, 1, 20.0F, 3, 10}}),
-                  proto::encode(proto::server_control{proto::command_result{
-                      5, false, ecsnet::wire::ErrorCode::NotOwner, "not yours", Entity{3, 2}}}),
-                  proto::encode(proto::server_control{proto::pong{1, 2}}),
-                  proto::encode(proto::server_control{proto::disconnect{"bye"}})}));
+namespace wire = ecsnet::wire;
 
-    // A world replicated over a few ticks: chunked snapshot, deltas, checksums.
+proto::frame server_frame(flatbuffers::FlatBufferBuilder& fbb, wire::ServerBody type,
+                          flatbuffers::Offset<void> body) {
+    return proto::finish_frame(fbb, wire::CreateServerMessage(fbb, type, body));
+}
+
+proto::frame welcome_of(const proto::schema& types) {
+    return proto::encode(
+        proto::server_control{proto::welcome{7, proto::protocol_version, 20.0F, 9, 1, {}, {}, types}});
+}
+
+// A demo world replicated over a few ticks: chunked snapshot (then its checksum), deltas and
+// checksums. `snapshot_frames` receives how many frames the snapshot and its checksum take.
+std::vector<proto::frame> demo_stream(std::size_t& snapshot_frames) {
+    const proto::component_registry& types = demo_types();
     auto world = World::make(ecsnet::ecs::world_options{.entities = {.min_free_indices = 0}});
-    proto::replication_encoder encoder;
+    proto::replication_encoder encoder{types};
     std::vector<Entity> e;
     for (int i = 0; i < 6; ++i) {
         e.push_back(world->create());
@@ -390,10 +451,9 @@ void mirror_corpus(const fs::path& dir) {
         }
     }
     world->discard_changes();
-    std::vector<proto::frame> stream =
-        encoder.encode_snapshot(*world, 10, {.max_chunk_bytes = 160});
-    stream.push_back(checksum_of(*world, 10));
-    const std::vector<proto::frame> snapshot_only = stream;
+    std::vector<proto::frame> stream = encoder.encode_snapshot(*world, 10, {.max_chunk_bytes = 160});
+    stream.push_back(checksum_of(*world, types, 10));
+    snapshot_frames = stream.size();
 
     world->patch<Position>(e[0], [](Position& p) { p.x += 1.0F; });
     world->destroy(e[1]);
@@ -402,15 +462,69 @@ void mirror_corpus(const fs::path& dir) {
     world->remove<Velocity>(e[2]);
     world->emplace<Lifetime>(e[3], 5U);
     stream.push_back(encoder.encode_delta(*world, world->take_changes(), 11));
-    stream.push_back(checksum_of(*world, 11));
+    stream.push_back(checksum_of(*world, types, 11));
     for (int i = 0; i < 4; ++i) {
         (void)world->create();
     }
     world->destroy(e[4]);
     world->replace<Name>(e[0], "renamed");
     stream.push_back(encoder.encode_delta(*world, world->take_changes(), 12));
-    stream.push_back(checksum_of(*world, 12));
+    stream.push_back(checksum_of(*world, types, 12));
+    return stream;
+}
 
+// A snapshot whose one group lists `list` at `versions`, with a column of `type` holding
+// `value_bytes` bytes per entity (none when value_bytes is 0).
+proto::frame snapshot_of(const std::vector<std::uint32_t>& list,
+                         const std::vector<std::uint32_t>& versions, std::uint16_t type,
+                         std::size_t value_bytes) {
+    flatbuffers::FlatBufferBuilder fbb;
+    const auto at = wire::CreateIndexSet(fbb, 0, fbb.CreateVector(list));
+    flatbuffers::Offset<flatbuffers::Vector<flatbuffers::Offset<wire::Column>>> columns;
+    if (value_bytes > 0) {
+        const std::vector<std::uint8_t> values(list.size() * value_bytes, 0x41);
+        const auto column_at = wire::CreateIndexSet(fbb, 0, fbb.CreateVector(list));
+        const auto column = wire::CreateColumn(fbb, type, column_at, fbb.CreateVector(values));
+        columns = fbb.CreateVector(std::vector{column});
+    }
+    const auto group = wire::CreateEntityGroup(fbb, at, fbb.CreateVector(versions), columns);
+    const auto groups = fbb.CreateVector(std::vector{group});
+    const auto count = static_cast<std::uint32_t>(list.size());
+    return server_frame(fbb, wire::ServerBody::Snapshot,
+                        wire::CreateSnapshot(fbb, 1, 0, 1, count, groups).Union());
+}
+
+// A delta that sets `type` of the entity at `index` to the given canonical bytes.
+proto::frame update_of(std::uint64_t tick, std::uint32_t index, std::uint16_t type,
+                       const std::vector<std::uint8_t>& value) {
+    flatbuffers::FlatBufferBuilder fbb;
+    const auto at = wire::CreateIndexSet(fbb, 0, fbb.CreateVector(std::vector{index}));
+    const auto column = wire::CreateColumn(fbb, type, at, fbb.CreateVector(value));
+    const auto columns = fbb.CreateVector(std::vector{column});
+    return server_frame(fbb, wire::ServerBody::Delta,
+                        wire::CreateDelta(fbb, tick, 0, 0, columns).Union());
+}
+
+std::vector<std::uint8_t> position_bytes(float x, float y) {
+    const auto packed = proto::pack(Position{x, y});
+    std::vector<std::uint8_t> out(packed.size());
+    std::memcpy(out.data(), packed.data(), packed.size());
+    return out;
+}
+
+void mirror_corpus(const fs::path& dir) {
+    write(dir / "control",
+          mirror_input(
+              0, {welcome_of(demo_types().types()),
+                  proto::encode(proto::server_control{proto::command_result{
+                      5, false, ecsnet::wire::ErrorCode::NotOwner, "not yours", Entity{3, 2}}}),
+                  proto::encode(proto::server_control{proto::pong{1, 2}}),
+                  proto::encode(proto::server_control{proto::disconnect{"bye"}})}));
+
+    std::size_t snapshot_frames = 0;
+    const std::vector<proto::frame> stream = demo_stream(snapshot_frames);
+    const std::vector<proto::frame> snapshot_only(stream.begin(),
+                                                  stream.begin() + static_cast<long>(snapshot_frames));
     write(dir / "snapshot", mirror_input(0, snapshot_only));
     write(dir / "stream", mirror_input(4, stream));
     // Out of order: a delta before any snapshot, a tick gap, then the snapshot; a wrong checksum.
@@ -420,47 +534,20 @@ void mirror_corpus(const fs::path& dir) {
     write(dir / "max_index_zero", mirror_input(3, stream));
 
     // Frames today's encoders never write, built with the generated FlatBuffers API.
-    namespace wire = ecsnet::wire;
-    const auto server_frame = [](flatbuffers::FlatBufferBuilder& fbb, wire::ServerBody type,
-                                 flatbuffers::Offset<void> body) {
-        return proto::finish_frame(fbb, wire::CreateServerMessage(fbb, type, body));
-    };
-    const auto snapshot_of = [&](std::vector<std::uint32_t> list,
-                                 std::vector<std::uint32_t> versions, bool position) {
-        flatbuffers::FlatBufferBuilder fbb;
-        const auto at = wire::CreateIndexSet(fbb, 0, fbb.CreateVector(list));
-        flatbuffers::Offset<wire::ComponentColumns> columns;
-        if (position) {
-            const std::vector<wire::Position> values(list.size(), wire::Position{1.0F, 2.0F});
-            const auto column = fbb.CreateVectorOfStructs(values);
-            wire::ComponentColumnsBuilder b{fbb};
-            b.add_position(column);
-            columns = b.Finish();
-        }
-        const auto group = wire::CreateEntityGroup(fbb, at, fbb.CreateVector(versions), columns);
-        const auto groups = fbb.CreateVector(std::vector{group});
-        const auto count = static_cast<std::uint32_t>(list.size());
-        return server_frame(fbb, wire::ServerBody::Snapshot,
-                            wire::CreateSnapshot(fbb, 1, 0, 1, count, groups).Union());
-    };
+    const auto position = *demo_types().id_of<Position>();
     // A group that lists index 3 twice.
-    write(dir / "duplicate_index", mirror_input(4, {snapshot_of({3, 3}, {1, 1}, false)}));
-    // An update to a NaN position, then one for an unknown index.
-    const auto update = [&](std::uint64_t tick, std::uint32_t index, float x) {
-        flatbuffers::FlatBufferBuilder fbb;
-        const auto at = wire::CreateIndexSet(fbb, 0, fbb.CreateVector(std::vector{index}));
-        const auto values = fbb.CreateVectorOfStructs(std::vector{wire::Position{x, 0.0F}});
-        wire::ComponentColumnsBuilder b{fbb};
-        b.add_position_at(at);
-        b.add_position(values);
-        const auto columns = b.Finish();
-        return server_frame(fbb, wire::ServerBody::Delta,
-                            wire::CreateDelta(fbb, tick, 0, 0, columns).Union());
-    };
+    write(dir / "duplicate_index", mirror_input(4, {snapshot_of({3, 3}, {1, 1}, position, 0)}));
+    // An update to a NaN position, one of the wrong size, one of an unknown type, then one
+    // for an unknown index.
     write(dir / "invalid_update",
-          mirror_input(5, {snapshot_of({0, 1}, {1, 7}, true), update(2, 0, 5.0F),
-                           update(3, 1, std::numeric_limits<float>::quiet_NaN()),
-                           snapshot_of({0}, {2}, true), update(2, 9, 1.0F)}));
+          mirror_input(5, {snapshot_of({0, 1}, {1, 7}, position, 8),
+                           update_of(2, 0, position, position_bytes(5.0F, 0.0F)),
+                           update_of(3, 1, position,
+                                     position_bytes(std::numeric_limits<float>::quiet_NaN(), 0)),
+                           snapshot_of({0}, {2}, position, 8),
+                           update_of(2, 0, position, {1, 2, 3}), snapshot_of({0}, {3}, position, 8),
+                           update_of(2, 0, 63, {1, 2, 3, 4}), snapshot_of({0}, {4}, position, 8),
+                           update_of(2, 9, position, position_bytes(1.0F, 1.0F))}));
     // Control messages with values a client refuses.
     flatbuffers::FlatBufferBuilder w;
     const proto::frame welcome = server_frame(
@@ -478,6 +565,138 @@ void mirror_corpus(const fs::path& dir) {
     write(dir / "invalid_control", mirror_input(0, {welcome, result, bye}));
 }
 
+// ---- schema: a Welcome, then frames (the mirror format) ------------------------------------
+
+// One ComponentType as a hostile server may write it.
+struct raw_field {
+    std::string name;
+    std::uint8_t type;
+    std::uint8_t bits;
+    double min = 0;
+    double step = 0;
+};
+struct raw_type {
+    std::uint16_t id;
+    std::string name;
+    std::uint8_t writer = 1;
+    std::uint32_t max_bytes = 0;
+    std::vector<raw_field> fields;
+};
+
+proto::frame welcome_raw(const std::vector<raw_type>& types) {
+    flatbuffers::FlatBufferBuilder fbb;
+    std::vector<flatbuffers::Offset<wire::ComponentType>> offsets;
+    for (const raw_type& t : types) {
+        std::vector<flatbuffers::Offset<wire::Field>> fields;
+        for (const raw_field& f : t.fields) {
+            fields.push_back(wire::CreateField(fbb, fbb.CreateString(f.name),
+                                               static_cast<wire::FieldType>(f.type), f.bits, f.min,
+                                               f.step));
+        }
+        offsets.push_back(wire::CreateComponentType(
+            fbb, t.id, fbb.CreateString(t.name), static_cast<wire::Writer>(t.writer), false,
+            t.max_bytes, t.fields.empty() ? 0 : fbb.CreateVector(fields)));
+    }
+    const auto components = fbb.CreateVector(offsets);
+    return server_frame(fbb, wire::ServerBody::Welcome,
+                        wire::CreateWelcome(fbb, 7, proto::protocol_version, 20.0F, 9, 1, 0, 0,
+                                            components)
+                            .Union());
+}
+
+// The demo schema as raw types: Owner, then Position, Velocity, Health, Lifetime, Name.
+std::vector<raw_type> demo_raw() {
+    constexpr std::uint8_t f32 = 11;
+    return {{0, "owner", 0, 0, {{"client", 8, 32}}},
+            {1, "position", 1, 0, {{"x", f32, 32}, {"y", f32, 32}}},
+            {2, "velocity", 1, 0, {{"x", f32, 32}, {"y", f32, 32}}},
+            {3, "health", 1, 0, {{"value", 7, 32}}},
+            {4, "lifetime", 1, 0, {{"ticks", 8, 32}}},
+            {5, "name", 1, 64, {}}};
+}
+
+void schema_corpus(const fs::path& dir) {
+    std::size_t snapshot_frames = 0;
+    std::vector<proto::frame> demo = demo_stream(snapshot_frames);
+    demo.insert(demo.begin(), welcome_of(demo_types().types()));
+    write(dir / "demo", mirror_input(4, demo));
+
+    // The shields game: quantized floats and a uint8, 48 bits a beacon.
+    {
+        const proto::component_registry& types = shields_types();
+        auto world = World::make(ecsnet::ecs::world_options{.entities = {.min_free_indices = 0}});
+        proto::replication_encoder encoder{types};
+        for (int i = 0; i < 5; ++i) {
+            const Entity e = world->create();
+            world->emplace<Beacon>(e, -100.0F + 50.0F * static_cast<float>(i), 0.5F,
+                                   static_cast<std::uint8_t>(i % 2));
+            world->emplace<Shield>(e, 0.0F, 100.0F);
+        }
+        world->discard_changes();
+        std::vector<proto::frame> stream{welcome_of(types.types())};
+        for (auto& f : encoder.encode_snapshot(*world, 3)) {
+            stream.push_back(std::move(f));
+        }
+        stream.push_back(checksum_of(*world, types, 3));
+        world->view<Beacon>().each([](Beacon& b) {
+            b.x += 1.0F / 64;
+            return true;
+        });
+        world->view<Shield>().each([](Shield& s) {
+            s.strength += 0.5F;
+            return true;
+        });
+        stream.push_back(encoder.encode_delta(*world, world->take_changes(), 4));
+        stream.push_back(checksum_of(*world, types, 4));
+        write(dir / "shields", mirror_input(4, stream));
+    }
+
+    // The demo's frames against schemas that lie about them.
+    const auto with_frames = [&](const proto::frame& welcome) {
+        std::vector<proto::frame> out{welcome};
+        out.insert(out.end(), demo.begin() + 1, demo.end());
+        return out;
+    };
+    const auto lie = [&](const char* name, auto&& change) {
+        std::vector<raw_type> types = demo_raw();
+        change(types);
+        write(dir / name, mirror_input(0, with_frames(welcome_raw(types))));
+    };
+    // Accepted but not what the frames hold: position as one float (4 bytes), as three.
+    lie("fewer_fields", [](auto& t) { t[1].fields.pop_back(); });
+    lie("more_fields", [](auto& t) { t[1].fields.push_back({"z", 11, 32}); });
+    // A quantized position: 2 x 12 bits where the frames carry 2 x 32.
+    lie("quantized_size", [](auto& t) {
+        t[1].fields = {{"x", 11, 12, -2048, 1.0}, {"y", 11, 12, -2048, 1.0}};
+    });
+    // Refused: a field wider than its type, an unknown field type, ids out of place, a repeated
+    // name, a string type with fields, a string of 0 or 5000 bytes, an unknown writer, an
+    // unquantized field narrower than its type, a quantization of an integer, an empty type.
+    lie("field_beyond_type", [](auto& t) { t[1].fields[1].bits = 64; });
+    lie("unknown_field_type", [](auto& t) { t[3].fields[0].type = 99; });
+    lie("id_out_of_place", [](auto& t) { t[2].id = 9; });
+    lie("repeated_name", [](auto& t) { t[2].name = "position"; });
+    lie("string_with_fields", [](auto& t) { t[5].fields = {{"value", 11, 32}}; });
+    lie("string_too_long", [](auto& t) { t[5].max_bytes = 5000; });
+    lie("unknown_writer", [](auto& t) { t[4].writer = 7; });
+    lie("narrow_field", [](auto& t) { t[3].fields[0].bits = 16; });
+    lie("quantized_int", [](auto& t) { t[4].fields[0] = {"ticks", 8, 8, 0, 1.0}; });
+    lie("no_fields", [](auto& t) { t[3].fields.clear(); });
+    lie("nan_step", [](auto& t) {
+        t[1].fields[0] = {"x", 11, 16, 0, std::numeric_limits<double>::quiet_NaN()};
+    });
+    // 65 types: more than component masks hold.
+    {
+        std::vector<raw_type> many;
+        for (std::uint16_t i = 0; i < 65; ++i) {
+            many.push_back({i, "t" + std::to_string(i), 1, 0, {{"v", 4, 8}}});
+        }
+        write(dir / "too_many_types", mirror_input(0, {welcome_raw(many)}));
+    }
+    // No schema at all (a core-only server), then the demo's frames.
+    write(dir / "empty_schema", mirror_input(0, with_frames(welcome_raw({}))));
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -489,6 +708,7 @@ int main(int argc, char** argv) {
     client_frame_corpus(root / "client_frame");
     commands_corpus(root / "commands");
     mirror_corpus(root / "mirror");
+    schema_corpus(root / "schema");
     session_corpus(root / "session");
     return 0;
 }

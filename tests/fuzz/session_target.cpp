@@ -28,6 +28,7 @@
 #include <variant>
 #include <vector>
 
+#include "ecsnet/demo/game.hpp"
 #include "ecsnet/protocol/checksum.hpp"
 #include "ecsnet/protocol/components.hpp"
 #include "ecsnet/protocol/frame.hpp"
@@ -95,7 +96,7 @@ private:
     std::string first_;
 };
 
-// Small world, fast ticks, a checksum every tick, short timeouts: many ticks per second of
+// The demo game (games/demo), its 16 entities moving: Small world, fast ticks, a checksum every tick, short timeouts: many ticks per second of
 // fuzzing, each input seeing a few of them.
 server::server_config fuzz_config() {
     server::server_config c;
@@ -120,7 +121,7 @@ server::server_config fuzz_config() {
 struct harness {
     std::shared_ptr<error_sink> errors = std::make_shared<error_sink>();
     asio::io_context io;
-    server::server service{io, fuzz_config()};
+    server::server service{io, fuzz_config(), ecsnet::demo::game()};
 
     harness() {
         auto logger = std::make_shared<spdlog::logger>("ecsnet", errors);
@@ -287,8 +288,11 @@ public:
         if (const auto* w = std::get_if<proto::welcome>(&*control)) {
             ECSNET_SESSION_CHECK(!welcomed_, "a second Welcome");
             ECSNET_SESSION_CHECK(w->version == proto::protocol_version, "Welcome version");
+            ECSNET_SESSION_CHECK(w->components == service_.types().types(),
+                                 "Welcome's schema differs from the server's registry");
             welcomed_ = true;
             owner_ = w->client_id;
+            mirror_.set_schema(w->components);  // as client::connection does
         } else if (std::holds_alternative<proto::disconnect>(*control)) {
             disconnected_ = true;
         } else {
@@ -309,7 +313,7 @@ private:
                              std::to_string(mirror_.size()) + " entities mirrored, " +
                                  std::to_string(service_.world().alive()) + " in the world");
         ECSNET_SESSION_CHECK(
-            mirror_.checksum() == proto::checksum::of_world(service_.world()),
+            mirror_.checksum() == proto::checksum::of_world(service_.world(), service_.types()),
             "the mirror differs from the world at tick " + std::to_string(mirror_.tick()));
     }
 
@@ -348,8 +352,9 @@ void run_session(harness& h, std::span<const std::uint8_t> input) {
         fuzz_client client{h};
         trace(started, "connected at tick " + std::to_string(h.service.tick()));
         if ((flags & 1U) != 0) {
-            const auto hello = proto::encode(proto::client_message{proto::hello{
-                proto::protocol_version, "fuzz", ""}});
+            const auto hello = proto::encode(
+                proto::client_message{proto::hello{proto::protocol_version, "fuzz", ""}},
+                h.service.types().types());
             client.write(*hello);
         }
         for (std::size_t at = 0; at < payload.size(); at += chunk) {

@@ -153,7 +153,8 @@ const component_info* mirror::check_column(const wire::Column& column, std::size
     }
     const auto* values = column.values();
     const std::size_t expected = column_bytes(*info, count);
-    if (column.strings() != nullptr || (values == nullptr ? 0 : values->size()) != expected) {
+    // A column without its values vector is malformed even for no entity: callers read it.
+    if (column.strings() != nullptr || values == nullptr || values->size() != expected) {
         inconsistent(name + " has " + std::to_string(values == nullptr ? 0 : values->size()) +
                      " bytes of values for " + std::to_string(count) + " entities; " +
                      std::to_string(expected) + " expected");
