@@ -35,7 +35,7 @@ protocol::schema server_types() {
                 0,
                 {field("x", field_type::float32), field("y", field_type::float32)}};
     field_info quantized = field("x", field_type::float32, 12);
-    quantized.quantized = {-32.0, 1.0 / 64};  // [-32, 31.984375]
+    quantized.quantized = {-32.0, 31.984375, 1.0 / 64};  // 4095 steps: 12 bits
     types[2] = {2,
                 "beacon",
                 writer::any,

@@ -270,7 +270,7 @@ TEST(FieldValues, MakeValueRefusesWhatDoesNotFitWithTheFieldsName) {
     const proto::component_info& spot = *s.find("spot");
     EXPECT_FALSE(proto::make_value(spot, std::vector<proto::field_value>{-1.0, 0.0}, &why));
     EXPECT_THAT(why, HasSubstr("spot.x"));
-    EXPECT_THAT(why, HasSubstr("quantized from 0"));
+    EXPECT_THAT(why, HasSubstr("quantized to the range 0 to 4096"));
 }
 
 TEST(FieldValues, ValidValueRefusesNonFiniteFloatsAndQuantizedValuesBeyondTheRange) {

@@ -457,16 +457,15 @@ bool mirror::apply_updates(const columns_type& columns) {
                 store.set_text(e.index(),
                                column->strings()->Get(static_cast<flatbuffers::uoffset_t>(i))->str());
             } else {
-                // Straight into the store: after an inconsistency the mirror waits for a
-                // snapshot, so a half-applied column does no harm.
-                const std::span<std::byte> out{store.set(e.index()), store.stride};
-                unpack_value(*info, bytes, i, out);
-                if (!valid_value(*info, out)) {
+                // Checked before it is stored: the mirror never holds an invalid value.
+                unpack_value(*info, bytes, i, value_scratch_);
+                if (!valid_value(*info, value_scratch_)) {
                     std::string why;
-                    (void)valid_value(*info, out, &why);
+                    (void)valid_value(*info, value_scratch_, &why);
                     return inconsistent("invalid " + info->name + " value for " +
                                         ecs::to_string(e) + ": " + why);
                 }
+                std::memcpy(store.set(e.index()), value_scratch_.data(), store.stride);
             }
             if (active_.on_update) {
                 active_.on_update(e, info->id);

@@ -465,8 +465,8 @@ std::optional<std::vector<std::byte>> make_value(const component_info& type,
         if (!bits) {
             std::string range;
             if (f.quantized.step != 0) {
-                range = " quantized from " + std::to_string(f.quantized.min) + " to " +
-                        std::to_string(f.quantized.max);
+                range = " quantized to the range " + to_string(field_value{f.quantized.min}) +
+                        " to " + to_string(field_value{f.quantized.max});
             }
             set_why(why, "value " + to_string(fields[i]) + " does not fit " + type.name + "." +
                              f.name + ", a " + std::string{to_string(f.type)} + range);
