@@ -786,7 +786,8 @@ private:
                 if (message == nullptr) {
                     throw std::runtime_error(name_ + ": the server sent an unverifiable frame");
                 }
-                mirror_->apply(*message);  // counts what does not fit as an inconsistency
+                // Counts what does not fit as an inconsistency.
+                ecsnet::test::apply_to_mirror(*mirror_, *message);
             }
         }
         return true;

@@ -192,6 +192,21 @@ inline std::optional<std::size_t> kernel_send_queue(std::uint16_t local_port,
     return std::nullopt;
 }
 
+// What a raw client does with each server frame: the schema from Welcome (before the first
+// snapshot, which needs it), everything else to the mirror.
+inline void apply_to_mirror(protocol::mirror& m, const wire::ServerMessage& message) {
+    if (message.body_type() == wire::ServerBody::Welcome) {
+        std::string why;
+        const auto control = protocol::decode_server_control(message, &why);
+        if (!control || !std::holds_alternative<protocol::welcome>(*control)) {
+            throw std::runtime_error("the server sent an undecodable Welcome: " + why);
+        }
+        m.set_schema(std::get<protocol::welcome>(*control).components);
+        return;
+    }
+    (void)m.apply(message);
+}
+
 // One mirrored entity with every component of the mirror's schema, by wire name, floats in
 // hex: "3:1 position(x=0x1p+0,y=0x0p+0) name(box)".
 inline std::string describe(const protocol::mirror& m, ecs::Entity e) {
