@@ -22,14 +22,14 @@
 
 namespace {
 
-using ecsnet::ecs::Entity;
-using ecsnet::ecs::Scheduler;
-using ecsnet::ecs::World;
 using ecsnet::demo::Health;
 using ecsnet::demo::Lifetime;
 using ecsnet::demo::Name;
 using ecsnet::demo::Position;
 using ecsnet::demo::Velocity;
+using ecsnet::ecs::Entity;
+using ecsnet::ecs::Scheduler;
+using ecsnet::ecs::World;
 using ecsnet::protocol::Owner;
 using ecsnet::protocol::writer;
 
