@@ -80,6 +80,13 @@ std::optional<command_result> command_processor::check_values(
         if (!id) {
             return reject(request_id, ErrorCode::Malformed, "unknown component " + v.name);
         }
+        // The decoder refuses these too; checked again here because the processor is the
+        // authority, whatever built the command (and a client-given Owner would be emplaced
+        // twice on spawn).
+        if (types_.info(*id).written_by == protocol::writer::server) {
+            return reject(request_id, ErrorCode::InvalidValue,
+                          v.name + " is set by the server only");
+        }
         std::string why;
         if (!types_.ops(*id).accepts(v, &why)) {
             return reject(request_id, ErrorCode::InvalidValue, why);
@@ -182,6 +189,10 @@ command_result command_processor::remove(std::uint32_t client,
         const auto id = types_.id_of(name);
         if (!id) {
             return reject(command.request_id, ErrorCode::Malformed, "unknown component " + name);
+        }
+        if (types_.info(*id).written_by == protocol::writer::server) {
+            return reject(command.request_id, ErrorCode::InvalidValue,
+                          name + " is set by the server only");
         }
         ids.push_back(*id);
         anyone = anyone && types_.info(*id).written_by == protocol::writer::any;

@@ -766,7 +766,7 @@ void pause_then_resume(std::uint16_t port, const std::atomic<bool>& resume,
                 counting_snapshot = false;
                 tally.max_delta_bytes = std::max(tally.max_delta_bytes, bytes.size());
             }
-            (void)mirror.apply(*message);
+            ecsnet::test::apply_to_mirror(mirror, *message);
         };
         const auto join_deadline = clock_type::now() + 20s;
         while (!(mirror.ready() && mirror.statistics().deltas >= 3)) {

@@ -35,6 +35,7 @@
 #include <vector>
 
 #include "ecsnet/client/connection.hpp"
+#include "ecsnet/demo/components.hpp"
 #include "ecsnet/protocol/components.hpp"
 #include "ecsnet/protocol/frame.hpp"
 #include "ecsnet/protocol/messages.hpp"
@@ -57,13 +58,13 @@ using ecsnet::test::fd_count;
 using ecsnet::test::raw_socket;
 using ecsnet::test::sanitizer_report;
 using ecsnet::test::server;
+using ecsnet::demo::Health;
+using ecsnet::demo::Lifetime;
+using ecsnet::demo::Name;
+using ecsnet::demo::Position;
+using ecsnet::demo::Velocity;
 using protocol::component_set;
-using protocol::Health;
-using protocol::Lifetime;
-using protocol::Name;
 using protocol::Owner;
-using protocol::Position;
-using protocol::Velocity;
 using testing::HasSubstr;
 using wire_error = ecsnet::wire::ErrorCode;
 using namespace std::chrono_literals;
@@ -341,39 +342,16 @@ std::string describe_entity(const protocol::mirror& m, Entity e) {
     if (!m.contains(e)) {
         return "(absent)";
     }
-    std::ostringstream out;
-    out << std::hexfloat << ecsnet::ecs::to_string(e);
-    if (const auto* p = m.get<Position>(e)) {
-        out << " pos(" << p->x << ',' << p->y << ')';
-    }
-    if (const auto* v = m.get<Velocity>(e)) {
-        out << " vel(" << v->x << ',' << v->y << ')';
-    }
-    if (const auto* h = m.get<Health>(e)) {
-        out << " health(" << h->value << ')';
-    }
-    if (const auto* l = m.get<Lifetime>(e)) {
-        out << " lifetime(" << l->ticks << ')';
-    }
-    if (const auto* o = m.get<Owner>(e)) {
-        out << " owner(" << o->client << ')';
-    }
-    if (const auto* n = m.get<Name>(e)) {
-        out << " name(" << n->value << ')';
-    }
-    return out.str();
+    return ecsnet::test::describe(m, e);
 }
 
-std::uint64_t mask_of(std::initializer_list<std::uint32_t> wire_ids) {
-    std::uint64_t mask = 0;
-    for (const std::uint32_t id : wire_ids) {
-        mask |= std::uint64_t{1} << id;
-    }
-    return mask;
+// RemoveComponent's list of wire names.
+std::vector<std::string> mask_of(std::initializer_list<std::string> wire_names) {
+    return {wire_names.begin(), wire_names.end()};
 }
 
 template <typename T>
-constexpr std::uint32_t wire_id = protocol::wire_id_v<T>;
+const std::string wire_id{protocol::replicated<T>::name};
 
 // ---- timeouts --------------------------------------------------------------------------------
 
@@ -394,7 +372,7 @@ TEST(Timeouts, ThousandSilentConnectionsAndATrickledHelloAreClosedAtTheHelloTime
     // The trickler connects first: it is client 2, after "patient".
     std::vector<tcp_client> clients;
     clients.emplace_back(s.port());
-    const auto hello = protocol::encode(protocol::hello{protocol::protocol_version, "trickler", ""});
+    const auto hello = protocol::encode(protocol::hello{protocol::protocol_version, "trickler", ""}, {});
     const auto started = clock_type::now();
     for (std::size_t i = 0; i < silent_count; ++i) {
         clients.emplace_back(s.port());
@@ -480,7 +458,7 @@ TEST(Timeouts, FrameTrickledOneBytePerSecondIsCutOff) {
 
     raw_socket trickler{s.port()};
     trickler.send(protocol::hello{protocol::protocol_version, "trickler", ""});
-    const auto ping = protocol::encode(protocol::ping{42});
+    const auto ping = protocol::encode(protocol::ping{42}, {});
 
     std::vector<std::uint8_t> frame;
     std::size_t sent = 0;
@@ -631,7 +609,7 @@ TEST(Caps, ConnectCloseFloodLeavesDescriptorsAtBaseline) {
     server s;
     const std::size_t baseline = fd_count(s.pid()).value();
     const auto rss_before = ecsnet::test::rss_kib(s.pid()).value_or(0);
-    const auto hello = protocol::encode(protocol::hello{protocol::protocol_version, "half", ""});
+    const auto hello = protocol::encode(protocol::hello{protocol::protocol_version, "half", ""}, {});
     const std::span half_hello{hello->data(), hello->size() / 2};
 
     const auto started = clock_type::now();
@@ -1230,8 +1208,8 @@ TEST(Abuse, EntityQuotaAndWorldCapHold) {
     ASSERT_TRUE(catch_up_and_verify(*observer, tick));
     std::map<std::uint32_t, std::size_t> owned;
     observer->mirror().each([&](Entity e) {
-        const auto* o = observer->mirror().get<Owner>(e);
-        ++owned[o == nullptr ? 0 : o->client];
+        const auto o = observer->mirror().get<Owner>(e);
+        ++owned[o.has_value() ? o->client : 0];
     });
     EXPECT_EQ(observer->mirror().size(), world_cap);
     EXPECT_EQ(owned[a->welcome().client_id], quota);
@@ -1275,17 +1253,17 @@ TEST(Abuse, ForeignEntitiesCannotBeDestroyedOrModified) {
     ASSERT_TRUE(catch_up_and_verify(*observer, server_tick_after_commands(*victim)));
     const std::string target_before = describe_entity(observer->mirror(), target);
     const std::string sparse_before = describe_entity(observer->mirror(), sparse);
-    ASSERT_THAT(target_before, HasSubstr("health(100)"));
+    ASSERT_THAT(target_before, HasSubstr("health(value=100)"));
 
     Entity server_owned;
     observer->mirror().each([&](Entity e) {
-        if (observer->mirror().get<Owner>(e) == nullptr) {
+        if (!observer->mirror().get<Owner>(e).has_value()) {
             server_owned = e;
         }
     });
     ASSERT_FALSE(server_owned.is_null());
 
-    const std::uint64_t all_client_components =
+    const std::vector<std::string> all_client_components =
         mask_of({wire_id<Position>, wire_id<Velocity>, wire_id<Health>, wire_id<Lifetime>, wire_id<Name>});
     std::vector<protocol::client_message> attacks;
     for (const Entity e : {target, sparse}) {
@@ -1298,7 +1276,7 @@ TEST(Abuse, ForeignEntitiesCannotBeDestroyedOrModified) {
         attacks.emplace_back(protocol::set_components{
             0, e,
             component_set{}.set(Position{1, 1}).set(Velocity{1, 1}).set(Health{1}).set(Lifetime{1}).set(Name{"x"})});
-        for (const std::uint32_t id :
+        for (const std::string& id :
              {wire_id<Position>, wire_id<Velocity>, wire_id<Health>, wire_id<Lifetime>, wire_id<Name>}) {
             attacks.emplace_back(protocol::remove_components{0, e, mask_of({id})});
         }
@@ -1346,7 +1324,7 @@ TEST(Abuse, ForeignEntitiesCannotBeDestroyedOrModified) {
     ASSERT_EQ(own.size(), 1U);
     EXPECT_TRUE(own[0].ok) << own[0].message;
     ASSERT_TRUE(catch_up_and_verify(*observer, server_tick_after_commands(*victim)));
-    EXPECT_THAT(describe_entity(observer->mirror(), target), HasSubstr("health(101)"));
+    EXPECT_THAT(describe_entity(observer->mirror(), target), HasSubstr("health(value=101)"));
 
     figures{"ownership"}
         .add("attacks", attacks.size())
@@ -1392,7 +1370,7 @@ TEST(Abuse, StaleHandleCannotTouchTheRecycledEntity) {
     ASSERT_GT(reborn.version(), stale.version());
     ASSERT_TRUE(catch_up_and_verify(*observer, server_tick_after_commands(*owner)));
     const std::string before = describe_entity(observer->mirror(), reborn);
-    ASSERT_THAT(before, HasSubstr("health(2)"));
+    ASSERT_THAT(before, HasSubstr("health(value=2)"));
 
     const auto results = run_commands(
         *owner, {protocol::destroy{0, stale},
@@ -1418,7 +1396,7 @@ TEST(Abuse, StaleHandleCannotTouchTheRecycledEntity) {
     ASSERT_EQ(fresh.size(), 1U);
     EXPECT_TRUE(fresh[0].ok) << fresh[0].message;
     ASSERT_TRUE(catch_up_and_verify(*observer, server_tick_after_commands(*owner)));
-    EXPECT_THAT(describe_entity(observer->mirror(), reborn), HasSubstr("health(3)"));
+    EXPECT_THAT(describe_entity(observer->mirror(), reborn), HasSubstr("health(value=3)"));
 
     figures{"stale_handle"}
         .add("churned_entities", churn)

@@ -37,6 +37,7 @@
 #include <vector>
 
 #include "ecsnet/client/connection.hpp"
+#include "ecsnet/demo/components.hpp"
 #include "harness.hpp"
 #include "process.hpp"
 #include "test_support.hpp"
@@ -155,8 +156,8 @@ bool acceptable(kind what, const protocol::command_result& r, bool had_velocity)
 std::set<Entity> owned_in(const protocol::mirror& m, std::uint32_t client) {
     std::set<Entity> out;
     m.each([&](Entity e) {
-        if (const auto* owner = m.get<protocol::Owner>(e);
-            owner != nullptr && owner->client == client) {
+        if (const auto owner = m.get<protocol::Owner>(e);
+            owner.has_value() && owner->client == client) {
             out.insert(e);
         }
     });
@@ -345,8 +346,8 @@ private:
         std::vector<Entity> foreign;
         const auto& m = main_->mirror();
         m.each([&](Entity e) {
-            const auto* owner = m.get<protocol::Owner>(e);
-            if (owner == nullptr || owner->client != client_id_) {
+            const auto owner = m.get<protocol::Owner>(e);
+            if (!owner.has_value() || owner->client != client_id_) {
                 foreign.push_back(e);
             }
         });
@@ -358,11 +359,11 @@ private:
 
     protocol::component_set spawn_components(bool velocity) {
         protocol::component_set c;
-        c.set(protocol::Position{uniform(-900.0F, 900.0F), uniform(-900.0F, 900.0F)})
-            .set(protocol::Health{100})
-            .set(protocol::Name{name_});
+        c.set(ecsnet::demo::Position{uniform(-900.0F, 900.0F), uniform(-900.0F, 900.0F)})
+            .set(ecsnet::demo::Health{100})
+            .set(ecsnet::demo::Name{name_});
         if (velocity) {
-            c.set(protocol::Velocity{uniform(-30.0F, 30.0F), uniform(-30.0F, 30.0F)});
+            c.set(ecsnet::demo::Velocity{uniform(-30.0F, 30.0F), uniform(-30.0F, 30.0F)});
         }
         return c;
     }
@@ -421,7 +422,7 @@ private:
                     break;
                 case kind::spawn_invalid:
                     message = protocol::spawn{p.request_id,
-                                              protocol::component_set{}.set(protocol::Position{
+                                              protocol::component_set{}.set(ecsnet::demo::Position{
                                                   std::numeric_limits<float>::quiet_NaN(), 0.0F})};
                     break;
                 case kind::destroy_own:
@@ -434,10 +435,10 @@ private:
                     p.target = *target;
                     p.velocity = chance(0.3);
                     protocol::component_set c;
-                    c.set(protocol::Health{
+                    c.set(ecsnet::demo::Health{
                         std::uniform_int_distribution<std::int32_t>{0, 100}(rng_)});
                     if (p.velocity) {
-                        c.set(protocol::Velocity{uniform(-30.0F, 30.0F), uniform(-30.0F, 30.0F)});
+                        c.set(ecsnet::demo::Velocity{uniform(-30.0F, 30.0F), uniform(-30.0F, 30.0F)});
                     }
                     message = protocol::set_components{p.request_id, p.target, std::move(c)};
                     break;
@@ -447,7 +448,7 @@ private:
                     p.had_velocity = model_.at(p.target);
                     message = protocol::remove_components{
                         p.request_id, p.target,
-                        std::uint64_t{1} << protocol::wire_id_v<protocol::Velocity>};
+                        std::vector<std::string>{"velocity"}};
                     break;
             }
             if (!p.target.is_null()) {
@@ -751,7 +752,7 @@ private:
     // It sends, so the idle timeout does not apply.
     void ping() {
         const protocol::frame ping =
-            protocol::encode(protocol::client_message{protocol::ping{++nonce_}});
+            protocol::encode(protocol::client_message{protocol::ping{++nonce_}}, {});
         if (!socket_->write_within(*ping, 2s)) {
             throw std::runtime_error(name_ + ": the server accepted no Ping for 2 s");
         }
@@ -785,7 +786,8 @@ private:
                 if (message == nullptr) {
                     throw std::runtime_error(name_ + ": the server sent an unverifiable frame");
                 }
-                mirror_->apply(*message);  // counts what does not fit as an inconsistency
+                // Counts what does not fit as an inconsistency.
+                ecsnet::test::apply_to_mirror(*mirror_, *message);
             }
         }
         return true;

@@ -1,27 +1,82 @@
-// command_processor applied directly to a World: ownership, version checks, quotas.
+// command_processor applied directly to a World: ownership, version checks, quotas, and
+// who may write which type (writer::owner, writer::any, writer::server) and with which values
+// (valid()), over the demo's types and over types that exist only in this test.
 #include "ecsnet/server/commands.hpp"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <cstdint>
+#include <limits>
 #include <memory>
+#include <string>
+#include <vector>
 
+#include "commands_test_generated.h"
+#include "ecsnet/demo/components.hpp"
 #include "ecsnet/protocol/components.hpp"
 #include "ecsnet/protocol/messages.hpp"
+#include "ecsnet/protocol/registry.hpp"
+
+// The test's own game: its components are registered by the test and nowhere else.
+namespace commands_test {
+
+struct Tag {
+    std::uint8_t color{};
+    friend bool operator==(const Tag&, const Tag&) = default;
+};
+
+struct Score {
+    std::int32_t points{};
+    friend bool operator==(const Score&, const Score&) = default;
+};
+
+struct Armor {
+    std::uint16_t rating{};
+    friend bool operator==(const Armor&, const Armor&) = default;
+};
+
+struct Speed {
+    float value{};
+    [[nodiscard]] bool valid() const noexcept { return value >= 0.0F; }
+    friend bool operator==(const Speed&, const Speed&) = default;
+};
+
+}  // namespace commands_test
+
+namespace ecsnet::protocol {
+template <>
+struct replicated<commands_test::Tag>
+    : replicate<test::wire::Tag, "tag", replicate_options{.written_by = writer::any}> {};
+template <>
+struct replicated<commands_test::Score>
+    : replicate<test::wire::Score, "score", replicate_options{.written_by = writer::owner}> {};
+template <>
+struct replicated<commands_test::Armor>
+    : replicate<test::wire::Armor, "armor", replicate_options{.written_by = writer::server}> {};
+template <>
+struct replicated<commands_test::Speed> : replicate<test::wire::Speed, "speed"> {};
+}  // namespace ecsnet::protocol
 
 namespace {
 
+using commands_test::Armor;
+using commands_test::Score;
+using commands_test::Speed;
+using commands_test::Tag;
+using ecsnet::demo::Health;
+using ecsnet::demo::Lifetime;
+using ecsnet::demo::Name;
+using ecsnet::demo::Position;
+using ecsnet::demo::Velocity;
 using ecsnet::ecs::Entity;
 using ecsnet::ecs::World;
 using ecsnet::protocol::command_result;
+using ecsnet::protocol::component_registry;
 using ecsnet::protocol::component_set;
-using ecsnet::protocol::Health;
-using ecsnet::protocol::Lifetime;
-using ecsnet::protocol::Name;
+using ecsnet::protocol::component_value;
 using ecsnet::protocol::Owner;
-using ecsnet::protocol::Position;
-using ecsnet::protocol::Velocity;
-using ecsnet::protocol::wire_id_v;
+using ecsnet::protocol::replicated;
 using ecsnet::server::command_limits;
 using ecsnet::server::command_processor;
 using ecsnet::wire::ErrorCode;
@@ -32,13 +87,29 @@ namespace protocol = ecsnet::protocol;
 constexpr std::uint32_t alice = 1;
 constexpr std::uint32_t bob = 2;
 
+// RemoveComponent's list of wire names.
 template <typename... T>
-std::uint64_t mask_of() {
-    return ((std::uint64_t{1} << wire_id_v<T>) | ...);
+std::vector<std::string> names_of() {
+    return {std::string{replicated<T>::name}...};
+}
+
+component_registry make_types() {
+    component_registry types;
+    types.add<Position>();
+    types.add<Velocity>();
+    types.add<Health>();
+    types.add<Lifetime>();
+    types.add<Name>();
+    types.add<Tag>();
+    types.add<Score>();
+    types.add<Armor>();
+    types.add<Speed>();
+    return types;
 }
 
 class CommandProcessor : public testing::Test {
 protected:
+    const component_registry types_ = make_types();
     // Freed indices are reused at once, so that a stale handle is one destroy away.
     std::shared_ptr<World> world_ =
         World::make(ecsnet::ecs::world_options{.entities = {.min_free_indices = 0}});
@@ -61,7 +132,7 @@ protected:
 };
 
 TEST_F(CommandProcessor, SpawnCreatesTheEntityWithItsComponentsAndOwner) {
-    command_processor commands{*world_, command_limits{}};
+    command_processor commands{*world_, types_, command_limits{}};
     const command_result result = commands.apply(
         alice, protocol::spawn{41, component_set{}.set(Position{1.0F, 2.0F}).set(Name{"box"})});
 
@@ -80,13 +151,13 @@ TEST_F(CommandProcessor, SpawnCreatesTheEntityWithItsComponentsAndOwner) {
 }
 
 TEST_F(CommandProcessor, SpawnWithoutComponentsStillSetsOwner) {
-    command_processor commands{*world_, command_limits{}};
+    command_processor commands{*world_, types_, command_limits{}};
     const Entity e = spawn_ok(commands, bob);
     EXPECT_EQ(world_->get<Owner>(e), Owner{bob});
 }
 
 TEST_F(CommandProcessor, DestroyOwnedEntity) {
-    command_processor commands{*world_, command_limits{}};
+    command_processor commands{*world_, types_, command_limits{}};
     const Entity e = spawn_ok(commands, alice);
     const command_result result = destroy(commands, alice, e);
     EXPECT_TRUE(result.ok) << result.message;
@@ -96,7 +167,7 @@ TEST_F(CommandProcessor, DestroyOwnedEntity) {
 }
 
 TEST_F(CommandProcessor, DestroyUnknownEntityIsRejected) {
-    command_processor commands{*world_, command_limits{}};
+    command_processor commands{*world_, types_, command_limits{}};
     const command_result result = commands.apply(alice, protocol::destroy{9, Entity{42, 1}});
     EXPECT_FALSE(result.ok);
     EXPECT_EQ(result.request_id, 9U);
@@ -106,14 +177,14 @@ TEST_F(CommandProcessor, DestroyUnknownEntityIsRejected) {
 }
 
 TEST_F(CommandProcessor, DestroyTwiceIsUnknownTheSecondTime) {
-    command_processor commands{*world_, command_limits{}};
+    command_processor commands{*world_, types_, command_limits{}};
     const Entity e = spawn_ok(commands, alice);
     ASSERT_TRUE(destroy(commands, alice, e).ok);
     EXPECT_EQ(destroy(commands, alice, e).code, ErrorCode::UnknownEntity);
 }
 
 TEST_F(CommandProcessor, StaleVersionIsRejectedAndTheNewEntitySurvives) {
-    command_processor commands{*world_, command_limits{}};
+    command_processor commands{*world_, types_, command_limits{}};
     Entity fifth;
     for (int i = 0; i < 6; ++i) {
         fifth = spawn_ok(commands, alice);
@@ -134,7 +205,7 @@ TEST_F(CommandProcessor, StaleVersionIsRejectedAndTheNewEntitySurvives) {
 // StaleVersion means "another version is alive at this index", whichever is higher; an index
 // with nothing alive is UnknownEntity, even for the version that lived there last.
 TEST_F(CommandProcessor, VersionHigherThanTheLiveOneIsAlsoStale) {
-    command_processor commands{*world_, command_limits{}};
+    command_processor commands{*world_, types_, command_limits{}};
     const Entity e = spawn_ok(commands, alice);
     ASSERT_EQ(e, (Entity{0, 1}));
     const command_result result = destroy(commands, alice, Entity{0, 7});
@@ -144,7 +215,7 @@ TEST_F(CommandProcessor, VersionHigherThanTheLiveOneIsAlsoStale) {
 }
 
 TEST_F(CommandProcessor, FreedIndexIsUnknownForEveryVersion) {
-    command_processor commands{*world_, command_limits{}};
+    command_processor commands{*world_, types_, command_limits{}};
     const Entity e = spawn_ok(commands, alice);
     ASSERT_TRUE(destroy(commands, alice, e).ok);
     EXPECT_EQ(destroy(commands, alice, e).code, ErrorCode::UnknownEntity);
@@ -154,17 +225,17 @@ TEST_F(CommandProcessor, FreedIndexIsUnknownForEveryVersion) {
 
 // The checks run in a fixed order: UnknownEntity, StaleVersion, NotOwner, ComponentMissing.
 TEST_F(CommandProcessor, VersionIsCheckedBeforeOwnership) {
-    command_processor commands{*world_, command_limits{}};
+    command_processor commands{*world_, types_, command_limits{}};
     const Entity theirs = spawn_ok(commands, bob, component_set{}.set(Health{1}));
     EXPECT_EQ(destroy(commands, alice, Entity{theirs.index(), theirs.version() + 1}).code,
               ErrorCode::StaleVersion);
     EXPECT_EQ(
-        commands.apply(alice, protocol::remove_components{1, theirs, mask_of<Position>()}).code,
+        commands.apply(alice, protocol::remove_components{1, theirs, names_of<Position>()}).code,
         ErrorCode::NotOwner);
 }
 
 TEST_F(CommandProcessor, ForeignEntitiesCannotBeTouched) {
-    command_processor commands{*world_, command_limits{}};
+    command_processor commands{*world_, types_, command_limits{}};
     const Entity e = spawn_ok(commands, alice, component_set{}.set(Health{10}));
 
     const command_result destroyed = destroy(commands, bob, e);
@@ -175,7 +246,7 @@ TEST_F(CommandProcessor, ForeignEntitiesCannotBeTouched) {
         commands.apply(bob, protocol::set_components{1, e, component_set{}.set(Health{0})});
     EXPECT_EQ(set.code, ErrorCode::NotOwner);
     const command_result removed =
-        commands.apply(bob, protocol::remove_components{2, e, mask_of<Health>()});
+        commands.apply(bob, protocol::remove_components{2, e, names_of<Health>()});
     EXPECT_EQ(removed.code, ErrorCode::NotOwner);
 
     EXPECT_TRUE(world_->valid(e));
@@ -184,7 +255,7 @@ TEST_F(CommandProcessor, ForeignEntitiesCannotBeTouched) {
 }
 
 TEST_F(CommandProcessor, ServerOwnedEntitiesBelongToNoClient) {
-    command_processor commands{*world_, command_limits{}};
+    command_processor commands{*world_, types_, command_limits{}};
     const Entity demo = world_->create();  // no Owner: the server's
     const command_result result = destroy(commands, alice, demo);
     EXPECT_EQ(result.code, ErrorCode::NotOwner);
@@ -193,7 +264,7 @@ TEST_F(CommandProcessor, ServerOwnedEntitiesBelongToNoClient) {
 }
 
 TEST_F(CommandProcessor, SetAddsAndReplacesComponents) {
-    command_processor commands{*world_, command_limits{}};
+    command_processor commands{*world_, types_, command_limits{}};
     const Entity e = spawn_ok(commands, alice, component_set{}.set(Position{1.0F, 1.0F}));
     const command_result result = commands.apply(
         alice, protocol::set_components{
@@ -206,12 +277,12 @@ TEST_F(CommandProcessor, SetAddsAndReplacesComponents) {
 }
 
 TEST_F(CommandProcessor, RemoveDropsTheNamedComponents) {
-    command_processor commands{*world_, command_limits{}};
+    command_processor commands{*world_, types_, command_limits{}};
     const Entity e =
         spawn_ok(commands, alice,
                  component_set{}.set(Position{}).set(Velocity{}).set(Health{3}).set(Lifetime{9}));
     const command_result result =
-        commands.apply(alice, protocol::remove_components{8, e, mask_of<Velocity, Lifetime>()});
+        commands.apply(alice, protocol::remove_components{8, e, names_of<Velocity, Lifetime>()});
     ASSERT_TRUE(result.ok) << result.message;
     EXPECT_TRUE(world_->has<Position>(e));
     EXPECT_FALSE(world_->has<Velocity>(e));
@@ -221,10 +292,10 @@ TEST_F(CommandProcessor, RemoveDropsTheNamedComponents) {
 }
 
 TEST_F(CommandProcessor, RemoveOfAMissingComponentChangesNothing) {
-    command_processor commands{*world_, command_limits{}};
+    command_processor commands{*world_, types_, command_limits{}};
     const Entity e = spawn_ok(commands, alice, component_set{}.set(Position{}).set(Velocity{}));
     const command_result result =
-        commands.apply(alice, protocol::remove_components{8, e, mask_of<Velocity, Health>()});
+        commands.apply(alice, protocol::remove_components{8, e, names_of<Velocity, Health>()});
     EXPECT_FALSE(result.ok);
     EXPECT_EQ(result.code, ErrorCode::ComponentMissing);
     EXPECT_EQ(result.message, "entity " + ecsnet::ecs::to_string(e) + " has no health");
@@ -232,7 +303,7 @@ TEST_F(CommandProcessor, RemoveOfAMissingComponentChangesNothing) {
 }
 
 TEST_F(CommandProcessor, PerClientQuota) {
-    command_processor commands{*world_, command_limits{.max_entities_per_client = 2}};
+    command_processor commands{*world_, types_, command_limits{.max_entities_per_client = 2}};
     const Entity first = spawn_ok(commands, alice);
     spawn_ok(commands, alice);
 
@@ -249,7 +320,7 @@ TEST_F(CommandProcessor, PerClientQuota) {
 }
 
 TEST_F(CommandProcessor, GlobalCap) {
-    command_processor commands{*world_, command_limits{.max_entities = 3}};
+    command_processor commands{*world_, types_, command_limits{.max_entities = 3}};
     (void)world_->create();  // server entities count too
     spawn_ok(commands, alice);
     spawn_ok(commands, bob);
@@ -260,7 +331,7 @@ TEST_F(CommandProcessor, GlobalCap) {
 }
 
 TEST_F(CommandProcessor, NonCommandsAreMalformed) {
-    command_processor commands{*world_, command_limits{}};
+    command_processor commands{*world_, types_, command_limits{}};
     const command_result result = commands.apply(alice, protocol::ping{1});
     EXPECT_FALSE(result.ok);
     EXPECT_EQ(result.code, ErrorCode::Malformed);
@@ -268,7 +339,7 @@ TEST_F(CommandProcessor, NonCommandsAreMalformed) {
 }
 
 TEST_F(CommandProcessor, DespawnAllOfDestroysOnlyThatClientsEntities) {
-    command_processor commands{*world_, command_limits{}};
+    command_processor commands{*world_, types_, command_limits{}};
     const Entity a1 = spawn_ok(commands, alice);
     const Entity b1 = spawn_ok(commands, bob);
     const Entity a2 = spawn_ok(commands, alice);
@@ -285,7 +356,7 @@ TEST_F(CommandProcessor, DespawnAllOfDestroysOnlyThatClientsEntities) {
 }
 
 TEST_F(CommandProcessor, OwnershipCountsFollowDestroysByOtherMeans) {
-    command_processor commands{*world_, command_limits{.max_entities_per_client = 2}};
+    command_processor commands{*world_, types_, command_limits{.max_entities_per_client = 2}};
     const Entity a1 = spawn_ok(commands, alice);
     spawn_ok(commands, alice);
     ASSERT_EQ(spawn(commands, alice).code, ErrorCode::EntityQuota);
@@ -300,7 +371,7 @@ TEST_F(CommandProcessor, OwnershipCountsFollowDestroysByOtherMeans) {
 
 TEST_F(CommandProcessor, DisconnectsItsSignalsOnDestruction) {
     {
-        command_processor commands{*world_, command_limits{}};
+        command_processor commands{*world_, types_, command_limits{}};
         spawn_ok(commands, alice);
     }
     // Would call into the destroyed processor if its signal handlers were still connected.
@@ -308,6 +379,190 @@ TEST_F(CommandProcessor, DisconnectsItsSignalsOnDestruction) {
     world_->emplace<Owner>(e, alice);
     world_->destroy(e);
     EXPECT_FALSE(world_->valid(e));
+}
+
+// ---- who may write which type: the test's own components -----------------------------------
+
+TEST_F(CommandProcessor, AnyWriterTypeMayBeSetAndRemovedOnEntitiesTheClientDoesNotOwn) {
+    command_processor commands{*world_, types_, command_limits{}};
+    const Entity theirs = spawn_ok(commands, alice, component_set{}.set(Score{5}));
+
+    const command_result set =
+        commands.apply(bob, protocol::set_components{1, theirs, component_set{}.set(Tag{3})});
+    ASSERT_TRUE(set.ok) << set.message;
+    EXPECT_EQ(world_->get<Tag>(theirs), Tag{3});
+    EXPECT_EQ(world_->get<Owner>(theirs), Owner{alice}) << "setting a tag does not take it over";
+
+    const command_result removed =
+        commands.apply(bob, protocol::remove_components{2, theirs, names_of<Tag>()});
+    ASSERT_TRUE(removed.ok) << removed.message;
+    EXPECT_FALSE(world_->has<Tag>(theirs));
+
+    // Server entities too: writer::any means any entity.
+    const Entity server_entity = world_->create();
+    const command_result on_server = commands.apply(
+        bob, protocol::set_components{3, server_entity, component_set{}.set(Tag{7})});
+    ASSERT_TRUE(on_server.ok) << on_server.message;
+    EXPECT_EQ(world_->get<Tag>(server_entity), Tag{7});
+    EXPECT_FALSE(world_->has<Owner>(server_entity));
+
+    // The entity must still exist at the version named.
+    EXPECT_EQ(
+        commands
+            .apply(bob, protocol::set_components{4, Entity{theirs.index(), theirs.version() + 1},
+                                                 component_set{}.set(Tag{1})})
+            .code,
+        ErrorCode::StaleVersion);
+}
+
+TEST_F(CommandProcessor, OwnerWriterTypeIsRefusedOnEntitiesTheClientDoesNotOwn) {
+    command_processor commands{*world_, types_, command_limits{}};
+    const Entity theirs = spawn_ok(commands, alice, component_set{}.set(Score{5}).set(Tag{1}));
+
+    const command_result set =
+        commands.apply(bob, protocol::set_components{1, theirs, component_set{}.set(Score{0})});
+    EXPECT_FALSE(set.ok);
+    EXPECT_EQ(set.code, ErrorCode::NotOwner);
+    EXPECT_EQ(set.message, "entity " + ecsnet::ecs::to_string(theirs) + " belongs to client 1");
+
+    // One owner-written type in the command makes the whole command the owner's.
+    const command_result mixed = commands.apply(
+        bob, protocol::set_components{2, theirs, component_set{}.set(Tag{9}).set(Score{0})});
+    EXPECT_EQ(mixed.code, ErrorCode::NotOwner);
+    const command_result removed =
+        commands.apply(bob, protocol::remove_components{3, theirs, names_of<Tag, Score>()});
+    EXPECT_EQ(removed.code, ErrorCode::NotOwner);
+    EXPECT_EQ(commands.apply(bob, protocol::remove_components{4, theirs, names_of<Score>()}).code,
+              ErrorCode::NotOwner);
+
+    EXPECT_EQ(world_->get<Score>(theirs), Score{5});
+    EXPECT_EQ(world_->get<Tag>(theirs), Tag{1}) << "all or nothing";
+
+    // Its owner may.
+    const command_result own =
+        commands.apply(alice, protocol::set_components{5, theirs, component_set{}.set(Score{6})});
+    ASSERT_TRUE(own.ok) << own.message;
+    EXPECT_EQ(world_->get<Score>(theirs), Score{6});
+}
+
+TEST_F(CommandProcessor, ServerWriterTypeIsRefusedEvenToTheOwner) {
+    command_processor commands{*world_, types_, command_limits{}};
+
+    const command_result spawned = spawn(commands, alice, component_set{}.set(Armor{10}));
+    EXPECT_FALSE(spawned.ok);
+    EXPECT_EQ(spawned.code, ErrorCode::InvalidValue);
+    EXPECT_EQ(spawned.message, "armor is set by the server only");
+    EXPECT_EQ(world_->alive(), 0U) << "nothing spawned";
+    EXPECT_EQ(commands.owned_by(alice), 0U);
+
+    const Entity mine = spawn_ok(commands, alice, component_set{}.set(Score{1}));
+    world_->emplace<Armor>(mine, std::uint16_t{4});  // the server's systems may
+    const command_result set = commands.apply(
+        alice, protocol::set_components{1, mine, component_set{}.set(Score{2}).set(Armor{99})});
+    EXPECT_EQ(set.code, ErrorCode::InvalidValue);
+    EXPECT_EQ(set.message, "armor is set by the server only");
+    EXPECT_EQ(world_->get<Score>(mine), Score{1}) << "all or nothing";
+    EXPECT_EQ(world_->get<Armor>(mine), Armor{4});
+
+    const command_result removed =
+        commands.apply(alice, protocol::remove_components{2, mine, names_of<Score, Armor>()});
+    EXPECT_EQ(removed.code, ErrorCode::InvalidValue);
+    EXPECT_EQ(removed.message, "armor is set by the server only");
+    EXPECT_TRUE(world_->has<Score>(mine));
+    EXPECT_TRUE(world_->has<Armor>(mine));
+
+    // The core's Owner is server-written: a client cannot give itself or anyone an entity.
+    const command_result owner =
+        commands.apply(alice, protocol::set_components{3, mine, component_set{}.set(Owner{bob})});
+    EXPECT_EQ(owner.code, ErrorCode::InvalidValue);
+    EXPECT_EQ(owner.message, "owner is set by the server only");
+    const command_result spawn_owned = spawn(commands, alice, component_set{}.set(Owner{bob}));
+    EXPECT_EQ(spawn_owned.code, ErrorCode::InvalidValue);
+    EXPECT_EQ(commands.apply(alice, protocol::remove_components{4, mine, names_of<Owner>()}).code,
+              ErrorCode::InvalidValue);
+    EXPECT_EQ(world_->get<Owner>(mine), Owner{alice});
+    EXPECT_EQ(commands.owned_by(alice), 1U);
+    EXPECT_EQ(commands.owned_by(bob), 0U);
+    EXPECT_EQ(world_->alive(), 1U);
+}
+
+TEST_F(CommandProcessor, ValueItsTypeFindsInvalidIsRefusedAndNothingChanges) {
+    command_processor commands{*world_, types_, command_limits{}};
+    const Entity e = spawn_ok(commands, alice, component_set{}.set(Score{1}).set(Speed{2.0F}));
+
+    // A valid value and an invalid one, in both orders: neither is applied.
+    for (const bool valid_first : {true, false}) {
+        component_set values;
+        if (valid_first) {
+            values.set(Score{9}).set(Speed{-1.0F});
+        } else {
+            values.set(Speed{-1.0F}).set(Score{9});
+        }
+        const command_result result =
+            commands.apply(alice, protocol::set_components{5, e, std::move(values)});
+        EXPECT_FALSE(result.ok);
+        EXPECT_EQ(result.code, ErrorCode::InvalidValue) << "valid first: " << valid_first;
+        EXPECT_EQ(result.message, "the speed value is not valid");
+        EXPECT_EQ(world_->get<Score>(e), Score{1}) << "valid first: " << valid_first;
+        EXPECT_EQ(world_->get<Speed>(e), Speed{2.0F});
+    }
+    // A valid value of the same type is applied.
+    ASSERT_TRUE(
+        commands.apply(alice, protocol::set_components{6, e, component_set{}.set(Speed{0.0F})}).ok);
+    EXPECT_EQ(world_->get<Speed>(e), Speed{0.0F});
+
+    // A spawn with an invalid value creates nothing.
+    const command_result spawned =
+        spawn(commands, alice, component_set{}.set(Tag{1}).set(Speed{-3.0F}));
+    EXPECT_EQ(spawned.code, ErrorCode::InvalidValue);
+    EXPECT_EQ(world_->alive(), 1U);
+    EXPECT_EQ(commands.owned_by(alice), 1U);
+
+    // The demo's own check: positions are finite.
+    const command_result nan = commands.apply(
+        alice,
+        protocol::set_components{
+            7, e, component_set{}.set(Position{std::numeric_limits<float>::quiet_NaN(), 0.0F})});
+    EXPECT_EQ(nan.code, ErrorCode::InvalidValue);
+    EXPECT_EQ(nan.message, "the position value is not valid");
+    EXPECT_FALSE(world_->has<Position>(e));
+}
+
+TEST_F(CommandProcessor, RemoveIsAllOrNothing) {
+    command_processor commands{*world_, types_, command_limits{}};
+    const Entity e = spawn_ok(commands, alice, component_set{}.set(Score{1}).set(Tag{2}));
+
+    // One missing type: none removed, whichever position it has.
+    EXPECT_EQ(
+        commands.apply(alice, protocol::remove_components{1, e, names_of<Score, Speed>()}).code,
+        ErrorCode::ComponentMissing);
+    EXPECT_EQ(commands.apply(alice, protocol::remove_components{2, e, names_of<Speed, Tag>()}).code,
+              ErrorCode::ComponentMissing);
+    // One unknown type: none removed.
+    const command_result unknown = commands.apply(
+        alice, protocol::remove_components{3, e, std::vector<std::string>{"score", "no-such"}});
+    EXPECT_EQ(unknown.code, ErrorCode::Malformed);
+    EXPECT_EQ(unknown.message, "unknown component no-such");
+    EXPECT_TRUE(world_->has<Score>(e));
+    EXPECT_TRUE(world_->has<Tag>(e));
+
+    const command_result both =
+        commands.apply(alice, protocol::remove_components{4, e, names_of<Score, Tag>()});
+    ASSERT_TRUE(both.ok) << both.message;
+    EXPECT_FALSE(world_->has<Score>(e));
+    EXPECT_FALSE(world_->has<Tag>(e));
+    EXPECT_TRUE(world_->has<Owner>(e));
+}
+
+TEST_F(CommandProcessor, UnknownComponentInAValueSetIsMalformedAndNothingChanges) {
+    command_processor commands{*world_, types_, command_limits{}};
+    const Entity e = spawn_ok(commands, alice, component_set{}.set(Score{1}));
+    const command_result result = commands.apply(
+        alice, protocol::set_components{
+                   1, e, component_set{}.set(Score{2}).set(component_value{"no-such", {}, {}})});
+    EXPECT_EQ(result.code, ErrorCode::Malformed);
+    EXPECT_EQ(result.message, "unknown component no-such");
+    EXPECT_EQ(world_->get<Score>(e), Score{1});
 }
 
 }  // namespace

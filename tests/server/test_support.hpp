@@ -19,12 +19,14 @@
 #include <sstream>
 #include <stdexcept>
 #include <string>
+#include <variant>
 #include <vector>
 
 #include "ecsnet/protocol/components.hpp"
 #include "ecsnet/protocol/frame.hpp"
 #include "ecsnet/protocol/messages.hpp"
 #include "ecsnet/protocol/mirror.hpp"
+#include "ecsnet/protocol/schema.hpp"
 
 namespace ecsnet::test {
 
@@ -50,7 +52,11 @@ public:
     void write(std::span<const std::uint8_t> bytes) {
         boost::asio::write(socket_, boost::asio::buffer(bytes.data(), bytes.size()));
     }
-    void send(const protocol::client_message& message) { write(*protocol::encode(message)); }
+    // Components are encoded against `types` (the server's, as its Welcome describes them);
+    // messages without components need none.
+    void send(const protocol::client_message& message, const protocol::schema& types = {}) {
+        write(*protocol::encode(message, types));
+    }
 
     // Like write(), but gives up after `timeout` (false). Throws if the connection failed.
     bool write_within(std::span<const std::uint8_t> bytes, std::chrono::milliseconds timeout) {
@@ -186,34 +192,52 @@ inline std::optional<std::size_t> kernel_send_queue(std::uint16_t local_port,
     return std::nullopt;
 }
 
-// Every mirrored entity with every component, one per line, floats in hex: two mirrors hold
-// the same world exactly when their dumps are equal.
-inline std::string dump(const protocol::mirror& m) {
+// What a raw client does with each server frame: the schema from Welcome (before the first
+// snapshot, which needs it), everything else to the mirror.
+inline void apply_to_mirror(protocol::mirror& m, const wire::ServerMessage& message) {
+    if (message.body_type() == wire::ServerBody::Welcome) {
+        std::string why;
+        const auto control = protocol::decode_server_control(message, &why);
+        if (!control || !std::holds_alternative<protocol::welcome>(*control)) {
+            throw std::runtime_error("the server sent an undecodable Welcome: " + why);
+        }
+        m.set_schema(std::get<protocol::welcome>(*control).components);
+        return;
+    }
+    (void)m.apply(message);
+}
+
+// One mirrored entity with every component of the mirror's schema, by wire name, floats in
+// hex: "3:1 position(x=0x1p+0,y=0x0p+0) name(box)".
+inline std::string describe(const protocol::mirror& m, ecs::Entity e) {
     std::ostringstream out;
-    out << std::hexfloat;
-    m.each([&](ecs::Entity e) {
-        out << ecs::to_string(e);
-        if (const auto* p = m.get<protocol::Position>(e)) {
-            out << " pos(" << p->x << ',' << p->y << ')';
+    out << std::hexfloat << ecs::to_string(e);
+    for (const protocol::component_info& type : m.types().types()) {
+        if (!m.has(e, type.id)) {
+            continue;
         }
-        if (const auto* v = m.get<protocol::Velocity>(e)) {
-            out << " vel(" << v->x << ',' << v->y << ')';
+        out << ' ' << type.name << '(';
+        if (type.is_string) {
+            const std::string* text = m.text(e, type.id);
+            out << (text == nullptr ? std::string{"<no text>"} : *text);
+        } else {
+            const auto value = m.value(e, type.id);
+            for (std::size_t i = 0; i < type.fields.size(); ++i) {
+                out << (i == 0 ? "" : ",") << type.fields[i].name << '=';
+                std::visit([&](auto v) { out << v; }, protocol::read_field(type, value, i));
+            }
         }
-        if (const auto* h = m.get<protocol::Health>(e)) {
-            out << " health(" << h->value << ')';
-        }
-        if (const auto* l = m.get<protocol::Lifetime>(e)) {
-            out << " lifetime(" << l->ticks << ')';
-        }
-        if (const auto* o = m.get<protocol::Owner>(e)) {
-            out << " owner(" << o->client << ')';
-        }
-        if (const auto* n = m.get<protocol::Name>(e)) {
-            out << " name(" << n->value << ')';
-        }
-        out << '\n';
-    });
+        out << ')';
+    }
     return out.str();
+}
+
+// Every mirrored entity, one per line (describe()): two mirrors hold the same world exactly
+// when their dumps are equal.
+inline std::string dump(const protocol::mirror& m) {
+    std::string out;
+    m.each([&](ecs::Entity e) { out += describe(m, e) + '\n'; });
+    return out;
 }
 
 }  // namespace ecsnet::test

@@ -23,7 +23,9 @@ struct command_counters {
 
 // Applies clients' commands to the world, server-authoritatively: every entity a client names
 // must exist at exactly the version it names and be owned by that client (unless every type
-// the command writes is writer::any); quotas hold; the server sets Owner. Each command yields the CommandResult to send back.
+// the command writes is writer::any); types only the server writes (Owner among them) and
+// values their type's valid() refuses are rejected, all or nothing; quotas hold; the server
+// sets Owner. Each command yields the CommandResult to send back.
 class command_processor {
 public:
     // `types` outlives the processor.
@@ -58,7 +60,8 @@ private:
                                                          std::uint32_t request_id,
                                                          ecs::Entity target,
                                                          bool owner_required) const;
-    // Each type's own check (valid()) on every value, before anything changes.
+    // Every value's type is known and not server-written, and its own check (valid())
+    // passes, before anything changes.
     std::optional<protocol::command_result> check_values(
         std::uint32_t request_id, const protocol::component_set& values) const;
     // Every value's type may be written by any client, on entities it does not own.
