@@ -18,7 +18,7 @@ bool mirror::value_store::same(std::uint32_t index, const value_store& other) co
     return std::equal(a.begin(), a.end(), b.begin(), b.end());
 }
 
-std::byte* mirror::value_store::set(std::uint32_t index) {
+std::byte* mirror::value_store::add(std::uint32_t index) {
     if (index >= slot.size()) {
         slot.resize(std::max<std::size_t>(std::size_t{index} + 1, slot.size() * 2), 0);
     }
@@ -92,6 +92,8 @@ void mirror::state::reset(const schema& types) {
     for (const component_info& info : types.types()) {
         stores[info.id].is_string = info.is_string;
         stores[info.id].stride = info.value_bytes();
+        stores[info.id].bits = info.value_bits();
+        stores[info.id].valid = value_checker{info};
     }
 }
 
@@ -276,11 +278,12 @@ bool mirror::apply_group(state& target, const wire::EntityGroup& group, bool not
             }
             seen |= std::uint64_t{1} << info->id;
             if (!info->is_string) {
-                value_scratch_.resize(info->value_bytes());
+                const auto& store = target.stores[info->id];
+                value_scratch_.resize(store.stride);
                 const auto bytes = std::as_bytes(std::span{column->values()->data(), column->values()->size()});
                 for (std::size_t i = 0; i < count; ++i) {
-                    unpack_value(*info, bytes, i, value_scratch_);
-                    if (!valid_value(*info, value_scratch_)) {
+                    unpack_value(store.bits, *info, bytes, i, value_scratch_);
+                    if (!store.valid(value_scratch_)) {
                         std::string why;
                         (void)valid_value(*info, value_scratch_, &why);
                         return inconsistent("invalid spawn value: " + why);
@@ -309,7 +312,7 @@ bool mirror::apply_group(state& target, const wire::EntityGroup& group, bool not
                 const auto bytes = std::as_bytes(std::span{column->values()->data(), column->values()->size()});
                 for (std::size_t i = 0; i < count; ++i) {
                     std::byte* out = store.set(scratch_[i]);
-                    unpack_value(info, bytes, i, std::span<std::byte>{out, store.stride});
+                    unpack_value(store.bits, info, bytes, i, std::span<std::byte>{out, store.stride});
                 }
             }
         }
@@ -446,7 +449,8 @@ bool mirror::apply_updates(const columns_type& columns) {
         const auto bytes = info->is_string ? std::span<const std::byte>{}
                                            : std::as_bytes(std::span{column->values()->data(),
                                                                      column->values()->size()});
-        value_scratch_.resize(info->value_bytes());
+        value_scratch_.resize(store.stride);
+        const bool aligned = store.bits % 8 == 0;
         for (std::size_t i = 0; i < scratch_.size(); ++i) {
             const entity_type e = live_.find(scratch_[i]);
             if (e.is_null()) {
@@ -458,14 +462,25 @@ bool mirror::apply_updates(const columns_type& columns) {
                                column->strings()->Get(static_cast<flatbuffers::uoffset_t>(i))->str());
             } else {
                 // Checked before it is stored: the mirror never holds an invalid value.
-                unpack_value(*info, bytes, i, value_scratch_);
-                if (!valid_value(*info, value_scratch_)) {
+                std::span<const std::byte> value;
+                if (aligned) {
+                    value = bytes.subspan(i * store.stride, store.stride);
+                } else {
+                    unpack_value(store.bits, *info, bytes, i, value_scratch_);
+                    value = value_scratch_;
+                }
+                if (!store.valid(value)) {
                     std::string why;
-                    (void)valid_value(*info, value_scratch_, &why);
+                    (void)valid_value(*info, value, &why);
                     return inconsistent("invalid " + info->name + " value for " +
                                         ecs::to_string(e) + ": " + why);
                 }
-                std::memcpy(store.set(e.index()), value_scratch_.data(), store.stride);
+                std::byte* out = store.set(e.index());
+                if (store.stride <= 8) {
+                    detail::store_le(out, detail::load_le(value.data(), store.stride), store.stride);
+                } else {
+                    std::memcpy(out, value.data(), store.stride);
+                }
             }
             if (active_.on_update) {
                 active_.on_update(e, info->id);

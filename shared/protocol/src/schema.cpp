@@ -280,7 +280,7 @@ void bit_writer::write(std::uint64_t value, unsigned bits) noexcept {
     }
 }
 
-std::uint64_t bit_reader::read(unsigned bits) noexcept {
+std::uint64_t bit_reader::read_long(unsigned bits) noexcept {
     std::uint64_t value = 0;
     if ((at_ & 7U) == 0 && (bits & 7U) == 0) {
         std::memcpy(&value, in_.data() + (at_ >> 3U), bits >> 3U);
@@ -305,7 +305,21 @@ std::size_t column_bytes(const component_info& type, std::size_t count) noexcept
 
 void unpack_value(const component_info& type, std::span<const std::byte> column, std::size_t i,
                   std::span<std::byte> out) noexcept {
-    const std::size_t bits = type.value_bits();
+    unpack_value(type.value_bits(), type, column, i, out);
+}
+
+void unpack_value(std::size_t bits, const component_info& type, std::span<const std::byte> column,
+                  std::size_t i, std::span<std::byte> out) noexcept {
+    if (bits % 8 != 0 && bits <= 57) {
+        // One unaligned 64-bit read holds the whole value (up to 7 bits of shift + 57).
+        const std::size_t first = i * bits;
+        const std::size_t at = first / 8;
+        std::uint64_t word =
+            detail::load_le(column.data() + at, std::min<std::size_t>(8, column.size() - at));
+        word = (word >> (first % 8)) & low_bits(static_cast<unsigned>(bits));
+        detail::store_le(out.data(), word, (bits + 7) / 8);
+        return;
+    }
     if (bits % 8 == 0) {
         std::memcpy(out.data(), column.data() + i * (bits / 8), bits / 8);
         return;
@@ -475,6 +489,30 @@ std::optional<std::vector<std::byte>> make_value(const component_info& type,
         writer.write(*bits, f.bits);
     }
     return out;
+}
+
+value_checker::value_checker(const component_info& type) : value_bytes_{type.value_bytes()} {
+    std::uint32_t offset = 0;
+    for (const field_info& f : type.fields) {
+        if (f.quantized.step != 0) {
+            checks_.push_back({offset, f.bits, kind::quantized,
+                               quantized_steps(f.quantized.min, f.quantized.max, f.quantized.step)});
+        } else if (f.type == field_type::float32) {
+            checks_.push_back({offset, f.bits, kind::float32, 0});
+        } else if (f.type == field_type::float64) {
+            checks_.push_back({offset, f.bits, kind::float64, 0});
+        }
+        offset += f.bits;
+    }
+}
+
+bool value_checker::check_long(std::span<const std::byte> value) const noexcept {
+    for (const check& c : checks_) {
+        if (!passes(c.what, bit_reader{value, c.bit_offset}.read(c.bits), c.max_q)) {
+            return false;
+        }
+    }
+    return true;
 }
 
 bool valid_value(const component_info& type, std::span<const std::byte> value, std::string* why) {

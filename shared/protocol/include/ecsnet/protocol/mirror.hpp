@@ -153,7 +153,9 @@ private:
     // The values of one component type: by entity index, canonical bytes or text.
     struct value_store {
         std::size_t stride{0};  // bytes per value; 0 for a string type
+        std::size_t bits{0};    // bits per value on the wire
         bool is_string{false};
+        value_checker valid;
         std::vector<std::uint32_t> slot;   // per entity index: position + 1, 0 = none
         std::vector<std::uint32_t> dense;  // entity indices
         std::vector<std::byte> bytes;      // dense.size() * stride
@@ -168,7 +170,13 @@ private:
         }
         [[nodiscard]] bool same(std::uint32_t index, const value_store& other) const noexcept;
         // Adds or replaces; returns the bytes to fill (stride of them) for a fixed-size type.
-        std::byte* set(std::uint32_t index);
+        std::byte* set(std::uint32_t index) {
+            if (index < slot.size() && slot[index] != 0) [[likely]] {
+                return bytes.data() + std::size_t{slot[index] - 1} * stride;
+            }
+            return add(index);
+        }
+        std::byte* add(std::uint32_t index);
         void set_text(std::uint32_t index, std::string text);
         void erase(std::uint32_t index);
         void clear();

@@ -146,18 +146,11 @@ std::uint16_t component_registry::add() {
                     pack(storage.get(entities[i]), bytes + i * (bits / 8));
                 }
             } else {
-                const std::size_t total = (entities.size() * bits + 7) / 8;
-                std::memset(bytes, 0, total);
-                bit_writer writer{std::span<std::byte>{bytes, total}};
+                bit_packer packer{bytes};
                 for (const ecs::Entity e : entities) {
-                    const auto value = pack(storage.get(e));
-                    bit_reader reader{value};
-                    for (std::size_t left = bits; left > 0;) {
-                        const unsigned n = left > 64 ? 64U : static_cast<unsigned>(left);
-                        writer.write(reader.read(n), n);
-                        left -= n;
-                    }
+                    pack_fields(storage.get(e), packer);
                 }
+                packer.flush();
             }
             return offset;
         };

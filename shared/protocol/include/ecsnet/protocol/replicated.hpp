@@ -264,6 +264,20 @@ void pack(const T& value, std::byte* out) noexcept {
     }
 }
 
+// Appends value's fields to a column being bit-packed (the encoder's path).
+template <replicated_component T>
+void pack_fields(const T& value, bit_packer& packer) noexcept {
+    constexpr quantize q = replicated<T>::options.quantized;
+    [&]<std::size_t... I>(std::index_sequence<I...>) {
+        (packer.put(detail::raw_bits<boost::pfr::tuple_element_t<I, T>, q>(boost::pfr::get<I>(value)) &
+                        ((detail::field_bits<T, I>() >= 64)
+                             ? ~std::uint64_t{0}
+                             : (std::uint64_t{1} << detail::field_bits<T, I>()) - 1),
+                    detail::field_bits<T, I>()),
+         ...);
+    }(std::make_index_sequence<boost::pfr::tuple_size_v<T>>{});
+}
+
 template <replicated_component T>
 [[nodiscard]] std::array<std::byte, value_bytes_v<T>> pack(const T& value) noexcept {
     std::array<std::byte, value_bytes_v<T>> out{};

@@ -2,6 +2,8 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <algorithm>
+#include <cstring>
 #include <optional>
 #include <span>
 #include <string>
@@ -134,6 +136,39 @@ struct component_value {
 
 // ---- bits -----------------------------------------------------------------------------------
 
+namespace detail {
+// Little-endian loads and stores of 0 to 8 bytes, each size a fixed-size copy (a plain load),
+// not a call: values are read and written a few bytes at a time on every mirror update.
+[[nodiscard]] inline std::uint64_t load_le(const std::byte* in, std::size_t n) noexcept {
+    std::uint64_t word = 0;
+    switch (n) {
+        case 8: std::memcpy(&word, in, 8); break;
+        case 7: std::memcpy(&word, in, 7); break;
+        case 6: std::memcpy(&word, in, 6); break;
+        case 5: std::memcpy(&word, in, 5); break;
+        case 4: std::memcpy(&word, in, 4); break;
+        case 3: std::memcpy(&word, in, 3); break;
+        case 2: std::memcpy(&word, in, 2); break;
+        case 1: std::memcpy(&word, in, 1); break;
+        default: break;
+    }
+    return word;
+}
+inline void store_le(std::byte* out, std::uint64_t word, std::size_t n) noexcept {
+    switch (n) {
+        case 8: std::memcpy(out, &word, 8); break;
+        case 7: std::memcpy(out, &word, 7); break;
+        case 6: std::memcpy(out, &word, 6); break;
+        case 5: std::memcpy(out, &word, 5); break;
+        case 4: std::memcpy(out, &word, 4); break;
+        case 3: std::memcpy(out, &word, 3); break;
+        case 2: std::memcpy(out, &word, 2); break;
+        case 1: std::memcpy(out, &word, 1); break;
+        default: break;
+    }
+}
+}  // namespace detail
+
 // Appends values of up to 64 bits, least significant bit first.
 class bit_writer {
 public:
@@ -151,13 +186,96 @@ public:
     explicit bit_reader(std::span<const std::byte> in, std::size_t first_bit = 0) noexcept
         : in_{in}, at_{first_bit} {}
     // The caller checked that the bits are there.
-    [[nodiscard]] std::uint64_t read(unsigned bits) noexcept;
+    [[nodiscard]] std::uint64_t read(unsigned bits) noexcept {
+        if (bits <= 57) {
+            // One unaligned little-endian load covers the shift (< 8) and the bits.
+            const std::size_t at = at_ / 8;
+            std::uint64_t word = detail::load_le(in_.data() + at, std::min<std::size_t>(8, in_.size() - at));
+            word = (word >> (at_ % 8)) & ((std::uint64_t{1} << bits) - 1);
+            at_ += bits;
+            return word;
+        }
+        return read_long(bits);
+    }
     void skip(std::size_t bits) noexcept { at_ += bits; }
     [[nodiscard]] std::size_t bit_position() const noexcept { return at_; }
 
 private:
+    [[nodiscard]] std::uint64_t read_long(unsigned bits) noexcept;
+
     std::span<const std::byte> in_;
     std::size_t at_;
+};
+
+// Appends values of up to 64 bits through a 64-bit accumulator: the encoder's path for
+// bit-packed columns (one shift and or per field, a store per 8 bytes).
+class bit_packer {
+public:
+    explicit bit_packer(std::byte* out) noexcept : out_{out} {}
+    void put(std::uint64_t value, unsigned bits) noexcept {  // value < 2^bits
+        acc_ |= value << used_;  // used_ < 64
+        if (used_ + bits >= 64) {
+            std::memcpy(out_, &acc_, 8);  // little-endian host
+            out_ += 8;
+            acc_ = used_ == 0 ? 0 : value >> (64 - used_);
+            used_ = used_ + bits - 64;
+        } else {
+            used_ += bits;
+        }
+    }
+    // Writes the bits still held (the last partial byte's high bits zero).
+    void flush() noexcept {
+        std::memcpy(out_, &acc_, (used_ + 7) / 8);
+        out_ += (used_ + 7) / 8;
+        acc_ = 0;
+        used_ = 0;
+    }
+
+private:
+    std::byte* out_;
+    std::uint64_t acc_{0};
+    unsigned used_{0};
+};
+
+// The checks valid_value makes, laid out once per type: a mirror runs them on every value.
+class value_checker {
+public:
+    value_checker() = default;
+    explicit value_checker(const component_info& type);
+    [[nodiscard]] bool operator()(std::span<const std::byte> value) const noexcept {
+        if (value_bytes_ <= 8) {
+            // The usual value fits a word: one load, then shifts.
+            const std::uint64_t word = detail::load_le(value.data(), value_bytes_);
+            for (const check& c : checks_) {
+                const std::uint64_t mask = c.bits >= 64 ? ~std::uint64_t{0} : (std::uint64_t{1} << c.bits) - 1;
+                if (!passes(c.what, (word >> c.bit_offset) & mask, c.max_q)) {
+                    return false;
+                }
+            }
+            return true;
+        }
+        return check_long(value);
+    }
+
+private:
+    enum class kind : std::uint8_t { float32, float64, quantized };
+    [[nodiscard]] static bool passes(kind what, std::uint64_t bits, std::uint64_t max_q) noexcept {
+        switch (what) {
+            case kind::float32: return ((bits >> 23U) & 0xFFU) != 0xFFU;
+            case kind::float64: return ((bits >> 52U) & 0x7FFU) != 0x7FFU;
+            case kind::quantized: return bits <= max_q;
+        }
+        return true;
+    }
+    [[nodiscard]] bool check_long(std::span<const std::byte> value) const noexcept;
+    struct check {
+        std::uint32_t bit_offset;
+        std::uint8_t bits;
+        kind what;
+        std::uint64_t max_q;
+    };
+    std::vector<check> checks_;
+    std::size_t value_bytes_{0};
 };
 
 // Bytes of a column holding `count` packed values of `type`.
@@ -165,6 +283,10 @@ private:
 
 // Copies value `i` of a packed column into its canonical bytes (out: type.value_bytes()).
 void unpack_value(const component_info& type, std::span<const std::byte> column, std::size_t i,
+                  std::span<std::byte> out) noexcept;
+// The same for a value of `value_bits` bits (the mirror keeps it per type).
+void unpack_value(std::size_t value_bits, const component_info& type,
+                  std::span<const std::byte> column, std::size_t i,
                   std::span<std::byte> out) noexcept;
 // Appends canonical bytes as value `i` of a zeroed column.
 void pack_value(const component_info& type, std::span<const std::byte> value,
