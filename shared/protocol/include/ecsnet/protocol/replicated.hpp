@@ -96,12 +96,12 @@ consteval field_type field_type_of() {
 
 // The largest q of a quantized range, round((max - min) / step), and the bits it takes (as
 // schema.cpp computes them for a received schema).
-consteval std::uint64_t quantized_steps(const quantize& q) {
+constexpr std::uint64_t quantized_steps(quantize q) {
     const double steps = (q.max - q.min) / q.step;
     return static_cast<std::uint64_t>(steps + 0.5);
 }
 
-consteval unsigned quantized_bits(const quantize& q) {
+constexpr unsigned quantized_bits(quantize q) {
     const std::uint64_t steps = quantized_steps(q);
     unsigned bits = 1;
     while (bits < 64 && (std::uint64_t{1} << bits) - 1 < steps) {
@@ -159,6 +159,8 @@ template <typename F, quantize q>
 std::uint64_t raw_bits(F value) noexcept {
     if constexpr (std::is_floating_point_v<F>) {
         if constexpr (q.step > 0) {
+            // constexpr, not consteval: clang 14 refuses an immediate call on a template
+            // parameter inside a template.
             constexpr auto max_q = static_cast<double>(quantized_steps(q));
             const double steps = std::round((static_cast<double>(value) - q.min) / q.step);
             // NaN compares false both ways: it goes out as 0.
