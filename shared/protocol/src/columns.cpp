@@ -8,6 +8,7 @@ void index_set_plan::build(std::span<const std::uint32_t> indices) {
     runs.clear();
     list.clear();
     order.clear();
+    in_order = true;
     order.reserve(indices.size());
     // Two passes keep values in one output order: run members first, then the list.
     std::vector<std::uint32_t> singles;
@@ -15,6 +16,7 @@ void index_set_plan::build(std::span<const std::uint32_t> indices) {
     const auto flush = [&](std::size_t end) {
         const std::size_t length = end - start;
         if (length >= 3) {
+            in_order = in_order && singles.empty();  // a run after a single moves before it
             runs.push_back(wire::IndexRun{indices[start], static_cast<std::uint32_t>(length)});
             for (std::size_t i = start; i < end; ++i) {
                 order.push_back(static_cast<std::uint32_t>(i));

@@ -450,41 +450,91 @@ bool mirror::apply_updates(const columns_type& columns) {
                                            : std::as_bytes(std::span{column->values()->data(),
                                                                      column->values()->size()});
         value_scratch_.resize(store.stride);
-        const bool aligned = store.bits % 8 == 0;
-        for (std::size_t i = 0; i < scratch_.size(); ++i) {
-            const entity_type e = live_.find(scratch_[i]);
-            if (e.is_null()) {
-                return inconsistent("update of " + info->name + " for unknown entity index " +
-                                    std::to_string(scratch_[i]));
+        const auto invalid = [&](entity_type e, std::span<const std::byte> value) {
+            std::string why;
+            (void)valid_value(*info, value, &why);
+            return inconsistent("invalid " + info->name + " value for " + ecs::to_string(e) +
+                                ": " + why);
+        };
+        // Whole-byte values of the common sizes: the value's size known at compile time, so
+        // each update is a fixed-size load, its checks and a fixed-size store.
+        const bool notify = static_cast<bool>(active_.on_update);
+        const auto apply_whole = [&]<std::size_t size>() -> bool {
+            for (std::size_t i = 0; i < scratch_.size(); ++i) {
+                const entity_type e = live_.find(scratch_[i]);
+                if (e.is_null()) {
+                    return unknown_update(*info, scratch_[i]);
+                }
+                const std::byte* value = bytes.data() + i * size;
+                std::uint64_t word = 0;
+                std::memcpy(&word, value, size);
+                if (!store.valid.word_ok(word)) {
+                    return invalid(e, {value, size});
+                }
+                std::memcpy(store.set(e.index()), value, size);
+                if (notify) {
+                    active_.on_update(e, info->id);
+                }
             }
-            if (info->is_string) {
-                store.set_text(e.index(),
-                               column->strings()->Get(static_cast<flatbuffers::uoffset_t>(i))->str());
+            return true;
+        };
+        if (!info->is_string && store.bits % 8 == 0 && store.stride <= 8) {
+            bool ok = true;
+            switch (store.stride) {
+                case 1: ok = apply_whole.template operator()<1>(); break;
+                case 2: ok = apply_whole.template operator()<2>(); break;
+                case 4: ok = apply_whole.template operator()<4>(); break;
+                case 8: ok = apply_whole.template operator()<8>(); break;
+                default: ok = apply_general(*info, *column, bytes); break;
+            }
+            if (!ok) {
+                return false;
+            }
+            continue;
+        }
+        if (!apply_general(*info, *column, bytes)) {
+            return false;
+        }
+    }
+    return true;
+}
+
+bool mirror::unknown_update(const component_info& info, std::uint32_t index) {
+    return inconsistent("update of " + info.name + " for unknown entity index " +
+                        std::to_string(index));
+}
+
+bool mirror::apply_general(const component_info& info, const wire::Column& column,
+                           std::span<const std::byte> bytes) {
+    auto& store = live_.stores[info.id];
+    const bool aligned = store.bits % 8 == 0;
+    for (std::size_t i = 0; i < scratch_.size(); ++i) {
+        const entity_type e = live_.find(scratch_[i]);
+        if (e.is_null()) {
+            return unknown_update(info, scratch_[i]);
+        }
+        if (info.is_string) {
+            store.set_text(e.index(),
+                           column.strings()->Get(static_cast<flatbuffers::uoffset_t>(i))->str());
+        } else {
+            // Checked before it is stored: the mirror never holds an invalid value.
+            std::span<const std::byte> value;
+            if (aligned) {
+                value = bytes.subspan(i * store.stride, store.stride);
             } else {
-                // Checked before it is stored: the mirror never holds an invalid value.
-                std::span<const std::byte> value;
-                if (aligned) {
-                    value = bytes.subspan(i * store.stride, store.stride);
-                } else {
-                    unpack_value(store.bits, *info, bytes, i, value_scratch_);
-                    value = value_scratch_;
-                }
-                if (!store.valid(value)) {
-                    std::string why;
-                    (void)valid_value(*info, value, &why);
-                    return inconsistent("invalid " + info->name + " value for " +
-                                        ecs::to_string(e) + ": " + why);
-                }
-                std::byte* out = store.set(e.index());
-                if (store.stride <= 8) {
-                    detail::store_le(out, detail::load_le(value.data(), store.stride), store.stride);
-                } else {
-                    std::memcpy(out, value.data(), store.stride);
-                }
+                unpack_value(store.bits, info, bytes, i, value_scratch_);
+                value = value_scratch_;
             }
-            if (active_.on_update) {
-                active_.on_update(e, info->id);
+            if (!store.valid(value)) {
+                std::string why;
+                (void)valid_value(info, value, &why);
+                return inconsistent("invalid " + info.name + " value for " + ecs::to_string(e) +
+                                    ": " + why);
             }
+            std::memcpy(store.set(e.index()), value.data(), store.stride);
+        }
+        if (active_.on_update) {
+            active_.on_update(e, info.id);
         }
     }
     return true;

@@ -138,12 +138,15 @@ flatbuffers::Offset<wire::Column> replication_encoder::encode_set_column(
     }
     plan_.build(indices_);
     const auto at = plan_.encode(fbb_);
-    ordered_.clear();
-    ordered_.reserve(plan_.order.size());
-    for (const std::uint32_t position : plan_.order) {
-        ordered_.push_back(entities[position]);
+    std::span<const ecs::Entity> in_set_order = entities;
+    if (!plan_.in_order) {
+        ordered_.resize(plan_.order.size());
+        for (std::size_t i = 0; i < plan_.order.size(); ++i) {
+            ordered_[i] = entities[plan_.order[i]];
+        }
+        in_set_order = ordered_;
     }
-    const auto values = types_->ops(id).encode(fbb_, world, ordered_);
+    const auto values = types_->ops(id).encode(fbb_, world, in_set_order);
     using bytes_offset = flatbuffers::Offset<flatbuffers::Vector<std::uint8_t>>;
     using strings_offset =
         flatbuffers::Offset<flatbuffers::Vector<flatbuffers::Offset<flatbuffers::String>>>;

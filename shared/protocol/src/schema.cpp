@@ -504,6 +504,15 @@ value_checker::value_checker(const component_info& type) : value_bytes_{type.val
         }
         offset += f.bits;
     }
+    for (const check& c : checks_) {
+        if (c.what == kind::quantized) {
+            quantized_.push_back(c);
+        } else if (c.bit_offset + c.bits <= 64) {
+            exponents_[exponent_count_++] = c.what == kind::float32
+                                                ? std::uint64_t{0xFF} << (c.bit_offset + 23)
+                                                : std::uint64_t{0x7FF} << (c.bit_offset + 52);
+        }
+    }
 }
 
 bool value_checker::check_long(std::span<const std::byte> value) const noexcept {

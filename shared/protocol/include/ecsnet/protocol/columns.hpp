@@ -24,6 +24,7 @@ struct index_set_plan {
     std::vector<wire::IndexRun> runs;
     std::vector<std::uint32_t> list;
     std::vector<std::uint32_t> order;
+    bool in_order{true};  // order is 0, 1, 2, ...: values follow the caller's order
 
     void build(std::span<const std::uint32_t> indices);
     [[nodiscard]] flatbuffers::Offset<wire::IndexSet> encode(

@@ -209,6 +209,10 @@ private:
     const component_info* check_column(const wire::Column& column, std::size_t count,
                                        const char* where);
     bool apply_updates(const columns_type& columns);
+    // One update column's values, any type (the fast whole-byte path is in apply_updates).
+    bool apply_general(const component_info& info, const wire::Column& column,
+                       std::span<const std::byte> bytes);
+    bool unknown_update(const component_info& info, std::uint32_t index);
     bool apply_removals(const columns_type& columns);
     bool inconsistent(std::string why);
     // The checksum term of component `id` at `index`, 0 when the entity has none.

@@ -141,7 +141,7 @@ std::uint16_t component_registry::add() {
                 (entities.size() * bits + 7) / 8, sizeof(std::uint8_t), &out);
             auto* bytes = reinterpret_cast<std::byte*>(out);
             if constexpr (bits % 8 == 0) {
-                std::memset(bytes, 0, entities.size() * (bits / 8));
+                // Whole-byte fields write every byte: nothing to zero first.
                 for (std::size_t i = 0; i < entities.size(); ++i) {
                     pack(storage.get(entities[i]), bytes + i * (bits / 8));
                 }

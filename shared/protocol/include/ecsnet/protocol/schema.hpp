@@ -3,6 +3,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <algorithm>
+#include <array>
 #include <cstring>
 #include <optional>
 #include <span>
@@ -245,16 +246,26 @@ public:
     [[nodiscard]] bool operator()(std::span<const std::byte> value) const noexcept {
         if (value_bytes_ <= 8) {
             // The usual value fits a word: one load, then shifts.
-            const std::uint64_t word = detail::load_le(value.data(), value_bytes_);
-            for (const check& c : checks_) {
-                const std::uint64_t mask = c.bits >= 64 ? ~std::uint64_t{0} : (std::uint64_t{1} << c.bits) - 1;
-                if (!passes(c.what, (word >> c.bit_offset) & mask, c.max_q)) {
-                    return false;
-                }
-            }
-            return true;
+            return word_ok(detail::load_le(value.data(), value_bytes_));
         }
         return check_long(value);
+    }
+    // A value of at most 8 bytes, loaded little-endian into a word.
+    [[nodiscard]] bool word_ok(std::uint64_t word) const noexcept {
+        // Floats: NaN and infinities are the values whose exponent bits are all ones.
+        for (std::size_t k = 0; k < exponent_count_; ++k) {
+            if ((word & exponents_[k]) == exponents_[k]) {
+                return false;
+            }
+        }
+        for (const check& c : quantized_) {
+            const std::uint64_t mask =
+                c.bits >= 64 ? ~std::uint64_t{0} : (std::uint64_t{1} << c.bits) - 1;
+            if (!passes(c.what, (word >> c.bit_offset) & mask, c.max_q)) {
+                return false;
+            }
+        }
+        return true;
     }
 
 private:
@@ -276,6 +287,11 @@ private:
     };
     std::vector<check> checks_;
     std::size_t value_bytes_{0};
+    // For values of at most 8 bytes: the floats' exponent masks within the word, and the
+    // quantized checks.
+    std::array<std::uint64_t, 8> exponents_{};
+    std::size_t exponent_count_{0};
+    std::vector<check> quantized_;
 };
 
 // Bytes of a column holding `count` packed values of `type`.
