@@ -98,6 +98,9 @@ std::span<const ecs::Entity> replication_encoder::in_index_order(
                        [](ecs::Entity a, ecs::Entity b) { return a.index() < b.index(); })) {
         return entities;  // a fresh world writes in index order: nothing to do
     }
+    if (entities.empty()) {
+        return entities;
+    }
     // A churned world's storage order is not the index order; in index order the indices
     // form runs again (8 bytes for all of them instead of 4 each). Dense sets (the usual
     // case: most of a range moves) are bucketed in O(range), sparse ones sorted.
@@ -130,11 +133,19 @@ std::span<const ecs::Entity> replication_encoder::in_index_order(
 flatbuffers::Offset<wire::Column> replication_encoder::encode_set_column(
     const ecs::World& world, std::uint32_t id, std::span<const ecs::Entity> unordered) {
     const component_info& info = types_->info(id);
-    const std::span<const ecs::Entity> entities = in_index_order(unordered);
-    indices_.clear();
-    indices_.reserve(entities.size());
-    for (const ecs::Entity e : entities) {
-        indices_.push_back(e.index());
+    // The indices, noting on the way whether they already ascend (a fresh world's do).
+    indices_.resize(unordered.size());
+    bool ascending = true;
+    for (std::size_t i = 0; i < unordered.size(); ++i) {
+        indices_[i] = unordered[i].index();
+        ascending = ascending && (i == 0 || indices_[i] > indices_[i - 1]);
+    }
+    std::span<const ecs::Entity> entities = unordered;
+    if (!ascending) {
+        entities = in_index_order(unordered);
+        for (std::size_t i = 0; i < entities.size(); ++i) {
+            indices_[i] = entities[i].index();
+        }
     }
     plan_.build(indices_);
     const auto at = plan_.encode(fbb_);
