@@ -213,16 +213,7 @@ using world_state = std::map<std::uint32_t, entity_state>;
 // e's value of registered type `id` as the wire carries it (canonical bytes or text).
 component_value value_in(const World& world, const proto::component_registry& types,
                          std::uint32_t id, Entity e) {
-    const component_info& info = types.info(id);
-    component_value v;
-    v.name = info.name;
-    if (info.is_string) {
-        v.text = std::string{types.ops(id).text(world, e)};
-    } else {
-        v.bytes.assign(info.value_bytes(), std::byte{0});
-        types.ops(id).pack(world, e, v.bytes.data());
-    }
-    return v;
+    return types.value(world, id, e);
 }
 
 world_state capture(const World& world) {

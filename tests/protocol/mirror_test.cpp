@@ -89,19 +89,10 @@ proto::mirror make_mirror(proto::mirror::options options = {}) {
 proto::component_set components_of(const World& world, Entity e) {
     proto::component_set set;
     for (std::uint16_t id = 0; id < types().size(); ++id) {
-        const proto::component_ops& ops = types().ops(id);
-        if (!ops.contains(world, e)) {
+        if (!types().ops(id).contains(world, e)) {
             continue;
         }
-        const proto::component_info& info = types().info(id);
-        proto::component_value v{info.name, {}, {}};
-        if (info.is_string) {
-            v.text = std::string{ops.text(world, e)};
-        } else {
-            v.bytes.resize(info.value_bytes());
-            ops.pack(world, e, v.bytes.data());
-        }
-        set.set(std::move(v));
+        set.set(types().value(world, id, e));
     }
     return set;
 }

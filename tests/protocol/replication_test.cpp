@@ -92,19 +92,10 @@ std::uint64_t mask_of(const proto::component_set& set) {
 proto::component_set components_of(const World& world, Entity e) {
     values_by_id values;
     for (std::uint16_t id = 0; id < types().size(); ++id) {
-        const proto::component_ops& ops = types().ops(id);
-        if (!ops.contains(world, e)) {
+        if (!types().ops(id).contains(world, e)) {
             continue;
         }
-        const proto::component_info& info = types().info(id);
-        proto::component_value v{info.name, {}, {}};
-        if (info.is_string) {
-            v.text = std::string{ops.text(world, e)};
-        } else {
-            v.bytes.resize(info.value_bytes());
-            ops.pack(world, e, v.bytes.data());
-        }
-        values[id] = std::move(v);
+        values[id] = types().value(world, id, e);
     }
     return to_set(values);
 }

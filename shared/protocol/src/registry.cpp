@@ -25,6 +25,20 @@ void component_registry::add(component_info info, component_ops ops) {
     ops_.push_back(ops);
 }
 
+component_value component_registry::value(const ecs::World& world, std::uint32_t id,
+                                          ecs::Entity e) const {
+    const component_info& type = info(id);
+    component_value v;
+    v.name = type.name;
+    if (type.is_string) {
+        v.text = std::string{ops(id).text(world, e)};
+    } else {
+        v.bytes.assign(type.value_bytes(), std::byte{0});
+        ops(id).pack(world, e, v.bytes.data());
+    }
+    return v;
+}
+
 std::optional<std::uint16_t> component_registry::id_of(std::string_view name) const noexcept {
     if (const component_info* info = schema_.find(name)) {
         return info->id;

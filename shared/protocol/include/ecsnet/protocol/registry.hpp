@@ -62,6 +62,9 @@ public:
         return *schema_.find(id);
     }
     [[nodiscard]] std::optional<std::uint16_t> id_of(std::string_view name) const noexcept;
+    // e's value of type `id` as the wire carries it (canonical bytes, or text); e has the type.
+    [[nodiscard]] component_value value(const ecs::World& world, std::uint32_t id,
+                                        ecs::Entity e) const;
     template <replicated_component T>
     [[nodiscard]] std::optional<std::uint16_t> id_of() const noexcept {
         return id_of(replicated<T>::name);
