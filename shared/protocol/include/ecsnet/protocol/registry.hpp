@@ -144,9 +144,21 @@ std::uint16_t component_registry::add() {
                 (entities.size() * bits + 7) / 8, sizeof(std::uint8_t), &out);
             auto* bytes = reinterpret_cast<std::byte*>(out);
             if constexpr (bits % 8 == 0) {
-                // Whole-byte fields write every byte: nothing to zero first.
-                for (std::size_t i = 0; i < entities.size(); ++i) {
-                    pack(storage.get(entities[i]), bytes + i * (bits / 8));
+                // Whole-byte fields write every byte: nothing to zero first. When the column
+                // lists the storage's own entities in its own order (everything moved, in a
+                // world whose storage follows index order), the values are read in sequence
+                // instead of looked up one by one.
+                const auto dense = storage.entities();
+                if (entities.size() == dense.size() &&
+                    std::equal(entities.begin(), entities.end(), dense.begin())) {
+                    const auto values = storage.values();
+                    for (std::size_t i = 0; i < values.size(); ++i) {
+                        pack(values[i], bytes + i * (bits / 8));
+                    }
+                } else {
+                    for (std::size_t i = 0; i < entities.size(); ++i) {
+                        pack(storage.get(entities[i]), bytes + i * (bits / 8));
+                    }
                 }
             } else {
                 bit_packer packer{bytes};

@@ -1,9 +1,9 @@
 #pragma once
 
-#include <cstddef>
-#include <cstdint>
 #include <algorithm>
 #include <array>
+#include <cstddef>
+#include <cstdint>
 #include <cstring>
 #include <optional>
 #include <span>
@@ -11,6 +11,10 @@
 #include <string_view>
 #include <variant>
 #include <vector>
+
+#include <flatbuffers/flatbuffers.h>
+
+#include "ecsnet/wire/common_generated.h"
 
 // What the server tells every client in Welcome: the replicated component types, with their
 // fields, so that any client decodes, checks and displays a game's components without having
@@ -332,13 +336,9 @@ using field_value = std::variant<std::int64_t, std::uint64_t, double, bool>;
 
 }  // namespace ecsnet::protocol
 
-// ---- on the wire (Welcome.components) -----------------------------------------------------
-
-#include <flatbuffers/flatbuffers.h>
-
-#include "ecsnet/wire/common_generated.h"
-
 namespace ecsnet::protocol {
+
+// ---- on the wire (Welcome.components) -----------------------------------------------------
 
 [[nodiscard]] flatbuffers::Offset<flatbuffers::Vector<flatbuffers::Offset<wire::ComponentType>>>
 encode_schema(flatbuffers::FlatBufferBuilder& fbb, const schema& types);
