@@ -114,6 +114,17 @@ parsed_command_line parse_command_line(int argc, const char* const* argv) {
     env(app.add_option("--world-half-extent", c.world_half_extent, "Entities bounce inside [-E, E] on both axes")
             ->check(CLI::PositiveNumber),
         "ECSNET_WORLD_HALF_EXTENT");
+    env(app.add_option("--interest-radius", c.interest_radius,
+                       "Interest management: each client receives the entities within this distance of its focus, its own and global ones (0: off, every client receives the whole world; games with a position component)")
+            ->check(CLI::Range(0.0F, 1e9F)),
+        "ECSNET_INTEREST_RADIUS");
+    env(app.add_option("--interest-cell", c.interest_cell, "Cell size of the interest grid (0: half the radius)")
+            ->check(CLI::Range(0.0F, 1e9F)),
+        "ECSNET_INTEREST_CELL");
+    env(app.add_option("--client-budget", c.client_budget,
+                       "Interest management: bytes per second of tick frames per client; what does not fit is sent later, most urgent first (0: unlimited)")
+            ->check(CLI::Range(0.0, 1e12)),
+        "ECSNET_CLIENT_BUDGET");
     env(app.add_option("--hello-timeout-ms", hello_ms, "Close a connection that sends no Hello by then")
             ->check(CLI::Range(100, 600'000)),
         "ECSNET_HELLO_TIMEOUT_MS");
@@ -212,12 +223,17 @@ std::string describe(const server_config& c) {
     return fmt::format(
         "bind={} port={} tick_rate={} max_clients={} max_frame_bytes={} queue_bytes={} "
         "demo_entities={} max_entities={} max_entities_per_client={} command_rate={}/s "
-        "burst={} checksum_interval={} checksum_slice={} auth={} identity={} tls={} max_pending={} "
+        "burst={} checksum_interval={} checksum_slice={} interest={} auth={} identity={} tls={} max_pending={} "
         "max_pending_per_address={} resync_interval={}ms on_disconnect={} world=[-{},{}] log={}/{} "
         "admin={} drain={}s",
         c.bind, c.port, c.tick_rate, c.max_clients, c.max_frame_bytes, c.queue_bytes,
         c.demo_entities, c.max_entities, c.max_entities_per_client, c.command_rate,
-        c.command_burst, c.checksum_interval, c.checksum_slice, c.auth_token.empty() ? "off" : "token",
+        c.command_burst, c.checksum_interval, c.checksum_slice,
+        c.interest_radius > 0.0F
+            ? fmt::format("radius {} cell {} budget {}", c.interest_radius, c.interest_cell,
+                          c.client_budget > 0.0 ? fmt::format("{} B/s", c.client_budget) : "unlimited")
+            : std::string{"off"},
+        c.auth_token.empty() ? "off" : "token",
         c.token_secret.empty() ? std::string{"resume-keys"} : "connect-tokens(world=" + c.world_id + ")",
         c.tls_cert.empty() ? "off" : "on", c.max_pending, c.max_pending_per_address,
         c.resync_interval.count(),

@@ -88,6 +88,7 @@ server::server(asio::io_context& io, server_config config, const game& g)
       owners_{[this](std::uint32_t id) { return commands_.owned_by(id) > 0; }} {
     // An owner without connections whose last entity ends (lifetime, despawn) is forgotten.
     commands_.on_last_entity_gone = [this](std::uint32_t owner) { owners_.forget_if_idle(owner); };
+    interest_.set_defaults(interest_manager::defaults{config_.interest_radius, config_.client_budget});
     if (g.setup) {
         g.setup(*this);
     }
@@ -101,7 +102,9 @@ void server::start() {
     }
     port_ = listen_on(acceptor_, config_.bind, config_.port, "--bind", "");
 
-    world_->discard_changes();  // the first snapshot carries them
+    // The first snapshot carries what the game made at setup; the interest policy learns it
+    // from the same changes.
+    interest_.update(*world_, world_->take_changes());
 
     running_ = true;
     {
@@ -324,9 +327,18 @@ std::optional<std::string> server::admit(session& s, const protocol::hello& hell
         ++stats_.identity_refused;
         return refused;
     }
+    if (interest_.enabled()) {
+        const player_interest& p = interest_.player(welcome.client_id);
+        welcome.interest_radius = p.radius;
+        welcome.client_budget = static_cast<std::uint32_t>(
+            std::min(interest_.budget_of(p), double{std::numeric_limits<std::uint32_t>::max()}));
+    }
     end_pending(s);
     ++active_;
     s.set_counted(true);
+    if (interest_.enabled()) {
+        views_.insert_or_assign(s.id(), client_view{s.owner_id()});
+    }
     s.send(protocol::encode(protocol::server_control{welcome}));
     send_snapshot(s);
     spdlog::info("client {} ({}, owner {}{}) joined from {} at tick {}", s.id(),
@@ -360,6 +372,13 @@ const std::vector<protocol::frame>& server::snapshot_frames() {
 }
 
 void server::send_snapshot(session& s) {
+    if (const auto view = views_.find(s.id()); view != views_.end()) {
+        // Under interest management the mirror starts empty; what the client sees then
+        // arrives as entries, within its budget.
+        view->second.reset();
+        s.send_snapshot_chunk(encoder_.encode_empty_snapshot(tick_));
+        return;
+    }
     for (const auto& f : snapshot_frames()) {
         s.send_snapshot_chunk(f);
     }
@@ -369,8 +388,25 @@ void server::send_snapshot(session& s) {
     }
 }
 
+void server::set_focus(session& s, const protocol::focus& focus) {
+    if (interest_.enabled() && s.owner_id() != 0) {
+        interest_.set_focus(s.owner_id(), point{focus.x, focus.y});
+    }
+}
+
+std::vector<std::uint64_t> server::joined_sessions() const {
+    std::vector<std::uint64_t> out;
+    for (const auto& [id, s] : sessions_) {
+        if (s->joined()) {
+            out.push_back(id);
+        }
+    }
+    return out;
+}
+
 void server::closed(session& s, const std::string& /*reason*/) {
     end_pending(s);
+    views_.erase(s.id());
     if (s.counted()) {
         s.set_counted(false);
         --active_;
@@ -466,6 +502,9 @@ void server::run_tick() {
     }
 
     const auto changes = world_->take_changes();
+    // The interest policy follows every change, watched or not: a client joining later sees
+    // the world as it is.
+    interest_.update(*world_, changes);
     const bool anyone_joined =
         std::any_of(sessions_.begin(), sessions_.end(), [](const auto& s) { return s.second->joined(); });
     if (anyone_joined) {
@@ -508,7 +547,39 @@ protocol::checksum::index_range server::next_checksum_range() {
     return range;
 }
 
+void server::broadcast_views(const ecs::World::change_set_type& changes) {
+    // Per tick: the change masks by entity, once. Per client: what it should see (the policy),
+    // then its own frame (client_view), of size proportional to what it sees.
+    tick_changes_.build(*world_, changes, types_);
+    const client_view::context ctx{*world_, types_, tick_changes_, interest_, tick_, config_.tick_rate};
+    for (const auto& [id, s] : sessions_) {
+        const auto view = views_.find(id);
+        if (!s->joined() || view == views_.end()) {
+            continue;
+        }
+        desired_.clear();
+        interest_.policy()->collect(*world_, s->owner_id(), interest_.player(s->owner_id()),
+                                    desired_);
+        const protocol::frame delta =
+            encoder_.encode_view_delta(*world_, view->second.plan(ctx, desired_), tick_);
+        view->second.sent(delta->size());
+        // Each client's checksum sums what it holds: spread over the interval by session id
+        // so that no tick pays for all of them.
+        if ((tick_ + id) % config_.checksum_interval == 0) {
+            const protocol::frame checksum = protocol::encode(
+                protocol::server_control{view->second.checksum(*world_, types_, tick_)});
+            s->send_tick(delta, &checksum);
+        } else {
+            s->send_tick(delta, nullptr);
+        }
+    }
+}
+
 void server::broadcast_tick(const ecs::World::change_set_type& changes) {
+    if (interest_.enabled()) {
+        broadcast_views(changes);
+        return;
+    }
     // Encoded once; every session queues the same frame.
     const protocol::frame delta = encoder_.encode_delta(*world_, changes, tick_);
     // Types replicated to their owner only: one more frame per owner that has changes.

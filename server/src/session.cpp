@@ -439,6 +439,10 @@ void session::handle(protocol::client_message message) {
         handle_resync(*r);
         return;
     }
+    if (auto* f = std::get_if<protocol::focus>(&message)) {
+        owner_.set_focus(*this, *f);  // no reply: the next frames show the new view
+        return;
+    }
     // A command: applied at the next tick in arrival order.
     owner_.queue_command(shared_from_this(), std::move(message));
 }

@@ -86,6 +86,12 @@ server::game game() {
     g.setup = [](server::server& service) {
         const auto& config = service.config();
         add_systems(service.scheduler(), config.world_half_extent);
+        if (config.interest_radius > 0.0F) {
+            const float cell = config.interest_cell > 0.0F ? config.interest_cell
+                                                           : config.interest_radius / 2.0F;
+            service.interest().use_grid<Position>(
+                cell, [](const Position& p) { return server::point{p.x, p.y}; });
+        }
         if (config.demo_entities > 0) {
             spawn_entities(service.world(), config.demo_entities, config.world_half_extent);
         }

@@ -151,3 +151,20 @@ std::unordered_map<std::uint32_t, std::uint64_t> owner_only_terms(
 }
 
 }  // namespace ecsnet::protocol::checksum
+
+namespace ecsnet::protocol::checksum {
+
+std::uint64_t of_entity(const ecs::World& world, const component_registry& types, ecs::Entity e,
+                        std::uint32_t viewer) {
+    std::uint64_t sum = entity_term(e.index(), e.version());
+    const Owner* owner = world.try_get<Owner>(e);
+    const bool own = viewer != 0 && owner != nullptr && owner->client == viewer;
+    for (std::uint32_t id = 0; id < types.size(); ++id) {
+        if ((own || !types.info(id).owner_only) && types.ops(id).contains(world, e)) {
+            sum += term_of(types, id, world, e);
+        }
+    }
+    return sum;
+}
+
+}  // namespace ecsnet::protocol::checksum

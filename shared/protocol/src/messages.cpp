@@ -253,6 +253,9 @@ frame encode(const client_message& message, const schema& types) {
                 return std::pair{wire::ClientBody::ResyncRequest,
                                  wire::CreateResyncRequest(fbb, reason).Union()};
             },
+            [&](const focus& m) {
+                return std::pair{wire::ClientBody::Focus, wire::CreateFocus(fbb, m.x, m.y).Union()};
+            },
         },
         message);
     return finish_frame(fbb, wire::CreateClientMessage(fbb, type, body));
@@ -376,6 +379,14 @@ decoded_client decode_client_frame(std::span<const std::uint8_t> bytes, const sc
             out.message = resync_request{std::move(text)};
             return out;
         }
+        case wire::ClientBody::Focus: {
+            const auto* m = root->body_as_Focus();
+            if (!std::isfinite(m->x()) || !std::isfinite(m->y())) {
+                return fail(fatal_error("Focus needs finite coordinates"));
+            }
+            out.message = focus{m->x(), m->y()};
+            return out;
+        }
         case wire::ClientBody::NONE:
         default:
             // The verifier passes unknown union tags on purpose (forward compatibility).
@@ -395,7 +406,8 @@ frame encode(const server_control& message) {
                 return std::pair{wire::ServerBody::Welcome,
                                  wire::CreateWelcome(fbb, m.client_id, m.version, m.tick_rate,
                                                      m.current_tick, m.checksum_interval, key,
-                                                     player, components)
+                                                     player, components, m.interest_radius,
+                                                     m.client_budget)
                                      .Union()};
             },
             [&](const command_result& m) {
@@ -411,9 +423,13 @@ frame encode(const server_control& message) {
                                  wire::CreatePong(fbb, m.nonce, m.tick).Union()};
             },
             [&](const checksum_report& m) {
+                const auto excluded =
+                    m.excluded.empty() ? 0 : fbb.CreateVector(m.excluded).o;
                 return std::pair{wire::ServerBody::Checksum,
-                                 wire::CreateChecksum(fbb, m.tick, m.hash, m.entity_count, m.first_index,
-                                                      m.end_index).Union()};
+                                 wire::CreateChecksum(fbb, m.tick, m.hash, m.entity_count,
+                                                      m.first_index, m.end_index,
+                                                      flatbuffers::Offset<flatbuffers::Vector<std::uint32_t>>{excluded})
+                                     .Union()};
             },
             [&](const disconnect& m) {
                 const auto reason = optional_string(fbb, m.reason);
@@ -461,6 +477,11 @@ std::optional<server_control> decode_server_control(const wire::ServerMessage& m
                 return fail("Welcome with an unusable schema: " + schema_why);
             }
             w.components = std::move(*components);
+            if (!std::isfinite(m->interest_radius()) || m->interest_radius() < 0.0F) {
+                return fail("Welcome with an interest radius that is not a number >= 0");
+            }
+            w.interest_radius = m->interest_radius();
+            w.client_budget = m->client_budget();
             return w;
         }
         case wire::ServerBody::CommandResult: {
@@ -488,8 +509,12 @@ std::optional<server_control> decode_server_control(const wire::ServerMessage& m
             if (m->first_index() >= m->end_index()) {
                 return fail("Checksum covers an empty index range");
             }
-            return checksum_report{m->tick(), m->hash(), m->entity_count(), m->first_index(),
-                                   m->end_index()};
+            checksum_report report{m->tick(), m->hash(), m->entity_count(), m->first_index(),
+                                   m->end_index(), {}};
+            if (const auto* excluded = m->excluded()) {
+                report.excluded.assign(excluded->begin(), excluded->end());
+            }
+            return report;
         }
         case wire::ServerBody::Disconnect: {
             const auto* reason = message.body_as_Disconnect()->reason();

@@ -225,7 +225,8 @@ bool mirror::apply_message(const wire::ServerMessage& message) {
     }
 }
 
-bool mirror::apply_group(state& target, const wire::EntityGroup& group, bool notify) {
+bool mirror::apply_group(state& target, const wire::EntityGroup& group,
+                         const std::function<void(entity_type)>* notify) {
     // One version per entity: the versions, really present in the frame, bound the indices an
     // 8-byte IndexRun may announce before anything is expanded.
     const auto* versions = group.versions();
@@ -317,9 +318,9 @@ bool mirror::apply_group(state& target, const wire::EntityGroup& group, bool not
             }
         }
     }
-    if (notify && active_.on_spawn) {
+    if (notify != nullptr && *notify) {
         for (const std::uint32_t index : scratch_) {
-            active_.on_spawn(target.find(index));
+            (*notify)(target.find(index));
         }
     }
     return true;
@@ -343,7 +344,7 @@ bool mirror::apply_snapshot(const wire::Snapshot& snapshot) {
     }
     if (const auto* groups = snapshot.groups()) {
         for (const auto* group : *groups) {
-            if (!apply_group(staging_, *group, false)) {
+            if (!apply_group(staging_, *group, nullptr)) {
                 return false;
             }
         }
@@ -599,20 +600,40 @@ bool mirror::apply_delta(const wire::Delta& delta) {
             if (active_.on_destroy) {
                 active_.on_destroy(e);
             }
-            for (auto& store : live_.stores) {
-                if (store.contains(e.index())) {
-                    store.erase(e.index());
-                }
+            forget(e);
+        }
+    }
+    // Interest management: what came into view arrives whole, like a spawn; what went out of
+    // it is forgotten, like a destroy, but is still alive on the server.
+    if (const auto* left = delta.left()) {
+        for (const auto* ref : *left) {
+            const entity_type e = live_.find(ref->index());
+            if (e.is_null() || e.version() != ref->version()) {
+                return inconsistent("leave of " + std::to_string(ref->index()) + ":" +
+                                    std::to_string(ref->version()) + " but the mirror has " +
+                                    (e.is_null() ? std::string{"nothing"} : ecs::to_string(e)) +
+                                    " there");
             }
-            live_.versions[e.index()] = 0;
-            --live_.count;
+            if (active_.on_leave) {
+                active_.on_leave(e);
+            }
+            forget(e);
+            ++stats_.left;
         }
     }
     if (const auto* spawned = delta.spawned()) {
         for (const auto* group : *spawned) {
-            if (!apply_group(live_, *group, true)) {
+            if (!apply_group(live_, *group, &active_.on_spawn)) {
                 return false;
             }
+        }
+    }
+    if (const auto* entered = delta.entered()) {
+        for (const auto* group : *entered) {
+            if (!apply_group(live_, *group, &active_.on_enter)) {
+                return false;
+            }
+            stats_.entered += scratch_.size();
         }
     }
     if (delta.updated() != nullptr && !apply_updates(*delta.updated())) {
@@ -626,13 +647,24 @@ bool mirror::apply_delta(const wire::Delta& delta) {
     return true;
 }
 
+void mirror::forget(entity_type e) {
+    for (auto& store : live_.stores) {
+        if (store.contains(e.index())) {
+            store.erase(e.index());
+        }
+    }
+    live_.versions[e.index()] = 0;
+    --live_.count;
+}
+
 bool mirror::apply_owner_only(const wire::Delta& delta) {
     if (delta.tick() != tick_) {
         return inconsistent("owner-only delta for tick " + std::to_string(delta.tick()) +
                             " at tick " + std::to_string(tick_));
     }
-    if (delta.destroyed() != nullptr || delta.spawned() != nullptr) {
-        return inconsistent("owner-only delta with spawns or destroys");
+    if (delta.destroyed() != nullptr || delta.spawned() != nullptr ||
+        delta.entered() != nullptr || delta.left() != nullptr) {
+        return inconsistent("owner-only delta with spawns, destroys, entries or leaves");
     }
     for (const auto* list : {delta.updated(), delta.removed()}) {
         if (list == nullptr) {
@@ -667,14 +699,16 @@ bool mirror::apply_checksum(const wire::Checksum& message) {
     } else {
         const std::size_t end = std::min<std::size_t>(range.end, live_.versions.size());
         for (std::size_t i = range.first; i < end; ++i) {
-            const auto index = static_cast<std::uint32_t>(i);
-            if (live_.versions[i] == 0) {
-                continue;
-            }
-            own.hash += checksum::entity_term(index, live_.versions[i]);
-            ++own.entities;
-            for (std::uint32_t id = 0; id < live_.stores.size(); ++id) {
-                own.hash += component_term(id, index);
+            own.hash += entity_terms(static_cast<std::uint32_t>(i));
+            own.entities += live_.versions[i] != 0 ? 1 : 0;
+        }
+    }
+    if (const auto* excluded = message.excluded()) {
+        // Entities whose latest values wait for bandwidth: the server left them out too.
+        for (const std::uint32_t index : *excluded) {
+            if (range.contains(index) && !live_.find(index).is_null()) {
+                own.hash -= entity_terms(index);
+                --own.entities;
             }
         }
     }
@@ -704,6 +738,18 @@ std::uint64_t mirror::component_term(std::uint32_t id, std::uint32_t index) cons
         return checksum::component_term(id, index, version, std::as_bytes(std::span{text}));
     }
     return checksum::component_term(id, index, version, store.value(index));
+}
+
+std::uint64_t mirror::entity_terms(std::uint32_t index) const noexcept {
+    const entity_type e = live_.find(index);
+    if (e.is_null()) {
+        return 0;
+    }
+    std::uint64_t sum = checksum::entity_term(index, e.version());
+    for (std::uint32_t id = 0; id < live_.stores.size(); ++id) {
+        sum += component_term(id, index);
+    }
+    return sum;
 }
 
 std::uint64_t mirror::checksum() const {

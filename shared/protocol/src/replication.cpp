@@ -27,10 +27,21 @@ constexpr std::size_t message_overhead_bytes = 96;
 
 }  // namespace
 
-std::uint64_t replication_encoder::mask_of(const ecs::World& world, ecs::Entity e) const {
+namespace {
+
+bool owned_by(const ecs::World& world, ecs::Entity e, std::uint32_t viewer) {
+    const Owner* owner = viewer == 0 ? nullptr : world.try_get<Owner>(e);
+    return owner != nullptr && owner->client == viewer;
+}
+
+}  // namespace
+
+std::uint64_t replication_encoder::mask_of(const ecs::World& world, ecs::Entity e,
+                                           std::uint32_t viewer) const {
     std::uint64_t mask = 0;
+    const bool own = owned_by(world, e, viewer);
     for (std::uint32_t id = 0; id < types_->size(); ++id) {
-        if (!types_->info(id).owner_only && types_->ops(id).contains(world, e)) {
+        if ((own || !types_->info(id).owner_only) && types_->ops(id).contains(world, e)) {
             mask |= std::uint64_t{1} << id;
         }
     }
@@ -39,11 +50,11 @@ std::uint64_t replication_encoder::mask_of(const ecs::World& world, ecs::Entity 
 
 void replication_encoder::group_by_mask(const ecs::World& world,
                                         std::span<const ecs::Entity> entities,
-                                        std::vector<group>& out) {
+                                        std::vector<group>& out, std::uint32_t viewer) {
     out.clear();
     std::size_t last = 0;
     for (const ecs::Entity e : entities) {
-        const std::uint64_t mask = mask_of(world, e);
+        const std::uint64_t mask = mask_of(world, e, viewer);
         if (last >= out.size() || out[last].mask != mask) {
             last = 0;
             while (last < out.size() && out[last].mask != mask) {
@@ -311,31 +322,91 @@ frame replication_encoder::encode_delta(const ecs::World& world,
                                         std::uint64_t tick) {
     fbb_.Clear();
 
-    flatbuffers::Offset<flatbuffers::Vector<const wire::EntityRef*>> destroyed = 0;
-    if (!changes.destroyed.empty()) {
-        wire::EntityRef* refs = nullptr;
-        destroyed = fbb_.CreateUninitializedVectorOfStructs(changes.destroyed.size(), &refs);
-        for (std::size_t i = 0; i < changes.destroyed.size(); ++i) {
-            refs[i] = wire::EntityRef{changes.destroyed[i].index(), changes.destroyed[i].version()};
-        }
-    }
-
-    flatbuffers::Offset<flatbuffers::Vector<flatbuffers::Offset<wire::EntityGroup>>> spawned = 0;
-    if (!changes.created.empty()) {
-        group_by_mask(world, changes.created, groups_);
-        std::vector<flatbuffers::Offset<wire::EntityGroup>> offsets;
-        offsets.reserve(groups_.size());
-        for (const auto& g : groups_) {
-            offsets.push_back(encode_group(world, g.mask, g.entities));
-        }
-        spawned = fbb_.CreateVector(offsets);
-    }
+    const auto destroyed = encode_refs(changes.destroyed);
+    const auto spawned = encode_groups(world, changes.created, 0);
 
     const auto updated = encode_updates(world, changes);
     const auto removed = encode_removals(changes);
     const auto delta = wire::CreateDelta(fbb_, tick, destroyed, spawned, updated, removed);
     return finish_frame(
         fbb_, wire::CreateServerMessage(fbb_, wire::ServerBody::Delta, delta.Union()));
+}
+
+flatbuffers::Offset<flatbuffers::Vector<const wire::EntityRef*>> replication_encoder::encode_refs(
+    std::span<const ecs::Entity> entities) {
+    if (entities.empty()) {
+        return 0;
+    }
+    wire::EntityRef* refs = nullptr;
+    const auto offset = fbb_.CreateUninitializedVectorOfStructs(entities.size(), &refs);
+    for (std::size_t i = 0; i < entities.size(); ++i) {
+        refs[i] = wire::EntityRef{entities[i].index(), entities[i].version()};
+    }
+    return offset;
+}
+
+flatbuffers::Offset<flatbuffers::Vector<flatbuffers::Offset<wire::EntityGroup>>>
+replication_encoder::encode_groups(const ecs::World& world, std::span<const ecs::Entity> entities,
+                                   std::uint32_t viewer) {
+    if (entities.empty()) {
+        return 0;
+    }
+    group_by_mask(world, entities, groups_, viewer);
+    std::vector<flatbuffers::Offset<wire::EntityGroup>> offsets;
+    offsets.reserve(groups_.size());
+    for (const auto& g : groups_) {
+        offsets.push_back(encode_group(world, g.mask, g.entities));
+    }
+    return fbb_.CreateVector(offsets);
+}
+
+frame replication_encoder::encode_view_delta(const ecs::World& world, const view_changes& changes,
+                                             std::uint64_t tick) {
+    fbb_.Clear();
+    const auto destroyed = encode_refs(changes.destroyed);
+    const auto left = encode_refs(changes.left);
+    const auto spawned = encode_groups(world, changes.spawned, changes.viewer);
+    const auto entered = encode_groups(world, changes.entered, changes.viewer);
+
+    view_set_.resize(types_->size());
+    view_removed_.resize(types_->size());
+    for (std::uint32_t id = 0; id < types_->size(); ++id) {
+        view_set_[id].clear();
+        view_removed_[id].clear();
+    }
+    for (const auto& [e, due] : changes.updated) {
+        const bool own = owned_by(world, e, changes.viewer);
+        std::uint64_t mask = due;
+        for (std::uint32_t id = 0; mask != 0 && id < types_->size(); ++id, mask >>= 1U) {
+            if ((mask & 1U) == 0 || (types_->info(id).owner_only && !own)) {
+                continue;
+            }
+            (types_->ops(id).contains(world, e) ? view_set_ : view_removed_)[id].push_back(e);
+        }
+    }
+    std::vector<flatbuffers::Offset<wire::Column>> set;
+    std::vector<flatbuffers::Offset<wire::Column>> removed;
+    for (std::uint32_t id = 0; id < types_->size(); ++id) {
+        if (!view_set_[id].empty()) {
+            set.push_back(encode_set_column(world, id, view_set_[id]));
+        }
+        if (!view_removed_[id].empty()) {
+            removed.push_back(encode_removal_column(id, view_removed_[id]));
+        }
+    }
+    const auto set_offset = set.empty() ? columns_offset{0} : fbb_.CreateVector(set);
+    const auto removed_offset = removed.empty() ? columns_offset{0} : fbb_.CreateVector(removed);
+    const auto delta = wire::CreateDelta(fbb_, tick, destroyed, spawned, set_offset,
+                                         removed_offset, false, entered, left);
+    return finish_frame(
+        fbb_, wire::CreateServerMessage(fbb_, wire::ServerBody::Delta, delta.Union()));
+}
+
+frame replication_encoder::encode_empty_snapshot(std::uint64_t tick) {
+    fbb_.Clear();
+    const auto snapshot = wire::CreateSnapshot(fbb_, tick, 0, 1, 0, 0);
+    return finish_frame(
+        fbb_, wire::CreateServerMessage(fbb_, wire::ServerBody::Snapshot, snapshot.Union()));
 }
 
 std::vector<frame> replication_encoder::encode_snapshot(const ecs::World& world,

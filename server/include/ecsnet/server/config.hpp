@@ -44,6 +44,11 @@ struct server_config {
     std::uint32_t checksum_interval = 30;
     std::uint32_t checksum_slice = 65'536;  // entity indices one checksum covers at most
     float world_half_extent = 1000.0F;  // entities stay inside [-e, e] on both axes
+    // Interest management (docs/INTEREST.md), for games that locate their entities: off at 0,
+    // every client then receives the whole world.
+    float interest_radius = 0.0F;
+    float interest_cell = 0.0F;         // 0: half the radius
+    double client_budget = 64.0 * 1024;  // bytes per second per client; 0: unlimited
 
     std::chrono::milliseconds hello_timeout{5000};
     std::chrono::milliseconds idle_timeout{60'000};

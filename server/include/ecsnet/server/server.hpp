@@ -22,9 +22,11 @@
 #include "ecsnet/protocol/checksum.hpp"
 #include "ecsnet/protocol/messages.hpp"
 #include "ecsnet/protocol/replication.hpp"
+#include "ecsnet/server/client_view.hpp"
 #include "ecsnet/server/commands.hpp"
 #include "ecsnet/server/config.hpp"
 #include "ecsnet/server/game.hpp"
+#include "ecsnet/server/interest.hpp"
 #include "ecsnet/server/logging.hpp"
 #include "ecsnet/server/owners.hpp"
 
@@ -118,6 +120,16 @@ public:
     // Connections that have not completed Hello.
     [[nodiscard]] std::size_t pending_connections() const noexcept { return pending_ids_.size(); }
     [[nodiscard]] const owner_registry& owners() const noexcept { return owners_; }
+    // Interest management (docs/INTEREST.md): off until the game sets a policy, e.g.
+    // interest().use_grid<Position>(...); the defaults come from --interest-*, --client-budget.
+    [[nodiscard]] interest_manager& interest() noexcept { return interest_; }
+    // The view of a connection (by session id) under interest management, or null.
+    [[nodiscard]] const client_view* view_of(std::uint64_t session_id) const noexcept {
+        const auto it = views_.find(session_id);
+        return it == views_.end() ? nullptr : &it->second;
+    }
+    // Session ids of the joined connections, in connection order.
+    [[nodiscard]] std::vector<std::uint64_t> joined_sessions() const;
 
 private:
     friend class session;
@@ -129,6 +141,7 @@ private:
     // behind the session's commands queued for the tick, so results keep command order.
     void queue_result(const std::shared_ptr<session>& s, protocol::command_result result);
     void send_snapshot(session& s);
+    void set_focus(session& s, const protocol::focus& focus);
     void closed(session& s, const std::string& reason);
     [[nodiscard]] log_limiter& warnings() noexcept { return warnings_; }
     [[nodiscard]] boost::asio::io_context& io() noexcept { return io_; }
@@ -144,6 +157,8 @@ private:
     void tick_loop_ended(const std::exception_ptr& e);
     // Encodes the tick's delta (and checksum) once and queues it to every joined session.
     void broadcast_tick(const ecs::World::change_set_type& changes);
+    // Under interest management: one frame per client, of what it sees (client_view).
+    void broadcast_views(const ecs::World::change_set_type& changes);
     [[nodiscard]] protocol::checksum::index_range next_checksum_range();
     [[nodiscard]] const std::vector<protocol::frame>& snapshot_frames();
 
@@ -176,6 +191,10 @@ private:
     std::map<std::uint64_t, std::shared_ptr<session>> sessions_;
     std::uint64_t next_session_id_{1};  // connection numbers, for logs; 64 bits never wrap
     owner_registry owners_;
+    interest_manager interest_;
+    tick_changes tick_changes_;
+    std::unordered_map<std::uint64_t, client_view> views_;  // by session id
+    std::vector<ecs::Entity> desired_;
     std::set<std::uint64_t> pending_ids_;  // before Hello, oldest first
     std::unordered_map<std::string, std::size_t> pending_per_address_;
     std::size_t active_{0};

@@ -51,4 +51,10 @@ struct slice_sum {
 [[nodiscard]] std::unordered_map<std::uint32_t, std::uint64_t> owner_only_terms(
     const ecs::World& world, const component_registry& types, index_range range);
 
+// The terms of one live entity as a client's mirror holds it: the entity, each replicated
+// component, and the owner-only ones when `viewer` owns it (interest management: a client's
+// checksum sums the entities it holds).
+[[nodiscard]] std::uint64_t of_entity(const ecs::World& world, const component_registry& types,
+                                      ecs::Entity e, std::uint32_t viewer);
+
 }  // namespace ecsnet::protocol::checksum

@@ -14,7 +14,7 @@
 // that many bytes, with file identifier "ECSC" (client -> server) or "ECSS" (server -> client).
 namespace ecsnet::protocol {
 
-inline constexpr std::uint32_t protocol_version = 2;
+inline constexpr std::uint32_t protocol_version = 3;
 inline constexpr std::size_t frame_prefix_bytes = 4;
 // Client -> server frames are small commands.
 inline constexpr std::size_t default_max_client_frame = 64 * 1024;

@@ -127,8 +127,15 @@ struct resync_request {
     friend bool operator==(const resync_request&, const resync_request&) = default;
 };
 
-using client_message =
-    std::variant<hello, spawn, destroy, set_components, remove_components, ping, resync_request>;
+// Moves the centre of the client's area of interest (servers with interest management).
+struct focus {
+    float x{};
+    float y{};
+    friend bool operator==(const focus&, const focus&) = default;
+};
+
+using client_message = std::variant<hello, spawn, destroy, set_components, remove_components, ping,
+                                    resync_request, focus>;
 
 // Component values and names are resolved against the server's schema (Welcome). Throws
 // std::invalid_argument naming a component the schema does not have, or a value that does not
@@ -180,6 +187,10 @@ struct welcome {
     std::vector<std::uint8_t> resume_key;  // empty or resume_key_bytes
     std::string player_id;                 // from a verified connect token
     schema components;                     // the replicated types, by wire id
+    // Interest management: 0 when the client receives the whole world, else the radius around
+    // the focus it sets with `focus` messages; and its byte budget (0: unlimited).
+    float interest_radius{0.0F};
+    std::uint32_t client_budget{0};
     friend bool operator==(const welcome&, const welcome&) = default;
 };
 struct command_result {
@@ -202,6 +213,9 @@ struct checksum_report {
     // The entity indices [first_index, end_index) covered; the defaults: all of them.
     std::uint32_t first_index{0};
     std::uint32_t end_index{std::numeric_limits<std::uint32_t>::max()};
+    // Indices left out of the sum on both sides (interest management: values that wait for
+    // bandwidth); entity_count does not count them.
+    std::vector<std::uint32_t> excluded{};
     friend bool operator==(const checksum_report&, const checksum_report&) = default;
 };
 struct disconnect {

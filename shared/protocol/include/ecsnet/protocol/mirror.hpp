@@ -38,6 +38,8 @@ public:
         std::uint64_t inconsistencies{0};
         std::uint64_t checksums_matched{0};
         std::uint64_t checksums_mismatched{0};
+        std::uint64_t entered{0};  // entities that came into view (interest management)
+        std::uint64_t left{0};     // ... and went out of it
     };
 
     // Callbacks for client programs. A Delta reports, in the order it is applied: on_destroy
@@ -64,6 +66,11 @@ public:
         std::function<void(entity_type, std::uint32_t wire_id)> on_update;
         std::function<void(entity_type, std::uint32_t wire_id)> on_remove;
         std::function<void(entity_type)> on_destroy;
+        // Interest management: an entity went out of this client's view (after on_destroy's,
+        // just before the mirror forgets it) or came into it (with all its components, after
+        // on_spawn's). Neither is a destroy or a spawn: the entity lives on the server.
+        std::function<void(entity_type)> on_enter;
+        std::function<void(entity_type)> on_leave;
         std::function<void(std::uint64_t tick, std::size_t entities)> on_snapshot;
         std::function<void(std::uint64_t tick, bool matched)> on_checksum;
     };
@@ -204,7 +211,13 @@ private:
     bool apply_delta(const wire::Delta& delta);
     bool apply_owner_only(const wire::Delta& delta);
     bool apply_checksum(const wire::Checksum& checksum);
-    bool apply_group(state& target, const wire::EntityGroup& group, bool notify);
+    // `notify`: called for each entity added (on_spawn, on_enter), or null.
+    bool apply_group(state& target, const wire::EntityGroup& group,
+                     const std::function<void(entity_type)>* notify);
+    // Drops e and its values from the live state (destroyed, or out of view).
+    void forget(entity_type e);
+    // The checksum terms of the entity at `index` and all its components; 0 when none.
+    [[nodiscard]] std::uint64_t entity_terms(std::uint32_t index) const noexcept;
     // Checks a column's shape for `count` entities; the type, or null after inconsistent().
     const component_info* check_column(const wire::Column& column, std::size_t count,
                                        const char* where);

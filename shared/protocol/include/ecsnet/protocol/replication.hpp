@@ -47,6 +47,25 @@ public:
                                                                   std::uint32_t owner,
                                                                   std::uint64_t tick);
 
+    // One client's Delta under interest management (server/interest.hpp): the entities named,
+    // read from the world now. Types replicated to their owner only are included for
+    // `viewer`'s own entities only.
+    struct view_changes {
+        std::span<const ecs::Entity> destroyed;
+        std::span<const ecs::Entity> left;     // out of view: the client forgets them
+        std::span<const ecs::Entity> spawned;  // created this tick, whole
+        std::span<const ecs::Entity> entered;  // into view, whole
+        // Entities and the wire ids (bit i = id i) whose latest state is due: a type the
+        // entity has is set, one it lacks is removed.
+        std::span<const std::pair<ecs::Entity, std::uint64_t>> updated;
+        std::uint32_t viewer = 0;
+    };
+    [[nodiscard]] frame encode_view_delta(const ecs::World& world, const view_changes& changes,
+                                          std::uint64_t tick);
+    // A Snapshot of nothing at `tick`: under interest management a client starts empty and
+    // receives what it sees as entries.
+    [[nodiscard]] frame encode_empty_snapshot(std::uint64_t tick);
+
     // The whole replicated world at `tick`, in frames of about max_chunk_bytes.
     [[nodiscard]] std::vector<frame> encode_snapshot(const ecs::World& world, std::uint64_t tick,
                                                      const snapshot_options& options = {});
@@ -57,12 +76,19 @@ private:
         std::vector<ecs::Entity> entities;
     };
 
+    // Groups by the mask of types `viewer` receives (viewer 0: no owner-only type).
     void group_by_mask(const ecs::World& world, std::span<const ecs::Entity> entities,
-                       std::vector<group>& out);
+                       std::vector<group>& out, std::uint32_t viewer = 0);
     using columns_offset =
         flatbuffers::Offset<flatbuffers::Vector<flatbuffers::Offset<wire::Column>>>;
 
-    [[nodiscard]] std::uint64_t mask_of(const ecs::World& world, ecs::Entity e) const;
+    [[nodiscard]] std::uint64_t mask_of(const ecs::World& world, ecs::Entity e,
+                                        std::uint32_t viewer = 0) const;
+    [[nodiscard]] flatbuffers::Offset<flatbuffers::Vector<const wire::EntityRef*>> encode_refs(
+        std::span<const ecs::Entity> entities);
+    [[nodiscard]] flatbuffers::Offset<flatbuffers::Vector<flatbuffers::Offset<wire::EntityGroup>>>
+    encode_groups(const ecs::World& world, std::span<const ecs::Entity> entities,
+                  std::uint32_t viewer);
     [[nodiscard]] flatbuffers::Offset<wire::EntityGroup> encode_group(
         const ecs::World& world, std::uint64_t mask, std::span<const ecs::Entity> entities);
     [[nodiscard]] columns_offset encode_updates(const ecs::World& world,
@@ -95,6 +121,8 @@ private:
     const ecs::World* world_{nullptr};  // for finish_owner_only
     std::vector<group> groups_;
     std::vector<std::uint64_t> masks_;  // snapshot: per entity index
+    std::vector<std::vector<ecs::Entity>> view_set_;      // encode_view_delta, by wire id
+    std::vector<std::vector<ecs::Entity>> view_removed_;  // encode_view_delta, by wire id
 };
 
 }  // namespace ecsnet::protocol

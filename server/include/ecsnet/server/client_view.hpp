@@ -1,0 +1,134 @@
+#pragma once
+
+#include <boost/unordered/unordered_flat_map.hpp>
+
+#include <cstddef>
+#include <cstdint>
+#include <utility>
+#include <vector>
+
+#include "ecsnet/ecs/world.hpp"
+#include "ecsnet/protocol/messages.hpp"
+#include "ecsnet/protocol/registry.hpp"
+#include "ecsnet/protocol/replication.hpp"
+#include "ecsnet/server/interest.hpp"
+
+// One connection's replication under interest management: what its mirror holds, what waits
+// for bandwidth, and its byte budget (docs/INTEREST.md). World thread only.
+namespace ecsnet::server {
+
+// What changed in one tick, by entity index, built once and read by every client_view.
+class tick_changes {
+public:
+    void build(const ecs::World& world, const ecs::World::change_set_type& changes,
+               const protocol::component_registry& types);
+    // The wire ids (bit i = id i) set or removed on the entity at `index` this tick.
+    [[nodiscard]] std::uint64_t mask(std::uint32_t index) const noexcept {
+        return index < stamp_.size() && stamp_[index] == epoch_ ? mask_[index] : 0;
+    }
+    [[nodiscard]] bool created(ecs::Entity e) const noexcept {
+        return e.index() < stamp_.size() && stamp_[e.index()] == epoch_ &&
+               created_[e.index()] == e.version();
+    }
+    [[nodiscard]] const std::vector<ecs::Entity>& destroyed() const noexcept { return destroyed_; }
+
+private:
+    [[nodiscard]] std::uint64_t& slot(std::uint32_t index);
+
+    std::uint32_t epoch_{0};
+    std::vector<std::uint32_t> stamp_;
+    std::vector<std::uint64_t> mask_;
+    std::vector<std::uint32_t> created_;  // the version created this tick, 0: none
+    std::vector<ecs::Entity> destroyed_;
+};
+
+struct view_stats {
+    std::uint64_t entered{0};
+    std::uint64_t left{0};
+    std::uint64_t deferred{0};  // entity sends put off for the budget, summed over ticks
+    std::uint64_t bytes{0};     // tick frames sent
+};
+
+class client_view {
+public:
+    // What the player sees, each tick.
+    struct context {
+        const ecs::World& world;
+        const protocol::component_registry& types;
+        const tick_changes& changes;
+        interest_manager& interest;
+        std::uint64_t tick;
+        double tick_rate;
+    };
+
+    explicit client_view(std::uint32_t owner) : owner_{owner} {}
+
+    // Decides this tick's frame for a player that should see `desired` now (each entity once):
+    // destroys and leaves of what the mirror holds, entries, and the updates due, as many as
+    // the byte budget allows, most urgent first. The rest waits, and is sent later with the
+    // values of then.
+    [[nodiscard]] const protocol::replication_encoder::view_changes& plan(
+        const context& ctx, const std::vector<ecs::Entity>& desired);
+    // The frame built from plan() took `bytes`: charged to the budget.
+    void sent(std::size_t bytes) noexcept;
+
+    // The checksum of what the client's mirror holds: every entity held with all its values
+    // sent; those whose latest values still wait are listed in `excluded` (both sides skip
+    // them).
+    [[nodiscard]] protocol::checksum_report checksum(const ecs::World& world,
+                                                     const protocol::component_registry& types,
+                                                     std::uint64_t tick) const;
+
+    // The client starts over from an empty mirror (a resync).
+    void reset();
+
+    [[nodiscard]] std::uint32_t owner() const noexcept { return owner_; }
+    [[nodiscard]] std::size_t held() const noexcept { return held_.size(); }
+    [[nodiscard]] std::size_t waiting() const noexcept;
+    [[nodiscard]] const view_stats& stats() const noexcept { return stats_; }
+    // Bytes the budget allows now (negative after a frame larger than the allowance).
+    [[nodiscard]] double allowance() const noexcept { return allowance_; }
+
+private:
+    struct held_entity {
+        std::uint32_t version{};
+        std::uint64_t due{0};  // wire ids changed since last sent
+        float accumulated{0.0F};
+        std::uint64_t seen{0};  // the last tick it was in view
+    };
+    struct waiting_entity {  // in view, not sent yet
+        std::uint32_t version{};
+        float accumulated{0.0F};
+        std::uint64_t seen{0};
+    };
+    struct candidate {
+        ecs::Entity e;
+        std::uint64_t due;  // 0: an entry (whole entity)
+        std::size_t cost;
+        float accumulated;  // a copy: the maps move their elements when they grow
+        bool spawn;
+    };
+
+    [[nodiscard]] std::size_t entry_cost(const context& ctx, ecs::Entity e) const;
+    [[nodiscard]] std::size_t update_cost(const context& ctx, ecs::Entity e,
+                                          std::uint64_t due) const;
+    void take(const context& ctx, const candidate& c);
+    void defer(const candidate& c);
+
+    std::uint32_t owner_;
+    boost::unordered_flat_map<std::uint32_t, held_entity> held_;      // by entity index
+    boost::unordered_flat_map<std::uint32_t, waiting_entity> waiting_;
+    double allowance_{0.0};
+    bool first_plan_{true};
+    view_stats stats_;
+
+    std::vector<ecs::Entity> destroyed_;
+    std::vector<ecs::Entity> left_;
+    std::vector<ecs::Entity> spawned_;
+    std::vector<ecs::Entity> entered_;
+    std::vector<std::pair<ecs::Entity, std::uint64_t>> updated_;
+    std::vector<candidate> candidates_;
+    protocol::replication_encoder::view_changes changes_;
+};
+
+}  // namespace ecsnet::server

@@ -1,0 +1,100 @@
+#pragma once
+
+#include <boost/unordered/unordered_flat_map.hpp>
+
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "ecsnet/ecs/entity.hpp"
+
+// A uniform grid over the plane, hashed: only cells holding entities cost memory, so the world
+// needs no bounds. Interest management asks it which entities lie near a point; it is kept up
+// to date from each tick's changes, in O(changed).
+namespace ecsnet::server {
+
+struct point {
+    float x{};
+    float y{};
+    friend bool operator==(const point&, const point&) = default;
+};
+
+class spatial_grid {
+public:
+    // A cell's coordinates: floor(x / cell_size), floor(y / cell_size).
+    struct cell {
+        std::int32_t x{};
+        std::int32_t y{};
+        friend bool operator==(const cell&, const cell&) = default;
+    };
+
+    explicit spatial_grid(float cell_size);
+
+    [[nodiscard]] float cell_size() const noexcept { return cell_size_; }
+    [[nodiscard]] cell cell_of(point p) const noexcept;
+
+    // Puts e at p (moving it when it is placed already).
+    void place(ecs::Entity e, point p);
+    // Takes e (any version at its index) out; nothing when it is not placed.
+    void erase(ecs::Entity e);
+    [[nodiscard]] bool placed(ecs::Entity e) const noexcept;
+    [[nodiscard]] std::size_t size() const noexcept { return placed_; }
+    [[nodiscard]] std::size_t occupied_cells() const noexcept { return cells_.size(); }
+
+    // fn(entity) for every entity in the cells that overlap the square of half side `radius`
+    // around `centre`: a superset of the disc, cell-granular (what makes it cheap).
+    template <typename Fn>
+    void query(point centre, float radius, Fn&& fn) const {
+        const cell low = cell_of(point{centre.x - radius, centre.y - radius});
+        const cell high = cell_of(point{centre.x + radius, centre.y + radius});
+        // A radius spanning more cells than are occupied walks the occupied cells instead.
+        const auto span = (std::int64_t{high.x} - low.x + 1) * (std::int64_t{high.y} - low.y + 1);
+        if (span > static_cast<std::int64_t>(cells_.size())) {
+            for (const auto& [key, entities] : cells_) {
+                const cell c = unpack(key);
+                if (c.x >= low.x && c.x <= high.x && c.y >= low.y && c.y <= high.y) {
+                    for (const ecs::Entity e : entities) {
+                        fn(e);
+                    }
+                }
+            }
+            return;
+        }
+        for (std::int32_t y = low.y; y <= high.y; ++y) {
+            for (std::int32_t x = low.x; x <= high.x; ++x) {
+                const auto it = cells_.find(pack(cell{x, y}));
+                if (it != cells_.end()) {
+                    for (const ecs::Entity e : it->second) {
+                        fn(e);
+                    }
+                }
+            }
+        }
+    }
+
+private:
+    struct slot {
+        std::uint64_t key{};
+        std::uint32_t at{};  // position in the cell's list
+        bool used{false};
+    };
+
+    [[nodiscard]] static std::uint64_t pack(cell c) noexcept {
+        return (std::uint64_t{static_cast<std::uint32_t>(c.x)} << 32U) |
+               static_cast<std::uint32_t>(c.y);
+    }
+    [[nodiscard]] static cell unpack(std::uint64_t key) noexcept {
+        return cell{static_cast<std::int32_t>(static_cast<std::uint32_t>(key >> 32U)),
+                    static_cast<std::int32_t>(static_cast<std::uint32_t>(key))};
+    }
+    void take_out(std::uint32_t index);
+
+    float cell_size_;
+    float inverse_;
+    boost::unordered_flat_map<std::uint64_t, std::vector<ecs::Entity>> cells_;
+    std::vector<slot> slots_;  // by entity index
+    std::size_t placed_{0};
+};
+
+}  // namespace ecsnet::server

@@ -1,0 +1,262 @@
+#include "ecsnet/server/client_view.hpp"
+
+#include <algorithm>
+
+#include "ecsnet/protocol/checksum.hpp"
+
+namespace ecsnet::server {
+
+namespace {
+
+// Rough wire sizes for the budget: an index and a version per entity, a few bytes per column.
+constexpr std::size_t entity_bytes = 8;
+constexpr std::size_t index_bytes = 4;
+constexpr std::size_t string_overhead_bytes = 8;
+// Unused budget carries over for at most this many ticks: a client quiet for a while must not
+// then receive a burst that its link cannot take either.
+constexpr double max_saved_ticks = 2.0;
+
+std::size_t value_cost(const protocol::component_registry& types, const ecs::World& world,
+                       std::uint32_t id, ecs::Entity e) {
+    const protocol::component_info& info = types.info(id);
+    return info.is_string ? types.ops(id).text(world, e).size() + string_overhead_bytes
+                          : info.value_bytes();
+}
+
+}  // namespace
+
+std::uint64_t& tick_changes::slot(std::uint32_t index) {
+    if (index >= stamp_.size()) {
+        const std::size_t size = std::max<std::size_t>(std::size_t{index} + 1, stamp_.size() * 2);
+        stamp_.resize(size, 0);
+        mask_.resize(size, 0);
+        created_.resize(size, 0);
+    }
+    if (stamp_[index] != epoch_) {
+        stamp_[index] = epoch_;
+        mask_[index] = 0;
+        created_[index] = 0;
+    }
+    return mask_[index];
+}
+
+void tick_changes::build(const ecs::World& world, const ecs::World::change_set_type& changes,
+                         const protocol::component_registry& types) {
+    (void)world;
+    if (++epoch_ == 0) {
+        std::fill(stamp_.begin(), stamp_.end(), 0);
+        epoch_ = 1;
+    }
+    destroyed_ = changes.destroyed;
+    for (const ecs::Entity e : changes.created) {
+        (void)slot(e.index());
+        created_[e.index()] = e.version();
+    }
+    for (std::uint32_t id = 0; id < types.size(); ++id) {
+        const auto* c = changes.find(types.ops(id).type_hash);
+        if (c == nullptr) {
+            continue;
+        }
+        const std::uint64_t bit = std::uint64_t{1} << id;
+        for (const auto* list : {&c->added, &c->updated, &c->removed}) {
+            for (const ecs::Entity e : *list) {
+                slot(e.index()) |= bit;
+            }
+        }
+    }
+}
+
+std::size_t client_view::entry_cost(const context& ctx, ecs::Entity e) const {
+    std::size_t bytes = entity_bytes;
+    for (std::uint32_t id = 0; id < ctx.types.size(); ++id) {
+        if (ctx.types.ops(id).contains(ctx.world, e)) {
+            bytes += value_cost(ctx.types, ctx.world, id, e);
+        }
+    }
+    return bytes;
+}
+
+std::size_t client_view::update_cost(const context& ctx, ecs::Entity e, std::uint64_t due) const {
+    std::size_t bytes = 0;
+    for (std::uint32_t id = 0; due != 0; ++id, due >>= 1U) {
+        if ((due & 1U) != 0) {
+            bytes += index_bytes + (ctx.types.ops(id).contains(ctx.world, e)
+                                        ? value_cost(ctx.types, ctx.world, id, e)
+                                        : 0);
+        }
+    }
+    return bytes;
+}
+
+void client_view::take(const context& ctx, const candidate& c) {
+    if (c.due != 0) {
+        updated_.emplace_back(c.e, c.due);
+        held_entity& h = held_[c.e.index()];
+        h.due = 0;
+        h.accumulated = 0.0F;
+        return;
+    }
+    (c.spawn ? spawned_ : entered_).push_back(c.e);
+    waiting_.erase(c.e.index());
+    held_.insert_or_assign(c.e.index(), held_entity{c.e.version(), 0, 0.0F, ctx.tick});
+}
+
+void client_view::defer(const candidate& c) {
+    ++stats_.deferred;
+    if (c.due != 0) {
+        held_[c.e.index()].accumulated = c.accumulated;
+    } else {
+        waiting_[c.e.index()].accumulated = c.accumulated;
+    }
+}
+
+const protocol::replication_encoder::view_changes& client_view::plan(
+    const context& ctx, const std::vector<ecs::Entity>& desired) {
+    destroyed_.clear();
+    left_.clear();
+    spawned_.clear();
+    entered_.clear();
+    updated_.clear();
+    candidates_.clear();
+
+    // Destroys of what the mirror holds go first: an index may be reused in the same tick.
+    for (const ecs::Entity e : ctx.changes.destroyed()) {
+        const auto it = held_.find(e.index());
+        if (it != held_.end() && it->second.version == e.version()) {
+            destroyed_.push_back(e);
+            held_.erase(it);
+        }
+        waiting_.erase(e.index());
+    }
+
+    for (const ecs::Entity e : desired) {
+        const auto it = held_.find(e.index());
+        if (it != held_.end() && it->second.version == e.version()) {
+            held_entity& h = it->second;
+            h.seen = ctx.tick;
+            h.due |= ctx.changes.mask(e.index());
+            if (h.due != 0) {
+                candidates_.push_back(
+                    candidate{e, h.due, update_cost(ctx, e, h.due), h.accumulated, false});
+            }
+            continue;
+        }
+        if (it != held_.end()) {
+            // Another version at the index than the mirror holds (recycled while it waited).
+            left_.emplace_back(it->first, it->second.version);
+            held_.erase(it);
+        }
+        auto& w = waiting_[e.index()];
+        if (w.version != e.version()) {
+            w = waiting_entity{e.version(), 0.0F, 0};
+        }
+        w.seen = ctx.tick;
+        candidates_.push_back(
+            candidate{e, 0, entry_cost(ctx, e), w.accumulated, ctx.changes.created(e)});
+    }
+
+    // Out of view: forgotten by the mirror, still alive here.
+    boost::unordered::erase_if(held_, [&](const auto& entry) {
+        if (entry.second.seen == ctx.tick) {
+            return false;
+        }
+        left_.emplace_back(entry.first, entry.second.version);
+        return true;
+    });
+    boost::unordered::erase_if(waiting_,
+                               [&](const auto& entry) { return entry.second.seen != ctx.tick; });
+
+    const player_interest& p = ctx.interest.player(owner_);
+    const double budget = ctx.interest.budget_of(p);
+    std::size_t total = (destroyed_.size() + left_.size()) * entity_bytes;
+    for (const candidate& c : candidates_) {
+        total += c.cost;
+    }
+    if (budget <= 0.0) {
+        for (const candidate& c : candidates_) {
+            take(ctx, c);
+        }
+    } else {
+        const double per_tick = budget / ctx.tick_rate;
+        allowance_ = first_plan_ ? per_tick : std::min(allowance_ + per_tick, per_tick * max_saved_ticks);
+        if (static_cast<double>(total) <= allowance_) {
+            for (const candidate& c : candidates_) {
+                take(ctx, c);
+            }
+        } else {
+            // Fiedler's priority accumulator: what waits grows more urgent each tick, scaled by
+            // the policy (distance, own entities) and the types' weights; the most urgent go
+            // first, as many as fit.
+            for (candidate& c : candidates_) {
+                float weight = 1.0F;
+                for (std::uint64_t due = c.due, id = 0; due != 0; ++id, due >>= 1U) {
+                    if ((due & 1U) != 0) {
+                        weight = std::max(weight, ctx.interest.weight(static_cast<std::uint32_t>(id)));
+                    }
+                }
+                c.accumulated += weight * ctx.interest.policy()->priority(ctx.world, owner_, p, c.e);
+            }
+            std::sort(candidates_.begin(), candidates_.end(),
+                      [](const candidate& a, const candidate& b) { return a.accumulated > b.accumulated; });
+            double room = allowance_ - static_cast<double>((destroyed_.size() + left_.size()) * entity_bytes);
+            bool any = false;
+            for (const candidate& c : candidates_) {
+                // The most urgent goes even when it alone exceeds the allowance, so that an
+                // entity larger than a tick's budget is not starved; the debt is paid later.
+                if (static_cast<double>(c.cost) <= room || (!any && room > 0.0)) {
+                    room -= static_cast<double>(c.cost);
+                    any = true;
+                    take(ctx, c);
+                } else {
+                    defer(c);
+                }
+            }
+        }
+    }
+    first_plan_ = false;
+    stats_.entered += entered_.size() + spawned_.size();
+    stats_.left += left_.size();
+
+    // Entries in index order give runs of indices on the wire.
+    std::sort(entered_.begin(), entered_.end(),
+              [](ecs::Entity a, ecs::Entity b) { return a.index() < b.index(); });
+    changes_ = protocol::replication_encoder::view_changes{destroyed_, left_, spawned_, entered_,
+                                                           updated_, owner_};
+    return changes_;
+}
+
+void client_view::sent(std::size_t bytes) noexcept {
+    allowance_ -= static_cast<double>(bytes);
+    stats_.bytes += bytes;
+}
+
+std::size_t client_view::waiting() const noexcept {
+    std::size_t n = waiting_.size();
+    for (const auto& [index, h] : held_) {
+        n += h.due != 0 ? 1 : 0;
+    }
+    return n;
+}
+
+protocol::checksum_report client_view::checksum(const ecs::World& world,
+                                                const protocol::component_registry& types,
+                                                std::uint64_t tick) const {
+    protocol::checksum_report report{tick, 0, 0};
+    for (const auto& [index, h] : held_) {
+        if (h.due != 0) {
+            report.excluded.push_back(index);
+            continue;
+        }
+        report.hash += protocol::checksum::of_entity(world, types, ecs::Entity{index, h.version}, owner_);
+        ++report.entity_count;
+    }
+    std::sort(report.excluded.begin(), report.excluded.end());
+    return report;
+}
+
+void client_view::reset() {
+    held_.clear();
+    waiting_.clear();
+}
+
+}  // namespace ecsnet::server

@@ -1,0 +1,211 @@
+#include "ecsnet/server/interest.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <stdexcept>
+
+#include "ecsnet/protocol/components.hpp"
+
+namespace ecsnet::server {
+
+grid_interest::grid_interest(float cell_size, std::uint64_t position_type, locator locate)
+    : grid_{cell_size}, position_type_{position_type}, locate_{std::move(locate)} {}
+
+void grid_interest::place(const ecs::World& world, ecs::Entity e) {
+    if (const auto p = locate_(world, e)) {
+        grid_.place(e, *p);
+        unplaced_.erase(e.index());
+    } else {
+        grid_.erase(e);
+        unplaced_.insert_or_assign(e.index(), e);
+    }
+}
+
+void grid_interest::set_owner(ecs::Entity e, std::uint32_t owner) {
+    if (e.index() >= owner_of_.size()) {
+        owner_of_.resize(std::max<std::size_t>(std::size_t{e.index()} + 1, owner_of_.size() * 2), 0);
+    }
+    std::uint32_t& current = owner_of_[e.index()];
+    if (current == owner) {
+        return;
+    }
+    if (current != 0) {
+        const auto it = owned_.find(current);
+        if (it != owned_.end()) {
+            it->second.erase(e.index());
+            if (it->second.empty()) {
+                owned_.erase(it);
+            }
+        }
+    }
+    current = owner;
+    if (owner != 0) {
+        owned_[owner].insert(e.index());
+    }
+}
+
+void grid_interest::update(const ecs::World& world, const ecs::World::change_set_type& changes) {
+    for (const ecs::Entity e : changes.destroyed) {
+        grid_.erase(e);
+        unplaced_.erase(e.index());
+        marked_global_.erase(e.index());
+        set_owner(e, 0);
+    }
+    for (const ecs::Entity e : changes.created) {
+        place(world, e);
+        const auto* owner = world.try_get<protocol::Owner>(e);
+        set_owner(e, owner == nullptr ? 0 : owner->client);
+    }
+    for (const auto& c : changes.components) {
+        if (c.type_hash == position_type_) {
+            for (const auto* list : {&c.added, &c.updated, &c.removed}) {
+                for (const ecs::Entity e : *list) {
+                    if (world.valid(e)) {
+                        place(world, e);
+                    }
+                }
+            }
+        } else if (c.type_hash == ecs::type_hash_v<protocol::Owner>) {
+            for (const auto* list : {&c.added, &c.updated, &c.removed}) {
+                for (const ecs::Entity e : *list) {
+                    if (world.valid(e)) {
+                        const auto* owner = world.try_get<protocol::Owner>(e);
+                        set_owner(e, owner == nullptr ? 0 : owner->client);
+                    }
+                }
+            }
+        }
+    }
+}
+
+bool grid_interest::first_visit(ecs::Entity e) {
+    if (e.index() >= visited_.size()) {
+        visited_.resize(std::max<std::size_t>(std::size_t{e.index()} + 1, visited_.size() * 2), 0);
+    }
+    if (visited_[e.index()] == stamp_) {
+        return false;
+    }
+    visited_[e.index()] = stamp_;
+    return true;
+}
+
+void grid_interest::collect(const ecs::World& world, std::uint32_t owner, const player_interest& p,
+                            std::vector<ecs::Entity>& out) {
+    // A stamp per call marks what was listed: an entity reached twice (owned and in view) is
+    // listed once, without a set.
+    if (++stamp_ == 0) {
+        std::fill(visited_.begin(), visited_.end(), 0);
+        stamp_ = 1;
+    }
+    const auto add = [&](ecs::Entity e) {
+        if (world.valid(e) && !p.never.contains(e.index()) && first_visit(e)) {
+            out.push_back(e);
+        }
+    };
+    if (p.focus) {
+        grid_.query(*p.focus, p.radius, add);
+    }
+    if (const auto it = owned_.find(owner); owner != 0 && it != owned_.end()) {
+        for (const auto index : it->second) {
+            add(world.entities().current(index));
+        }
+    }
+    for (const auto& [index, e] : p.always) {
+        add(e);
+    }
+    for (const auto& [index, e] : unplaced_) {
+        add(e);
+    }
+    for (const auto& [index, e] : marked_global_) {
+        add(e);
+    }
+}
+
+float grid_interest::priority(const ecs::World& world, std::uint32_t owner,
+                              const player_interest& p, ecs::Entity e) const {
+    if (owner != 0 && e.index() < owner_of_.size() && owner_of_[e.index()] == owner) {
+        return 2.0F;
+    }
+    if (!p.focus || !(p.radius > 0.0F)) {
+        return 1.0F;
+    }
+    const auto at = locate_(world, e);
+    if (!at) {
+        return 1.0F;
+    }
+    const float d = std::hypot(at->x - p.focus->x, at->y - p.focus->y);
+    return 1.0F / (1.0F + 2.0F * std::min(d / p.radius, 1.0F));
+}
+
+void grid_interest::set_global(ecs::Entity e, bool global) {
+    if (global) {
+        marked_global_.insert_or_assign(e.index(), e);
+    } else {
+        marked_global_.erase(e.index());
+    }
+}
+
+player_interest& interest_manager::player(std::uint32_t owner) {
+    const auto [it, added] = players_.try_emplace(owner);
+    if (added) {
+        it->second.radius = defaults_.radius;
+    }
+    return it->second;
+}
+
+void interest_manager::always_relevant(std::uint32_t owner, ecs::Entity e, bool on) {
+    auto& p = player(owner);
+    if (on) {
+        p.always.insert_or_assign(e.index(), e);
+        p.never.erase(e.index());
+    } else {
+        p.always.erase(e.index());
+    }
+}
+
+void interest_manager::never_relevant(std::uint32_t owner, ecs::Entity e, bool on) {
+    auto& p = player(owner);
+    if (on) {
+        p.never.insert_or_assign(e.index(), e);
+        p.always.erase(e.index());
+    } else {
+        p.never.erase(e.index());
+    }
+}
+
+void interest_manager::set_weight(std::uint32_t wire_id, float weight) {
+    if (!(weight > 0.0F) || !std::isfinite(weight)) {
+        throw std::invalid_argument("an interest weight must be a positive number");
+    }
+    if (wire_id >= weights_.size()) {
+        weights_.resize(std::size_t{wire_id} + 1, 1.0F);
+    }
+    weights_[wire_id] = weight;
+}
+
+void interest_manager::update(const ecs::World& world, const ecs::World::change_set_type& changes) {
+    if (policy_ == nullptr) {
+        return;
+    }
+    policy_->update(world, changes);
+    for (auto& [owner, p] : players_) {
+        if (!p.follow.is_null()) {
+            if (const auto at = policy_->position(world, p.follow)) {
+                p.focus = at;
+            }
+        }
+        // Relevance set for entities that are gone would only grow: drop them.
+        for (auto* set : {&p.always, &p.never}) {
+            if (!set->empty() && !changes.destroyed.empty()) {
+                for (const ecs::Entity e : changes.destroyed) {
+                    const auto it = set->find(e.index());
+                    if (it != set->end() && it->second == e) {
+                        set->erase(it);
+                    }
+                }
+            }
+        }
+    }
+}
+
+}  // namespace ecsnet::server

@@ -1,0 +1,81 @@
+#include "ecsnet/server/spatial_grid.hpp"
+
+#include <algorithm>
+#include <limits>
+#include <stdexcept>
+
+namespace ecsnet::server {
+
+namespace {
+
+std::int32_t coordinate(float v, float inverse) noexcept {
+    // NaN and far-away values land in the outermost cells rather than overflowing.
+    const double c = std::floor(static_cast<double>(v) * inverse);
+    constexpr double low = std::numeric_limits<std::int32_t>::min();
+    constexpr double high = std::numeric_limits<std::int32_t>::max();
+    if (!(c >= low)) {
+        return std::numeric_limits<std::int32_t>::min();
+    }
+    return c > high ? std::numeric_limits<std::int32_t>::max() : static_cast<std::int32_t>(c);
+}
+
+}  // namespace
+
+spatial_grid::spatial_grid(float cell_size) : cell_size_{cell_size}, inverse_{1.0F / cell_size} {
+    if (!(cell_size > 0.0F) || !std::isfinite(cell_size)) {
+        throw std::invalid_argument("the interest grid's cell size must be a positive number");
+    }
+}
+
+spatial_grid::cell spatial_grid::cell_of(point p) const noexcept {
+    return cell{coordinate(p.x, inverse_), coordinate(p.y, inverse_)};
+}
+
+bool spatial_grid::placed(ecs::Entity e) const noexcept {
+    return e.index() < slots_.size() && slots_[e.index()].used &&
+           cells_.find(slots_[e.index()].key)->second[slots_[e.index()].at] == e;
+}
+
+void spatial_grid::take_out(std::uint32_t index) {
+    slot& s = slots_[index];
+    const auto it = cells_.find(s.key);
+    auto& list = it->second;
+    // Swap with the last, so that removal is O(1); the moved entity's slot follows.
+    const ecs::Entity last = list.back();
+    list[s.at] = last;
+    slots_[last.index()].at = s.at;
+    list.pop_back();
+    if (list.empty()) {
+        cells_.erase(it);
+    }
+    s.used = false;
+    --placed_;
+}
+
+void spatial_grid::place(ecs::Entity e, point p) {
+    const std::uint64_t key = pack(cell_of(p));
+    if (e.index() >= slots_.size()) {
+        slots_.resize(std::max<std::size_t>(std::size_t{e.index()} + 1, slots_.size() * 2));
+    }
+    slot& s = slots_[e.index()];
+    if (s.used) {
+        auto& list = cells_.find(s.key)->second;
+        if (s.key == key) {
+            list[s.at] = e;  // same cell: nothing moves (the version may be new)
+            return;
+        }
+        take_out(e.index());
+    }
+    auto& list = cells_[key];
+    s = slot{key, static_cast<std::uint32_t>(list.size()), true};
+    list.push_back(e);
+    ++placed_;
+}
+
+void spatial_grid::erase(ecs::Entity e) {
+    if (e.index() < slots_.size() && slots_[e.index()].used) {
+        take_out(e.index());
+    }
+}
+
+}  // namespace ecsnet::server
