@@ -177,8 +177,7 @@ const protocol::replication_encoder::view_changes& client_view::plan(
             take(ctx, c);
         }
     } else {
-        const double per_tick = budget / ctx.tick_rate;
-        allowance_ = first_plan_ ? per_tick : std::min(allowance_ + per_tick, per_tick * max_saved_ticks);
+        refill(ctx, budget);
         if (static_cast<double>(total) <= allowance_) {
             for (const candidate& c : candidates_) {
                 take(ctx, c);
@@ -225,6 +224,54 @@ const protocol::replication_encoder::view_changes& client_view::plan(
     return changes_;
 }
 
+void client_view::refill(const context& ctx, double budget) noexcept {
+    const double per_tick = budget / ctx.tick_rate;
+    allowance_ = first_plan_ ? per_tick : std::min(allowance_ + per_tick, per_tick * max_saved_ticks);
+    first_plan_ = false;
+}
+
+bool client_view::in_sync() const noexcept {
+    if (!waiting_.empty()) {
+        return false;
+    }
+    return std::all_of(held_.begin(), held_.end(), [](const auto& h) { return h.second.due == 0; });
+}
+
+void client_view::set_whole_world() noexcept {
+    whole_world_ = true;
+    held_.clear();
+    waiting_.clear();
+}
+
+bool client_view::afford(const context& ctx, std::size_t bytes) {
+    const double budget = ctx.interest.budget_of(ctx.interest.player(owner_));
+    if (budget <= 0.0) {
+        sent(bytes);
+        return true;
+    }
+    refill(ctx, budget);
+    if (static_cast<double>(bytes) > allowance_) {
+        return false;
+    }
+    sent(bytes);
+    return true;
+}
+
+void client_view::hold_everything(const context& ctx) {
+    // What the single stream delivered: the world as of the last tick, so not this tick's
+    // creations, and still this tick's destructions (plan() sends those).
+    whole_world_ = false;
+    held_.clear();
+    ctx.world.entities().each([&](ecs::Entity e) {
+        if (!ctx.changes.created(e)) {
+            held_.emplace(e.index(), held_entity{e.version(), 0, 0.0F, ctx.tick});
+        }
+    });
+    for (const ecs::Entity e : ctx.changes.destroyed()) {
+        held_.insert_or_assign(e.index(), held_entity{e.version(), 0, 0.0F, ctx.tick});
+    }
+}
+
 void client_view::sent(std::size_t bytes) noexcept {
     allowance_ -= static_cast<double>(bytes);
     stats_.bytes += bytes;
@@ -255,6 +302,7 @@ protocol::checksum_report client_view::checksum(const ecs::World& world,
 }
 
 void client_view::reset() {
+    whole_world_ = false;
     held_.clear();
     waiting_.clear();
 }

@@ -137,6 +137,11 @@ float grid_interest::priority(const ecs::World& world, std::uint32_t owner,
     return 1.0F / (1.0F + 2.0F * std::min(d / p.radius, 1.0F));
 }
 
+bool grid_interest::sees_everything(const ecs::World& /*world*/, std::uint32_t /*owner*/,
+                                    const player_interest& p) const {
+    return p.never.empty() && (grid_.size() == 0 || (p.focus && grid_.covers_all(*p.focus, p.radius)));
+}
+
 void grid_interest::set_global(ecs::Entity e, bool global) {
     if (global) {
         marked_global_.insert_or_assign(e.index(), e);

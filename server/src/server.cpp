@@ -81,7 +81,9 @@ server::server(asio::io_context& io, server_config config, const game& g)
       world_{ecs::World::make()},
       scheduler_{1.0 / config_.tick_rate},
       commands_{*world_, types_, command_limits{config_.max_entities_per_client, config_.max_entities}},
-      encoder_{types_},
+      replicator_{types_, interest_,
+                  replicator_options{config_.tick_rate, config_.checksum_interval,
+                                     config_.checksum_slice}},
       acceptor_{io},
       tick_timer_{io},
       stats_timer_{io},
@@ -336,9 +338,7 @@ std::optional<std::string> server::admit(session& s, const protocol::hello& hell
     end_pending(s);
     ++active_;
     s.set_counted(true);
-    if (interest_.enabled()) {
-        views_.insert_or_assign(s.id(), client_view{s.owner_id()});
-    }
+    replicator_.add_client(s.id(), s.owner_id());
     s.send(protocol::encode(protocol::server_control{welcome}));
     send_snapshot(s);
     spdlog::info("client {} ({}, owner {}{}) joined from {} at tick {}", s.id(),
@@ -358,33 +358,9 @@ void server::queue_result(const std::shared_ptr<session>& s, protocol::command_r
     s->command_queued();
 }
 
-const std::vector<protocol::frame>& server::snapshot_frames() {
-    // Between ticks nothing writes to the world, so one snapshot serves every joiner of a tick.
-    if (snapshot_tick_ != tick_) {
-        snapshot_cache_ = encoder_.encode_snapshot(*world_, tick_);
-        snapshot_tick_ = tick_;
-        snapshot_bytes_ = 0;
-        for (const auto& f : snapshot_cache_) {
-            snapshot_bytes_ += f->size();
-        }
-    }
-    return snapshot_cache_;
-}
-
 void server::send_snapshot(session& s) {
-    if (const auto view = views_.find(s.id()); view != views_.end()) {
-        // Under interest management the mirror starts empty; what the client sees then
-        // arrives as entries, within its budget.
-        view->second.reset();
-        s.send_snapshot_chunk(encoder_.encode_empty_snapshot(tick_));
-        return;
-    }
-    for (const auto& f : snapshot_frames()) {
-        s.send_snapshot_chunk(f);
-    }
-    // The owner-only values of the client's own entities, after the last chunk.
-    if (auto own = encoder_.encode_owner_only_snapshot(*world_, s.owner_id(), tick_)) {
-        s.send_snapshot_chunk(std::move(*own));
+    for (auto& f : replicator_.start_frames(*world_, s.id(), tick_)) {
+        s.send_snapshot_chunk(std::move(f));
     }
 }
 
@@ -406,7 +382,7 @@ std::vector<std::uint64_t> server::joined_sessions() const {
 
 void server::closed(session& s, const std::string& /*reason*/) {
     end_pending(s);
-    views_.erase(s.id());
+    replicator_.remove_client(s.id());
     if (s.counted()) {
         s.set_counted(false);
         --active_;
@@ -527,101 +503,24 @@ void server::run_tick() {
     }
 }
 
-protocol::checksum::index_range server::next_checksum_range() {
-    // Up to --checksum-slice indices the whole world is hashed each time; past that,
-    // successive checksums cover successive slices, the last one open-ended, so a tick never
-    // hashes more than one slice of a large world.
-    const std::size_t slots = world_->entities().slots();
-    if (slots <= config_.checksum_slice) {
-        checksum_next_index_ = 0;
-        return {};
-    }
-    protocol::checksum::index_range range{checksum_next_index_,
-                                          checksum_next_index_ + config_.checksum_slice};
-    if (range.end >= slots) {
-        range.end = protocol::checksum::index_range{}.end;
-        checksum_next_index_ = 0;
-    } else {
-        checksum_next_index_ = range.end;
-    }
-    return range;
-}
-
-void server::broadcast_views(const ecs::World::change_set_type& changes) {
-    // Per tick: the change masks by entity, once. Per client: what it should see (the policy),
-    // then its own frame (client_view), of size proportional to what it sees.
-    tick_changes_.build(*world_, changes, types_);
-    const client_view::context ctx{*world_, types_, tick_changes_, interest_, tick_, config_.tick_rate};
-    for (const auto& [id, s] : sessions_) {
-        const auto view = views_.find(id);
-        if (!s->joined() || view == views_.end()) {
-            continue;
-        }
-        desired_.clear();
-        interest_.policy()->collect(*world_, s->owner_id(), interest_.player(s->owner_id()),
-                                    desired_);
-        const protocol::frame delta =
-            encoder_.encode_view_delta(*world_, view->second.plan(ctx, desired_), tick_);
-        view->second.sent(delta->size());
-        // Each client's checksum sums what it holds: spread over the interval by session id
-        // so that no tick pays for all of them.
-        if ((tick_ + id) % config_.checksum_interval == 0) {
-            const protocol::frame checksum = protocol::encode(
-                protocol::server_control{view->second.checksum(*world_, types_, tick_)});
-            s->send_tick(delta, &checksum);
-        } else {
-            s->send_tick(delta, nullptr);
-        }
-    }
-}
-
 void server::broadcast_tick(const ecs::World::change_set_type& changes) {
+    const auto started = clock::now();
+    const auto before = replicator_.stats();
+    replicator_.tick(*world_, changes, tick_,
+                     [this](std::uint64_t id, const protocol::frame& delta,
+                            const protocol::frame* checksum, const protocol::frame* owner_only) {
+                         const auto it = sessions_.find(id);
+                         if (it != sessions_.end()) {
+                             it->second->send_tick(delta, checksum, owner_only);
+                         }
+                     });
+    const auto& after = replicator_.stats();
+    stats_.view_entered += after.view_entered - before.view_entered;
+    stats_.view_left += after.view_left - before.view_left;
+    stats_.view_deferred += after.view_deferred - before.view_deferred;
     if (interest_.enabled()) {
-        broadcast_views(changes);
-        return;
-    }
-    // Encoded once; every session queues the same frame.
-    const protocol::frame delta = encoder_.encode_delta(*world_, changes, tick_);
-    // Types replicated to their owner only: one more frame per owner that has changes.
-    const auto owner_frames = encoder_.encode_owner_only(*world_, changes, tick_);
-    const auto own_frame = [&](std::uint32_t owner) -> const protocol::frame* {
-        for (const auto& f : owner_frames) {
-            if (f.owner == owner) {
-                return &f.bytes;
-            }
-        }
-        return nullptr;
-    };
-    const bool checksum_tick = tick_ % config_.checksum_interval == 0;
-    protocol::frame checksum;
-    protocol::checksum::slice_sum sum;
-    protocol::checksum::index_range range;
-    std::unordered_map<std::uint32_t, std::uint64_t> owner_terms;
-    if (checksum_tick) {
-        range = next_checksum_range();
-        sum = protocol::checksum::of_world(*world_, types_, range);
-        owner_terms = protocol::checksum::owner_only_terms(*world_, types_, range);
-        checksum = protocol::encode(protocol::server_control{
-            protocol::checksum_report{tick_, sum.hash, sum.entities, range.first, range.end}});
-    }
-    for (const auto& [id, s] : sessions_) {
-        if (!s->joined()) {
-            continue;
-        }
-        if (!checksum_tick) {
-            s->send_tick(delta, nullptr, own_frame(s->owner_id()));
-            continue;
-        }
-        // A client's mirror also holds its own owner-only values: its checksum adds them.
-        const auto terms = owner_terms.find(s->owner_id());
-        if (terms == owner_terms.end()) {
-            s->send_tick(delta, &checksum, own_frame(s->owner_id()));
-        } else {
-            const protocol::frame own_checksum = protocol::encode(protocol::server_control{
-                protocol::checksum_report{tick_, sum.hash + terms->second, sum.entities,
-                                          range.first, range.end}});
-            s->send_tick(delta, &own_checksum, own_frame(s->owner_id()));
-        }
+        interest_ms_.push_back(
+            std::chrono::duration<double, std::milli>(clock::now() - started).count());
     }
 }
 
@@ -647,6 +546,14 @@ awaitable<void> server::stats_loop() {
             tick_, p50, p99, world_->alive(), active_, out_rate, stats_.overruns, stats_.resyncs,
             stats_.rate_limited, stats_.invalid_frames, stats_.system_failures);
         tick_ms_.clear();
+        if (interest_.enabled()) {
+            spdlog::info(
+                "stats: interest: views p50 {:.3f} ms p99 {:.3f} ms per tick, {} entered, {} left, "
+                "{} sends deferred for budgets (totals)",
+                percentile(interest_ms_, 0.50), percentile(interest_ms_, 0.99), stats_.view_entered,
+                stats_.view_left, stats_.view_deferred);
+            interest_ms_.clear();
+        }
     }
 }
 

@@ -53,7 +53,15 @@ void spatial_grid::take_out(std::uint32_t index) {
 }
 
 void spatial_grid::place(ecs::Entity e, point p) {
-    const std::uint64_t key = pack(cell_of(p));
+    const cell c = cell_of(p);
+    const std::uint64_t key = pack(c);
+    if (!bounded_) {
+        bounded_ = true;
+        low_ = high_ = c;
+    } else {
+        low_ = cell{std::min(low_.x, c.x), std::min(low_.y, c.y)};
+        high_ = cell{std::max(high_.x, c.x), std::max(high_.y, c.y)};
+    }
     if (e.index() >= slots_.size()) {
         slots_.resize(std::max<std::size_t>(std::size_t{e.index()} + 1, slots_.size() * 2));
     }

@@ -82,6 +82,17 @@ public:
     // The client starts over from an empty mirror (a resync).
     void reset();
 
+    // Whole-world mode: the client holds every entity and receives the single stream that
+    // every client of an interest-less server receives (nothing is tracked per entity).
+    [[nodiscard]] bool whole_world() const noexcept { return whole_world_; }
+    // Holds everything it should and nothing waits: it may switch to whole-world mode.
+    [[nodiscard]] bool in_sync() const noexcept;
+    void set_whole_world() noexcept;
+    // Charges a shared frame of `bytes` to the budget, if the budget allows it.
+    [[nodiscard]] bool afford(const context& ctx, std::size_t bytes);
+    // Leaves whole-world mode: the client holds the world as of the last tick.
+    void hold_everything(const context& ctx);
+
     [[nodiscard]] std::uint32_t owner() const noexcept { return owner_; }
     [[nodiscard]] std::size_t held() const noexcept { return held_.size(); }
     [[nodiscard]] std::size_t waiting() const noexcept;
@@ -120,6 +131,8 @@ private:
     boost::unordered_flat_map<std::uint32_t, waiting_entity> waiting_;
     double allowance_{0.0};
     bool first_plan_{true};
+    bool whole_world_{false};
+    void refill(const context& ctx, double budget) noexcept;
     view_stats stats_;
 
     std::vector<ecs::Entity> destroyed_;

@@ -48,6 +48,12 @@ public:
                                          const player_interest& /*p*/, ecs::Entity /*e*/) const {
         return 1.0F;
     }
+    // True only when collect() would list every live entity (then the player's clients may
+    // share the single stream of the whole world); false when unsure.
+    [[nodiscard]] virtual bool sees_everything(const ecs::World& /*world*/, std::uint32_t /*owner*/,
+                                               const player_interest& /*p*/) const {
+        return false;
+    }
     // Where e is, for a focus that follows an entity; nullopt when the policy has no idea.
     [[nodiscard]] virtual std::optional<point> position(const ecs::World& /*world*/,
                                                         ecs::Entity /*e*/) const {
@@ -69,6 +75,8 @@ public:
     void update(const ecs::World& world, const ecs::World::change_set_type& changes) override;
     void collect(const ecs::World& world, std::uint32_t owner, const player_interest& p,
                  std::vector<ecs::Entity>& out) override;
+    [[nodiscard]] bool sees_everything(const ecs::World& world, std::uint32_t owner,
+                                       const player_interest& p) const override;
     // 1 at the focus, falling to 1/3 at the radius and beyond; the player's own entities 2.
     [[nodiscard]] float priority(const ecs::World& world, std::uint32_t owner,
                                  const player_interest& p, ecs::Entity e) const override;

@@ -22,13 +22,13 @@
 #include "ecsnet/protocol/checksum.hpp"
 #include "ecsnet/protocol/messages.hpp"
 #include "ecsnet/protocol/replication.hpp"
-#include "ecsnet/server/client_view.hpp"
 #include "ecsnet/server/commands.hpp"
 #include "ecsnet/server/config.hpp"
 #include "ecsnet/server/game.hpp"
 #include "ecsnet/server/interest.hpp"
 #include "ecsnet/server/logging.hpp"
 #include "ecsnet/server/owners.hpp"
+#include "ecsnet/server/replicator.hpp"
 
 namespace ecsnet::server {
 
@@ -53,6 +53,11 @@ struct server_stats {
     std::uint64_t identity_refused{0};   // missing, forged, expired or wrong-world tokens
     std::uint64_t skipped_ticks{0};      // missed in a stall and not replayed (tick_loop)
     std::uint64_t system_failures{0};    // system runs that threw (the tick went on)
+    // Interest management, summed over clients: entities that came into a view (spawns in
+    // view included), went out of one, and sends put off for a byte budget (per tick).
+    std::uint64_t view_entered{0};
+    std::uint64_t view_left{0};
+    std::uint64_t view_deferred{0};
 };
 
 // The server's state as other threads may read it (server::health()): the admin endpoint's
@@ -76,9 +81,10 @@ struct server_health {
 // the tick timer and the world, so the world needs no lock (docs/SERVER.md).
 //
 // Each tick, on absolute deadlines: apply the commands received since the last tick in
-// arrival order -> run the systems (movement, bounds, lifetime; each followed by a sync point)
-// -> take the change set -> encode the delta once -> queue the same bytes to every joined
-// client -> every N ticks, a checksum (of one slice of a large world). Nothing else writes to the world, so a snapshot taken
+// arrival order -> run the systems (each followed by a sync point) -> take the change set ->
+// the interest policy catches up -> the replicator makes each joined client's frames (one
+// delta encoded once for all, or under interest management each client's own) and the
+// checksums -> queued to the sessions. Nothing else writes to the world, so a snapshot taken
 // between ticks and the deltas after it always agree.
 class server {
 public:
@@ -115,7 +121,7 @@ public:
     [[nodiscard]] const server_stats& stats() const noexcept { return stats_; }
     [[nodiscard]] const server_config& config() const noexcept { return config_; }
     // Size of the last snapshot sent (all chunks); 0 before the first join.
-    [[nodiscard]] std::size_t snapshot_bytes() const noexcept { return snapshot_bytes_; }
+    [[nodiscard]] std::size_t snapshot_bytes() const noexcept { return replicator_.snapshot_bytes(); }
     [[nodiscard]] std::size_t clients() const noexcept { return active_; }
     // Connections that have not completed Hello.
     [[nodiscard]] std::size_t pending_connections() const noexcept { return pending_ids_.size(); }
@@ -125,8 +131,7 @@ public:
     [[nodiscard]] interest_manager& interest() noexcept { return interest_; }
     // The view of a connection (by session id) under interest management, or null.
     [[nodiscard]] const client_view* view_of(std::uint64_t session_id) const noexcept {
-        const auto it = views_.find(session_id);
-        return it == views_.end() ? nullptr : &it->second;
+        return replicator_.view(session_id);
     }
     // Session ids of the joined connections, in connection order.
     [[nodiscard]] std::vector<std::uint64_t> joined_sessions() const;
@@ -155,12 +160,8 @@ private:
     // Copies what health() reports, under health_mutex_; once per tick and on state changes.
     void publish_health(bool tick_ended = false);
     void tick_loop_ended(const std::exception_ptr& e);
-    // Encodes the tick's delta (and checksum) once and queues it to every joined session.
+    // Queues the tick's frames (replicator) to every joined session.
     void broadcast_tick(const ecs::World::change_set_type& changes);
-    // Under interest management: one frame per client, of what it sees (client_view).
-    void broadcast_views(const ecs::World::change_set_type& changes);
-    [[nodiscard]] protocol::checksum::index_range next_checksum_range();
-    [[nodiscard]] const std::vector<protocol::frame>& snapshot_frames();
 
     struct pending_command {
         std::weak_ptr<session> from;
@@ -178,7 +179,8 @@ private:
     std::shared_ptr<ecs::World> world_;
     ecs::Scheduler scheduler_;
     command_processor commands_;
-    protocol::replication_encoder encoder_;
+    interest_manager interest_;
+    replicator replicator_;
 
     std::optional<boost::asio::ssl::context> tls_;
     boost::asio::ip::tcp::acceptor acceptor_;
@@ -191,10 +193,6 @@ private:
     std::map<std::uint64_t, std::shared_ptr<session>> sessions_;
     std::uint64_t next_session_id_{1};  // connection numbers, for logs; 64 bits never wrap
     owner_registry owners_;
-    interest_manager interest_;
-    tick_changes tick_changes_;
-    std::unordered_map<std::uint64_t, client_view> views_;  // by session id
-    std::vector<ecs::Entity> desired_;
     std::set<std::uint64_t> pending_ids_;  // before Hello, oldest first
     std::unordered_map<std::string, std::size_t> pending_per_address_;
     std::size_t active_{0};
@@ -202,13 +200,10 @@ private:
     std::vector<std::uint32_t> pending_despawns_;
 
     std::uint64_t tick_{0};
-    std::uint32_t checksum_next_index_{0};
-    std::uint64_t snapshot_tick_{~std::uint64_t{0}};
-    std::size_t snapshot_bytes_{0};
-    std::vector<protocol::frame> snapshot_cache_;
 
     server_stats stats_;
     std::vector<double> tick_ms_;  // since the last stats line
+    std::vector<double> interest_ms_;  // ms per tick serving the views, since the last stats line
     std::uint64_t bytes_at_last_stats_{0};
     log_limiter warnings_{10, std::chrono::seconds{10}};
 

@@ -41,6 +41,13 @@ public:
     [[nodiscard]] bool placed(ecs::Entity e) const noexcept;
     [[nodiscard]] std::size_t size() const noexcept { return placed_; }
     [[nodiscard]] std::size_t occupied_cells() const noexcept { return cells_.size(); }
+    // Whether query(centre, radius) reaches every cell ever occupied (so every entity).
+    [[nodiscard]] bool covers_all(point centre, float radius) const noexcept {
+        const cell low = cell_of(point{centre.x - radius, centre.y - radius});
+        const cell high = cell_of(point{centre.x + radius, centre.y + radius});
+        return !bounded_ || (low.x <= low_.x && low.y <= low_.y && high.x >= high_.x &&
+                             high.y >= high_.y);
+    }
 
     // fn(entity) for every entity in the cells that overlap the square of half side `radius`
     // around `centre`: a superset of the disc, cell-granular (what makes it cheap).
@@ -95,6 +102,11 @@ private:
     boost::unordered_flat_map<std::uint64_t, std::vector<ecs::Entity>> cells_;
     std::vector<slot> slots_;  // by entity index
     std::size_t placed_{0};
+    // The cells ever occupied lie within [low_, high_]: grown, never shrunk (cheap, and only
+    // ever errs towards "does not cover everything").
+    bool bounded_{false};
+    cell low_{};
+    cell high_{};
 };
 
 }  // namespace ecsnet::server
