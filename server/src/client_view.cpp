@@ -79,11 +79,14 @@ std::size_t client_view::entry_cost(const context& ctx, ecs::Entity e) const {
 std::size_t client_view::update_cost(const context& ctx, ecs::Entity e, std::uint64_t due) const {
     std::size_t bytes = 0;
     for (std::uint32_t id = 0; due != 0; ++id, due >>= 1U) {
-        if ((due & 1U) != 0) {
-            bytes += index_bytes + (ctx.types.ops(id).contains(ctx.world, e)
-                                        ? value_cost(ctx.types, ctx.world, id, e)
-                                        : 0);
+        if ((due & 1U) == 0) {
+            continue;
         }
+        // A removal is counted as a value: an upper bound, without looking the entity up.
+        const protocol::component_info& info = ctx.types.info(id);
+        bytes += index_bytes + (!info.is_string                         ? info.value_bytes()
+                                : ctx.types.ops(id).contains(ctx.world, e) ? value_cost(ctx.types, ctx.world, id, e)
+                                                                          : 0);
     }
     return bytes;
 }
@@ -137,7 +140,7 @@ const protocol::replication_encoder::view_changes& client_view::plan(
             h.due |= ctx.changes.mask(e.index());
             if (h.due != 0) {
                 candidates_.push_back(
-                    candidate{e, h.due, update_cost(ctx, e, h.due), h.accumulated, false});
+                    candidate{e, h.due, 0, h.accumulated, false});
             }
             continue;
         }
@@ -152,7 +155,7 @@ const protocol::replication_encoder::view_changes& client_view::plan(
         }
         w.seen = ctx.tick;
         candidates_.push_back(
-            candidate{e, 0, entry_cost(ctx, e), w.accumulated, ctx.changes.created(e)});
+            candidate{e, 0, 0, w.accumulated, ctx.changes.created(e)});
     }
 
     // Out of view: forgotten by the mirror, still alive here.
@@ -168,16 +171,18 @@ const protocol::replication_encoder::view_changes& client_view::plan(
 
     const player_interest& p = ctx.interest.player(owner_);
     const double budget = ctx.interest.budget_of(p);
-    std::size_t total = (destroyed_.size() + left_.size()) * entity_bytes;
-    for (const candidate& c : candidates_) {
-        total += c.cost;
-    }
     if (budget <= 0.0) {
         for (const candidate& c : candidates_) {
             take(ctx, c);
         }
     } else {
         refill(ctx, budget);
+        // Sizes only matter under a budget.
+        std::size_t total = (destroyed_.size() + left_.size()) * entity_bytes;
+        for (candidate& c : candidates_) {
+            c.cost = c.due != 0 ? update_cost(ctx, c.e, c.due) : entry_cost(ctx, c.e);
+            total += c.cost;
+        }
         if (static_cast<double>(total) <= allowance_) {
             for (const candidate& c : candidates_) {
                 take(ctx, c);

@@ -32,8 +32,7 @@ spatial_grid::cell spatial_grid::cell_of(point p) const noexcept {
 }
 
 bool spatial_grid::placed(ecs::Entity e) const noexcept {
-    return e.index() < slots_.size() && slots_[e.index()].used &&
-           cells_.find(slots_[e.index()].key)->second[slots_[e.index()].at] == e;
+    return e.index() < slots_.size() && slots_[e.index()].entity == e;
 }
 
 void spatial_grid::take_out(std::uint32_t index) {
@@ -48,7 +47,7 @@ void spatial_grid::take_out(std::uint32_t index) {
     if (list.empty()) {
         cells_.erase(it);
     }
-    s.used = false;
+    s.entity = ecs::Entity{};
     --placed_;
 }
 
@@ -66,22 +65,24 @@ void spatial_grid::place(ecs::Entity e, point p) {
         slots_.resize(std::max<std::size_t>(std::size_t{e.index()} + 1, slots_.size() * 2));
     }
     slot& s = slots_[e.index()];
-    if (s.used) {
-        auto& list = cells_.find(s.key)->second;
+    if (!s.entity.is_null()) {
         if (s.key == key) {
-            list[s.at] = e;  // same cell: nothing moves (the version may be new)
-            return;
+            if (s.entity != e) {  // same cell, a new version at the index
+                cells_.find(key)->second[s.at] = e;
+                s.entity = e;
+            }
+            return;  // the common case of a moving entity: it stays in its cell
         }
         take_out(e.index());
     }
     auto& list = cells_[key];
-    s = slot{key, static_cast<std::uint32_t>(list.size()), true};
+    s = slot{key, e, static_cast<std::uint32_t>(list.size())};
     list.push_back(e);
     ++placed_;
 }
 
 void spatial_grid::erase(ecs::Entity e) {
-    if (e.index() < slots_.size() && slots_[e.index()].used) {
+    if (e.index() < slots_.size() && !slots_[e.index()].entity.is_null()) {
         take_out(e.index());
     }
 }

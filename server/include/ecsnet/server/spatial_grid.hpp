@@ -83,8 +83,8 @@ public:
 private:
     struct slot {
         std::uint64_t key{};
+        ecs::Entity entity;  // null: not placed
         std::uint32_t at{};  // position in the cell's list
-        bool used{false};
     };
 
     [[nodiscard]] static std::uint64_t pack(cell c) noexcept {
