@@ -2,13 +2,19 @@
 //
 // It starts the server itself (--server PATH, pinned to --server-core) or attaches to a running
 // one (--port P --server-pid PID), connects K clients with full mirrors (threads pinned to
-// --loadgen-core), warms up, then measures: bytes/s per client, bytes per moving entity update,
-// join time to a complete mirror, spawn-to-visible latency, checksum mismatches, server CPU %
-// of one core and RSS from /proc, tick time p99 from the server's stats lines. Prints a table
-// and one JSON line. 127.0.0.1 only; bounded in time.
+// --loadgen-core), warms up, then measures: bytes/s per client (mean, p50, p99 across clients),
+// bytes per entity update, join time to a complete mirror, spawn-to-visible latency, checksum
+// mismatches, server CPU % of one core and RSS from /proc, tick time p99 from the server's
+// stats lines. Prints a table and one JSON line. 127.0.0.1 only; bounded in time.
+//
+// When the server has interest management (Welcome.interest_radius > 0) each client moves its
+// own area of interest: a focus that starts uniformly at random in [-E, E]^2, heads in a random
+// direction at --focus-speed and bounces off the edges, sent about 10 times per second. The
+// clients then also report entities in view and entered/left per second.
 #include <sched.h>
 #include <signal.h>
 #include <spawn.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -18,10 +24,13 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <fstream>
+#include <functional>
 #include <iostream>
 #include <mutex>
+#include <numbers>
 #include <optional>
 #include <random>
 #include <sstream>
@@ -54,7 +63,18 @@ struct options {
     int server_core = 0;
     int loadgen_core = 1;
     std::string label;
+    // Interest management: each client's focus moves at this speed inside [-E, E]^2, E the
+    // world's half extent (also given to a server this program starts). Radius, cell and budget
+    // only for a server it starts (0 radius: whole world; budget < 0: the server's default).
+    double focus_speed = 30.0;
+    double world_half_extent = 1000.0;
+    double interest_radius = 0.0;
+    double interest_cell = 0.0;
+    double client_budget = -1.0;
 };
+
+// How often a client tells the server where its focus is.
+constexpr auto focus_period = 100ms;
 
 double ms_since(clock_type::time_point t) {
     return std::chrono::duration<double, std::milli>(clock_type::now() - t).count();
@@ -151,10 +171,23 @@ void launch(const options& o, launched_server& out) {
     const std::string entities = std::to_string(o.entities);
     const std::string rate = std::to_string(o.tick_rate);
     const std::string max_entities = std::to_string(std::max<std::size_t>(2'000'000, o.entities * 2));
+    const std::string extent = std::to_string(o.world_half_extent);
+    const std::string radius = std::to_string(o.interest_radius);
+    const std::string cell = std::to_string(o.interest_cell);
+    const std::string budget = std::to_string(o.client_budget);
     std::vector<const char*> argv{o.server_binary.c_str(), "--bind", "127.0.0.1", "--port", "0",
                                   "--demo-entities", entities.c_str(), "--tick-rate", rate.c_str(),
                                   "--max-entities", max_entities.c_str(), "--stats-interval-s",
                                   "1", "--max-clients", "4096", nullptr};
+    // Before the terminating nullptr.
+    argv.insert(argv.end() - 1, {"--world-half-extent", extent.c_str()});
+    if (o.interest_radius > 0.0) {
+        argv.insert(argv.end() - 1,
+                    {"--interest-radius", radius.c_str(), "--interest-cell", cell.c_str()});
+    }
+    if (o.client_budget >= 0.0) {
+        argv.insert(argv.end() - 1, {"--client-budget", budget.c_str()});
+    }
     pid_t pid = 0;
     const int rc = posix_spawn(&pid, o.server_binary.c_str(), &actions, nullptr,
                                const_cast<char* const*>(argv.data()), environ);
@@ -220,8 +253,15 @@ tick_stats read_tick_stats(const std::string& log_path, std::size_t from_line, s
 
 struct client_result {
     double join_ms = 0;
+    bool interest = false;            // the server has interest management
+    double interest_radius = 0;       // Welcome's
+    std::uint32_t client_budget = 0;  // Welcome's, B/s
     std::uint64_t bytes = 0;
     std::uint64_t ticks = 0;
+    std::uint64_t entered = 0;  // during the window
+    std::uint64_t left = 0;
+    double in_view_sum = 0;  // mirror sizes sampled during the window
+    std::uint64_t in_view_samples = 0;
     std::uint64_t checksums_matched = 0;
     std::uint64_t checksums_mismatched = 0;
     std::uint64_t inconsistencies = 0;
@@ -230,6 +270,62 @@ struct client_result {
 };
 
 enum class phase : int { warmup, measure, done };
+
+// A client's area of interest wandering across the world: straight lines at a constant
+// speed, bouncing off the edges of [-E, E]^2.
+class focus_walk {
+public:
+    focus_walk(const options& o, std::mt19937& rng) : extent_{o.world_half_extent} {
+        std::uniform_real_distribution<double> where(-extent_, extent_);
+        std::uniform_real_distribution<double> angle(0.0, 2.0 * std::numbers::pi);
+        std::uniform_int_distribution<int> phase_ms(0, static_cast<int>(focus_period.count()) - 1);
+        x_ = where(rng);
+        y_ = where(rng);
+        const double a = angle(rng);
+        vx_ = o.focus_speed * std::cos(a);
+        vy_ = o.focus_speed * std::sin(a);
+        // Clients started together do not all send in the same millisecond.
+        next_ = clock_type::now() + std::chrono::milliseconds(phase_ms(rng));
+        moved_ = clock_type::now();
+    }
+
+    [[nodiscard]] clock_type::time_point next() const noexcept { return next_; }
+
+    // Moves by the time passed and sends the focus, when it is due.
+    void step(ecsnet::client::connection& c) {
+        const auto now = clock_type::now();
+        if (now < next_) {
+            return;
+        }
+        const double dt = std::chrono::duration<double>(now - moved_).count();
+        moved_ = now;
+        next_ = std::max(next_ + focus_period, now + focus_period / 2);
+        x_ = bounce(x_ + vx_ * dt, vx_);
+        y_ = bounce(y_ + vy_ * dt, vy_);
+        c.send(protocol::focus{static_cast<float>(x_), static_cast<float>(y_)});
+    }
+
+private:
+    [[nodiscard]] double bounce(double at, double& velocity) const noexcept {
+        if (at > extent_) {
+            velocity = -velocity;
+            return std::max(-extent_, 2 * extent_ - at);
+        }
+        if (at < -extent_) {
+            velocity = -velocity;
+            return std::min(extent_, -2 * extent_ - at);
+        }
+        return at;
+    }
+
+    double extent_;
+    double x_ = 0;
+    double y_ = 0;
+    double vx_ = 0;
+    double vy_ = 0;
+    clock_type::time_point moved_;
+    clock_type::time_point next_;
+};
 
 void run_client(const options& o, std::uint16_t port, std::size_t index,
                 const std::atomic<int>& current, client_result& result) {
@@ -248,8 +344,40 @@ void run_client(const options& o, std::uint16_t port, std::size_t index,
 
         std::uint64_t bytes0 = 0;
         std::uint64_t tick0 = 0;
+        std::uint64_t entered0 = 0;
+        std::uint64_t left0 = 0;
         bool measuring = false;
         std::mt19937 rng(static_cast<unsigned>(index) + 1);
+        result.interest = c.welcome().interest_radius > 0.0F;
+        result.client_budget = c.welcome().client_budget;
+        result.interest_radius = c.welcome().interest_radius;
+        std::optional<focus_walk> walk;
+        if (result.interest) {
+            walk.emplace(o, rng);
+        }
+        // Polls until `until`, moving the focus on time and sampling the view while measuring;
+        // returns early once pred() holds.
+        const auto poll = [&](const std::function<bool()>& pred, clock_type::time_point until) {
+            for (;;) {
+                if (walk) {
+                    const auto due = walk->next();
+                    walk->step(c);
+                    if (measuring && walk->next() != due) {
+                        result.in_view_sum += static_cast<double>(c.mirror().size());
+                        ++result.in_view_samples;
+                    }
+                }
+                const auto now = clock_type::now();
+                if (now >= until || !c.is_open()) {
+                    return pred();
+                }
+                const auto stop = walk ? std::min(until, walk->next()) : until;
+                if (c.poll_until(pred, std::chrono::ceil<std::chrono::milliseconds>(stop - now))) {
+                    return true;
+                }
+            }
+        };
+        const auto never = [] { return false; };
         std::uniform_int_distribution<int> gap_ms(0, static_cast<int>(1000.0 / o.tick_rate));
         const bool prober = index == 0 && o.spawns > 0;
         const double spacing_ms = o.window_s * 1000.0 / static_cast<double>(o.spawns + 1);
@@ -258,6 +386,8 @@ void run_client(const options& o, std::uint16_t port, std::size_t index,
                 measuring = true;
                 bytes0 = c.bytes_received();
                 tick0 = c.mirror().tick();
+                entered0 = c.mirror().statistics().entered;
+                left0 = c.mirror().statistics().left;
             }
             if (prober && measuring && result.spawn_ms.size() < o.spawns) {
                 // One spawn at a time: from sending to the entity being in this mirror.
@@ -267,14 +397,14 @@ void run_client(const options& o, std::uint16_t port, std::size_t index,
                 const auto sent = clock_type::now();
                 c.send(s);
                 std::optional<protocol::command_result> r;
-                const bool seen = c.poll_until(
+                const bool seen = poll(
                     [&] {
                         if (!r) {
                             r = c.take_result(id);
                         }
                         return r && r->ok && c.mirror().contains(r->entity);
                     },
-                    5s);
+                    sent + 5s);
                 if (seen) {
                     result.spawn_ms.push_back(ms_since(sent));
                     const std::uint32_t did = c.next_request_id();
@@ -285,12 +415,16 @@ void run_client(const options& o, std::uint16_t port, std::size_t index,
                 // The spacing, give or take half a tick period, uniformly: sends are then not
                 // phase-locked to the server's ticks and sample every point of the period.
                 const double period_ms = 1000.0 / o.tick_rate;
-                c.poll_for(std::chrono::milliseconds(
-                    static_cast<int>(std::max(1.0, spacing_ms - period_ms / 2 - ms_since(sent))) +
-                    gap_ms(rng)));
+                (void)poll(never, clock_type::now() +
+                                      std::chrono::milliseconds(
+                                          static_cast<int>(std::max(
+                                              1.0, spacing_ms - period_ms / 2 - ms_since(sent))) +
+                                          gap_ms(rng)));
                 continue;
             }
-            c.poll_for(20ms);
+            // Sleeps in the poll between frames (and focus steps): with many clients, fewer
+            // wake-ups for nothing leave the core to the ones with work.
+            (void)poll(never, clock_type::now() + 50ms);
             if (!c.is_open()) {
                 throw std::runtime_error("connection closed: " + *c.closed_reason());
             }
@@ -298,6 +432,12 @@ void run_client(const options& o, std::uint16_t port, std::size_t index,
         result.bytes = c.bytes_received() - bytes0;
         result.ticks = c.mirror().tick() - tick0;
         const auto& stats = c.mirror().statistics();
+        result.entered = stats.entered - entered0;
+        result.left = stats.left - left0;
+        if (!walk) {
+            result.in_view_sum = static_cast<double>(c.mirror().size());  // the whole world
+            result.in_view_samples = 1;
+        }
         result.checksums_matched = stats.checksums_matched;
         result.checksums_mismatched = stats.checksums_mismatched;
         result.inconsistencies = stats.inconsistencies;
@@ -324,6 +464,28 @@ int main(int argc, char** argv) {
     app.add_option("--server-core", o.server_core, "Core for the server (-1: no pinning)")->capture_default_str();
     app.add_option("--loadgen-core", o.loadgen_core, "Core for the load generator (-1: no pinning)")->capture_default_str();
     app.add_option("--label", o.label, "Scenario name in the output");
+    app.add_option("--focus-speed", o.focus_speed,
+                   "Interest management: units per second each client's focus moves (when the "
+                   "server has it)")
+        ->capture_default_str()
+        ->check(CLI::Range(0.0, 1e6));
+    app.add_option("--world-half-extent", o.world_half_extent,
+                   "Foci start uniformly in [-E, E]^2 and bounce off its edges (also the started "
+                   "server's --world-half-extent)")
+        ->capture_default_str()
+        ->check(CLI::Range(1.0, 1e9));
+    app.add_option("--interest-radius", o.interest_radius,
+                   "Start the server with interest management, this radius (0: off)")
+        ->capture_default_str()
+        ->check(CLI::Range(0.0, 1e9));
+    app.add_option("--interest-cell", o.interest_cell,
+                   "Started server's --interest-cell (0: half the radius)")
+        ->capture_default_str()
+        ->check(CLI::Range(0.0, 1e9));
+    app.add_option(
+           "--client-budget", o.client_budget,
+           "Started server's --client-budget, B/s per client (0: unlimited; default: the server's)")
+        ->check(CLI::Range(0.0, 1e12));
     CLI11_PARSE(app, argc, argv);
     if (o.server_binary.empty() == (o.port == 0)) {
         std::cerr << "loadgen: give either --server PATH or --port P (see --help)\n";
@@ -331,6 +493,13 @@ int main(int argc, char** argv) {
     }
 
     try {
+        // Each client holds a socket and its io_context's descriptors: 1000 clients need more
+        // than the usual soft limit of 1024.
+        if (rlimit files{};
+            getrlimit(RLIMIT_NOFILE, &files) == 0 && files.rlim_cur < files.rlim_max) {
+            files.rlim_cur = files.rlim_max;
+            (void)setrlimit(RLIMIT_NOFILE, &files);
+        }
         pin_to(0, o.loadgen_core);
         launched_server launched;
         std::uint16_t port = o.port;
@@ -396,6 +565,13 @@ int main(int argc, char** argv) {
         }
 
         std::vector<double> spawn_ms;
+        std::vector<double> client_bps;  // per client, over the window
+        double entered_ps = 0;           // sums over clients, per second
+        double left_ps = 0;
+        double in_view = 0;
+        bool interest = false;
+        std::uint32_t client_budget = 0;
+        double interest_radius = 0;
         std::uint64_t bytes = 0;
         std::uint64_t ticks = 0;
         std::uint64_t matched = 0;
@@ -413,13 +589,28 @@ int main(int argc, char** argv) {
             mismatched += r.checksums_mismatched;
             inconsistent += r.inconsistencies;
             first_joins.push_back(r.join_ms);
+            client_bps.push_back(static_cast<double>(r.bytes) / window);
+            entered_ps += static_cast<double>(r.entered) / window;
+            left_ps += static_cast<double>(r.left) / window;
+            in_view += r.in_view_samples == 0
+                           ? 0.0
+                           : r.in_view_sum / static_cast<double>(r.in_view_samples);
+            interest = interest || r.interest;
+            client_budget = r.client_budget;
+            interest_radius = r.interest_radius;
         }
+        const auto k = static_cast<double>(o.clients);
+        entered_ps /= k;
+        left_ps /= k;
+        in_view /= k;
         const double per_client_bps = static_cast<double>(bytes) / static_cast<double>(o.clients) / window;
-        const double bytes_per_update =
-            ticks == 0 || o.entities == 0
-                ? 0.0
-                : static_cast<double>(bytes) / static_cast<double>(o.clients) /
-                      static_cast<double>(ticks) / static_cast<double>(o.entities);
+        // Per entity the client holds, per tick: the world's entities, or those in its view.
+        const double updated = interest ? in_view : static_cast<double>(o.entities);
+        const double bytes_per_update = ticks == 0 || updated <= 0.0
+                                            ? 0.0
+                                            : static_cast<double>(bytes) /
+                                                  static_cast<double>(o.clients) /
+                                                  static_cast<double>(ticks) / updated;
         const double cpu_pct = cpu0 && cpu1 ? (*cpu1 - *cpu0) / window * 100.0 : -1.0;
 
         nlohmann::json j{
@@ -430,6 +621,16 @@ int main(int argc, char** argv) {
             {"window_s", window},
             {"ticks", ticks},
             {"bytes_per_s_per_client", per_client_bps},
+            {"bytes_per_s_per_client_p50", percentile(client_bps, 0.5)},
+            {"bytes_per_s_per_client_p99", percentile(client_bps, 0.99)},
+            {"interest", interest},
+            {"interest_radius",
+             interest ? nlohmann::json(interest_radius) : nlohmann::json(nullptr)},
+            {"client_budget", interest ? nlohmann::json(client_budget) : nlohmann::json(nullptr)},
+            {"focus_speed", interest ? nlohmann::json(o.focus_speed) : nlohmann::json(nullptr)},
+            {"in_view_mean", in_view},
+            {"entered_per_s_per_client", entered_ps},
+            {"left_per_s_per_client", left_ps},
             {"bytes_per_entity_update", bytes_per_update},
             {"join_ms_median", percentile(joins, 0.5)},
             {"join_ms_max", joins.empty() ? 0.0 : *std::max_element(joins.begin(), joins.end())},
@@ -450,8 +651,23 @@ int main(int argc, char** argv) {
         std::printf("%-32s %zu moving entities, %zu clients, %.0f Hz, %.1f s window, %llu ticks\n",
                     "load", o.entities, o.clients, o.tick_rate, window,
                     static_cast<unsigned long long>(ticks));
-        std::printf("%-32s %.0f B/s\n", "bytes per client", per_client_bps);
-        std::printf("%-32s %.2f B\n", "bytes per moving entity update", bytes_per_update);
+        if (interest) {
+            std::printf(
+                "%-32s radius %g, budget %s, focus speed %g/s in [-%g, %g]^2\n",
+                "interest per client", interest_radius,
+                client_budget == 0 ? "unlimited" : (std::to_string(client_budget) + " B/s").c_str(),
+                o.focus_speed, o.world_half_extent, o.world_half_extent);
+        } else {
+            std::printf("%-32s off (every client receives the whole world)\n",
+                        "interest per client");
+        }
+        std::printf("%-32s %.0f B/s (p50 %.0f, p99 %.0f across clients)\n", "bytes per client",
+                    per_client_bps, percentile(client_bps, 0.5), percentile(client_bps, 0.99));
+        std::printf("%-32s %.1f mean, entered %.1f/s, left %.1f/s per client\n", "entities in view",
+                    in_view, entered_ps, left_ps);
+        std::printf("%-32s %.2f B\n",
+                    interest ? "bytes per entity in view update" : "bytes per moving entity update",
+                    bytes_per_update);
         std::printf("%-32s median %.2f ms, max %.2f ms (%zu joins)\n", "join to complete mirror",
                     percentile(joins, 0.5), j["join_ms_max"].get<double>(), joins.size());
         std::printf("%-32s p50 %.2f ms, p99 %.2f ms (%zu spawns)\n", "spawn to visible",
@@ -466,7 +682,14 @@ int main(int argc, char** argv) {
                     "server tick time", j["tick_p99_ms_max"].get<double>(),
                     j["tick_p99_ms_median"].get<double>(), static_cast<long long>(overruns));
         std::printf("%s\n", j.dump().c_str());
-        return mismatched == 0 && inconsistent == 0 ? 0 : 1;
+        if (mismatched != 0 || inconsistent != 0) {
+            std::fprintf(stderr,
+                         "loadgen: FAILED: %llu checksum mismatches, %llu inconsistencies\n",
+                         static_cast<unsigned long long>(mismatched),
+                         static_cast<unsigned long long>(inconsistent));
+            return 1;
+        }
+        return 0;
     } catch (const std::exception& e) {
         std::fprintf(stderr, "loadgen: %s\n", e.what());
         return 1;

@@ -39,6 +39,12 @@ const CLI::Validator finite_float{[](std::string& text) -> std::string {
                                   },
                                   ""};
 
+const CLI::Validator xy_text{[](std::string& text) -> std::string {
+                                 std::string why;
+                                 return parse_xy(text, &why) ? std::string{} : why;
+                             },
+                             ""};
+
 const CLI::Validator component_text{[](std::string& text) -> std::string {
                                         std::string why;
                                         return parse_component_arg(text, &why) ? std::string{}
@@ -64,6 +70,8 @@ struct bindings {
     std::string health;
     std::string lifetime;
     double seconds = 0.0;
+    std::string focus;
+    std::string move;
     std::vector<std::string> entities;
 
     CLI::Option* x_opt = nullptr;
@@ -74,6 +82,8 @@ struct bindings {
     CLI::Option* health_opt = nullptr;
     CLI::Option* lifetime_opt = nullptr;
     CLI::Option* seconds_opt = nullptr;
+    CLI::Option* focus_opt = nullptr;
+    CLI::Option* move_opt = nullptr;
 
     CLI::App* spawn = nullptr;
     CLI::App* destroy = nullptr;
@@ -172,7 +182,8 @@ void add_commands(CLI::App& app, bindings& b, bool in_shell) {
     b.watch = app.add_subcommand(
         "watch",
         "Stream spawns and destroys as they arrive, with a summary every second (entities, "
-        "tick, bytes/s, component updates and removals per type, checksum OK or DESYNC); exit 1 "
+        "tick, bytes/s, component updates and removals per type, checksum OK or DESYNC; with "
+        "interest management also entered/s, left/s and the use of the byte budget); exit 1 "
         "on desync");
     b.seconds_opt = b.watch
                         ->add_option("--seconds", b.seconds,
@@ -181,6 +192,19 @@ void add_commands(CLI::App& app, bindings& b, bool in_shell) {
     b.watch->add_flag("--every-update", b.inv.watch.every_update,
                       "Also print every component update and removal, with its value "
                       "(demo entities update ~30 times per second each)");
+    b.focus_opt = b.watch
+                      ->add_option("--focus", b.focus,
+                                   "Interest management: centre this client's area of interest "
+                                   "on X,Y (negative: --focus=-100,50); a server that sends the "
+                                   "whole world ignores it, with a warning")
+                      ->type_name("X,Y")
+                      ->check(xy_text);
+    b.move_opt = b.watch
+                     ->add_option("--move", b.move,
+                                  "Move the focus (from --focus, else 0,0) by VX,VY units per "
+                                  "second, telling the server about 10 times per second")
+                     ->type_name("VX,VY")
+                     ->check(xy_text);
 
     if (in_shell) {
         b.help = app.add_subcommand("help", "List the commands, or show one command's help");
@@ -259,6 +283,12 @@ invocation finish(bindings& b) {
         if (b.seconds_opt->count() > 0) {
             inv.watch.seconds = b.seconds;
         }
+        if (b.focus_opt->count() > 0) {
+            inv.watch.focus = parse_xy(b.focus, nullptr);  // the check already passed
+        }
+        if (b.move_opt->count() > 0) {
+            inv.watch.move = parse_xy(b.move, nullptr);
+        }
     } else if (b.shell != nullptr && b.shell->parsed()) {
         inv.what = command::shell;
     } else if (b.help != nullptr && b.help->parsed()) {
@@ -270,6 +300,34 @@ invocation finish(bindings& b) {
 }
 
 }  // namespace
+
+std::optional<xy> parse_xy(const std::string& text, std::string* why) {
+    const auto fail = [&](std::string message) -> std::optional<xy> {
+        if (why != nullptr) {
+            *why = std::move(message);
+        }
+        return std::nullopt;
+    };
+    const auto comma = text.find(',');
+    if (comma == std::string::npos) {
+        return fail("'" + text + "' is not X,Y (two numbers separated by a comma)");
+    }
+    const auto number = [](const std::string& part) -> std::optional<float> {
+        char* end = nullptr;
+        const double value = std::strtod(part.c_str(), &end);
+        if (part.empty() || end != part.c_str() + part.size() ||
+            !std::isfinite(static_cast<float>(value))) {
+            return std::nullopt;
+        }
+        return static_cast<float>(value);
+    };
+    const auto x = number(text.substr(0, comma));
+    const auto y = number(text.substr(comma + 1));
+    if (!x || !y) {
+        return fail("'" + text + "' is not X,Y with two finite 32-bit floats");
+    }
+    return xy{*x, *y};
+}
 
 program_line parse_program(int argc, const char* const* argv) {
     program_line out;
@@ -413,7 +471,7 @@ std::string shell_help() {
            "                              --x --y --vx --vy --name --health --lifetime)\n"
            "  destroy INDEX:VERSION...    destroy entities this client owns\n"
            "  list                        the entities of the world, by index\n"
-           "  watch [--seconds S] [--every-update]\n"
+           "  watch [--seconds S] [--every-update] [--focus X,Y] [--move VX,VY]\n"
            "                              stream changes and a summary every second; Ctrl-C "
            "stops\n"
            "  help [COMMAND]              this list, or a command's options\n"

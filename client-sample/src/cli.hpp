@@ -39,10 +39,23 @@ struct destroy_args {
     std::vector<ecs::Entity> entities;
 };
 
+// Two floats given as X,Y: a point or a velocity on the demo's plane.
+struct xy {
+    float x = 0.0F;
+    float y = 0.0F;
+};
+
 struct watch_args {
     std::optional<double> seconds;  // none: until Ctrl-C
     bool every_update = false;
+    // Interest management: where this client's area of interest is (protocol::focus, sent
+    // after joining), and how fast it moves, units per second (from --focus, else 0,0).
+    std::optional<xy> focus;
+    std::optional<xy> move;
 };
+
+// "X,Y" as two finite 32-bit floats; nullopt (and *why) otherwise.
+[[nodiscard]] std::optional<xy> parse_xy(const std::string& text, std::string* why);
 
 enum class command { spawn, destroy, list, watch, shell, help, quit };
 

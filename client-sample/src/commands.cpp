@@ -1,8 +1,10 @@
 #include "commands.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <functional>
 #include <map>
+#include <optional>
 #include <set>
 #include <utility>
 #include <vector>
@@ -28,6 +30,9 @@ constexpr auto first_backoff = 100ms;
 constexpr auto max_backoff = 2000ms;
 // Polling slice of the long-running loops: how soon Ctrl-C is noticed.
 constexpr auto slice = 100ms;
+// watch --move tells the server where the focus is this often: smooth enough for a view that
+// moves a few units per tick, well inside the command rate limit.
+constexpr auto focus_period = 100ms;
 
 struct pipeline_outcome {
     std::size_t answered = 0;  // commands whose final result was reported
@@ -292,8 +297,25 @@ int run_watch(context& ctx, const watch_args& args) {
                                                      std::chrono::duration<double>(*args.seconds))
                                        : clock::time_point::max();
 
+    // Interest management: the server sends what is near the focus (and the client's own and
+    // global entities); the focus given is sent now, and again as it moves.
+    const bool interest = conn.welcome().interest_radius > 0.0F;
+    std::optional<xy> focus;
+    if ((args.focus || args.move) && !interest) {
+        const std::string given = args.focus && args.move ? "--focus and --move have"
+                                  : args.focus            ? "--focus has"
+                                                          : "--move has";
+        ctx.out.warning("this server sends the whole world (no interest management): " + given +
+                        " no effect");
+    } else if (args.focus || args.move) {
+        focus = args.focus.value_or(xy{});
+        conn.send(protocol::focus{focus->x, focus->y});
+    }
+
     watch_summary interval;
-    watch_summary total;
+    interval.interest = interest;
+    interval.client_budget = conn.welcome().client_budget;
+    watch_summary total = interval;
     bool desync = false;
     std::uint64_t inconsistencies = m.statistics().inconsistencies;
 
@@ -346,15 +368,19 @@ int run_watch(context& ctx, const watch_args& args) {
         }
     };
 
-    ctx.out.watch_started(ctx.endpoint, conn.welcome().client_id, m, conn.welcome(), args.seconds);
+    ctx.out.watch_started(ctx.endpoint, conn.welcome().client_id, m, conn.welcome(), args);
     auto interval_start = start;
     std::uint64_t bytes_at_start = conn.bytes_received();
+    std::uint64_t entered_at_start = m.statistics().entered;
+    std::uint64_t left_at_start = m.statistics().left;
     const auto summarize = [&](clock::time_point now) {
         interval.elapsed_s = std::chrono::duration<double>(now - start).count();
         interval.interval_s = std::chrono::duration<double>(now - interval_start).count();
         interval.entities = m.size();
         interval.tick = m.tick();
         interval.bytes = conn.bytes_received() - bytes_at_start;
+        interval.entered = m.statistics().entered - entered_at_start;
+        interval.left = m.statistics().left - left_at_start;
         ctx.out.watch_summary_line(m.types(), interval, false);
 
         total.bytes += interval.bytes;
@@ -362,6 +388,8 @@ int run_watch(context& ctx, const watch_args& args) {
         total.destroyed += interval.destroyed;
         total.snapshots += interval.snapshots;
         total.removed += interval.removed;
+        total.entered += interval.entered;
+        total.left += interval.left;
         for (std::size_t id = 0; id < total.updates.size(); ++id) {
             total.updates[id] += interval.updates[id];
         }
@@ -377,9 +405,30 @@ int run_watch(context& ctx, const watch_args& args) {
         watch_summary next;
         next.checksum = interval.checksum;
         next.checksum_tick = interval.checksum_tick;
+        next.interest = interval.interest;
+        next.client_budget = interval.client_budget;
         interval = next;
         interval_start = now;
         bytes_at_start = conn.bytes_received();
+        entered_at_start = m.statistics().entered;
+        left_at_start = m.statistics().left;
+    };
+
+    // Moves the focus by the time that passed since it last moved, and sends it.
+    auto focus_moved = start;
+    auto next_focus = focus && args.move ? start + focus_period : clock::time_point::max();
+    const auto move_focus = [&](clock::time_point now) {
+        const auto dt =
+            static_cast<float>(std::chrono::duration<double>(now - focus_moved).count());
+        focus_moved = now;
+        next_focus = std::max(next_focus + focus_period, now + focus_period / 2);
+        const xy moved{focus->x + args.move->x * dt, focus->y + args.move->y * dt};
+        if (!std::isfinite(moved.x) || !std::isfinite(moved.y)) {
+            next_focus = clock::time_point::max();  // the server refuses what is not finite
+            return;
+        }
+        focus = moved;
+        conn.send(protocol::focus{moved.x, moved.y});
     };
 
     auto next_summary = start + 1s;
@@ -393,7 +442,10 @@ int run_watch(context& ctx, const watch_args& args) {
         if (now >= deadline || interrupted()) {
             break;
         }
-        const auto wait = std::min({next_summary, deadline, now + slice}) - now;
+        if (now >= next_focus) {
+            move_focus(now);
+        }
+        const auto wait = std::min({next_summary, deadline, next_focus, now + slice}) - now;
         conn.poll_for(std::chrono::ceil<std::chrono::milliseconds>(wait));
         if (!conn.is_open()) {
             closed = true;

@@ -239,6 +239,24 @@ const char* checksum_text(checksum_state s) {
     return "pending";
 }
 
+// A count over an interval as a rate, rounded.
+std::uint64_t per_second(std::uint64_t count, double interval_s) {
+    return interval_s > 0.0
+               ? static_cast<std::uint64_t>(std::llround(static_cast<double>(count) / interval_s))
+               : 0;
+}
+
+// Bytes per second received as a whole percentage of the budget; none when unlimited. It
+// counts every byte of the connection, also frames the server's budget may leave out
+// (answers to commands, checksums): a little over 100 % need not be a fault.
+std::optional<std::uint64_t> budget_use(double bytes_per_second, std::uint32_t budget) {
+    if (budget == 0) {
+        return std::nullopt;
+    }
+    return static_cast<std::uint64_t>(
+        std::llround(bytes_per_second * 100.0 / static_cast<double>(budget)));
+}
+
 std::uint64_t total_updates(const watch_summary& s) {
     std::uint64_t n = 0;
     for (const auto count : s.updates) {
@@ -387,9 +405,19 @@ void printer::note(std::string_view message) {
     }
 }
 
+void printer::warning(std::string_view message) {
+    if (json_) {
+        print_json(event("warning", json{{"message", message}}));
+    } else {
+        print_error_line("warning: " + std::string{message});
+    }
+}
+
 void printer::watch_started(std::string_view endpoint, std::uint32_t client_id,
                             const protocol::mirror& m, const protocol::welcome& welcome,
-                            std::optional<double> seconds) {
+                            const watch_args& args) {
+    const bool interest = welcome.interest_radius > 0.0F;
+    const auto& seconds = args.seconds;
     if (json_) {
         json out = event("watching", json{{"server", endpoint},
                                           {"client_id", client_id},
@@ -398,6 +426,16 @@ void printer::watch_started(std::string_view endpoint, std::uint32_t client_id,
                                           {"tick_rate", json_float(welcome.tick_rate)},
                                           {"checksum_interval", welcome.checksum_interval}});
         out["seconds"] = seconds ? json(*seconds) : json(nullptr);
+        if (interest) {
+            out["interest_radius"] = json_float(welcome.interest_radius);
+            out["client_budget"] = welcome.client_budget;
+            out["focus"] = args.focus ? json{{"x", json_float(args.focus->x)},
+                                             {"y", json_float(args.focus->y)}}
+                                      : json(nullptr);
+            out["move"] =
+                args.move ? json{{"x", json_float(args.move->x)}, {"y", json_float(args.move->y)}}
+                          : json(nullptr);
+        }
         print_json(out);
         return;
     }
@@ -409,10 +447,30 @@ void printer::watch_started(std::string_view endpoint, std::uint32_t client_id,
     } else {
         std::snprintf(limit, sizeof limit, "until Ctrl-C");
     }
+    std::string view;
+    if (interest) {
+        char text[160];
+        std::snprintf(text, sizeof text, ", interest radius %g, budget ",
+                      static_cast<double>(welcome.interest_radius));
+        view = text;
+        view += welcome.client_budget == 0 ? std::string{"unlimited"}
+                                           : std::to_string(welcome.client_budget) + " B/s";
+        if (args.focus || args.move) {
+            const xy at = args.focus.value_or(xy{});
+            std::snprintf(text, sizeof text, ", focus (%g, %g)", static_cast<double>(at.x),
+                          static_cast<double>(at.y));
+            view += text;
+        }
+        if (args.move) {
+            std::snprintf(text, sizeof text, " moving (%g, %g)/s",
+                          static_cast<double>(args.move->x), static_cast<double>(args.move->y));
+            view += text;
+        }
+    }
     print_line("watching " + std::string{endpoint} + " as client " + std::to_string(client_id) +
                ": " + std::to_string(m.size()) + " entities at tick " + std::to_string(m.tick()) +
                ", " + rate + " ticks/s, checksum every " +
-               std::to_string(welcome.checksum_interval) + " ticks; " + limit);
+               std::to_string(welcome.checksum_interval) + " ticks" + view + "; " + limit);
 }
 
 void printer::watch_spawned(const protocol::mirror& m, ecs::Entity e) {
@@ -514,6 +572,16 @@ void printer::watch_summary_line(const protocol::schema& types, const watch_summ
                               {"checksum", checksum_text(s.checksum)}});
         out["checksum_tick"] =
             s.checksum == checksum_state::pending ? json(nullptr) : json(s.checksum_tick);
+        if (s.interest) {
+            out["in_view"] = s.entities;
+            out["entered"] = s.entered;
+            out["left"] = s.left;
+            out["entered_per_second"] = per_second(s.entered, s.interval_s);
+            out["left_per_second"] = per_second(s.left, s.interval_s);
+            out["client_budget"] = s.client_budget;
+            const auto use = budget_use(rate, s.client_budget);
+            out["budget_use_pct"] = use ? json(*use) : json(nullptr);
+        }
         if (!s.problem.empty()) {
             out["problem"] = s.problem;
         }
@@ -522,11 +590,22 @@ void printer::watch_summary_line(const protocol::schema& types, const watch_summ
     }
     char head[64];
     std::snprintf(head, sizeof head, total ? "total %.1fs:" : "[%5.1fs]", s.elapsed_s);
-    std::string line = std::string{head} + " entities " + std::to_string(s.entities) + ", tick " +
-                       std::to_string(s.tick) + ", " +
-                       std::to_string(static_cast<std::uint64_t>(rate)) + " B/s, spawned " +
-                       std::to_string(s.spawned) + ", destroyed " + std::to_string(s.destroyed) +
-                       ", updates " + std::to_string(updates);
+    std::string line = std::string{head} + (s.interest ? " entities in view " : " entities ") +
+                       std::to_string(s.entities);
+    if (s.interest) {
+        line += ", entered " + std::to_string(per_second(s.entered, s.interval_s)) + "/s, left " +
+                std::to_string(per_second(s.left, s.interval_s)) + "/s";
+    }
+    line += ", tick " + std::to_string(s.tick) + ", " +
+            std::to_string(static_cast<std::uint64_t>(rate)) + " B/s";
+    if (s.interest) {
+        const auto use = budget_use(rate, s.client_budget);
+        line += use ? " (budget " + std::to_string(*use) + "% of " +
+                          std::to_string(s.client_budget) + " B/s)"
+                    : std::string{" (budget unlimited)"};
+    }
+    line += ", spawned " + std::to_string(s.spawned) + ", destroyed " +
+            std::to_string(s.destroyed) + ", updates " + std::to_string(updates);
     if (updates != 0) {
         std::string parts;
         for (std::uint32_t id = 0; id < s.updates.size(); ++id) {

@@ -6,6 +6,7 @@
 #include <string>
 #include <string_view>
 
+#include "cli.hpp"
 #include "ecsnet/ecs/entity.hpp"
 #include "ecsnet/protocol/messages.hpp"
 #include "ecsnet/protocol/mirror.hpp"
@@ -47,6 +48,13 @@ struct watch_summary {
     checksum_state checksum = checksum_state::pending;  // the latest comparison
     std::uint64_t checksum_tick = 0;
     std::string problem;  // the mirror's inconsistency, if one happened in the interval
+    // Interest management (Welcome.interest_radius > 0): `entities` are those in view, and
+    // these come into and went out of it; the byte budget is Welcome.client_budget (0:
+    // unlimited). Without it none of this is printed.
+    bool interest = false;
+    std::uint64_t entered = 0;
+    std::uint64_t left = 0;
+    std::uint32_t client_budget = 0;
 };
 
 class printer {
@@ -74,9 +82,14 @@ public:
     void note(std::string_view message);
 
     // ---- watch ----
+    // With interest management, also the radius, the budget and the focus given (--focus,
+    // --move).
     void watch_started(std::string_view endpoint, std::uint32_t client_id,
                        const protocol::mirror& mirror, const protocol::welcome& welcome,
-                       std::optional<double> seconds);
+                       const watch_args& args);
+    // A request that cannot do what was asked, the watch goes on: text mode on stderr
+    // ("warning: ..."), JSON {"event": "warning", "message": ...}.
+    void warning(std::string_view message);
     void watch_spawned(const protocol::mirror& mirror, ecs::Entity e);
     void watch_destroyed(const protocol::mirror& mirror, ecs::Entity e);
     // Component `wire_id` of `e` was set (added or changed).

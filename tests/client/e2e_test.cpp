@@ -711,6 +711,123 @@ TEST(ClientWatch, MatchingChecksumIsOk) {
     EXPECT_EQ(summaries[0].at("checksum_tick"), 5);
 }
 
+// ---- watch with interest management ---------------------------------------------------------
+
+// The demo server with interest management: 500 entities in [-1000, 1000]^2, each client sees
+// those within 200 units of its focus.
+const std::vector<std::string> interest_server_args{"--interest-radius", "200", "--demo-entities",
+                                                    "500"};
+
+TEST(ClientWatchInterest, FocusShowsTheEntitiesInViewOnly) {
+    server s{interest_server_args};
+    const result r = client(s, {"watch", "--seconds", "3", "--focus", "0,0"});
+    ASSERT_EQ(r.exit_code, 0) << describe(r);
+    const auto out = lines(r.out);
+    ASSERT_GE(out.size(), 4U) << describe(r);
+    EXPECT_TRUE(matches(out.front(), R"(watching 127\.0\.0\.1:\d+ as client \d+: \d+ entities at )"
+                                     R"(tick \d+, 30 ticks/s, checksum every 30 ticks, interest )"
+                                     R"(radius 200, budget 65536 B/s, focus \(0, 0\); for 3 s )"
+                                     R"(\(Ctrl-C stops\))"))
+        << out.front();
+    const std::regex summary{R"(\[ *\d+\.\ds\] entities in view (\d+), entered (\d+)/s, left )"
+                             R"((\d+)/s, tick \d+, (\d+) B/s \(budget (\d+)% of 65536 B/s\), )"
+                             R"(spawned \d+, destroyed \d+, updates \d+.*)"};
+    std::size_t summaries = 0;
+    std::uint64_t most_in_view = 0;
+    std::uint64_t entered = 0;
+    for (const auto& line : out) {
+        if (line.rfind("[", 0) != 0) {
+            continue;
+        }
+        ++summaries;
+        std::smatch m;
+        ASSERT_TRUE(std::regex_match(line, m, summary)) << line;
+        const std::uint64_t in_view = std::stoull(m[1].str());
+        EXPECT_LT(in_view, 500U) << "the server sends the area of interest, not the world: "
+                                 << line;
+        most_in_view = std::max(most_in_view, in_view);
+        entered += std::stoull(m[2].str());
+        // The budget use is what arrived against the budget the server announced.
+        const double rate = std::stod(m[4].str());
+        EXPECT_NEAR(std::stod(m[5].str()), rate * 100.0 / 65536.0, 0.51) << line;
+        EXPECT_THAT(line, Not(HasSubstr("DESYNC")));
+    }
+    EXPECT_GE(summaries, 3U) << r.out;
+    EXPECT_GT(most_in_view, 0U) << "entities near the focus arrive: " << r.out;
+    EXPECT_GT(entered, 0U) << "they arrive by entering the view: " << r.out;
+    // Each client's checksum covers what it holds.
+    EXPECT_TRUE(matches(out.back(), R"(total \d+\.\ds: entities in view \d+, entered \d+/s, left )"
+                                    R"(\d+/s, .*checksums [1-9]\d* OK 0 DESYNC)"))
+        << out.back();
+}
+
+TEST(ClientWatchInterest, MovingFocusEntersAndLeaves) {
+    server s{interest_server_args};
+    // Across the world at 500 units per second: what was near is left behind.
+    const result r =
+        client(s, {"--json", "watch", "--seconds", "4", "--focus=-900,0", "--move", "500,0"});
+    ASSERT_EQ(r.exit_code, 0) << describe(r);
+    const auto objects = json_lines(r.out);
+    ASSERT_FALSE(objects.empty());
+    const json& started = objects.front();
+    EXPECT_EQ(started.at("event"), "watching");
+    EXPECT_EQ(started.at("interest_radius"), 200.0);
+    EXPECT_EQ(started.at("client_budget"), 65536);
+    EXPECT_EQ(started.at("focus"), (json{{"x", -900.0}, {"y", 0.0}}));
+    EXPECT_EQ(started.at("move"), (json{{"x", 500.0}, {"y", 0.0}}));
+    const auto summaries = events(objects, "summary");
+    ASSERT_GE(summaries.size(), 3U) << r.out;
+    std::uint64_t entered = 0;
+    std::uint64_t left = 0;
+    for (const auto& summary : summaries) {
+        EXPECT_EQ(summary.at("in_view"), summary.at("entities"));
+        EXPECT_LT(summary.at("in_view").get<std::uint64_t>(), 500U);
+        EXPECT_EQ(summary.at("client_budget"), 65536);
+        EXPECT_TRUE(summary.at("budget_use_pct").is_number()) << summary;
+        EXPECT_EQ(summary.at("checksums_mismatched"), 0) << summary;
+        entered += summary.at("entered").get<std::uint64_t>();
+        left += summary.at("left").get<std::uint64_t>();
+    }
+    EXPECT_GT(entered, 0U) << r.out;
+    EXPECT_GT(left, 0U) << "the moving view leaves entities behind: " << r.out;
+    const json& total = objects.back();
+    EXPECT_EQ(total.at("event"), "total");
+    EXPECT_EQ(total.at("entered"), entered);
+    EXPECT_EQ(total.at("left"), left);
+    EXPECT_GT(total.at("checksums_matched").get<std::uint64_t>(), 0U) << total;
+    EXPECT_EQ(total.at("checksums_mismatched"), 0) << total;
+}
+
+TEST(ClientWatchInterest, FocusWithoutInterestWarnsAndStillWatches) {
+    server s;
+    const result r = client(s, {"watch", "--seconds", "1.5", "--focus", "1,2"});
+    ASSERT_EQ(r.exit_code, 0) << describe(r);
+    EXPECT_THAT(r.err, HasSubstr("warning: this server sends the whole world (no interest "
+                                 "management): --focus has no effect"));
+    const auto out = lines(r.out);
+    ASSERT_GE(out.size(), 2U) << describe(r);
+    // The output of a server without interest, unchanged.
+    EXPECT_TRUE(matches(out.front(), R"(watching 127\.0\.0\.1:\d+ as client \d+: 20 entities at )"
+                                     R"(tick \d+, 30 ticks/s, checksum every 30 ticks; for 1\.5 s )"
+                                     R"(\(Ctrl-C stops\))"))
+        << out.front();
+    EXPECT_TRUE(matches(out.back(), R"(total \d+\.\ds: entities 20, tick \d+, .*)")) << out.back();
+
+    const result j = client(s, {"--json", "watch", "--seconds", "1.2", "--move", "1,0"});
+    ASSERT_EQ(j.exit_code, 0) << describe(j);
+    const auto objects = json_lines(j.out);
+    const auto warnings = events(objects, "warning");
+    ASSERT_EQ(warnings.size(), 1U) << j.out;
+    EXPECT_EQ(warnings[0].at("message"),
+              "this server sends the whole world (no interest "
+              "management): --move has no effect");
+    for (const auto& summary : events(objects, "summary")) {
+        EXPECT_FALSE(summary.contains("in_view")) << summary;
+        EXPECT_EQ(summary.at("entities"), demo_entities);
+    }
+    EXPECT_EQ(objects.back().at("event"), "total");
+}
+
 // A Welcome whose schema lies is refused with the reason, and nothing crashes.
 TEST(ClientWatch, LyingSchemaIsRefusedWithTheReason) {
     const struct {
@@ -1075,6 +1192,9 @@ TEST(ClientUsage, BadCommandLinesExit2) {
         {"spawn", "--x", "1", "--set", "position=1,2"},
         {"spawn", "--name", "ship-{n}", "--count", "10", "--x", "x"},
         {"watch", "--seconds", "-1"},
+        {"watch", "--focus", "1"},
+        {"watch", "--focus", "1,x"},
+        {"watch", "--move", "1e40,0"},
         {"destroy", "1:1", "--timeout-ms", "0"},
     };
     for (const auto& args : bad) {
