@@ -8,6 +8,13 @@
 
 namespace ecsnet::server {
 
+namespace {
+
+// A player's own entities (its avatar, what it just spawned) before anything around them.
+constexpr float own_priority = 8.0F;
+
+}  // namespace
+
 grid_interest::grid_interest(float cell_size, std::uint64_t position_type, locator locate)
     : grid_{cell_size}, position_type_{position_type}, locate_{std::move(locate)} {}
 
@@ -124,7 +131,7 @@ void grid_interest::collect(const ecs::World& world, std::uint32_t owner, const 
 float grid_interest::priority(const ecs::World& world, std::uint32_t owner,
                               const player_interest& p, ecs::Entity e) const {
     if (owner != 0 && e.index() < owner_of_.size() && owner_of_[e.index()] == owner) {
-        return 2.0F;
+        return own_priority;
     }
     if (!p.focus || !(p.radius > 0.0F)) {
         return 1.0F;
