@@ -54,7 +54,9 @@ constexpr std::uint16_t gauge = 4;
 constexpr std::uint16_t tag = 5;
 }  // namespace id
 
-constexpr std::uint64_t bit(std::uint16_t wire_id) { return std::uint64_t{1} << wire_id; }
+constexpr std::uint64_t bit(std::uint16_t wire_id) {
+    return std::uint64_t{1} << wire_id;
+}
 
 constexpr std::uint32_t viewer = 1;
 constexpr std::uint32_t other = 2;
@@ -68,8 +70,7 @@ bool feed(proto::mirror& mirror, const proto::frame& frame) {
 
 // The world's values as the viewer must hold them (owner-only ones of its own entities only),
 // in wire id order.
-proto::component_set seen_in(const World& world, const proto::component_registry& types,
-                             Entity e) {
+proto::component_set seen_in(const World& world, const proto::component_registry& types, Entity e) {
     const Owner* owner = world.try_get<Owner>(e);
     const bool own = owner != nullptr && owner->client == viewer;
     proto::component_set set;
@@ -146,7 +147,9 @@ struct event_log {
     }
 };
 
-std::string str(Entity e) { return ecsnet::ecs::to_string(e); }
+std::string str(Entity e) {
+    return ecsnet::ecs::to_string(e);
+}
 
 // A server world and one client's mirror that joined it under interest management.
 class ViewMirror : public ::testing::Test {
@@ -163,7 +166,8 @@ protected:
         world_->emplace<Tag>(theirs_, "rival");
         rock_ = world_->create();
         world_->emplace<Spot>(rock_, 50.0F, 60.0F);
-        world_->emplace<Mixed>(rock_, true, std::int8_t{-3}, std::uint16_t{7}, std::int64_t{-9}, 0.5);
+        world_->emplace<Mixed>(rock_, true, std::int8_t{-3}, std::uint16_t{7}, std::int64_t{-9},
+                               0.5);
         world_->emplace<Gauge>(rock_, 2.5F);
         vault_ = world_->create();
         world_->emplace<Secret>(vault_, 333U);  // nobody's: nobody sees the secret
@@ -327,10 +331,9 @@ TEST_F(ViewMirror, CallbacksComeInTheOrderOfApplication) {
     c.entered = entered;
     c.updated = updated;
     ASSERT_TRUE(apply(c)) << mirror_.error();
-    EXPECT_THAT(log.lines,
-                ElementsAre("destroy " + str(rock_), "leave " + str(theirs_), "spawn " + str(reused),
-                            "enter " + str(vault_),
-                            "update " + str(mine_) + " " + std::to_string(id::spot)));
+    EXPECT_THAT(log.lines, ElementsAre("destroy " + str(rock_), "leave " + str(theirs_),
+                                       "spawn " + str(reused), "enter " + str(vault_),
+                                       "update " + str(mine_) + " " + std::to_string(id::spot)));
     EXPECT_TRUE(holds(mirror_, *world_, types_, {mine_, reused, vault_}));
 
     // A removal comes after the updates of the same delta.
