@@ -288,8 +288,10 @@ std::optional<ErrorCode> target_rejection(const world_state& state, std::uint32_
 }
 
 const char* message_name(const client_message& message) {
-    static constexpr const char* names[] = {
-        "Hello", "Spawn", "Destroy", "SetComponent", "RemoveComponent", "Ping", "ResyncRequest"};
+    static constexpr const char* names[] = {"Hello",           "Spawn", "Destroy",       "SetComponent",
+                                            "RemoveComponent", "Ping",  "ResyncRequest", "Focus"};
+    static_assert(std::size(names) == std::variant_size_v<client_message>,
+                  "a name for every client message");
     return names[message.index()];
 }
 
@@ -655,6 +657,9 @@ private:
             sim_.resync();
             return;
         }
+        if (std::holds_alternative<proto::focus>(message)) {
+            return;  // as session.cpp: no reply, and this simulation has no interest management
+        }
         (void)sim_.apply(owner_, message);
         sim_.tick();
     }
@@ -967,7 +972,8 @@ public:
         }
         const proto::mirror::stats& after = mirror_.statistics();
         ECSNET_FUZZ_CHECK(after.snapshots >= before.snapshots && after.deltas >= before.deltas &&
-                              after.inconsistencies >= before.inconsistencies,
+                              after.inconsistencies >= before.inconsistencies &&
+                              after.entered >= before.entered && after.left >= before.left,
                           "statistics went backwards");
         check_state();
         trace("  mirror: ", mirror_.ready() ? "ready" : "not ready", ", tick ",
@@ -1007,6 +1013,12 @@ private:
         };
         events.on_destroy = [this](Entity e) {
             ECSNET_FUZZ_CHECK(mirror_.contains(e), "on_destroy of absent " + ecs::to_string(e));
+        };
+        events.on_enter = [this](Entity e) {
+            ECSNET_FUZZ_CHECK(mirror_.contains(e), "on_enter of absent " + ecs::to_string(e));
+        };
+        events.on_leave = [this](Entity e) {
+            ECSNET_FUZZ_CHECK(mirror_.contains(e), "on_leave of absent " + ecs::to_string(e));
         };
         events.on_snapshot = [this](std::uint64_t tick, std::size_t entities) {
             ECSNET_FUZZ_CHECK(tick == mirror_.tick() && entities == mirror_.size(),

@@ -6,6 +6,7 @@
 // handful of inputs each, in the input formats of fuzz_targets.hpp, for the demo game's types
 // (and, in <dir>/schema, the shields game's and schemas that lie). Files are overwritten; review the result before
 // committing. Regression inputs (regression-*) in the corpus directories are not touched.
+#include <algorithm>
 #include <bit>
 #include <cmath>
 #include <cstdint>
@@ -15,6 +16,7 @@
 #include <fstream>
 #include <limits>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "ecsnet/demo/game.hpp"
@@ -157,6 +159,13 @@ void client_frame_corpus(const fs::path& dir) {
                 proto::remove_components{6, first, {"owner"}},
                 proto::hello{7, "w", ""}}));
     write(dir / "resync_before_hello", frames({proto::resync_request{"early"}}));
+    // Interest management (protocol 3): Focus before Hello (not joined), after it (no reply),
+    // then a non-finite one (fatal) and a new connection.
+    write(dir / "focus",
+          frames({proto::focus{1.0F, 2.0F}, proto::hello{proto::protocol_version, "f", ""},
+                  proto::focus{-5.5F, 1.0e6F}, proto::spawn{1, full_set()}, proto::focus{0.0F, 0.0F},
+                  proto::ping{3}, proto::focus{nan, 0.0F},
+                  proto::hello{proto::protocol_version, "g", ""}, proto::focus{0.0F, -inf}}));
 }
 
 // ---- session: u8 flags, then bytes for the real server ---------------------------------------
@@ -473,6 +482,97 @@ std::vector<proto::frame> demo_stream(std::size_t& snapshot_frames) {
     return stream;
 }
 
+// A client's checksum under interest management: the held entities' terms (checksum::of_entity),
+// those in `excluded` left out.
+proto::frame view_checksum_of(const World& world, const proto::component_registry& types,
+                              std::uint64_t tick, const std::vector<Entity>& held,
+                              const std::vector<Entity>& excluded, std::uint32_t viewer) {
+    proto::checksum_report report{tick, 0, 0};
+    for (const Entity e : held) {
+        if (std::find(excluded.begin(), excluded.end(), e) != excluded.end()) {
+            report.excluded.push_back(e.index());
+        } else {
+            report.hash += proto::checksum::of_entity(world, types, e, viewer);
+            ++report.entity_count;
+        }
+    }
+    return proto::encode(proto::server_control{report});
+}
+
+// One client's stream under interest management (protocol 3): a Welcome with a radius and a
+// budget, an empty snapshot, view deltas with entries, leaves, spawns, destroys and updates,
+// and checksums with excluded indices (entities whose changes wait for bandwidth).
+std::vector<proto::frame> view_stream() {
+    const proto::component_registry& types = demo_types();
+    auto world = World::make(ecsnet::ecs::world_options{.entities = {.min_free_indices = 0}});
+    proto::replication_encoder encoder{types};
+    using changes = proto::replication_encoder::view_changes;
+    constexpr std::uint32_t viewer = 3;
+    std::vector<Entity> e;
+    for (int i = 0; i < 6; ++i) {
+        e.push_back(world->create());
+        world->emplace<Position>(e.back(), static_cast<float>(10 * i), 1.0F);
+        if (i % 2 == 0) {
+            world->emplace<Velocity>(e.back(), 1.0F, 0.0F);
+        }
+        if (i % 3 == 0) {
+            world->emplace<Name>(e.back(), "v" + std::to_string(i));
+            world->emplace<Owner>(e.back(), i == 0 ? viewer : 1U);
+        }
+    }
+    world->discard_changes();
+    proto::welcome welcome{7, proto::protocol_version, 20.0F, 9, 1, {}, {}, types.types()};
+    welcome.interest_radius = 25.0F;
+    welcome.client_budget = 4096;
+    std::vector<proto::frame> stream{proto::encode(proto::server_control{welcome}),
+                                     encoder.encode_empty_snapshot(10)};
+    const std::vector<Entity> first{e[0], e[1], e[2]};
+    changes enter;
+    enter.entered = first;
+    enter.viewer = viewer;
+    stream.push_back(encoder.encode_view_delta(*world, enter, 11));
+    stream.push_back(view_checksum_of(*world, types, 11, first, {}, viewer));
+
+    // Tick 12: e[1] destroyed, e[2] out of view, e[3] and e[4] in, a spawn at e[1]'s index,
+    // e[0] updated and its velocity removed; e[4]'s new position waits for bandwidth.
+    world->destroy(e[1]);
+    const Entity reused = world->create();
+    world->emplace<Health>(reused, 9);
+    world->patch<Position>(e[0], [](Position& p) { p.x += 1.0F; });
+    world->remove<Velocity>(e[0]);
+    world->discard_changes();
+    const std::vector<Entity> destroyed{e[1]};
+    const std::vector<Entity> left{e[2]};
+    const std::vector<Entity> spawned{reused};
+    const std::vector<Entity> entered{e[3], e[4]};
+    const auto bit = [&](auto id) { return std::uint64_t{1} << id; };
+    const std::vector<std::pair<Entity, std::uint64_t>> updated{
+        {e[0], bit(*types.id_of<Position>()) | bit(*types.id_of<Velocity>())}};
+    changes tick12;
+    tick12.destroyed = destroyed;
+    tick12.left = left;
+    tick12.spawned = spawned;
+    tick12.entered = entered;
+    tick12.updated = updated;
+    tick12.viewer = viewer;
+    stream.push_back(encoder.encode_view_delta(*world, tick12, 12));
+    world->patch<Position>(e[4], [](Position& p) { p.y = 5.0F; });
+    world->discard_changes();
+    const std::vector<Entity> held{e[0], reused, e[3], e[4]};
+    stream.push_back(view_checksum_of(*world, types, 12, held, {e[4]}, viewer));
+    // Tick 13: e[4]'s position goes out; e[2] comes back.
+    const std::vector<Entity> back{e[2]};
+    const std::vector<std::pair<Entity, std::uint64_t>> due{{e[4], bit(*types.id_of<Position>())}};
+    changes tick13;
+    tick13.entered = back;
+    tick13.updated = due;
+    tick13.viewer = viewer;
+    stream.push_back(encoder.encode_view_delta(*world, tick13, 13));
+    stream.push_back(view_checksum_of(*world, types, 13, {e[0], reused, e[2], e[3], e[4]}, {},
+                                      viewer));
+    return stream;
+}
+
 // A snapshot whose one group lists `list` at `versions`, with a column of `type` holding
 // `value_bytes` bytes per entity (none when value_bytes is 0).
 proto::frame snapshot_of(const std::vector<std::uint32_t>& list,
@@ -562,7 +662,22 @@ void mirror_corpus(const fs::path& dir) {
     const auto reason = d.CreateString("\xFF\xFE");
     const proto::frame bye =
         server_frame(d, wire::ServerBody::Disconnect, wire::CreateDisconnect(d, reason).Union());
-    write(dir / "invalid_control", mirror_input(0, {welcome, result, bye}));
+    // A negative interest radius.
+    flatbuffers::FlatBufferBuilder n;
+    const proto::frame negative_radius = server_frame(
+        n, wire::ServerBody::Welcome,
+        wire::CreateWelcome(n, 1, proto::protocol_version, 20.0F, 0, 1, 0, 0, 0, -1.0F, 100)
+            .Union());
+    write(dir / "invalid_control", mirror_input(0, {welcome, result, bye, negative_radius}));
+
+    // Interest management: one client's view stream, and the same frames out of place (a leave
+    // of what the mirror does not hold, an entry over a live index, a checksum excluding too
+    // much).
+    const std::vector<proto::frame> view = view_stream();
+    write(dir / "view", mirror_input(4, view));
+    write(dir / "view_out_of_place",
+          mirror_input(5, {view[1], view[2], view[2], view[1], view[2], view[4], view[3], view[5],
+                           view[1], view[2], view[3], view[7]}));
 }
 
 // ---- schema: a Welcome, then frames (the mirror format) ------------------------------------

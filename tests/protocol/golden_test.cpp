@@ -1,9 +1,15 @@
-// Golden frames: wire compatibility with protocol version 2.
+// Golden frames: wire compatibility with protocol version 3, and with version 2 where it holds.
 //
 // tests/protocol/golden/<name>.bin holds one frame (length prefix included) per message type,
-// produced by version 2 of the encoders with the demo game's types registered as ecsnet-server
+// produced by version 3 of the encoders with the demo game's types registered as ecsnet-server
 // registers them (owner 0, position 1, velocity 2, health 3, lifetime 4, name 5). Version 1
-// (fixed ComponentColumns) is not readable by version 2: the files were regenerated for it. Two checks per frame:
+// (fixed ComponentColumns) is not readable by version 2: the files were regenerated for it.
+// Version 3 (interest management) only appended: a union member (Focus) and fields at the end
+// of tables (Delta.entered/left, Checksum.excluded, Welcome.interest_radius/client_budget), so
+// every version 2 frame still decodes. Only Hello and Welcome changed bytes (the version number,
+// the new Welcome fields); golden/v2/ keeps their version 2 files, decoded with the new fields
+// at their defaults. The other version 2 files were byte-identical under version 3 and are the
+// top-level ones. Two checks per frame:
 //
 //   GoldenFrame.DecodesToTheExpectedContent: today's decoders read the checked-in bytes into
 //     exactly the values listed below. This is the compatibility guarantee: it must keep
@@ -17,10 +23,12 @@
 //   ECSNET_REGENERATE_GOLDEN=1 ./build/<dir>/bin/protocol_golden_test
 //
 // writes every file from today's encoders instead of comparing, then checks the decoding of
-// the new files; review and commit tests/protocol/golden/ afterwards.
+// the new files; review and commit tests/protocol/golden/ afterwards. (The v2/ cases encode
+// version 2 values, which today's encoders still write byte for byte as version 2 did.)
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
@@ -28,6 +36,7 @@
 #include <fstream>
 #include <functional>
 #include <iterator>
+#include <limits>
 #include <map>
 #include <memory>
 #include <ostream>
@@ -101,6 +110,11 @@ const proto::component_registry& types() {
 
 constexpr std::uint64_t snapshot_tick = 100;
 constexpr std::uint64_t delta_tick = 101;
+// Interest management: a client joins with an empty snapshot at snapshot_tick, what it sees
+// enters at view_enter_tick, and the golden world's advance() reaches it at view_delta_tick.
+constexpr std::uint64_t view_enter_tick = 101;
+constexpr std::uint64_t view_delta_tick = 102;
+constexpr std::uint32_t viewer = 7;  // owns e[4]
 
 struct golden_world {
     std::shared_ptr<World> world = World::make(world_options{.entities = {.min_free_indices = 0}});
@@ -168,6 +182,22 @@ world_content after_delta() {
     };
 }
 
+// Interest management: what the viewer holds after the golden view entry on an empty snapshot
+// (e[5] out of its view) ...
+world_content after_view_enter() {
+    world_content out = after_snapshot();
+    out.erase(Entity{5, 1});
+    return out;
+}
+
+// ... and after the golden view delta: e[1] destroyed, e[3] out of view, e[5] in, 1:2 and 6:1
+// spawned in view, the updates of advance() on what it still sees.
+world_content after_view_delta() {
+    world_content out = after_delta();
+    out.erase(Entity{3, 1});
+    return out;
+}
+
 world_content content_of(const proto::mirror& mirror) {
     world_content out;
     mirror.each([&](Entity e) {
@@ -187,6 +217,135 @@ const wire::ServerMessage* verified_server(std::span<const std::uint8_t> frame) 
     const wire::ServerMessage* message = proto::verify_server_frame(frame, &why);
     EXPECT_NE(message, nullptr) << "golden frame does not verify: " << why;
     return message;
+}
+
+// Applies a checked-in frame to the mirror.
+void apply_golden_file(proto::mirror& mirror, const std::string& name) {
+    bytes frame;
+    ASSERT_TRUE(read_file(golden_path(name), frame)) << "missing " << golden_path(name);
+    const wire::ServerMessage* message = verified_server(frame);
+    ASSERT_NE(message, nullptr);
+    ASSERT_TRUE(mirror.apply(*message)) << name << ": " << mirror.error();
+}
+
+// The entities of the golden world that the viewer's view entries and view delta name.
+proto::frame encode_golden_view_enter() {
+    golden_world g;
+    const std::vector<Entity> entered{g.e[0], g.e[1], g.e[2], g.e[3], g.e[4]};
+    proto::replication_encoder encoder{types()};
+    proto::replication_encoder::view_changes changes;
+    changes.entered = entered;
+    changes.viewer = viewer;
+    return encoder.encode_view_delta(*g.world, changes, view_enter_tick);
+}
+
+proto::frame encode_golden_view_delta() {
+    golden_world g;
+    g.advance();
+    namespace ids = ecsnet::testing::ids;
+    const auto bit = [](std::uint16_t id) { return std::uint64_t{1} << id; };
+    const std::vector<Entity> destroyed{g.e[1]};
+    const std::vector<Entity> left{g.e[3]};
+    const std::vector<Entity> spawned{Entity{1, 2}, Entity{6, 1}};
+    const std::vector<Entity> entered{g.e[5]};
+    const std::vector<std::pair<Entity, std::uint64_t>> updated{
+        {g.e[0], bit(ids::position)},
+        {g.e[2], bit(ids::velocity) | bit(ids::health)},
+        {g.e[4], bit(ids::lifetime)},
+    };
+    proto::replication_encoder encoder{types()};
+    return encoder.encode_view_delta(*g.world,
+                                     {.destroyed = destroyed,
+                                      .left = left,
+                                      .spawned = spawned,
+                                      .entered = entered,
+                                      .updated = updated,
+                                      .viewer = viewer},
+                                     view_delta_tick);
+}
+
+// Entities by the callback they fired.
+struct view_events {
+    std::vector<Entity> spawned;
+    std::vector<Entity> entered;
+    std::vector<Entity> left;
+    std::vector<Entity> destroyed;
+
+    explicit view_events(proto::mirror& mirror) {
+        mirror.events().on_spawn = [this](Entity e) { spawned.push_back(e); };
+        mirror.events().on_enter = [this](Entity e) { entered.push_back(e); };
+        mirror.events().on_leave = [this](Entity e) { left.push_back(e); };
+        mirror.events().on_destroy = [this](Entity e) { destroyed.push_back(e); };
+    }
+};
+
+void check_golden_empty_snapshot(std::span<const std::uint8_t> frame) {
+    const wire::ServerMessage* message = verified_server(frame);
+    ASSERT_NE(message, nullptr);
+    const wire::Snapshot* snapshot = message->body_as_Snapshot();
+    ASSERT_NE(snapshot, nullptr);
+    EXPECT_EQ(snapshot->tick(), snapshot_tick);
+    EXPECT_EQ(snapshot->chunk_count(), 1U);
+    EXPECT_EQ(snapshot->entity_count(), 0U);
+    proto::mirror mirror{types().types()};
+    ASSERT_TRUE(mirror.apply(*message)) << mirror.error();
+    EXPECT_TRUE(mirror.ready());
+    EXPECT_EQ(mirror.tick(), snapshot_tick);
+    EXPECT_EQ(mirror.size(), 0U);
+}
+
+void check_golden_view_enter(std::span<const std::uint8_t> frame) {
+    proto::mirror mirror{types().types()};
+    apply_golden_file(mirror, "server_empty_snapshot");
+    ASSERT_TRUE(mirror.ready());
+    EXPECT_EQ(mirror.size(), 0U);
+
+    const wire::ServerMessage* message = verified_server(frame);
+    ASSERT_NE(message, nullptr);
+    const wire::Delta* delta = message->body_as_Delta();
+    ASSERT_NE(delta, nullptr);
+    EXPECT_EQ(delta->tick(), view_enter_tick);
+    EXPECT_EQ(delta->spawned(), nullptr);
+    EXPECT_EQ(delta->left(), nullptr);
+    ASSERT_NE(delta->entered(), nullptr);
+
+    view_events events{mirror};
+    ASSERT_TRUE(mirror.apply(*message)) << mirror.error();
+    EXPECT_THAT(events.entered, ::testing::UnorderedElementsAre(Entity{0, 1}, Entity{1, 1},
+                                                                Entity{2, 1}, Entity{3, 1},
+                                                                Entity{4, 1}));
+    EXPECT_THAT(events.spawned, ::testing::IsEmpty());
+    EXPECT_EQ(mirror.statistics().entered, 5U);
+    EXPECT_EQ(content_of(mirror), after_view_enter());
+}
+
+void check_golden_view_delta(std::span<const std::uint8_t> frame) {
+    proto::mirror mirror{types().types()};
+    apply_golden_file(mirror, "server_empty_snapshot");
+    apply_golden_file(mirror, "server_view_enter");
+
+    const wire::ServerMessage* message = verified_server(frame);
+    ASSERT_NE(message, nullptr);
+    const wire::Delta* delta = message->body_as_Delta();
+    ASSERT_NE(delta, nullptr);
+    EXPECT_EQ(delta->tick(), view_delta_tick);
+    EXPECT_FALSE(delta->owner_only());
+    ASSERT_NE(delta->left(), nullptr);
+    ASSERT_EQ(delta->left()->size(), 1U);
+    EXPECT_EQ(delta->left()->Get(0)->index(), 3U);
+    EXPECT_EQ(delta->left()->Get(0)->version(), 1U);
+    ASSERT_NE(delta->entered(), nullptr);
+    ASSERT_NE(delta->destroyed(), nullptr);
+    EXPECT_EQ(delta->destroyed()->size(), 1U);
+
+    view_events events{mirror};
+    ASSERT_TRUE(mirror.apply(*message)) << mirror.error();
+    EXPECT_THAT(events.destroyed, ::testing::ElementsAre(Entity{1, 1}));
+    EXPECT_THAT(events.left, ::testing::ElementsAre(Entity{3, 1}));
+    EXPECT_THAT(events.spawned, ::testing::UnorderedElementsAre(Entity{1, 2}, Entity{6, 1}));
+    EXPECT_THAT(events.entered, ::testing::ElementsAre(Entity{5, 1}));
+    EXPECT_EQ(mirror.tick(), view_delta_tick);
+    EXPECT_EQ(content_of(mirror), after_view_delta());
 }
 
 // ---- the cases ----------------------------------------------------------------------------
@@ -298,11 +457,22 @@ void check_golden_delta(std::span<const std::uint8_t> frame) {
     EXPECT_EQ(content_of(mirror), after_delta());
 }
 
+// The golden Welcome of a server with interest management.
+proto::welcome interest_welcome() {
+    proto::welcome w{5, proto::protocol_version, 30.0F, 1234, 30, {}, "", types().types()};
+    w.interest_radius = 256.0F;
+    w.client_budget = 65'536;
+    return w;
+}
+
 std::vector<golden_case> golden_cases() {
+    static_assert(proto::protocol_version == 3, "new golden frames for the new version");
     const Entity target{42, 3};
     return {
         client_case("client_hello",
                     proto::hello{proto::protocol_version, "golden-client", "secret-token"}),
+        // Version 2's Hello: a server refuses the version, but the frame still reads.
+        client_case("v2/client_hello", proto::hello{2, "golden-client", "secret-token"}),
         client_case("client_spawn", proto::spawn{7, proto::component_set{}
                                                         .set(Position{1.5F, -2.0F})
                                                         .set(Velocity{0.25F, 4.0F})
@@ -318,16 +488,30 @@ std::vector<golden_case> golden_cases() {
                     proto::remove_components{10, target, {"velocity", "health"}}),
         client_case("client_ping", proto::ping{0x0123456789abcdefULL}),
         client_case("client_resync_request", proto::resync_request{"checksum mismatch at tick 77"}),
-        server_case("server_welcome", proto::welcome{5, proto::protocol_version, 30.0F, 1234, 30,
-                                                     {}, "", types().types()}),
+        client_case("client_focus", proto::focus{-128.5F, 4096.25F}),
+        server_case("server_welcome", interest_welcome()),
+        // Version 2's Welcome: no interest fields, read as 0 (whole world, unlimited).
+        server_case("v2/server_welcome", proto::welcome{5, 2, 30.0F, 1234, 30, {}, "",
+                                                        types().types()}),
         server_case("server_command_result",
                     proto::command_result{9, false, wire::ErrorCode::StaleVersion,
                                           "entity 42 is at version 4, not 3", Entity{42, 4}}),
         server_case("server_pong", proto::pong{0x0123456789abcdefULL, 1235}),
         server_case("server_checksum", proto::checksum_report{1235, 0xfeedfacecafebeefULL, 6}),
+        server_case("server_checksum_excluded",
+                    proto::checksum_report{1236, 0x0badc0ffee0ddf00ULL, 3, 0,
+                                           std::numeric_limits<std::uint32_t>::max(),
+                                           {2, 5, 70'000}}),
         server_case("server_disconnect", proto::disconnect{"server shutting down"}),
         {"server_snapshot", encode_golden_snapshot, check_golden_snapshot},
         {"server_delta", encode_golden_delta, check_golden_delta},
+        {"server_empty_snapshot",
+         [] {
+             return proto::replication_encoder{types()}.encode_empty_snapshot(snapshot_tick);
+         },
+         check_golden_empty_snapshot},
+        {"server_view_enter", encode_golden_view_enter, check_golden_view_enter},
+        {"server_view_delta", encode_golden_view_delta, check_golden_view_delta},
     };
 }
 
@@ -366,8 +550,12 @@ TEST_P(GoldenFrame, EncodesToTheSameBytes) {
         << "tests/protocol/golden/.";
 }
 
-INSTANTIATE_TEST_SUITE_P(V2, GoldenFrame, ::testing::ValuesIn(golden_cases()),
-                         [](const auto& info) { return info.param.name; });
+INSTANTIATE_TEST_SUITE_P(V3, GoldenFrame, ::testing::ValuesIn(golden_cases()),
+                         [](const auto& info) {
+                             std::string name = info.param.name;  // v2/x -> v2_x
+                             std::replace(name.begin(), name.end(), '/', '_');
+                             return name;
+                         });
 
 TEST(GoldenFrames, DirectoryHoldsExactlyTheKnownFrames) {
     std::set<std::string> expected;
@@ -378,8 +566,10 @@ TEST(GoldenFrames, DirectoryHoldsExactlyTheKnownFrames) {
         expected.insert(c.name + ".bin");
     }
     std::set<std::string> present;
-    for (const auto& entry : std::filesystem::directory_iterator(golden_dir)) {
-        present.insert(entry.path().filename().string());
+    for (const auto& entry : std::filesystem::recursive_directory_iterator(golden_dir)) {
+        if (entry.is_regular_file()) {
+            present.insert(entry.path().lexically_relative(golden_dir).generic_string());
+        }
     }
     EXPECT_EQ(present, expected) << "every golden file has a test case and the reverse";
 }

@@ -233,6 +233,15 @@ TEST(ClientMessages, ResyncRequestRoundTrips) {
     EXPECT_EQ(round_trip(empty), proto::client_message{empty});
 }
 
+TEST(ClientMessages, FocusRoundTrips) {
+    for (const proto::focus f : {proto::focus{12.5F, -7.25F}, proto::focus{},
+                                 proto::focus{std::numeric_limits<float>::max(),
+                                              std::numeric_limits<float>::lowest()},
+                                 proto::focus{std::numeric_limits<float>::denorm_min(), -0.0F}}) {
+        EXPECT_EQ(round_trip(f), proto::client_message{f}) << f.x << ", " << f.y;
+    }
+}
+
 // Names resolve to wire ids against the server's schema: what it lacks cannot be sent.
 TEST(ClientMessages, EncodeRefusesWhatTheSchemaLacks) {
     proto::spawn s{1, {}};
@@ -486,6 +495,17 @@ TEST(ClientRejections, BadResyncReasonIsFatal) {
     expect_fatal(decode(proto::resync_request{"\xF8\x88\x80\x80\x80"}));
 }
 
+// A focus is not a command (no request id to answer): a bad one closes the connection.
+TEST(ClientRejections, NonFiniteFocusIsFatal) {
+    for (const float bad : {nan, inf, -inf}) {
+        for (const proto::focus f : {proto::focus{bad, 0.0F}, proto::focus{0.0F, bad}}) {
+            const auto decoded = decode(f);
+            expect_fatal(decoded);
+            EXPECT_THAT(decoded.error.message, HasSubstr("finite"));
+        }
+    }
+}
+
 TEST(ClientRejections, UnknownUnionTagIsFatal) {
     flatbuffers::FlatBufferBuilder fbb;
     const auto body = wire::CreatePing(fbb, 1);
@@ -525,6 +545,32 @@ TEST(ServerMessages, WelcomeRoundTrips) {
     EXPECT_EQ(round_trip(described), proto::server_control{described});
 }
 
+TEST(ServerMessages, WelcomeRoundTripsInterestRadiusAndBudget) {
+    proto::welcome w{3, proto::protocol_version, 30.0F, 9, 30, {}, "", types()};
+    w.interest_radius = 256.5F;
+    w.client_budget = 65'536;
+    EXPECT_EQ(round_trip(w), proto::server_control{w});
+    w.interest_radius = 0.0F;  // the whole world
+    w.client_budget = std::numeric_limits<std::uint32_t>::max();
+    EXPECT_EQ(round_trip(w), proto::server_control{w});
+    // The defaults (a server without interest management) survive as they are.
+    const auto plain = round_trip(proto::welcome{4, proto::protocol_version, 30.0F, 9, 30});
+    ASSERT_TRUE(plain.has_value());
+    const auto& decoded = std::get<proto::welcome>(*plain);
+    EXPECT_EQ(decoded.interest_radius, 0.0F);
+    EXPECT_EQ(decoded.client_budget, 0U);
+}
+
+TEST(ServerRejections, NegativeOrNonFiniteInterestRadiusIsRefused) {
+    for (const float radius : {-1.0F, -0.5F, nan, inf, -inf}) {
+        proto::welcome w{1, proto::protocol_version, 30.0F, 0, 10};
+        w.interest_radius = radius;
+        std::string why;
+        EXPECT_FALSE(round_trip(w, &why).has_value()) << radius;
+        EXPECT_THAT(why, HasSubstr("interest radius")) << radius;
+    }
+}
+
 TEST(ServerMessages, CommandResultRoundTrips) {
     const proto::command_result ok{17, true, wire::ErrorCode::None, "", Entity{900, 4}};
     EXPECT_EQ(round_trip(ok), proto::server_control{ok});
@@ -547,6 +593,19 @@ TEST(ServerMessages, ChecksumReportRoundTrips) {
     EXPECT_EQ(round_trip(c), proto::server_control{c});
     const proto::checksum_report slice{1001, 42, 7, 65'536, 131'072};
     EXPECT_EQ(round_trip(slice), proto::server_control{slice});
+}
+
+TEST(ServerMessages, ChecksumReportRoundTripsTheExcludedIndices) {
+    proto::checksum_report c{1002, 0x0123456789ABCDEFULL, 40};
+    c.excluded = {3, 17, 4'000'000, std::numeric_limits<std::uint32_t>::max() - 1};
+    EXPECT_EQ(round_trip(c), proto::server_control{c});
+    proto::checksum_report slice{1003, 7, 2, 100, 200};
+    slice.excluded = {150};
+    EXPECT_EQ(round_trip(slice), proto::server_control{slice});
+    // An empty list is the same as none: nothing excluded.
+    const auto none = round_trip(proto::checksum_report{1004, 8, 1});
+    ASSERT_TRUE(none.has_value());
+    EXPECT_TRUE(std::get<proto::checksum_report>(*none).excluded.empty());
 }
 
 TEST(ServerRejections, ChecksumOfAnEmptyIndexRangeIsRefused) {
