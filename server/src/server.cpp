@@ -365,7 +365,7 @@ void server::send_snapshot(session& s) {
 }
 
 void server::set_focus(session& s, const protocol::focus& focus) {
-    if (interest_.enabled() && s.owner_id() != 0) {
+    if (interest_.enabled() && interest_.accepts_client_focus() && s.owner_id() != 0) {
         interest_.set_focus(s.owner_id(), point{focus.x, focus.y});
     }
 }

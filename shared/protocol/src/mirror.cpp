@@ -705,6 +705,11 @@ bool mirror::apply_checksum(const wire::Checksum& message) {
     }
     if (const auto* excluded = message.excluded()) {
         // Entities whose latest values wait for bandwidth: the server left them out too.
+        // Ascending and unique, or an index would be subtracted twice.
+        if (!std::is_sorted(excluded->begin(), excluded->end()) ||
+            std::adjacent_find(excluded->begin(), excluded->end()) != excluded->end()) {
+            return inconsistent("Checksum excludes indices out of order or twice");
+        }
         for (const std::uint32_t index : *excluded) {
             if (range.contains(index) && !live_.find(index).is_null()) {
                 own.hash -= entity_terms(index);

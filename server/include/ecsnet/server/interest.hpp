@@ -136,6 +136,11 @@ public:
     void set_defaults(defaults d) noexcept { defaults_ = d; }
     [[nodiscard]] const defaults& default_settings() const noexcept { return defaults_; }
 
+    // Whether a client's Focus message moves its player's focus (true by default). A game that
+    // must not let clients look anywhere turns it off and sets foci itself (follow()).
+    void accept_client_focus(bool on) noexcept { client_focus_ = on; }
+    [[nodiscard]] bool accepts_client_focus() const noexcept { return client_focus_; }
+
     // Per player (owner id). A Focus message from one of its clients calls set_focus().
     void set_focus(std::uint32_t owner, point focus) { player(owner).focus = focus; }
     void follow(std::uint32_t owner, ecs::Entity e) { player(owner).follow = e; }
@@ -167,6 +172,7 @@ private:
     defaults defaults_;
     boost::unordered_flat_map<std::uint32_t, player_interest> players_;
     std::vector<float> weights_;
+    bool client_focus_{true};
 };
 
 }  // namespace ecsnet::server
