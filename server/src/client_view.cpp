@@ -180,7 +180,14 @@ const protocol::replication_encoder::view_changes& client_view::plan(
         // Sizes only matter under a budget.
         std::size_t total = (destroyed_.size() + left_.size()) * entity_bytes;
         for (candidate& c : candidates_) {
-            c.cost = c.due != 0 ? update_cost(ctx, c.e, c.due) : entry_cost(ctx, c.e);
+            if (c.due != 0) {
+                c.cost = update_cost(ctx, c.e, c.due);
+            } else {
+                // An entry may wait many ticks: its size is estimated once.
+                std::size_t& cost = waiting_[c.e.index()].cost;
+                cost = cost != 0 ? cost : entry_cost(ctx, c.e);
+                c.cost = cost;
+            }
             total += c.cost;
         }
         if (static_cast<double>(total) <= allowance_) {

@@ -104,8 +104,10 @@ void grid_interest::collect(const ecs::World& world, std::uint32_t owner, const 
         std::fill(visited_.begin(), visited_.end(), 0);
         stamp_ = 1;
     }
+    // The grid, the owned and the global sets follow every change: their entities are alive.
+    const bool exceptions = !p.never.empty();
     const auto add = [&](ecs::Entity e) {
-        if (world.valid(e) && !p.never.contains(e.index()) && first_visit(e)) {
+        if ((!exceptions || !p.never.contains(e.index())) && first_visit(e)) {
             out.push_back(e);
         }
     };
@@ -118,7 +120,9 @@ void grid_interest::collect(const ecs::World& world, std::uint32_t owner, const 
         }
     }
     for (const auto& [index, e] : p.always) {
-        add(e);
+        if (world.valid(e)) {  // the game's list may name an entity since destroyed
+            add(e);
+        }
     }
     for (const auto& [index, e] : unplaced_) {
         add(e);

@@ -111,6 +111,7 @@ private:
         std::uint32_t version{};
         float accumulated{0.0F};
         std::uint64_t seen{0};
+        std::size_t cost{0};  // its entry's size, once estimated
     };
     struct candidate {
         ecs::Entity e;
