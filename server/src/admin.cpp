@@ -63,7 +63,10 @@ nlohmann::json status_json(const server_health& h) {
           {"pending_refused", s.pending_refused},
           {"resyncs_requested", s.resyncs_requested},
           {"resyncs_coalesced", s.resyncs_coalesced},
-          {"identity_refused", s.identity_refused}}},
+          {"identity_refused", s.identity_refused},
+          {"view_entered", s.view_entered},
+          {"view_left", s.view_left},
+          {"view_deferred", s.view_deferred}}},
     };
 }
 
