@@ -26,7 +26,8 @@ cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DECSNET_BUILD_TESTS=
 cmake --build "$build" -j "$(nproc)" --target ecsnet-server ecsnet-loadgen loopback-floor > /dev/null
 mkdir -p "$(dirname "$out")"
 
-# label entities clients spawns joins
+# label entities clients spawns joins [extra loadgen arguments]
+big="--world-half-extent 8192 --interest-radius 256 --client-budget 65536 --focus-speed 30 --warmup 20"
 scenarios=(
   "1k-8     1000    8  600 10"
   "10k-8    10000   8  600 10"
@@ -34,17 +35,23 @@ scenarios=(
   "100-32   100     32 600 10"
   "100k-1   100000  1  600  5"
   "1m-1     1000000 1  600  3"
+  # The big world of issue 14: 16,384^2, 100,000 moving entities, each client's area of
+  # interest (radius 256) moving at 30 units/s, 64 KiB/s per client.
+  "big-100  100000  100  100 3 $big"
+  "big-500  100000  500  100 3 $big"
+  "big-1000 100000  1000 100 3 $big"
 )
 echo "machine: $(nproc) cores, $(sed -n 's/^model name\s*: //p' /proc/cpuinfo | head -n 1), load $(cut -d' ' -f1-3 /proc/loadavg)"
 for s in "${scenarios[@]}"; do
-  read -r label entities clients spawns joins <<< "$s"
+  read -r label entities clients spawns joins extra <<< "$s"
   if [ -n "$only" ] && [ "$only" != "$label" ]; then
     continue
   fi
   echo
+  # shellcheck disable=SC2086 # extra holds several arguments; a later --warmup wins
   "$build/bin/ecsnet-loadgen" --server "$build/bin/ecsnet-server" --label "$label" \
       --entities "$entities" --clients "$clients" --spawns "$spawns" --joins "$joins" \
-      --warmup 3 --window "$window" | tee /tmp/ecsnet-matrix-last.txt
+      --warmup 3 --window "$window" ${extra:-} | tee /tmp/ecsnet-matrix-last.txt
   tail -n 1 /tmp/ecsnet-matrix-last.txt >> "$out"
 done
 if [ -z "$only" ]; then
