@@ -26,32 +26,32 @@ cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DECSNET_BUILD_TESTS=
 cmake --build "$build" -j "$(nproc)" --target ecsnet-server ecsnet-loadgen loopback-floor > /dev/null
 mkdir -p "$(dirname "$out")"
 
-# label entities clients spawns joins [extra loadgen arguments]
-big="--world-half-extent 8192 --interest-radius 256 --client-budget 65536 --focus-speed 30 --warmup 20"
+# label entities clients spawns joins warmup [extra loadgen arguments]
+big="--world-half-extent 8192 --interest-radius 256 --client-budget 65536 --focus-speed 30"
 scenarios=(
-  "1k-8     1000    8  600 10"
-  "10k-8    10000   8  600 10"
-  "10k-1    10000   1  600 10"
-  "100-32   100     32 600 10"
-  "100k-1   100000  1  600  5"
-  "1m-1     1000000 1  600  3"
+  "1k-8     1000    8  600 10 3"
+  "10k-8    10000   8  600 10 3"
+  "10k-1    10000   1  600 10 3"
+  "100-32   100     32 600 10 3"
+  "100k-1   100000  1  600  5 3"
+  "1m-1     1000000 1  600  3 3"
   # The big world of issue 14: 16,384^2, 100,000 moving entities, each client's area of
   # interest (radius 256) moving at 30 units/s, 64 KiB/s per client.
-  "big-100  100000  100  100 3 $big"
-  "big-500  100000  500  100 3 $big"
-  "big-1000 100000  1000 100 3 $big"
+  "big-100  100000  100  100 3 20 $big"
+  "big-500  100000  500  100 3 20 $big"
+  "big-1000 100000  1000 100 3 20 $big"
 )
 echo "machine: $(nproc) cores, $(sed -n 's/^model name\s*: //p' /proc/cpuinfo | head -n 1), load $(cut -d' ' -f1-3 /proc/loadavg)"
 for s in "${scenarios[@]}"; do
-  read -r label entities clients spawns joins extra <<< "$s"
+  read -r label entities clients spawns joins warmup extra <<< "$s"
   if [ -n "$only" ] && [ "$only" != "$label" ]; then
     continue
   fi
   echo
-  # shellcheck disable=SC2086 # extra holds several arguments; a later --warmup wins
+  # shellcheck disable=SC2086 # extra holds several arguments
   "$build/bin/ecsnet-loadgen" --server "$build/bin/ecsnet-server" --label "$label" \
       --entities "$entities" --clients "$clients" --spawns "$spawns" --joins "$joins" \
-      --warmup 3 --window "$window" ${extra:-} | tee /tmp/ecsnet-matrix-last.txt
+      --warmup "$warmup" --window "$window" ${extra:-} | tee /tmp/ecsnet-matrix-last.txt
   tail -n 1 /tmp/ecsnet-matrix-last.txt >> "$out"
 done
 if [ -z "$only" ]; then
