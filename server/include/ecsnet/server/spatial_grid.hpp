@@ -91,7 +91,6 @@ private:
     void take_out(std::uint32_t index);
 
     float cell_size_;
-    float inverse_;
     boost::unordered_flat_map<std::uint64_t, std::vector<ecs::Entity>> cells_;
     std::vector<slot> slots_;  // by entity index
     std::size_t placed_{0};
