@@ -173,12 +173,17 @@ const protocol::replication_encoder::view_changes& client_view::plan(
         total += c.cost;
     }
     if (budget <= 0.0) {
+        // No allowance is kept while unlimited: sent() would otherwise run it into a debt of
+        // every frame sent so far, which a budget set later would have to pay off first.
+        fresh_allowance_ = true;
         for (const candidate& c : candidates_) {
             take(ctx, c);
         }
     } else {
         const double per_tick = budget / ctx.tick_rate;
-        allowance_ = first_plan_ ? per_tick : std::min(allowance_ + per_tick, per_tick * max_saved_ticks);
+        allowance_ = fresh_allowance_ ? per_tick
+                                      : std::min(allowance_ + per_tick, per_tick * max_saved_ticks);
+        fresh_allowance_ = false;
         if (static_cast<double>(total) <= allowance_) {
             for (const candidate& c : candidates_) {
                 take(ctx, c);
@@ -213,7 +218,6 @@ const protocol::replication_encoder::view_changes& client_view::plan(
             }
         }
     }
-    first_plan_ = false;
     stats_.entered += entered_.size() + spawned_.size();
     stats_.left += left_.size();
 

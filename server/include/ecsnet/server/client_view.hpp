@@ -119,7 +119,7 @@ private:
     boost::unordered_flat_map<std::uint32_t, held_entity> held_;      // by entity index
     boost::unordered_flat_map<std::uint32_t, waiting_entity> waiting_;
     double allowance_{0.0};
-    bool first_plan_{true};
+    bool fresh_allowance_{true};  // the next budgeted plan starts from one tick's allowance
     view_stats stats_;
 
     std::vector<ecs::Entity> destroyed_;
