@@ -229,8 +229,8 @@ const protocol::replication_encoder::view_changes& client_view::plan(
     return changes_;
 }
 
-void client_view::sent(std::size_t bytes) noexcept {
-    allowance_ -= static_cast<double>(bytes);
+void client_view::sent(std::size_t bytes, std::size_t fixed_bytes) noexcept {
+    allowance_ -= static_cast<double>(bytes - std::min(bytes, fixed_bytes));
     stats_.bytes += bytes;
 }
 

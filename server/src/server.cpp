@@ -552,6 +552,9 @@ void server::broadcast_views(const ecs::World::change_set_type& changes) {
     // then its own frame (client_view), of size proportional to what it sees.
     tick_changes_.build(*world_, changes, types_);
     const client_view::context ctx{*world_, types_, tick_changes_, interest_, tick_, config_.tick_rate};
+    // What every client's frame takes with nothing in it: not charged to the budgets.
+    const std::size_t empty_frame =
+        encoder_.encode_view_delta(*world_, protocol::replication_encoder::view_changes{}, tick_)->size();
     for (const auto& [id, s] : sessions_) {
         const auto view = views_.find(id);
         if (!s->joined() || view == views_.end()) {
@@ -562,7 +565,7 @@ void server::broadcast_views(const ecs::World::change_set_type& changes) {
                                     desired_);
         const protocol::frame delta =
             encoder_.encode_view_delta(*world_, view->second.plan(ctx, desired_), tick_);
-        view->second.sent(delta->size());
+        view->second.sent(delta->size(), empty_frame);
         // Each client's checksum sums what it holds: spread over the interval by session id
         // so that no tick pays for all of them.
         if ((tick_ + id) % config_.checksum_interval == 0) {

@@ -69,8 +69,11 @@ public:
     // values of then.
     [[nodiscard]] const protocol::replication_encoder::view_changes& plan(
         const context& ctx, const std::vector<ecs::Entity>& desired);
-    // The frame built from plan() took `bytes`: charged to the budget.
-    void sent(std::size_t bytes) noexcept;
+    // The frame built from plan() took `bytes`, of which `fixed_bytes` an empty frame of the
+    // tick takes (encode_view_delta of nothing): only the rest is charged to the budget. The
+    // empty frame goes every tick whatever the budget, and charging it let a budget below it
+    // (2000 B/s at 50 Hz) send nothing ever.
+    void sent(std::size_t bytes, std::size_t fixed_bytes = 0) noexcept;
 
     // The checksum of what the client's mirror holds: every entity held with all its values
     // sent; those whose latest values still wait are listed in `excluded` (both sides skip
