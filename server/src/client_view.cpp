@@ -88,17 +88,34 @@ std::size_t client_view::update_cost(const context& ctx, ecs::Entity e, std::uin
     return bytes;
 }
 
+std::uint64_t client_view::present_types(const context& ctx, ecs::Entity e, std::uint64_t mask) {
+    std::uint64_t present = 0;
+    for (std::uint32_t id = 0; id < ctx.types.size() && (mask >> id) != 0; ++id) {
+        if (((mask >> id) & 1U) != 0 && ctx.types.ops(id).contains(ctx.world, e)) {
+            present |= std::uint64_t{1} << id;
+        }
+    }
+    return present;
+}
+
 void client_view::take(const context& ctx, const candidate& c) {
     if (c.due != 0) {
-        updated_.emplace_back(c.e, c.due);
         held_entity& h = held_[c.e.index()];
+        // A type added and removed again while the update waited was never in the mirror:
+        // its removal would be refused there as inconsistent.
+        const std::uint64_t present = present_types(ctx, c.e, c.due);
+        if (const std::uint64_t send = c.due & (present | h.types); send != 0) {
+            updated_.emplace_back(c.e, send);
+        }
+        h.types = (h.types & ~c.due) | present;
         h.due = 0;
         h.accumulated = 0.0F;
         return;
     }
     (c.spawn ? spawned_ : entered_).push_back(c.e);
     waiting_.erase(c.e.index());
-    held_.insert_or_assign(c.e.index(), held_entity{c.e.version(), 0, 0.0F, ctx.tick});
+    held_.insert_or_assign(c.e.index(),
+                           held_entity{c.e.version(), 0, 0.0F, ctx.tick, present_types(ctx, c.e, ~std::uint64_t{0})});
 }
 
 void client_view::defer(const candidate& c) {

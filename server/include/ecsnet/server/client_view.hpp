@@ -98,6 +98,7 @@ private:
         std::uint64_t due{0};  // wire ids changed since last sent
         float accumulated{0.0F};
         std::uint64_t seen{0};  // the last tick it was in view
+        std::uint64_t types{0};  // the wire ids the mirror holds a value of
     };
     struct waiting_entity {  // in view, not sent yet
         std::uint32_t version{};
@@ -115,6 +116,9 @@ private:
     [[nodiscard]] std::size_t entry_cost(const context& ctx, ecs::Entity e) const;
     [[nodiscard]] std::size_t update_cost(const context& ctx, ecs::Entity e,
                                           std::uint64_t due) const;
+    // The wire ids among `mask` that e has now.
+    [[nodiscard]] static std::uint64_t present_types(const context& ctx, ecs::Entity e,
+                                                     std::uint64_t mask);
     void take(const context& ctx, const candidate& c);
     void defer(const candidate& c);
 
