@@ -114,8 +114,8 @@ void client_view::take(const context& ctx, const candidate& c) {
     }
     (c.spawn ? spawned_ : entered_).push_back(c.e);
     waiting_.erase(c.e.index());
-    held_.insert_or_assign(c.e.index(),
-                           held_entity{c.e.version(), 0, 0.0F, ctx.tick, present_types(ctx, c.e, ~std::uint64_t{0})});
+    held_.insert_or_assign(c.e.index(), held_entity{c.e.version(), 0, 0.0F, ctx.tick,
+                                                    present_types(ctx, c.e, ~std::uint64_t{0})});
 }
 
 void client_view::defer(const candidate& c) {

@@ -554,7 +554,8 @@ void server::broadcast_views(const ecs::World::change_set_type& changes) {
     const client_view::context ctx{*world_, types_, tick_changes_, interest_, tick_, config_.tick_rate};
     // What every client's frame takes with nothing in it: not charged to the budgets.
     const std::size_t empty_frame =
-        encoder_.encode_view_delta(*world_, protocol::replication_encoder::view_changes{}, tick_)->size();
+        encoder_.encode_view_delta(*world_, protocol::replication_encoder::view_changes{}, tick_)
+            ->size();
     for (const auto& [id, s] : sessions_) {
         const auto view = views_.find(id);
         if (!s->joined() || view == views_.end()) {
