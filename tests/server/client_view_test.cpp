@@ -71,7 +71,9 @@ protected:
         e.on_spawn = [this](Entity x) { events_.push_back("spawn " + ecsnet::ecs::to_string(x)); };
         e.on_enter = [this](Entity x) { events_.push_back("enter " + ecsnet::ecs::to_string(x)); };
         e.on_leave = [this](Entity x) { events_.push_back("leave " + ecsnet::ecs::to_string(x)); };
-        e.on_destroy = [this](Entity x) { events_.push_back("destroy " + ecsnet::ecs::to_string(x)); };
+        e.on_destroy = [this](Entity x) {
+            events_.push_back("destroy " + ecsnet::ecs::to_string(x));
+        };
         apply(encoder_.encode_empty_snapshot(tick_));
         EXPECT_TRUE(mirror_.ready());
     }
@@ -162,7 +164,9 @@ protected:
     std::size_t charged_{0};  // bytes beyond the empty frames: what the budget bounds
 };
 
-std::string str(Entity e) { return ecsnet::ecs::to_string(e); }
+std::string str(Entity e) {
+    return ecsnet::ecs::to_string(e);
+}
 
 TEST_F(ViewTest, SpawnEnterLeaveDestroy) {
     const Entity a = at(1, 1);
@@ -295,7 +299,8 @@ TEST_F(ViewTest, ChecksumSumsHeldEntitiesWithNothingDue) {
 TEST_F(ViewTest, BudgetBoundsBytesAndEverythingArrives) {
     std::vector<Entity> all;
     for (int i = 0; i < 60; ++i) {
-        all.push_back(at(static_cast<float>(i % 20) * 0.4F - 5.0F, static_cast<float>(i / 20) - 5.0F));
+        all.push_back(
+            at(static_cast<float>(i % 20) * 0.4F - 5.0F, static_cast<float>(i / 20) - 5.0F));
     }
     const double budget = 4000.0;  // 400 bytes a tick
     interest_.set_budget(me, budget);
@@ -359,9 +364,9 @@ TEST_F(ViewTest, TheMostUrgentGoFirstAndNoneStarves) {
             ASSERT_FALSE(sent.empty());
             ASSERT_LT(sent.size(), own.size() + near.size()) << "the budget must bind";
             const auto rank = [&](Entity e) {
-                return std::count(own.begin(), own.end(), e) ? 0
+                return std::count(own.begin(), own.end(), e)     ? 0
                        : std::count(near.begin(), near.end(), e) ? 1
-                                                                  : 2;
+                                                                 : 2;
             };
             int worst_sent = 0;
             for (const Entity e : sent) {
@@ -472,7 +477,8 @@ TEST_F(ViewTest, PropertyMirrorFollowsTheViewUnderChurn) {
             for (int a = 0; a < actions; ++a) {
                 const unsigned what = rng() % 10;
                 if (what < 3 || alive.empty()) {
-                    const std::uint32_t owner = rng() % 6 == 0 ? me : (rng() % 6 == 0 ? someone_else : 0);
+                    const std::uint32_t owner =
+                        rng() % 6 == 0 ? me : (rng() % 6 == 0 ? someone_else : 0);
                     const Entity e = at(where(rng), where(rng), owner);
                     if (rng() % 3 == 0) {
                         world_->emplace<Name>(e, "n" + std::to_string(rng() % 1000));

@@ -28,8 +28,9 @@ using ecsnet::server::point;
 class InterestTest : public testing::Test {
 protected:
     InterestTest() {
-        grid_ = &interest_.use_grid<Position>(
-            10.0F, [](const Position& p) { return point{p.x, p.y}; });
+        grid_ = &interest_.use_grid<Position>(10.0F, [](const Position& p) {
+            return point{p.x, p.y};
+        });
     }
 
     Entity at(float x, float y) {
@@ -119,9 +120,9 @@ TEST_F(InterestTest, CollectIsViewPlusOwnedPlusAlwaysPlusGlobalMinusNever) {
     interest_.set_focus(1, {0, 0});
     interest_.set_radius(1, 5);
     const Entity near = at(1, 1);
-    const Entity near_owned = owned_at(1, 2, 2);       // in view and owned: once
-    const Entity far_owned = owned_at(1, 400, -400);   // owned, out of view
-    const Entity others = owned_at(2, 300, 300);       // another player's
+    const Entity near_owned = owned_at(1, 2, 2);      // in view and owned: once
+    const Entity far_owned = owned_at(1, 400, -400);  // owned, out of view
+    const Entity others = owned_at(2, 300, 300);      // another player's
     const Entity far = at(-300, 50);
     const Entity marked = at(700, 700);
     const Entity hidden = at(3, 3);  // in view, but never relevant

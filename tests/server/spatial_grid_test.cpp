@@ -131,8 +131,8 @@ TEST(SpatialGrid, QueryMatchesBruteForceOnRandomPoints) {
                 const point centre{coordinate(rng), coordinate(rng)};
                 const float r = step % 20 == 0 ? radius(rng) : radius(rng) * 10.0F;
                 ASSERT_EQ(query(grid, centre, r), brute_force(placed, cell, centre, r))
-                    << "cell " << cell << ", centre " << centre.x << "," << centre.y
-                    << ", radius " << r << ", step " << step;
+                    << "cell " << cell << ", centre " << centre.x << "," << centre.y << ", radius "
+                    << r << ", step " << step;
             }
         }
         for (const auto& [e, p] : placed) {
@@ -168,7 +168,7 @@ TEST(SpatialGrid, NonFiniteAndHugeCoordinatesDoNotCrash) {
     constexpr float inf = std::numeric_limits<float>::infinity();
     constexpr float nan = std::numeric_limits<float>::quiet_NaN();
     constexpr float huge = std::numeric_limits<float>::max();
-    const std::vector<point> points{{nan, 0},   {0, nan},     {inf, -inf}, {-inf, inf},
+    const std::vector<point> points{{nan, 0},     {0, nan},       {inf, -inf},     {-inf, inf},
                                     {huge, huge}, {-huge, 1e30F}, {1e30F, -1e30F}, {0, 0}};
     for (std::uint32_t i = 0; i < points.size(); ++i) {
         grid.place(Entity{i, 1}, points[i]);
@@ -196,9 +196,9 @@ TEST(SpatialGrid, NonFiniteAndHugeCoordinatesDoNotCrash) {
 }
 
 TEST(SpatialGrid, BadCellSizeThrows) {
-    for (const float size : {0.0F, -1.0F, std::numeric_limits<float>::quiet_NaN(),
-                             std::numeric_limits<float>::infinity(),
-                             -std::numeric_limits<float>::infinity()}) {
+    for (const float size :
+         {0.0F, -1.0F, std::numeric_limits<float>::quiet_NaN(),
+          std::numeric_limits<float>::infinity(), -std::numeric_limits<float>::infinity()}) {
         EXPECT_THROW(spatial_grid{size}, std::invalid_argument) << size;
     }
     EXPECT_NO_THROW(spatial_grid{0.001F});
