@@ -91,17 +91,34 @@ std::size_t client_view::update_cost(const context& ctx, ecs::Entity e, std::uin
     return bytes;
 }
 
+std::uint64_t client_view::present_types(const context& ctx, ecs::Entity e, std::uint64_t mask) {
+    std::uint64_t present = 0;
+    for (std::uint32_t id = 0; id < ctx.types.size() && (mask >> id) != 0; ++id) {
+        if (((mask >> id) & 1U) != 0 && ctx.types.ops(id).contains(ctx.world, e)) {
+            present |= std::uint64_t{1} << id;
+        }
+    }
+    return present;
+}
+
 void client_view::take(const context& ctx, const candidate& c) {
     if (c.due != 0) {
-        updated_.emplace_back(c.e, c.due);
         held_entity& h = held_[c.e.index()];
+        // A type added and removed again while the update waited was never in the mirror:
+        // its removal would be refused there as inconsistent.
+        const std::uint64_t present = present_types(ctx, c.e, c.due);
+        if (const std::uint64_t send = c.due & (present | h.types); send != 0) {
+            updated_.emplace_back(c.e, send);
+        }
+        h.types = (h.types & ~c.due) | present;
         h.due = 0;
         h.accumulated = 0.0F;
         return;
     }
     (c.spawn ? spawned_ : entered_).push_back(c.e);
     waiting_.erase(c.e.index());
-    held_.insert_or_assign(c.e.index(), held_entity{c.e.version(), 0, 0.0F, ctx.tick});
+    held_.insert_or_assign(c.e.index(), held_entity{c.e.version(), 0, 0.0F, ctx.tick,
+                                                    present_types(ctx, c.e, ~std::uint64_t{0})});
 }
 
 void client_view::defer(const candidate& c) {
@@ -172,6 +189,9 @@ const protocol::replication_encoder::view_changes& client_view::plan(
     const player_interest& p = ctx.interest.player(owner_);
     const double budget = ctx.interest.budget_of(p);
     if (budget <= 0.0) {
+        // No allowance is kept while unlimited: sent() would otherwise run it into a debt of
+        // every frame sent so far, which a budget set later would have to pay off first.
+        fresh_allowance_ = true;
         for (const candidate& c : candidates_) {
             take(ctx, c);
         }
@@ -224,7 +244,6 @@ const protocol::replication_encoder::view_changes& client_view::plan(
             }
         }
     }
-    first_plan_ = false;
     stats_.entered += entered_.size() + spawned_.size();
     stats_.left += left_.size();
 
@@ -238,8 +257,9 @@ const protocol::replication_encoder::view_changes& client_view::plan(
 
 void client_view::refill(const context& ctx, double budget) noexcept {
     const double per_tick = budget / ctx.tick_rate;
-    allowance_ = first_plan_ ? per_tick : std::min(allowance_ + per_tick, per_tick * max_saved_ticks);
-    first_plan_ = false;
+    allowance_ = fresh_allowance_ ? per_tick
+                                  : std::min(allowance_ + per_tick, per_tick * max_saved_ticks);
+    fresh_allowance_ = false;
 }
 
 bool client_view::in_sync() const noexcept {
@@ -258,7 +278,8 @@ void client_view::set_whole_world() noexcept {
 bool client_view::afford(const context& ctx, std::size_t bytes) {
     const double budget = ctx.interest.budget_of(ctx.interest.player(owner_));
     if (budget <= 0.0) {
-        sent(bytes);
+        fresh_allowance_ = true;
+        stats_.bytes += bytes;
         return true;
     }
     refill(ctx, budget);
@@ -276,7 +297,10 @@ void client_view::hold_everything(const context& ctx) {
     held_.clear();
     ctx.world.entities().each([&](ecs::Entity e) {
         if (!ctx.changes.created(e)) {
-            held_.emplace(e.index(), held_entity{e.version(), 0, 0.0F, ctx.tick});
+            // The types it has, and those removed this tick: the mirror still has those.
+            const std::uint64_t changed = ctx.changes.mask(e.index());
+            held_.emplace(e.index(), held_entity{e.version(), 0, 0.0F, ctx.tick,
+                                                 present_types(ctx, e, ~std::uint64_t{0}) | changed});
         }
     });
     for (const ecs::Entity e : ctx.changes.destroyed()) {
@@ -284,8 +308,8 @@ void client_view::hold_everything(const context& ctx) {
     }
 }
 
-void client_view::sent(std::size_t bytes) noexcept {
-    allowance_ -= static_cast<double>(bytes);
+void client_view::sent(std::size_t bytes, std::size_t fixed_bytes) noexcept {
+    allowance_ -= static_cast<double>(bytes - std::min(bytes, fixed_bytes));
     stats_.bytes += bytes;
 }
 

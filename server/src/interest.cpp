@@ -144,8 +144,10 @@ float grid_interest::priority(const ecs::World& world, std::uint32_t owner,
     if (!at) {
         return 1.0F;
     }
-    const float d = std::hypot(at->x - p.focus->x, at->y - p.focus->y);
-    return 1.0F / (1.0F + 2.0F * std::min(d / p.radius, 1.0F));
+    // A NaN distance (a NaN coordinate) counts as far: a NaN priority would break the
+    // budget's ordering of candidates.
+    const float d = std::hypot(at->x - p.focus->x, at->y - p.focus->y) / p.radius;
+    return 1.0F / (1.0F + 2.0F * (d < 1.0F ? d : 1.0F));
 }
 
 bool grid_interest::sees_everything(const ecs::World& /*world*/, std::uint32_t /*owner*/,

@@ -156,6 +156,10 @@ void replicator::tick(const ecs::World& world, const ecs::World::change_set_type
     // policy), then its own frame, of a size proportional to what it sees.
     tick_changes_.build(world, changes, types_);
     const client_view::context ctx{world, types_, tick_changes_, interest_, tick, options_.tick_rate};
+    // What every client's frame takes with nothing in it: not charged to budgets (the frame
+    // goes every tick whatever the budget).
+    empty_frame_bytes_ =
+        encoder_.encode_view_delta(world, protocol::replication_encoder::view_changes{}, tick)->size();
     for (auto& [id, c] : clients_) {
         if (c.view) {
             serve_view(world, id, c, ctx, stream, send);
@@ -189,7 +193,7 @@ void replicator::serve_view(const ecs::World& world, std::uint64_t id, client& c
     stats_.view_left += plan.left.size();
     stats_.view_deferred += v.stats().deferred - deferred;
     const protocol::frame delta = encoder_.encode_view_delta(world, plan, ctx.tick);
-    v.sent(delta->size());
+    v.sent(delta->size(), empty_frame_bytes_);
     if (everything && desired_.size() == world.alive() && v.in_sync()) {
         v.set_whole_world();  // holds it all: the single stream from the next tick
     }

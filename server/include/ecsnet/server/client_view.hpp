@@ -69,8 +69,11 @@ public:
     // values of then.
     [[nodiscard]] const protocol::replication_encoder::view_changes& plan(
         const context& ctx, const std::vector<ecs::Entity>& desired);
-    // The frame built from plan() took `bytes`: charged to the budget.
-    void sent(std::size_t bytes) noexcept;
+    // The frame built from plan() took `bytes`, of which `fixed_bytes` an empty frame of the
+    // tick takes (encode_view_delta of nothing): only the rest is charged to the budget. The
+    // empty frame goes every tick whatever the budget, and charging it let a budget below it
+    // (2000 B/s at 50 Hz) send nothing ever.
+    void sent(std::size_t bytes, std::size_t fixed_bytes = 0) noexcept;
 
     // The checksum of what the client's mirror holds: every entity held with all its values
     // sent; those whose latest values still wait are listed in `excluded` (both sides skip
@@ -106,6 +109,7 @@ private:
         std::uint64_t due{0};  // wire ids changed since last sent
         float accumulated{0.0F};
         std::uint64_t seen{0};  // the last tick it was in view
+        std::uint64_t types{0};  // the wire ids the mirror holds a value of
     };
     struct waiting_entity {  // in view, not sent yet
         std::uint32_t version{};
@@ -124,6 +128,9 @@ private:
     [[nodiscard]] std::size_t entry_cost(const context& ctx, ecs::Entity e) const;
     [[nodiscard]] std::size_t update_cost(const context& ctx, ecs::Entity e,
                                           std::uint64_t due) const;
+    // The wire ids among `mask` that e has now.
+    [[nodiscard]] static std::uint64_t present_types(const context& ctx, ecs::Entity e,
+                                                     std::uint64_t mask);
     void take(const context& ctx, const candidate& c);
     void defer(const candidate& c);
 
@@ -131,7 +138,7 @@ private:
     boost::unordered_flat_map<std::uint32_t, held_entity> held_;      // by entity index
     boost::unordered_flat_map<std::uint32_t, waiting_entity> waiting_;
     double allowance_{0.0};
-    bool first_plan_{true};
+    bool fresh_allowance_{true};  // the next budgeted plan starts from one tick's allowance
     bool whole_world_{false};
     void refill(const context& ctx, double budget) noexcept;
     view_stats stats_;

@@ -85,6 +85,7 @@ private:
     std::map<std::uint64_t, client> clients_;
     tick_changes tick_changes_;
     std::vector<ecs::Entity> desired_;
+    std::size_t empty_frame_bytes_{0};
     std::uint32_t checksum_next_index_{0};
     std::uint64_t snapshot_tick_{~std::uint64_t{0}};
     std::size_t snapshot_bytes_{0};

@@ -55,9 +55,16 @@ public:
     void query(point centre, float radius, Fn&& fn) const {
         const cell low = cell_of(point{centre.x - radius, centre.y - radius});
         const cell high = cell_of(point{centre.x + radius, centre.y + radius});
+        // 64-bit arithmetic throughout: the outermost cells are the int32 limits, where a
+        // 32-bit loop counter would overflow and the full span (2^32 squared) too.
+        const std::int64_t width = std::int64_t{high.x} - low.x + 1;
+        const std::int64_t height = std::int64_t{high.y} - low.y + 1;
+        if (width <= 0 || height <= 0) {
+            return;  // a negative radius
+        }
         // A radius spanning more cells than are occupied walks the occupied cells instead.
-        const auto span = (std::int64_t{high.x} - low.x + 1) * (std::int64_t{high.y} - low.y + 1);
-        if (span > static_cast<std::int64_t>(cells_.size())) {
+        const auto occupied = static_cast<std::int64_t>(cells_.size());
+        if (width > occupied || height > occupied || width * height > occupied) {
             for (const auto& [key, entities] : cells_) {
                 const cell c = unpack(key);
                 if (c.x >= low.x && c.x <= high.x && c.y >= low.y && c.y <= high.y) {
@@ -68,9 +75,10 @@ public:
             }
             return;
         }
-        for (std::int32_t y = low.y; y <= high.y; ++y) {
-            for (std::int32_t x = low.x; x <= high.x; ++x) {
-                const auto it = cells_.find(pack(cell{x, y}));
+        for (std::int64_t y = low.y; y <= high.y; ++y) {
+            for (std::int64_t x = low.x; x <= high.x; ++x) {
+                const auto it = cells_.find(
+                    pack(cell{static_cast<std::int32_t>(x), static_cast<std::int32_t>(y)}));
                 if (it != cells_.end()) {
                     for (const ecs::Entity e : it->second) {
                         fn(e);
@@ -98,7 +106,6 @@ private:
     void take_out(std::uint32_t index);
 
     float cell_size_;
-    float inverse_;
     boost::unordered_flat_map<std::uint64_t, std::vector<ecs::Entity>> cells_;
     std::vector<slot> slots_;  // by entity index
     std::size_t placed_{0};
