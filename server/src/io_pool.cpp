@@ -1,7 +1,7 @@
 #include "ecsnet/server/io_pool.hpp"
 
-#include <boost/asio/executor_work_guard.hpp>
 #include <spdlog/spdlog.h>
+#include <boost/asio/executor_work_guard.hpp>
 
 #include <algorithm>
 #include <exception>

@@ -118,7 +118,9 @@ void session::close_now(std::string reason) {
 }
 
 void session::send(protocol::frame frame) {
-    on_io_thread([frame = std::move(frame)](session& s) mutable { s.queue_reply(std::move(frame)); });
+    on_io_thread([frame = std::move(frame)](session& s) mutable {
+        s.queue_reply(std::move(frame));
+    });
 }
 
 void session::send_snapshot_chunk(protocol::frame frame) {

@@ -2048,8 +2048,13 @@ TEST(ServerThreads, TwoIoThreadsServeClientsThatSendAndReceiveAtOnce) {
         return true;
     };
     ASSERT_TRUE(poll_all_until(
-        all, [&] { return std::all_of(all.begin(), all.end(), [&](auto* c) { return has_everything(*c); }); },
-        10s));
+        all,
+        [&] {
+            return std::all_of(all.begin(), all.end(),
+                               [&](const connection* c) { return has_everything(*c); });
+        },
+        10s))
+        << "every client mirrors every entity spawned, with its last Health";
 
     // All at one tick: record each mirror at every tick from now on until all passed the tick
     // the most advanced one is at.
