@@ -5,13 +5,28 @@
 #include <CLI/CLI.hpp>
 #include <spdlog/fmt/fmt.h>
 
+#include <charconv>
 #include <cmath>
+#include <system_error>
+#include <thread>
 
 #ifndef ECSNET_VERSION
 #define ECSNET_VERSION "0.0.0"
 #endif
 
 namespace ecsnet::server {
+
+namespace {
+
+constexpr std::size_t max_io_threads = 1024;
+
+}  // namespace
+
+std::size_t default_io_threads() noexcept {
+    // hardware_concurrency() is 0 when unknown: then one I/O thread.
+    const unsigned cores = std::thread::hardware_concurrency();
+    return cores > 1 ? cores - 1 : 1;
+}
 
 parsed_command_line parse_command_line(int argc, const char* const* argv) {
     parsed_command_line out;
@@ -140,6 +155,22 @@ parsed_command_line parse_command_line(int argc, const char* const* argv) {
     env(app.add_option("--stats-interval-s", stats_s, "Seconds between stats log lines")
             ->check(CLI::Range(1, 86'400)),
         "ECSNET_STATS_INTERVAL_S");
+    env(app.add_option("--io-threads", c.io_threads,
+                       "Threads that read and write the clients' sockets (default: cores - 1, at "
+                       "least 1); the world ticks on a thread of its own")
+            ->check([](const std::string& v) {
+                std::size_t n = 0;
+                const auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
+                if (ec != std::errc{} || end != v.data() + v.size()) {
+                    return "not a number of threads: " + v;
+                }
+                if (n == 0) {
+                    return std::string{"must be at least 1: the world's thread does no socket I/O"};
+                }
+                return n > max_io_threads ? "at most " + std::to_string(max_io_threads)
+                                          : std::string{};
+            }),
+        "ECSNET_IO_THREADS");
     env(app.add_option("--admin-port", c.admin_port,
                        "Admin HTTP endpoint (/healthz, /readyz, /status) port; -1: off, 0: any "
                        "free port (logged)")
@@ -225,7 +256,7 @@ std::string describe(const server_config& c) {
         "demo_entities={} max_entities={} max_entities_per_client={} command_rate={}/s "
         "burst={} checksum_interval={} checksum_slice={} interest={} auth={} identity={} tls={} max_pending={} "
         "max_pending_per_address={} resync_interval={}ms on_disconnect={} world=[-{},{}] log={}/{} "
-        "admin={} drain={}s",
+        "io_threads={} admin={} drain={}s",
         c.bind, c.port, c.tick_rate, c.max_clients, c.max_frame_bytes, c.queue_bytes,
         c.demo_entities, c.max_entities, c.max_entities_per_client, c.command_rate,
         c.command_burst, c.checksum_interval, c.checksum_slice,
@@ -239,6 +270,7 @@ std::string describe(const server_config& c) {
         c.resync_interval.count(),
         c.keep_entities_on_disconnect ? "keep" : "despawn", c.world_half_extent,
         c.world_half_extent, c.log_level, c.log_format_ == log_format::json ? "json" : "text",
+        c.io_threads,
         c.admin_port < 0 ? std::string{"off"} : c.admin_bind + ":" + std::to_string(c.admin_port),
         c.drain.count());
 }

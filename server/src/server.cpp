@@ -84,6 +84,7 @@ server::server(asio::io_context& io, server_config config, const game& g)
       replicator_{types_, interest_,
                   replicator_options{config_.tick_rate, config_.checksum_interval,
                                      config_.checksum_slice}},
+      pool_{config_.io_threads},
       acceptor_{io},
       tick_timer_{io},
       stats_timer_{io},
@@ -96,7 +97,25 @@ server::server(asio::io_context& io, server_config config, const game& g)
     }
 }
 
-server::~server() = default;
+server::~server() {
+    // Before any member goes: the I/O threads use the config, the counters, the log limiter.
+    pool_.stop();
+}
+
+server_stats server::stats() const noexcept {
+    server_stats out = stats_;
+    const auto read = [](const std::atomic<std::uint64_t>& c) {
+        return c.load(std::memory_order_relaxed);
+    };
+    out.resyncs = read(io_stats_.resyncs);
+    out.dropped_frames = read(io_stats_.dropped_frames);
+    out.rate_limited = read(io_stats_.rate_limited);
+    out.invalid_frames = read(io_stats_.invalid_frames);
+    out.bytes_out = read(io_stats_.bytes_out);
+    out.resyncs_requested = read(io_stats_.resyncs_requested);
+    out.resyncs_coalesced = read(io_stats_.resyncs_coalesced);
+    return out;
+}
 
 void server::start() {
     if (!config_.tls_cert.empty()) {
@@ -116,7 +135,7 @@ void server::start() {
     }
     publish_health();
     spdlog::info("ecsnet-server starting: {}", describe(config_));
-    spdlog::info("listening on {}:{}", config_.bind, port_);
+    spdlog::info("listening on {}:{} ({} I/O threads)", config_.bind, port_, pool_.size());
     asio::co_spawn(io_, accept_loop(), [](const std::exception_ptr& e) { log_exception("accept loop", e); });
     asio::co_spawn(io_, tick_loop(), [this](const std::exception_ptr& e) {
         log_exception("tick loop", e);
@@ -196,7 +215,7 @@ void server::publish_health(bool tick_ended) {
     published_.draining = draining_;
     published_.tick = tick_;
     published_.clients = active_;
-    published_.stats = stats_;
+    published_.stats = stats();
 }
 
 void server::tick_loop_ended(const std::exception_ptr& e) {
@@ -218,7 +237,10 @@ void server::tick_loop_ended(const std::exception_ptr& e) {
 awaitable<void> server::accept_loop() {
     asio::steady_timer backoff{io_};
     while (running_) {
-        auto [ec, socket] = co_await acceptor_.async_accept(use_tuple);
+        // The socket is opened on the I/O thread its session will live on (round robin).
+        auto context = pool_.next();
+        auto [ec, socket] = co_await acceptor_.async_accept(
+            asio::any_io_executor{context->get_executor()}, use_tuple);
         if (!running_ || !acceptor_.is_open()) {
             break;  // stop() or drain()
         }
@@ -239,7 +261,10 @@ awaitable<void> server::accept_loop() {
         const std::uint64_t id = next_session_id_++;
         auto stream = tls_ ? make_tls_stream(std::move(socket), *tls_)
                            : make_tcp_stream(std::move(socket));
-        auto s = std::make_shared<session>(std::move(stream), *this, id);
+        auto s = std::make_shared<session>(std::move(context), std::move(stream), *this, id);
+        if (sessions_.empty()) {
+            sessions_work_.emplace(io_.get_executor());
+        }
         sessions_.emplace(id, s);
         // Before Hello a connection holds no player slot, only one of --max-pending: silent
         // sockets cannot lock players out. One address may hold only so many; past the global
@@ -256,8 +281,10 @@ awaitable<void> server::accept_loop() {
             const auto oldest = sessions_.find(*pending_ids_.begin());
             ++stats_.pending_evicted;
             if (oldest != sessions_.end()) {
-                const auto victim = oldest->second;  // closed() erases it from sessions_
-                victim->close_now("closed to make room: too many connections waiting for Hello");
+                // Its slot is free at once; closed() erases it from sessions_ when it has closed.
+                end_pending(*oldest->second);
+                oldest->second->close_now(
+                    "closed to make room: too many connections waiting for Hello");
             }
         }
         start_pending(s);
@@ -312,6 +339,17 @@ std::optional<std::string> server::identify(session& s, const protocol::hello& h
     return std::nullopt;
 }
 
+void server::hello(const std::shared_ptr<session>& s, const protocol::hello& message) {
+    if (!s->pending()) {
+        return;  // evicted meanwhile (accept_loop): it is closing and needs no answer
+    }
+    auto refusal = admit(*s, message);
+    if (refusal) {
+        ++stats_.refused;
+    }
+    s->admitted(std::move(refusal));  // after Welcome and the snapshot, in the same queue
+}
+
 std::optional<std::string> server::admit(session& s, const protocol::hello& hello) {
     if (hello.version != protocol::protocol_version) {
         return "protocol version " + std::to_string(hello.version) +
@@ -339,6 +377,7 @@ std::optional<std::string> server::admit(session& s, const protocol::hello& hell
     ++active_;
     s.set_counted(true);
     replicator_.add_client(s.id(), s.owner_id());
+    s.set_joined(true);
     s.send(protocol::encode(protocol::server_control{welcome}));
     send_snapshot(s);
     spdlog::info("client {} ({}, owner {}{}) joined from {} at tick {}", s.id(),
@@ -350,18 +389,31 @@ std::optional<std::string> server::admit(session& s, const protocol::hello& hell
 
 void server::queue_command(const std::shared_ptr<session>& s, protocol::client_message message) {
     pending_.push_back(pending_command{s, s->owner_id(), std::move(message)});
-    s->command_queued();
+    if (!running_) {
+        apply_pending_commands();  // stopped: no tick will come, and the session waits
+    }
 }
 
 void server::queue_result(const std::shared_ptr<session>& s, protocol::command_result result) {
     pending_.push_back(pending_command{s, s->owner_id(), std::move(result)});
-    s->command_queued();
+    if (!running_) {
+        apply_pending_commands();
+    }
+}
+
+void server::resync(const std::shared_ptr<session>& s) {
+    if (!s->joined()) {
+        return;  // closed meanwhile
+    }
+    send_snapshot(*s);
+    s->snapshot_sent();
 }
 
 void server::send_snapshot(session& s) {
     for (auto& f : replicator_.start_frames(*world_, s.id(), tick_)) {
         s.send_snapshot_chunk(std::move(f));
     }
+    snapshot_bytes_ = replicator_.snapshot_bytes();
 }
 
 void server::set_focus(session& s, const protocol::focus& focus) {
@@ -383,6 +435,7 @@ std::vector<std::uint64_t> server::joined_sessions() const {
 void server::closed(session& s, const std::string& /*reason*/) {
     end_pending(s);
     replicator_.remove_client(s.id());
+    s.set_joined(false);
     if (s.counted()) {
         s.set_counted(false);
         --active_;
@@ -395,6 +448,9 @@ void server::closed(session& s, const std::string& /*reason*/) {
         }
     }
     sessions_.erase(s.id());
+    if (sessions_.empty()) {
+        sessions_work_.reset();
+    }
 }
 
 awaitable<void> server::tick_loop() {
@@ -449,6 +505,7 @@ void server::apply_pending_commands() {
 void server::run_tick() {
     const auto started = clock::now();
     ++tick_;
+    ticks_done_.store(tick_, std::memory_order_relaxed);
 
     apply_pending_commands();
     for (const std::uint32_t client : pending_despawns_) {
@@ -535,16 +592,17 @@ awaitable<void> server::stats_loop() {
         const auto now = clock::now();
         const double seconds = std::chrono::duration<double>(now - last).count();
         last = now;
+        const server_stats stats = this->stats();
         const double out_rate =
-            static_cast<double>(stats_.bytes_out - bytes_at_last_stats_) / std::max(seconds, 1e-9);
-        bytes_at_last_stats_ = stats_.bytes_out;
+            static_cast<double>(stats.bytes_out - bytes_at_last_stats_) / std::max(seconds, 1e-9);
+        bytes_at_last_stats_ = stats.bytes_out;
         const double p50 = percentile(tick_ms_, 0.50);
         const double p99 = percentile(tick_ms_, 0.99);
         spdlog::info(
             "stats: tick {} p50 {:.3f} ms p99 {:.3f} ms, {} entities, {} clients, {:.0f} B/s out, "
             "{} overruns, {} resyncs, {} rate-limited, {} invalid frames, {} system failures",
-            tick_, p50, p99, world_->alive(), active_, out_rate, stats_.overruns, stats_.resyncs,
-            stats_.rate_limited, stats_.invalid_frames, stats_.system_failures);
+            tick_, p50, p99, world_->alive(), active_, out_rate, stats.overruns, stats.resyncs,
+            stats.rate_limited, stats.invalid_frames, stats.system_failures);
         tick_ms_.clear();
         if (interest_.enabled()) {
             spdlog::info(

@@ -5,6 +5,7 @@
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
+#include <boost/asio/post.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <spdlog/spdlog.h>
 
@@ -52,8 +53,10 @@ std::uint32_t request_id_of(const Message& message) {
 
 }  // namespace
 
-session::session(std::unique_ptr<byte_stream> stream, server& owner, std::uint64_t id)
-    : stream_{std::move(stream)},
+session::session(std::shared_ptr<asio::io_context> io, std::unique_ptr<byte_stream> stream,
+                 server& owner, std::uint64_t id)
+    : io_{std::move(io)},
+      stream_{std::move(stream)},
       owner_{owner},
       id_{id},
       wake_writer_{stream_->get_executor()},
@@ -64,6 +67,13 @@ session::session(std::unique_ptr<byte_stream> stream, server& owner, std::uint64
 }
 
 session::~session() = default;
+
+template <typename F>
+void session::on_io_thread(F f) {
+    asio::post(io_->get_executor(), [self = shared_from_this(), f = std::move(f)]() mutable {
+        f(*self);
+    });
+}
 
 void session::spawn_coroutines() {
     // Exceptions would otherwise vanish with co_spawn(detached): log them.
@@ -84,14 +94,82 @@ void session::spawn_coroutines() {
     asio::co_spawn(executor, watchdog(shared_from_this()), log_failure("watchdog"));
 }
 
-void session::start() { spawn_coroutines(); }
+// ---- posted by the server's thread -----------------------------------------------------------
+
+void session::start() {
+    on_io_thread([](session& s) { s.spawn_coroutines(); });
+}
 
 void session::refuse(std::string reason) {
-    spdlog::info("client {} from {} refused: {}", id_, remote(), reason);
-    begin_closing(std::move(reason));
-    read_deadline_ = clock::time_point::max();
-    spawn_coroutines();  // the reader only discards input until the close
+    on_io_thread([reason = std::move(reason)](session& s) mutable {
+        spdlog::info("client {} from {} refused: {}", s.id_, s.remote(), reason);
+        s.begin_closing(std::move(reason));
+        s.read_deadline_ = clock::time_point::max();
+        s.spawn_coroutines();  // the reader only discards input until the close
+    });
 }
+
+void session::disconnect(std::string reason) {
+    on_io_thread([reason = std::move(reason)](session& s) mutable { s.end(std::move(reason)); });
+}
+
+void session::close_now(std::string reason) {
+    on_io_thread([reason = std::move(reason)](session& s) mutable { s.close(std::move(reason)); });
+}
+
+void session::send(protocol::frame frame) {
+    on_io_thread([frame = std::move(frame)](session& s) mutable {
+        s.queue_reply(std::move(frame));
+    });
+}
+
+void session::send_snapshot_chunk(protocol::frame frame) {
+    on_io_thread([frame = std::move(frame)](session& s) mutable {
+        s.push(std::move(frame), kind::snapshot);
+    });
+}
+
+void session::snapshot_sent() {
+    on_io_thread([](session& s) {
+        if (s.snapshot_requested_) {
+            // Deltas posted before the snapshot were dropped; the next tick's follow it.
+            s.snapshot_requested_ = false;
+            s.resync_pending_ = false;
+            s.wake_writer_.cancel();
+        }
+    });
+}
+
+void session::send_result(const protocol::command_result& result) {
+    on_io_thread([result](session& s) { s.queue_result(result); });
+}
+
+void session::send_tick(const protocol::frame& delta, const protocol::frame* checksum,
+                        const protocol::frame* owner_only) {
+    // Copies of the shared pointers: every session holds the same bytes.
+    on_io_thread([delta, checksum = checksum == nullptr ? protocol::frame{} : *checksum,
+                  owner_only = owner_only == nullptr ? protocol::frame{} : *owner_only](
+                     session& s) mutable {
+        s.queue_tick(std::move(delta), std::move(checksum), std::move(owner_only));
+    });
+}
+
+void session::admitted(std::optional<std::string> refusal) {
+    on_io_thread([refusal = std::move(refusal)](session& s) mutable {
+        s.admitting_ = false;
+        s.resume_reading_.cancel();
+        if (s.phase_ != phase::handshake) {
+            return;  // closed meanwhile (a timeout): the server hears of it through closed()
+        }
+        if (refusal) {
+            s.end(std::move(*refusal));
+            return;
+        }
+        s.phase_ = phase::joined;
+    });
+}
+
+// ---- on the session's thread ------------------------------------------------------------------
 
 void session::begin_closing(std::string reason) {
     // Queued tick frames and snapshot chunks are moot; replies are owed and stay, in order.
@@ -117,7 +195,7 @@ void session::begin_closing(std::string reason) {
     resume_reading_.cancel();  // a reader paused by backpressure goes on to discard input
 }
 
-void session::disconnect(std::string reason) {
+void session::end(std::string reason) {
     if (phase_ == phase::finishing || phase_ == phase::closing || phase_ == phase::closed) {
         return;
     }
@@ -136,7 +214,7 @@ void session::disconnect(std::string reason) {
     notify_closed(reason);
 }
 
-void session::close_now(std::string reason) {
+void session::close(std::string reason) {
     if (phase_ == phase::closed) {
         return;
     }
@@ -154,7 +232,9 @@ void session::close_now(std::string reason) {
 void session::notify_closed(const std::string& reason) {
     if (!notified_closed_) {
         notified_closed_ = true;
-        owner_.closed(*this, reason);
+        asio::post(owner_.io(), [self = shared_from_this(), reason] {
+            self->owner_.closed(*self, reason);
+        });
     }
 }
 
@@ -170,29 +250,25 @@ void session::push(protocol::frame frame, kind what) {
     wake_writer_.cancel();
 }
 
-void session::send(protocol::frame frame) { push(std::move(frame), kind::reply); }
-
-void session::send_snapshot_chunk(protocol::frame frame) { push(std::move(frame), kind::snapshot); }
-
-void session::send_result(const protocol::command_result& result) {
-    send(protocol::encode(protocol::server_control{result}));
+void session::queue_result(const protocol::command_result& result) {
+    queue_reply(protocol::encode(protocol::server_control{result}));
     if (awaiting_results_ > 0) {
         --awaiting_results_;
     }
     if (awaiting_results_ == 0 && phase_ == phase::finishing) {
-        phase_ = phase::joined;  // disconnect() acts on a live session only
-        disconnect(std::move(finishing_reason_));
+        phase_ = phase::joined;  // end() acts on a live session only
+        end(std::move(finishing_reason_));
     } else if (awaiting_results_ < max_awaiting_results) {
         resume_reading_.cancel();
     }
 }
 
-void session::send_tick(const protocol::frame& delta, const protocol::frame* checksum,
-                        const protocol::frame* owner_only) {
+void session::queue_tick(protocol::frame delta, protocol::frame checksum,
+                         protocol::frame owner_only) {
     const std::size_t frames = 1 + (checksum == nullptr ? 0 : 1) + (owner_only == nullptr ? 0 : 1);
     if (phase_ != phase::joined || resync_pending_) {
         if (resync_pending_) {
-            owner_.stats_.dropped_frames += frames;
+            owner_.io_stats_.dropped_frames += frames;
         }
         return;
     }
@@ -201,21 +277,21 @@ void session::send_tick(const protocol::frame& delta, const protocol::frame* che
     // costs a snapshot, so in a world whose snapshot is larger than --queue-bytes a client may
     // lag by up to a snapshot's worth of deltas before it pays off: with smaller bounds, a
     // client joining a 1M-entity world (20 MB snapshot, 8 MB deltas) was resynced forever.
-    const std::size_t tick_bytes = delta->size() + (checksum == nullptr ? 0 : (*checksum)->size()) +
-                                   (owner_only == nullptr ? 0 : (*owner_only)->size());
+    const std::size_t tick_bytes = delta->size() + (checksum == nullptr ? 0 : checksum->size()) +
+                                   (owner_only == nullptr ? 0 : owner_only->size());
     const std::size_t waiting = droppable_bytes_ - in_flight_droppable_bytes_;
     const std::size_t bound = std::max(owner_.config().queue_bytes, owner_.snapshot_bytes());
     if (waiting > 0 && waiting + tick_bytes > bound) {
         request_resync("outbound queue full");
-        owner_.stats_.dropped_frames += frames;
+        owner_.io_stats_.dropped_frames += frames;
         return;
     }
-    push(delta, kind::tick);
+    push(std::move(delta), kind::tick);
     if (owner_only != nullptr) {
-        push(*owner_only, kind::tick);
+        push(std::move(owner_only), kind::tick);
     }
     if (checksum != nullptr) {
-        push(*checksum, kind::tick);
+        push(std::move(checksum), kind::tick);
     }
 }
 
@@ -226,14 +302,14 @@ void session::request_resync(const char* why) {
         if (i >= in_flight_ && queue_[i].droppable()) {
             queued_bytes_ -= queue_[i].frame->size();
             droppable_bytes_ -= queue_[i].frame->size();
-            ++owner_.stats_.dropped_frames;
+            ++owner_.io_stats_.dropped_frames;
         } else {
             kept.push_back(std::move(queue_[i]));
         }
     }
     queue_ = std::move(kept);
     if (!resync_pending_) {
-        ++owner_.stats_.resyncs;
+        ++owner_.io_stats_.resyncs;
         std::size_t suppressed = 0;
         if (owner_.warnings().allow(suppressed)) {
             spdlog::warn("client {} ({}) resync: {}{}", id_, printable(name_), why,
@@ -249,7 +325,7 @@ awaitable<void> session::read_loop([[maybe_unused]] std::shared_ptr<session> sel
     // TLS: bounded by the Hello deadline (or a refusal's close deadline) like everything
     // before Hello; the writer waits for it.
     if (const auto ec = co_await stream_->handshake(); ec) {
-        close_now("TLS handshake failed: " + ec.message());
+        close("TLS handshake failed: " + ec.message());
         co_return;
     }
     stream_ready_ = true;
@@ -268,8 +344,9 @@ awaitable<void> session::read_frames() {
         // not read would otherwise pile up, and so would replies waiting for the tick. Stop
         // reading until they drain; its own sends then stall in TCP, and the stall timeout cuts
         // it off if it never reads.
+        // And while Hello is with the server: what follows it depends on the answer.
         while ((control_backlog() > config.queue_bytes ||
-                awaiting_results_ >= max_awaiting_results) &&
+                awaiting_results_ >= max_awaiting_results || admitting_) &&
                (phase_ == phase::handshake || phase_ == phase::joined)) {
             // Not reading is our choice here, not the client's: no read deadline runs (a
             // snapshot of a large world can take longer to send than the frame timeout), except
@@ -297,7 +374,7 @@ awaitable<void> session::read_frames() {
                                                                     prefix.size() - have));
             if (ec) {
                 input_ended_ = true;
-                close_now(ec == asio::error::eof ? "client closed the connection" : ec.message());
+                close(ec == asio::error::eof ? "client closed the connection" : ec.message());
                 co_return;
             }
             if (have == 0) {
@@ -313,8 +390,8 @@ awaitable<void> session::read_frames() {
         }
         const std::uint32_t length = protocol::read_prefix(prefix);
         if (length > config.max_frame_bytes) {
-            ++owner_.stats_.invalid_frames;
-            disconnect("frame of " + std::to_string(length) + " bytes exceeds the limit of " +
+            ++owner_.io_stats_.invalid_frames;
+            end("frame of " + std::to_string(length) + " bytes exceeds the limit of " +
                        std::to_string(config.max_frame_bytes));
             co_return;
         }
@@ -324,8 +401,8 @@ awaitable<void> session::read_frames() {
             asio::buffer(read_buffer_.data() + protocol::frame_prefix_bytes, length));
         if (body_ec) {
             input_ended_ = true;
-            close_now(body_ec == asio::error::eof ? "client closed the connection"
-                                                  : body_ec.message());
+            close(body_ec == asio::error::eof ? "client closed the connection"
+                                              : body_ec.message());
             co_return;
         }
         if (phase_ != phase::handshake && phase_ != phase::joined) {
@@ -334,13 +411,13 @@ awaitable<void> session::read_frames() {
         protocol::decoded_client decoded = protocol::decode_client_frame(read_buffer_, owner_.types().types());
         if (!decoded.message) {
             if (decoded.error.fatal) {
-                ++owner_.stats_.invalid_frames;
+                ++owner_.io_stats_.invalid_frames;
                 std::size_t suppressed = 0;
                 if (owner_.warnings().allow(suppressed)) {
                     spdlog::warn("client {} from {}: {}{}", id_, remote(), decoded.error.message,
                                  suppressed_note(suppressed));
                 }
-                disconnect(decoded.error.message);
+                end(decoded.error.message);
                 co_return;
             }
             reject_command(decoded.error);
@@ -360,7 +437,7 @@ awaitable<void> session::discard_input() {
         if (ec) {
             input_ended_ = true;
             if (fin_sent_ || ec != asio::error::eof) {
-                close_now(ec == asio::error::eof ? "disconnected" : ec.message());
+                close(ec == asio::error::eof ? "disconnected" : ec.message());
             }
         }
     }
@@ -369,9 +446,12 @@ awaitable<void> session::discard_input() {
 
 void session::reply_now_or_in_order(protocol::command_result result) {
     if (awaiting_results_ > 0) {
-        owner_.queue_result(shared_from_this(), std::move(result));
+        ++awaiting_results_;
+        asio::post(owner_.io(), [self = shared_from_this(), result = std::move(result)]() mutable {
+            self->owner_.queue_result(self, std::move(result));
+        });
     } else {
-        send(protocol::encode(protocol::server_control{result}));
+        queue_reply(protocol::encode(protocol::server_control{result}));
     }
 }
 
@@ -394,26 +474,27 @@ void session::refuse_rate_limited(std::uint32_t request_id) {
 void session::handle(protocol::client_message message) {
     if (auto* h = std::get_if<protocol::hello>(&message)) {
         if (phase_ != phase::handshake) {
-            disconnect("Hello sent twice");
+            end("Hello sent twice");
             return;
         }
         name_ = h->client_name;
-        if (auto refusal = owner_.admit(*this, *h)) {
-            ++owner_.stats_.refused;
-            disconnect(*refusal);
-            return;
-        }
-        phase_ = phase::joined;
+        // The server admits (its thread owns the owners and the count) and answers through
+        // admitted(), after queuing Welcome and the snapshot; reading waits until then.
+        admitting_ = true;
+        asio::post(owner_.io(), [self = shared_from_this(), hello = std::move(*h)] {
+            self->owner_.hello(self, hello);
+        });
         return;
     }
     if (auto* p = std::get_if<protocol::ping>(&message)) {
         // Answered before Hello too: a liveness probe need not join.
-        send(protocol::encode(protocol::server_control{protocol::pong{p->nonce, owner_.tick()}}));
+        queue_reply(protocol::encode(
+            protocol::server_control{protocol::pong{p->nonce, owner_.ticks_done()}}));
         return;
     }
     if (phase_ != phase::joined) {
         if (std::holds_alternative<protocol::resync_request>(message)) {
-            disconnect("ResyncRequest before Hello");
+            end("ResyncRequest before Hello");
             return;
         }
         reject_command(protocol::decode_error{wire::ErrorCode::NotJoined, "", request_id_of(message),
@@ -424,14 +505,14 @@ void session::handle(protocol::client_message message) {
     const auto now = clock::now();
     if (!commands_.try_take(now)) {
         ++rate_limited_;
-        ++owner_.stats_.rate_limited;
+        ++owner_.io_stats_.rate_limited;
         if (now - abuse_window_start_ > abuse_window) {
             abuse_window_start_ = now;
             abuse_in_window_ = 0;
         }
         refuse_rate_limited(request_id_of(message));
         if (++abuse_in_window_ > abuse_limit) {
-            disconnect("command rate limit exceeded persistently");
+            end("command rate limit exceeded persistently");
         }
         return;
     }
@@ -440,28 +521,34 @@ void session::handle(protocol::client_message message) {
         return;
     }
     if (auto* f = std::get_if<protocol::focus>(&message)) {
-        owner_.set_focus(*this, *f);  // no reply: the next frames show the new view
+        // The world's business, on its thread; no reply: the next frames show the new view.
+        asio::post(owner_.io(), [self = shared_from_this(), focus = *f] {
+            self->owner_.set_focus(*self, focus);
+        });
         return;
     }
     // A command: applied at the next tick in arrival order.
-    owner_.queue_command(shared_from_this(), std::move(message));
+    ++awaiting_results_;
+    asio::post(owner_.io(), [self = shared_from_this(), message = std::move(message)]() mutable {
+        self->owner_.queue_command(self, std::move(message));
+    });
 }
 
 void session::handle_resync(const protocol::resync_request& request) {
     // Each one would cost a whole snapshot: at most one per interval, the rest coalesced.
-    ++owner_.stats_.resyncs_requested;
+    ++owner_.io_stats_.resyncs_requested;
     const auto now = clock::now();
     if (now - resync_window_start_ > abuse_window) {
         resync_window_start_ = now;
         resyncs_in_window_ = 0;
     }
     if (++resyncs_in_window_ > resync_abuse_limit) {
-        disconnect("ResyncRequests exceeded " + std::to_string(resync_abuse_limit) + " per " +
+        end("ResyncRequests exceeded " + std::to_string(resync_abuse_limit) + " per " +
                    std::to_string(abuse_window.count()) + " s");
         return;
     }
     if (resync_pending_ || resync_deferred_ || now < next_resync_allowed_) {
-        ++owner_.stats_.resyncs_coalesced;
+        ++owner_.io_stats_.resyncs_coalesced;
         resync_deferred_ = !resync_pending_;
         return;
     }
@@ -488,13 +575,14 @@ awaitable<void> session::write_loop([[maybe_unused]] std::shared_ptr<session> se
                     stream_->shutdown_send();
                 }
                 if (input_ended_) {
-                    close_now("disconnected");
+                    close("disconnected");
                     co_return;
                 }
-            } else if (resync_pending_ && phase_ == phase::joined) {
-                resync_pending_ = false;
-                owner_.send_snapshot(*this);
-                continue;
+            } else if (resync_pending_ && phase_ == phase::joined && !snapshot_requested_) {
+                // The snapshot comes from the server's thread (between two ticks), then
+                // snapshot_sent(); until then deltas are dropped as before.
+                snapshot_requested_ = true;
+                asio::post(owner_.io(), [self = shared_from_this()] { self->owner_.resync(self); });
             }
             wake_writer_.expires_at(clock::time_point::max());
             co_await wake_writer_.async_wait(use_tuple);
@@ -521,10 +609,10 @@ awaitable<void> session::write_loop([[maybe_unused]] std::shared_ptr<session> se
         auto [ec, written] = co_await stream_->write(buffers);
         write_deadline_ = clock::time_point::max();
         if (ec) {
-            close_now(ec.message());
+            close(ec.message());
             co_return;
         }
-        owner_.stats_.bytes_out += written;
+        owner_.io_stats_.bytes_out += written;
         for (std::size_t i = 0; i < in_flight_; ++i) {
             queued_bytes_ -= queue_.front().frame->size();
             if (queue_.front().droppable()) {
@@ -554,12 +642,12 @@ awaitable<void> session::watchdog([[maybe_unused]] std::shared_ptr<session> self
             break;
         }
         if (now > close_deadline_) {
-            close_now("flush deadline passed");
+            close("flush deadline passed");
         } else if (now > write_deadline_) {
-            close_now("not reading: no write progress for " +
+            close("not reading: no write progress for " +
                       std::to_string(owner_.config().stall_timeout.count()) + " ms");
         } else if (now > read_deadline_ && phase_ != phase::closing && phase_ != phase::finishing) {
-            close_now(read_deadline_reason_);
+            close(read_deadline_reason_);
         } else if (resync_deferred_ && now >= next_resync_allowed_ && phase_ == phase::joined) {
             resync_deferred_ = false;
             next_resync_allowed_ = now + owner_.config().resync_interval;

@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <initializer_list>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace {
@@ -45,7 +46,8 @@ constexpr const char* all_variables[] = {"ECSNET_BIND",
                                          "ECSNET_ADMIN_BIND",
                                          "ECSNET_DRAIN_SECONDS",
                                          "ECSNET_TOKEN_SECRET",
-                                         "ECSNET_WORLD_ID"};
+                                         "ECSNET_WORLD_ID",
+                                         "ECSNET_IO_THREADS"};
 
 class ServerConfig : public testing::Test {
 protected:
@@ -94,6 +96,9 @@ TEST_F(ServerConfig, DefaultsWithoutArguments) {
     EXPECT_EQ(c.idle_timeout, 60'000ms);
     EXPECT_EQ(c.frame_timeout, 10'000ms);
     EXPECT_EQ(c.stall_timeout, 10'000ms);
+    const unsigned cores = std::thread::hardware_concurrency();
+    EXPECT_EQ(c.io_threads, cores > 1 ? cores - 1 : 1U);
+    EXPECT_EQ(defaults.io_threads, c.io_threads);
 }
 
 TEST_F(ServerConfig, FlagsSetEveryField) {
@@ -176,6 +181,32 @@ TEST_F(ServerConfig, FrameTimeoutFromFlagOrEnvironment) {
     (void)testing::internal::GetCapturedStderr();
 }
 
+TEST_F(ServerConfig, IoThreadsFromFlagOrEnvironment) {
+    EXPECT_EQ(parse({"--io-threads", "3"}).config.io_threads, 3U);
+    EXPECT_THAT(describe(parse({"--io-threads", "3"}).config), HasSubstr("io_threads=3"));
+    ::setenv("ECSNET_IO_THREADS", "2", 1);
+    EXPECT_EQ(parse({}).config.io_threads, 2U);
+    EXPECT_EQ(parse({"--io-threads", "1"}).config.io_threads, 1U);
+    ::unsetenv("ECSNET_IO_THREADS");
+
+    // Zero is a usage error that says why, from the flag or from the environment.
+    testing::internal::CaptureStderr();
+    EXPECT_EQ(parse({"--io-threads", "0"}).exit_code, 2);
+    EXPECT_THAT(testing::internal::GetCapturedStderr(),
+                HasSubstr("--io-threads: must be at least 1"));
+    ::setenv("ECSNET_IO_THREADS", "0", 1);
+    testing::internal::CaptureStderr();
+    EXPECT_EQ(parse({}).exit_code, 2);
+    EXPECT_THAT(testing::internal::GetCapturedStderr(), HasSubstr("must be at least 1"));
+    ::unsetenv("ECSNET_IO_THREADS");
+
+    testing::internal::CaptureStderr();
+    EXPECT_EQ(parse({"--io-threads", "-1"}).exit_code, 2);
+    EXPECT_EQ(parse({"--io-threads", "two"}).exit_code, 2);
+    EXPECT_EQ(parse({"--io-threads", "1025"}).exit_code, 2);
+    (void)testing::internal::GetCapturedStderr();
+}
+
 TEST_F(ServerConfig, HealthcheckFlag) {
     const parsed_command_line parsed = parse({"--healthcheck", "--port", "9100"});
     ASSERT_FALSE(parsed.exit_code.has_value());
@@ -223,6 +254,8 @@ TEST_F(ServerConfig, HelpAndVersionExitZero) {
     EXPECT_EQ(help.exit_code, 0);
     EXPECT_THAT(text, HasSubstr("--port"));
     EXPECT_THAT(text, HasSubstr("ECSNET_PORT"));
+    EXPECT_THAT(text, HasSubstr("--io-threads"));
+    EXPECT_THAT(text, HasSubstr("ECSNET_IO_THREADS"));
 
     testing::internal::CaptureStdout();
     const parsed_command_line version = parse({"--version"});

@@ -1971,4 +1971,126 @@ TEST(ServerTickLoop, AfterAStallMissedTicksAreSkippedNotReplayedBackToBack) {
     EXPECT_GE(stats.skipped_ticks, 30U);
 }
 
+// ---- threads ---------------------------------------------------------------------------------
+
+// Two I/O threads and four clients, each driven by a thread of its own: sessions on both I/O
+// threads read commands and write deltas while the world ticks and applies them, the hand-over
+// ThreadSanitizer must see (scripts/test.sh). Every command is answered, every client mirrors
+// what all of them spawned and set, and all mirrors agree at one tick.
+TEST(ServerThreads, TwoIoThreadsServeClientsThatSendAndReceiveAtOnce) {
+    constexpr std::size_t clients = 4;
+    constexpr std::int32_t rounds = 30;
+    server_config config = test_config();
+    config.io_threads = 2;
+    config.demo_entities = 20;
+    config.checksum_interval = 5;
+    test_server server{config};
+
+    std::vector<std::unique_ptr<connection>> conns(clients);
+    std::vector<std::vector<Entity>> spawned(clients);
+    std::vector<std::string> failures(clients);
+    std::vector<std::thread> threads;
+    for (std::size_t i = 0; i < clients; ++i) {
+        threads.emplace_back([&, i] {
+            try {
+                auto c = join(server.port(), "threaded-" + std::to_string(i));
+                for (std::int32_t r = 0; r < rounds; ++r) {
+                    c->send(protocol::ping{static_cast<std::uint64_t>(r)});
+                    const protocol::command_result made = spawn(
+                        *c, component_set{}
+                                .set(Position{static_cast<float>(i), static_cast<float>(r)})
+                                .set(Velocity{1.0F, -1.0F}));
+                    if (!made.ok) {
+                        failures[i] = "spawn refused: " + made.message;
+                        return;
+                    }
+                    spawned[i].push_back(made.entity);
+                    const std::uint32_t id = c->next_request_id();
+                    const protocol::command_result set = c->request(
+                        protocol::set_components{id, made.entity, component_set{}.set(Health{r})},
+                        id);
+                    if (!set.ok) {
+                        failures[i] = "set refused: " + set.message;
+                        return;
+                    }
+                }
+                if (!c->last_pong().has_value()) {
+                    failures[i] = "no Pong";
+                    return;
+                }
+                conns[i] = std::move(c);
+            } catch (const std::exception& e) {
+                failures[i] = e.what();
+            }
+        });
+    }
+    for (std::thread& t : threads) {
+        t.join();
+    }
+    for (std::size_t i = 0; i < clients; ++i) {
+        ASSERT_EQ(failures[i], "") << "client " << i;
+    }
+
+    // Each sees every entity each spawned, with the last value set.
+    std::vector<connection*> all;
+    for (const auto& c : conns) {
+        all.push_back(c.get());
+    }
+    const auto has_everything = [&](const connection& c) {
+        for (const auto& mine : spawned) {
+            for (std::size_t k = 0; k < mine.size(); ++k) {
+                const auto health = c.mirror().get<Health>(mine[k]);
+                if (!health.has_value() || health->value != static_cast<std::int32_t>(k)) {
+                    return false;
+                }
+            }
+        }
+        return true;
+    };
+    ASSERT_TRUE(poll_all_until(
+        all,
+        [&] {
+            return std::all_of(all.begin(), all.end(),
+                               [&](const connection* c) { return has_everything(*c); });
+        },
+        10s))
+        << "every client mirrors every entity spawned, with its last Health";
+
+    // All at one tick: record each mirror at every tick from now on until all passed the tick
+    // the most advanced one is at.
+    std::vector<std::map<std::uint64_t, std::string>> seen(clients);
+    std::uint64_t common_tick = 0;
+    for (std::size_t i = 0; i < clients; ++i) {
+        connection& c = *conns[i];
+        seen[i][c.mirror().tick()] = dump(c.mirror());
+        common_tick = std::max(common_tick, c.mirror().tick());
+        c.on_message = [&c, &mine = seen[i]](const ecsnet::wire::ServerMessage& m) {
+            if (m.body_type() == ecsnet::wire::ServerBody::Delta) {
+                mine[c.mirror().tick()] = dump(c.mirror());
+            }
+        };
+    }
+    ASSERT_TRUE(poll_all_until(
+        all,
+        [&] {
+            return std::all_of(seen.begin(), seen.end(),
+                               [&](const auto& s) { return s.contains(common_tick); });
+        },
+        5s));
+    for (std::size_t i = 0; i < clients; ++i) {
+        conns[i]->on_message = nullptr;
+        EXPECT_EQ(seen[i].at(common_tick), seen[0].at(common_tick))
+            << "client " << i << " and client 0 at tick " << common_tick;
+        SCOPED_TRACE("client " + std::to_string(i));
+        expect_in_sync(*conns[i]);
+        EXPECT_GT(conns[i]->mirror().statistics().checksums_matched, 0U);
+        EXPECT_TRUE(conns[i]->is_open());
+    }
+    const server_stats stats = server.stats();
+    EXPECT_EQ(stats.rate_limited, 0U);
+    EXPECT_EQ(stats.invalid_frames, 0U);
+    EXPECT_GT(stats.bytes_out, 0U);
+    EXPECT_EQ(server.clients(), clients);
+}
+
 }  // namespace

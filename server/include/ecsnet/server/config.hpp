@@ -10,6 +10,9 @@ namespace ecsnet::server {
 
 enum class log_format { text, json };
 
+// Threads for session I/O by default: one per core beside the world's, at least one.
+[[nodiscard]] std::size_t default_io_threads() noexcept;
+
 // Everything the server can be told. Every field has a command-line flag and an ECSNET_*
 // environment variable (config.cpp lists them; `ecsnet-server --help` prints them).
 struct server_config {
@@ -56,6 +59,9 @@ struct server_config {
     std::chrono::milliseconds stall_timeout{10'000};   // a queued write must progress by then
     std::chrono::milliseconds shutdown_grace{3000};    // flush time for Disconnect on shutdown
     std::chrono::seconds stats_interval{10};
+    // Threads that run the sessions' socket I/O (docs/SERVER.md, "Threads"); the world keeps
+    // the io_context's thread to itself.
+    std::size_t io_threads = default_io_threads();
 
     // The admin HTTP endpoint (/healthz, /readyz, /status; admin.hpp). Off (-1) unless given a
     // port: a fixed default would make two servers on one host collide. 0: any free port.

@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <cstddef>
+#include <mutex>
 #include <string>
 #include <string_view>
 
@@ -18,7 +19,7 @@ void setup_logging(const std::string& level, log_format format);
 [[nodiscard]] std::string printable(std::string_view text, std::size_t max_bytes = 80);
 
 // Lets `burst` messages through per `interval`, counting the rest, so that a flood of bad
-// input cannot flood the log.
+// input cannot flood the log. Thread-safe: the server's thread and the I/O threads share one.
 class log_limiter {
 public:
     using clock = std::chrono::steady_clock;
@@ -29,6 +30,7 @@ public:
     // True when this message may be logged; then `suppressed` holds how many were dropped
     // since the last one that was logged.
     [[nodiscard]] bool allow(std::size_t& suppressed, clock::time_point now = clock::now()) noexcept {
+        const std::lock_guard lock{mutex_};
         if (now - window_start_ >= interval_) {
             window_start_ = now;
             used_ = 0;
@@ -44,6 +46,7 @@ public:
     }
 
 private:
+    std::mutex mutex_;
     std::size_t burst_;
     std::chrono::seconds interval_;
     clock::time_point window_start_{};

@@ -1,11 +1,13 @@
 #pragma once
 
 #include <boost/asio/awaitable.hpp>
+#include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/ssl/context.hpp>
 #include <boost/asio/steady_timer.hpp>
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <map>
@@ -26,6 +28,7 @@
 #include "ecsnet/server/config.hpp"
 #include "ecsnet/server/game.hpp"
 #include "ecsnet/server/interest.hpp"
+#include "ecsnet/server/io_pool.hpp"
 #include "ecsnet/server/logging.hpp"
 #include "ecsnet/server/owners.hpp"
 #include "ecsnet/server/replicator.hpp"
@@ -77,8 +80,13 @@ struct server_health {
     [[nodiscard]] bool ready() const noexcept { return ticking && accepting && !draining; }
 };
 
-// The ecsnet service. Everything runs on the one thread that runs the io_context: sockets,
-// the tick timer and the world, so the world needs no lock (docs/SERVER.md).
+// The ecsnet service. The world runs on the one thread that runs the io_context: the tick
+// timer, the systems, command application, the accept loop, admission (Hello) and the owner
+// registry; nothing else touches the world, so it needs no lock. The sessions' socket I/O
+// (reads, writes, TLS, timeouts) runs on --io-threads threads of the server's io_pool. The two
+// sides hand work to each other by posting handlers, never by sharing fields: a tick's frames
+// are immutable shared buffers posted to every session; a session posts Hello, its commands,
+// its resync requests and its end back (docs/SERVER.md, "Threads").
 //
 // Each tick, on absolute deadlines: apply the commands received since the last tick in
 // arrival order -> run the systems (each followed by a sync point) -> take the change set ->
@@ -102,7 +110,8 @@ public:
     // 0.0.0.0:7777: bind: Address already in use") when it cannot.
     void start();
     // Graceful shutdown: stop accepting and ticking, send every client Disconnect "shutting
-    // down", flush for at most the shutdown grace; io_context::run() then returns by itself.
+    // down", flush for at most the shutdown grace; io_context::run() then returns by itself
+    // (once every session has closed). The destructor joins the I/O threads.
     void stop();
     // The first step of a drain (SIGTERM with --drain-seconds): stop accepting (the listener
     // closes, health().draining turns true at once) but keep ticking and serving the clients
@@ -118,10 +127,12 @@ public:
     [[nodiscard]] ecs::Scheduler& scheduler() noexcept { return scheduler_; }
     // The replicated component types, as Welcome describes them.
     [[nodiscard]] const protocol::component_registry& types() const noexcept { return types_; }
-    [[nodiscard]] const server_stats& stats() const noexcept { return stats_; }
+    // The world's counters and the sessions' (added from the I/O threads), as of now.
+    [[nodiscard]] server_stats stats() const noexcept;
     [[nodiscard]] const server_config& config() const noexcept { return config_; }
     // Size of the last snapshot sent (all chunks); 0 before the first join.
-    [[nodiscard]] std::size_t snapshot_bytes() const noexcept { return replicator_.snapshot_bytes(); }
+    // Any thread.
+    [[nodiscard]] std::size_t snapshot_bytes() const noexcept { return snapshot_bytes_; }
     [[nodiscard]] std::size_t clients() const noexcept { return active_; }
     // Connections that have not completed Hello.
     [[nodiscard]] std::size_t pending_connections() const noexcept { return pending_ids_.size(); }
@@ -139,17 +150,25 @@ public:
 private:
     friend class session;
 
-    // Called by sessions.
-    [[nodiscard]] std::optional<std::string> admit(session& s, const protocol::hello& hello);
+    // Posted by sessions to this thread (after counting what they queued: awaiting results).
+    void hello(const std::shared_ptr<session>& s, const protocol::hello& message);
     void queue_command(const std::shared_ptr<session>& s, protocol::client_message message);
     // A reply decided now (a command refused at decoding or by the rate limit): it waits
     // behind the session's commands queued for the tick, so results keep command order.
     void queue_result(const std::shared_ptr<session>& s, protocol::command_result result);
-    void send_snapshot(session& s);
+    // A resync's snapshot: send_snapshot(), then snapshot_sent().
+    void resync(const std::shared_ptr<session>& s);
     void set_focus(session& s, const protocol::focus& focus);
     void closed(session& s, const std::string& reason);
+    // Called by sessions on their own threads.
     [[nodiscard]] log_limiter& warnings() noexcept { return warnings_; }
     [[nodiscard]] boost::asio::io_context& io() noexcept { return io_; }
+    [[nodiscard]] std::uint64_t ticks_done() const noexcept {
+        return ticks_done_.load(std::memory_order_relaxed);
+    }
+
+    [[nodiscard]] std::optional<std::string> admit(session& s, const protocol::hello& hello);
+    void send_snapshot(session& s);
 
     boost::asio::awaitable<void> accept_loop();
     boost::asio::awaitable<void> tick_loop();
@@ -183,6 +202,9 @@ private:
     replicator replicator_;
 
     std::optional<boost::asio::ssl::context> tls_;
+    // After what sessions use (config, types, TLS context), before the sessions: stopped first
+    // (in ~server), its contexts outlive every session.
+    io_pool pool_;
     boost::asio::ip::tcp::acceptor acceptor_;
     boost::asio::steady_timer tick_timer_;
     boost::asio::steady_timer stats_timer_;
@@ -191,6 +213,10 @@ private:
     bool draining_{false};
 
     std::map<std::uint64_t, std::shared_ptr<session>> sessions_;
+    // While sessions exist, the io_context's run() must not return: they flush on the I/O
+    // threads and post closed() here.
+    std::optional<boost::asio::executor_work_guard<boost::asio::io_context::executor_type>>
+        sessions_work_;
     std::uint64_t next_session_id_{1};  // connection numbers, for logs; 64 bits never wrap
     owner_registry owners_;
     std::set<std::uint64_t> pending_ids_;  // before Hello, oldest first
@@ -200,8 +226,21 @@ private:
     std::vector<std::uint32_t> pending_despawns_;
 
     std::uint64_t tick_{0};
+    std::atomic<std::uint64_t> ticks_done_{0};  // tick_, for the sessions' Pongs
+    std::atomic<std::size_t> snapshot_bytes_{0};  // read by sessions (their queue bound)
 
     server_stats stats_;
+    // The counters sessions add to, on their threads; stats() reads them into a server_stats.
+    struct io_counters {
+        std::atomic<std::uint64_t> resyncs{0};
+        std::atomic<std::uint64_t> dropped_frames{0};
+        std::atomic<std::uint64_t> rate_limited{0};
+        std::atomic<std::uint64_t> invalid_frames{0};
+        std::atomic<std::uint64_t> bytes_out{0};
+        std::atomic<std::uint64_t> resyncs_requested{0};
+        std::atomic<std::uint64_t> resyncs_coalesced{0};
+    };
+    io_counters io_stats_;
     std::vector<double> tick_ms_;  // since the last stats line
     std::vector<double> interest_ms_;  // ms per tick serving the views, since the last stats line
     std::uint64_t bytes_at_last_stats_{0};

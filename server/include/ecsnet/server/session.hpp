@@ -1,6 +1,7 @@
 #pragma once
 
 #include <boost/asio/awaitable.hpp>
+#include <boost/asio/io_context.hpp>
 #include <boost/asio/steady_timer.hpp>
 
 #include <chrono>
@@ -8,6 +9,7 @@
 #include <cstdint>
 #include <deque>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -20,8 +22,13 @@ namespace ecsnet::server {
 
 class server;
 
-// One client connection: a reader, a writer and a watchdog coroutine on the server's single
-// io_context thread.
+// One client connection: a reader, a writer and a watchdog coroutine on one of the server's
+// I/O threads (io_pool), while the world stays on the server's thread (docs/SERVER.md,
+// "Threads"). The two halves of the session never share a field: what the server's thread
+// reads (owner id, counted, pending, joined) is written by it alone, what the coroutines use
+// is theirs, and everything that crosses is a handler posted to the other side, holding the
+// session. Hence every public function below that acts on the connection only posts: it is
+// called on the server's thread and takes effect on the session's, in call order.
 //
 // Outbound queue rule (docs/SERVER.md): deltas and checksums are droppable. When a tick's
 // frames would take the droppable bytes waiting behind the current write past the bound,
@@ -42,14 +49,16 @@ class server;
 class session : public std::enable_shared_from_this<session> {
 public:
     using clock = std::chrono::steady_clock;
-    // finishing: fatal disconnect decided, waiting for the tick to answer queued commands.
-    enum class phase { handshake, joined, finishing, closing, closed };
 
-    session(std::unique_ptr<byte_stream> stream, server& owner, std::uint64_t id);
+    // `stream` is bound to `io`, the context of the I/O thread this session lives on; the
+    // session keeps it alive (io_pool::next()).
+    session(std::shared_ptr<boost::asio::io_context> io, std::unique_ptr<byte_stream> stream,
+            server& owner, std::uint64_t id);
     session(const session&) = delete;
     session& operator=(const session&) = delete;
     ~session();
 
+    // ---- from the server's thread: each posts to the session's --------------------------
     void start();
     // Sends Disconnect{reason} at once and closes: for connections refused before Hello.
     void refuse(std::string reason);
@@ -62,39 +71,44 @@ public:
     // Control frames (Welcome, CommandResult, Pong, snapshot chunks) always queue.
     void send(protocol::frame frame);
     void send_snapshot_chunk(protocol::frame frame);
-    // A CommandResult for a command the server queued for the tick (command_queued()).
+    // The snapshot asked for by a resync has been queued (send_snapshot_chunk): deltas resume.
+    void snapshot_sent();
+    // A CommandResult for a command the session queued for the tick (server::queue_command).
     void send_result(const protocol::command_result& result);
-    void command_queued() noexcept { ++awaiting_results_; }
-    // Commands of this session wait in the server's queue and must be answered.
-    [[nodiscard]] bool awaits_results() const noexcept {
-        return phase_ == phase::joined || phase_ == phase::finishing;
-    }
     // A tick's delta, this client's owner-only delta when it has one and, every N ticks, its
-    // checksum: one unit, dropped together under the queue rule above.
+    // checksum: one unit, dropped together under the queue rule above. The frames are shared,
+    // immutable buffers: the session's thread keeps a reference, never a copy.
     void send_tick(const protocol::frame& delta, const protocol::frame* checksum,
                    const protocol::frame* owner_only = nullptr);
-    // Drops queued deltas and sends a snapshot once the queue is empty.
-    void request_resync(const char* why);
 
+    // ---- the server's view, read and written on its thread only --------------------------
     [[nodiscard]] std::uint64_t id() const noexcept { return id_; }
     // The owner id this connection acts as (Welcome.client_id, Owner.client); 0 before Hello.
     [[nodiscard]] std::uint32_t owner_id() const noexcept { return owner_id_; }
     void set_owner_id(std::uint32_t owner) noexcept { owner_id_ = owner; }
-    [[nodiscard]] phase state() const noexcept { return phase_; }
-    [[nodiscard]] bool joined() const noexcept { return phase_ == phase::joined; }
+    // Admitted (Welcome and snapshot queued) and not closed yet: gets every tick's frames.
+    [[nodiscard]] bool joined() const noexcept { return joined_; }
+    void set_joined(bool joined) noexcept { joined_ = joined; }
+    // Commands of this session wait in the server's queue and must be answered (a closed
+    // session's are dropped).
+    [[nodiscard]] bool awaits_results() const noexcept { return joined_; }
     [[nodiscard]] bool counted() const noexcept { return counted_; }
     void set_counted(bool counted) noexcept { counted_ = counted; }
     // Holds one of the pre-Hello slots (--max-pending).
     [[nodiscard]] bool pending() const noexcept { return pending_; }
     void set_pending(bool pending) noexcept { pending_ = pending; }
-    [[nodiscard]] const std::string& name() const noexcept { return name_; }
+
+    // Fixed at accept: any thread.
     [[nodiscard]] const std::string& remote() const noexcept { return stream_->remote(); }
     [[nodiscard]] const std::string& remote_address() const noexcept {
         return stream_->remote_address();
     }
-    [[nodiscard]] std::size_t queued_bytes() const noexcept { return queued_bytes_; }
 
 private:
+    friend class server;
+    // finishing: fatal disconnect decided, waiting for the tick to answer queued commands.
+    enum class phase { handshake, joined, finishing, closing, closed };
+
     // Tick frames (deltas, checksums) are droppable; a snapshot is dropped on disconnect;
     // replies never are.
     enum class kind { reply, snapshot, tick };
@@ -104,6 +118,13 @@ private:
         [[nodiscard]] bool droppable() const noexcept { return what == kind::tick; }
     };
 
+    // Posts f(*this) to the session's thread, holding the session.
+    template <typename F>
+    void on_io_thread(F f);
+    // The server's answer to Hello (posted by server::hello): refused with a reason, or joined.
+    void admitted(std::optional<std::string> refusal);
+
+    // ---- on the session's thread ---------------------------------------------------------
     boost::asio::awaitable<void> read_loop(std::shared_ptr<session> self);
     boost::asio::awaitable<void> read_frames();
     boost::asio::awaitable<void> discard_input();
@@ -116,17 +137,31 @@ private:
     void refuse_rate_limited(std::uint32_t request_id);
     void reject_command(const protocol::decode_error& error);
     void push(protocol::frame frame, kind what);
+    void queue_reply(protocol::frame frame) { push(std::move(frame), kind::reply); }
+    void queue_tick(protocol::frame delta, protocol::frame checksum, protocol::frame owner_only);
+    void queue_result(const protocol::command_result& result);
+    void request_resync(const char* why);
+    void end(std::string reason);    // disconnect()
+    void close(std::string reason);  // close_now()
     void begin_closing(std::string reason);
     void notify_closed(const std::string& reason);
 
+    // Declared first, destroyed last: the stream and the timers belong to it.
+    std::shared_ptr<boost::asio::io_context> io_;
     std::unique_ptr<byte_stream> stream_;
     server& owner_;
-    std::uint64_t id_;
+    const std::uint64_t id_;
+
+    // The server's thread only.
     std::uint32_t owner_id_{0};
-    std::string name_;
-    phase phase_{phase::handshake};
+    bool joined_{false};
     bool counted_{false};
     bool pending_{false};
+
+    // The session's thread only, from here on.
+    std::string name_;
+    phase phase_{phase::handshake};
+    bool admitting_{false};             // Hello is with the server: reading waits for its answer
     bool notified_closed_{false};
     std::size_t awaiting_results_{0};   // commands in the server's queue for the tick
     std::string finishing_reason_;      // the Disconnect owed once they are answered
@@ -140,6 +175,7 @@ private:
     std::size_t droppable_bytes_{0};
     std::size_t in_flight_droppable_bytes_{0};
     bool resync_pending_{false};
+    bool snapshot_requested_{false};  // the server was asked for the resync's snapshot
     boost::asio::steady_timer wake_writer_;
     boost::asio::steady_timer resume_reading_;
     // Bytes queued that are not deltas or checksums (replies, snapshot chunks).
