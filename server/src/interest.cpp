@@ -11,7 +11,7 @@ namespace ecsnet::server {
 namespace {
 
 // A player's own entities (its avatar, what it just spawned) before anything around them.
-constexpr float own_priority = 8.0F;
+constexpr float own_priority = 2.0F;
 
 }  // namespace
 

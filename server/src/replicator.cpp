@@ -202,7 +202,6 @@ void replicator::serve_view(const ecs::World& world, std::uint64_t id, client& c
     if ((ctx.tick + id) % options_.checksum_interval == 0) {
         const protocol::frame checksum =
             protocol::encode(protocol::server_control{v.checksum(world, types_, ctx.tick)});
-        v.sent(checksum->size());
         send(id, delta, &checksum, nullptr);
     } else {
         send(id, delta, nullptr, nullptr);

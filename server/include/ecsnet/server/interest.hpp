@@ -77,7 +77,7 @@ public:
                  std::vector<ecs::Entity>& out) override;
     [[nodiscard]] bool sees_everything(const ecs::World& world, std::uint32_t owner,
                                        const player_interest& p) const override;
-    // 1 at the focus, falling to 1/3 at the radius and beyond; the player's own entities 8.
+    // 1 at the focus, falling to 1/3 at the radius and beyond; the player's own entities 2.
     [[nodiscard]] float priority(const ecs::World& world, std::uint32_t owner,
                                  const player_interest& p, ecs::Entity e) const override;
 
