@@ -90,7 +90,12 @@ server::server(asio::io_context& io, server_config config, const game& g)
       stats_timer_{io},
       owners_{[this](std::uint32_t id) { return commands_.owned_by(id) > 0; }} {
     // An owner without connections whose last entity ends (lifetime, despawn) is forgotten.
-    commands_.on_last_entity_gone = [this](std::uint32_t owner) { owners_.forget_if_idle(owner); };
+    // Its interest settings (focus, relevance, budget) go with it.
+    commands_.on_last_entity_gone = [this](std::uint32_t owner) {
+        if (owners_.forget_if_idle(owner)) {
+            interest_.forget(owner);
+        }
+    };
     interest_.set_defaults(interest_manager::defaults{config_.interest_radius, config_.client_budget});
     if (g.setup) {
         g.setup(*this);
@@ -441,7 +446,9 @@ void server::closed(session& s, const std::string& /*reason*/) {
         --active_;
     }
     if (s.owner_id() != 0 && owners_.disconnected(s.owner_id()) == 0) {
-        if (!owners_.forget_if_idle(s.owner_id()) && !config_.keep_entities_on_disconnect) {
+        if (owners_.forget_if_idle(s.owner_id())) {
+            interest_.forget(s.owner_id());
+        } else if (!config_.keep_entities_on_disconnect) {
             // At the next tick (only ticks write the world), and only if the owner has not
             // come back by then; the owner is forgotten once its last entity is gone.
             pending_despawns_.push_back(s.owner_id());
