@@ -267,7 +267,7 @@ awaitable<void> server::accept_loop() {
         auto stream = tls_ ? make_tls_stream(std::move(socket), *tls_)
                            : make_tcp_stream(std::move(socket));
         auto s = std::make_shared<session>(std::move(context), std::move(stream), *this, id);
-        if (sessions_.empty()) {
+        if (unfinished_sessions_++ == 0) {
             sessions_work_.emplace(io_.get_executor());
         }
         sessions_.emplace(id, s);
@@ -455,7 +455,12 @@ void server::closed(session& s, const std::string& /*reason*/) {
         }
     }
     sessions_.erase(s.id());
-    if (sessions_.empty()) {
+}
+
+void server::finished() {
+    // A closing session still flushes (Disconnect, then FIN) after closed(): run() must not
+    // return, and the pool stop, before it is done.
+    if (--unfinished_sessions_ == 0) {
         sessions_work_.reset();
     }
 }

@@ -227,6 +227,9 @@ void session::close(std::string reason) {
         spdlog::info("client {} ({}) closed: {}", id_, printable(name_), reason);
     }
     notify_closed(reason);
+    // Flushed or given up: the world may stop waiting for this one (after closed(), which
+    // was posted first).
+    asio::post(owner_.io(), [self = shared_from_this()] { self->owner_.finished(); });
 }
 
 void session::notify_closed(const std::string& reason) {

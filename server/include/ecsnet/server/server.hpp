@@ -160,6 +160,7 @@ private:
     void resync(const std::shared_ptr<session>& s);
     void set_focus(session& s, const protocol::focus& focus);
     void closed(session& s, const std::string& reason);
+    void finished();
     // Called by sessions on their own threads.
     [[nodiscard]] log_limiter& warnings() noexcept { return warnings_; }
     [[nodiscard]] boost::asio::io_context& io() noexcept { return io_; }
@@ -213,10 +214,11 @@ private:
     bool draining_{false};
 
     std::map<std::uint64_t, std::shared_ptr<session>> sessions_;
-    // While sessions exist, the io_context's run() must not return: they flush on the I/O
-    // threads and post closed() here.
+    // Until every session has closed its socket, the io_context's run() must not return: they
+    // flush on the I/O threads after closed(), and post finished() here at the very end.
     std::optional<boost::asio::executor_work_guard<boost::asio::io_context::executor_type>>
         sessions_work_;
+    std::size_t unfinished_sessions_{0};
     std::uint64_t next_session_id_{1};  // connection numbers, for logs; 64 bits never wrap
     owner_registry owners_;
     std::set<std::uint64_t> pending_ids_;  // before Hello, oldest first
