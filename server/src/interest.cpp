@@ -15,8 +15,12 @@ constexpr float own_priority = 2.0F;
 
 }  // namespace
 
-grid_interest::grid_interest(float cell_size, std::uint64_t position_type, locator locate)
-    : grid_{cell_size}, position_type_{position_type}, locate_{std::move(locate)} {}
+grid_interest::grid_interest(float cell_size, std::uint64_t position_type, locator locate,
+                             relocator relocate)
+    : grid_{cell_size},
+      position_type_{position_type},
+      locate_{std::move(locate)},
+      relocate_{std::move(relocate)} {}
 
 void grid_interest::place(const ecs::World& world, ecs::Entity e) {
     if (const auto p = locate_(world, e)) {
@@ -64,11 +68,30 @@ void grid_interest::update(const ecs::World& world, const ecs::World::change_set
         set_owner(e, owner == nullptr ? 0 : owner->client);
     }
     for (const auto& c : changes.components) {
-        if (c.type_hash == position_type_) {
+        if (c.type_hash == position_type_ && !tracking_) {
+            stale_ = stale_ || !c.added.empty() || !c.updated.empty() || !c.removed.empty();
+        } else if (c.type_hash == position_type_) {
             for (const auto* list : {&c.added, &c.updated, &c.removed}) {
-                for (const ecs::Entity e : *list) {
-                    if (world.valid(e)) {
-                        place(world, e);
+                if (!relocate_) {
+                    for (const ecs::Entity e : *list) {
+                        if (world.valid(e)) {
+                            place(world, e);
+                        }
+                    }
+                    continue;
+                }
+                // Moved ones were global only if they had no position before: rare.
+                unplaced_scratch_.clear();
+                relocate_(world, *list, grid_, unplaced_scratch_);
+                for (const ecs::Entity e : unplaced_scratch_) {
+                    grid_.erase(e);
+                    unplaced_.insert_or_assign(e.index(), e);
+                }
+                if (!unplaced_.empty()) {
+                    for (const ecs::Entity e : *list) {
+                        if (grid_.placed(e)) {
+                            unplaced_.erase(e.index());
+                        }
                     }
                 }
             }
@@ -96,8 +119,18 @@ bool grid_interest::first_visit(ecs::Entity e) {
     return true;
 }
 
+void grid_interest::rebuild(const ecs::World& world) {
+    grid_ = spatial_grid{grid_.cell_size()};
+    unplaced_.clear();
+    world.entities().each([&](ecs::Entity e) { place(world, e); });
+    stale_ = false;
+}
+
 void grid_interest::collect(const ecs::World& world, std::uint32_t owner, const player_interest& p,
                             std::vector<ecs::Entity>& out) {
+    if (stale_) {
+        rebuild(world);
+    }
     // A stamp per call marks what was listed: an entity reached twice (owned and in view) is
     // listed once, without a set.
     if (++stamp_ == 0) {

@@ -146,6 +146,7 @@ protocol::checksum::index_range replicator::next_checksum_range(const ecs::World
 void replicator::tick(const ecs::World& world, const ecs::World::change_set_type& changes,
                       std::uint64_t tick, const sink& send) {
     single_stream stream{*this, world, changes, tick};
+    changes_ = &changes;
     if (!interest_.enabled()) {
         for (const auto& [id, c] : clients_) {
             stream.send_to(id, c.owner, send);
@@ -154,19 +155,18 @@ void replicator::tick(const ecs::World& world, const ecs::World::change_set_type
     }
     // Per tick: the change masks by entity, once. Per client: what it should see (the
     // policy), then its own frame, of a size proportional to what it sees.
-    tick_changes_.build(world, changes, types_);
     const client_view::context ctx{world, types_, tick_changes_, interest_, tick, options_.tick_rate};
-    // What every client's frame takes with nothing in it: not charged to budgets (the frame
-    // goes every tick whatever the budget).
-    empty_frame_bytes_ =
-        encoder_.encode_view_delta(world, protocol::replication_encoder::view_changes{}, tick)->size();
+    tick_changes_built_ = false;
+    bool views = false;
     for (auto& [id, c] : clients_) {
         if (c.view) {
             serve_view(world, id, c, ctx, stream, send);
+            views = views || !c.view->whole_world();
         } else {
             stream.send_to(id, c.owner, send);  // joined before interest was turned on
         }
     }
+    interest_.policy()->views_needed(views);
 }
 
 void replicator::serve_view(const ecs::World& world, std::uint64_t id, client& c,
@@ -181,6 +181,17 @@ void replicator::serve_view(const ecs::World& world, std::uint64_t id, client& c
     if (everything && v.whole_world() && v.afford(ctx, stream.delta_bytes())) {
         stream.send_to(id, c.owner, send);
         return;
+    }
+    if (!tick_changes_built_) {
+        // Once per tick, and only when a client needs its own frame.
+        tick_changes_.build(world, *changes_, types_);
+        // What every client's frame takes with nothing in it: not charged to budgets (the
+        // frame goes every tick whatever the budget).
+        empty_frame_bytes_ = encoder_
+                                 .encode_view_delta(
+                                     world, protocol::replication_encoder::view_changes{}, ctx.tick)
+                                 ->size();
+        tick_changes_built_ = true;
     }
     if (v.whole_world()) {
         v.hold_everything(ctx);  // out of view or over budget: its own frames from now on

@@ -8,11 +8,18 @@ namespace ecsnet::server {
 
 namespace {
 
-std::int32_t coordinate(float v, double cell_size) noexcept {
-    // A division, not a product with the inverse: 1/size is inexact (0.1F for 10), which put
-    // a point on a boundary (-10 with cells of 10) one cell off floor(x / size).
+std::int32_t coordinate(float v, double cell_size, double inverse) noexcept {
+    // floor(v / size), by a product (a division per coordinate was a visible share of moving
+    // 100,000 entities a tick) corrected exactly: 1/size is inexact (0.1 for 10), which alone
+    // put a point on a boundary (-10 with cells of 10) one cell off.
+    const double x = static_cast<double>(v);
+    double c = std::floor(x * inverse);
+    if (c * cell_size > x) {
+        c -= 1.0;
+    } else if ((c + 1.0) * cell_size <= x) {
+        c += 1.0;
+    }
     // NaN and far-away values land in the outermost cells rather than overflowing.
-    const double c = std::floor(static_cast<double>(v) / cell_size);
     constexpr double low = std::numeric_limits<std::int32_t>::min();
     constexpr double high = std::numeric_limits<std::int32_t>::max();
     if (!(c >= low)) {
@@ -23,14 +30,15 @@ std::int32_t coordinate(float v, double cell_size) noexcept {
 
 }  // namespace
 
-spatial_grid::spatial_grid(float cell_size) : cell_size_{cell_size} {
+spatial_grid::spatial_grid(float cell_size)
+    : cell_size_{cell_size}, inverse_{1.0 / static_cast<double>(cell_size)} {
     if (!(cell_size > 0.0F) || !std::isfinite(cell_size)) {
         throw std::invalid_argument("the interest grid's cell size must be a positive number");
     }
 }
 
 spatial_grid::cell spatial_grid::cell_of(point p) const noexcept {
-    return cell{coordinate(p.x, cell_size_), coordinate(p.y, cell_size_)};
+    return cell{coordinate(p.x, cell_size_, inverse_), coordinate(p.y, cell_size_, inverse_)};
 }
 
 bool spatial_grid::placed(ecs::Entity e) const noexcept {

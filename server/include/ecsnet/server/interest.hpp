@@ -7,6 +7,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <span>
 #include <vector>
 
 #include "ecsnet/ecs/type_info.hpp"
@@ -48,6 +49,10 @@ public:
                                          const player_interest& /*p*/, ecs::Entity /*e*/) const {
         return 1.0F;
     }
+    // Whether collect() will be called from the next tick on (false while every client shares
+    // the whole world's single stream, or none is connected): a policy may then stop tracking
+    // what only collect() reads, and catch up when it is called again.
+    virtual void views_needed(bool /*needed*/) {}
     // True only when collect() would list every live entity (then the player's clients may
     // share the single stream of the whole world); false when unsure.
     [[nodiscard]] virtual bool sees_everything(const ecs::World& /*world*/, std::uint32_t /*owner*/,
@@ -68,13 +73,25 @@ class grid_interest final : public interest_policy {
 public:
     // Where an entity is; nullopt when it has no position (it is then global).
     using locator = std::function<std::optional<point>(const ecs::World&, ecs::Entity)>;
+    // Places every live one of `entities` in the grid at its position, and appends those
+    // without one to `unplaced`: one call per tick for all that moved (use_grid<T> reads T's
+    // storage directly, without a call per entity).
+    using relocator = std::function<void(const ecs::World&, std::span<const ecs::Entity>,
+                                         spatial_grid&, std::vector<ecs::Entity>& unplaced)>;
 
     // `position_type`: the component whose changes move entities (ecs::type_hash_v<T>).
-    grid_interest(float cell_size, std::uint64_t position_type, locator locate);
+    grid_interest(float cell_size, std::uint64_t position_type, locator locate,
+                  relocator relocate = {});
 
     void update(const ecs::World& world, const ecs::World::change_set_type& changes) override;
     void collect(const ecs::World& world, std::uint32_t owner, const player_interest& p,
                  std::vector<ecs::Entity>& out) override;
+    // While no view is needed, entities that move are not re-placed in the grid (what made
+    // a room where everyone sees everything pay per moving entity); the next collect()
+    // rebuilds the grid from the world, once.
+    void views_needed(bool needed) override { tracking_ = needed; }
+    // From the grid's bounds, possibly as of before tracking stopped: it may then say yes to a
+    // view that no longer covers an entity that moved out of them, which only sends more.
     [[nodiscard]] bool sees_everything(const ecs::World& world, std::uint32_t owner,
                                        const player_interest& p) const override;
     // 1 at the focus, falling to 1/3 at the radius and beyond; the player's own entities 2.
@@ -97,6 +114,11 @@ private:
     spatial_grid grid_;
     std::uint64_t position_type_;
     locator locate_;
+    relocator relocate_;
+    std::vector<ecs::Entity> unplaced_scratch_;
+    bool tracking_{true};
+    bool stale_{false};  // moves were not tracked: rebuild before the next collect()
+    void rebuild(const ecs::World& world);
     boost::unordered_flat_map<std::uint32_t, ecs::Entity> unplaced_;  // no position: global
     boost::unordered_flat_map<std::uint32_t, ecs::Entity> marked_global_;
     boost::unordered_flat_map<std::uint32_t, boost::unordered_flat_set<ecs::Entity::index_type>>
@@ -127,6 +149,17 @@ public:
             [to_point](const ecs::World& w, ecs::Entity e) -> std::optional<point> {
                 const T* value = w.try_get<T>(e);
                 return value == nullptr ? std::nullopt : std::optional<point>{to_point(*value)};
+            },
+            [to_point](const ecs::World& w, std::span<const ecs::Entity> entities,
+                       spatial_grid& grid, std::vector<ecs::Entity>& unplaced) {
+                const auto* storage = w.find_storage<T>();
+                for (const ecs::Entity e : entities) {
+                    if (storage != nullptr && storage->contains(e)) {
+                        grid.place(e, to_point(storage->get(e)));
+                    } else if (w.valid(e)) {
+                        unplaced.push_back(e);
+                    }
+                }
             });
         grid_interest& out = *grid;
         policy_ = std::move(grid);

@@ -86,6 +86,8 @@ private:
     tick_changes tick_changes_;
     std::vector<ecs::Entity> desired_;
     std::size_t empty_frame_bytes_{0};
+    const ecs::World::change_set_type* changes_{nullptr};  // the tick's, during tick()
+    bool tick_changes_built_{false};
     std::uint32_t checksum_next_index_{0};
     std::uint64_t snapshot_tick_{~std::uint64_t{0}};
     std::size_t snapshot_bytes_{0};

@@ -106,6 +106,7 @@ private:
     void take_out(std::uint32_t index);
 
     float cell_size_;
+    double inverse_;
     boost::unordered_flat_map<std::uint64_t, std::vector<ecs::Entity>> cells_;
     std::vector<slot> slots_;  // by entity index
     std::size_t placed_{0};
