@@ -178,7 +178,10 @@ void launch(const options& o, launched_server& out) {
     std::vector<const char*> argv{o.server_binary.c_str(), "--bind", "127.0.0.1", "--port", "0",
                                   "--demo-entities", entities.c_str(), "--tick-rate", rate.c_str(),
                                   "--max-entities", max_entities.c_str(), "--stats-interval-s",
-                                  "1", "--max-clients", "4096", nullptr};
+                                  "1", "--max-clients", "4096",
+                                  // Every simulated client comes from 127.0.0.1, hundreds at once.
+                                  "--max-pending", "4096", "--max-pending-per-address", "4096",
+                                  nullptr};
     // Before the terminating nullptr.
     argv.insert(argv.end() - 1, {"--world-half-extent", extent.c_str()});
     if (o.interest_radius > 0.0) {

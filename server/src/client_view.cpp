@@ -227,11 +227,24 @@ const protocol::replication_encoder::view_changes& client_view::plan(
                 }
                 c.accumulated += weight * ctx.interest.policy()->priority(ctx.world, owner_, p, c.e);
             }
-            std::sort(candidates_.begin(), candidates_.end(),
-                      [](const candidate& a, const candidate& b) { return a.accumulated > b.accumulated; });
             double room = allowance_ - static_cast<double>((destroyed_.size() + left_.size()) * entity_bytes);
+            // Only the head that can fit is ordered: about twice what the room holds at the
+            // average size (a sort of every candidate of every client was a tenth of a tick).
+            const double average = static_cast<double>(total) / static_cast<double>(candidates_.size());
+            const std::size_t head = std::min(
+                candidates_.size(),
+                2 * static_cast<std::size_t>(std::max(room, 0.0) / std::max(average, 1.0)) + 1);
+            std::partial_sort(candidates_.begin(), candidates_.begin() + static_cast<std::ptrdiff_t>(head),
+                              candidates_.end(), [](const candidate& a, const candidate& b) {
+                                  return a.accumulated > b.accumulated;
+                              });
             bool any = false;
-            for (const candidate& c : candidates_) {
+            for (std::size_t i = 0; i < candidates_.size(); ++i) {
+                const candidate& c = candidates_[i];
+                if (i >= head) {
+                    defer(c);
+                    continue;
+                }
                 // The most urgent goes even when it alone exceeds the allowance, so that an
                 // entity larger than a tick's budget is not starved; the debt is paid later.
                 if (static_cast<double>(c.cost) <= room || (!any && room > 0.0)) {
