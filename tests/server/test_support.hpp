@@ -9,6 +9,7 @@
 #include <boost/asio/read.hpp>
 #include <boost/asio/write.hpp>
 
+#include <algorithm>
 #include <array>
 #include <chrono>
 #include <cstdint>
@@ -98,7 +99,10 @@ public:
         }
         out.resize(protocol::frame_prefix_bytes + length);
         std::copy(prefix.begin(), prefix.end(), out.begin());
-        return read_exactly(out.data() + protocol::frame_prefix_bytes, length, deadline);
+        // A started frame is read whole: giving up in its middle would leave the stream at a
+        // byte that is not a frame's start. The server writes frames whole, so it comes.
+        return read_exactly(out.data() + protocol::frame_prefix_bytes, length,
+                            std::max(deadline, clock::now() + std::chrono::seconds{5}));
     }
 
     struct close_result {
@@ -158,7 +162,13 @@ private:
             socket_.cancel(ignored);
             io_.restart();
             io_.run();  // the handler runs (operation_aborted) while its captures live
-            return read_status::timeout;
+            if (!error) {
+                // The read completed before the cancel took effect: the bytes were consumed,
+                // and returning a timeout would lose a whole frame (seen under load).
+                return read_status::frame;
+            }
+            return error == boost::asio::error::operation_aborted ? read_status::timeout
+                                                                  : read_status::closed;
         }
         return error ? read_status::closed : read_status::frame;
     }
