@@ -1,0 +1,811 @@
+// The ECS core against EnTT 3.16, side by side in one process (issue 15): every row runs the
+// same operation on an entt::registry and on an ecsnet World, in the same repetition, the
+// library that goes first alternating from one repetition to the next, and reports the median
+// ns per entity of each, their min and max over the repetitions, and the ratio ecsnet / EnTT
+// of the medians (< 1: ecsnet is faster). Only the operation's loop is timed (steady_clock);
+// building registries and worlds, shuffling and checking are not. Random orders come from one
+// vector shuffled with a fixed seed, the same for both libraries. Each side also computes a
+// checksum of what it did (sums of component values, counts); the two must agree, or the
+// program fails, so that neither side can skip work the other does.
+//
+// Built only when CMake is given EnTT's headers (they are not part of ecsnet):
+//   cmake -S . -B build/release -G Ninja -DCMAKE_BUILD_TYPE=Release -DECSNET_BUILD_TESTS=OFF
+//         -DECSNET_ENTT_DIR=$PWD/../shared/third_party/entt-3.16.0/src      (one line)
+//   cmake --build build/release --target ecs_vs_entt
+//   taskset -c 1 build/release/bin/ecs_vs_entt [--entities N] [--repetitions R]
+//                                              [--filter SUBSTRING] [--json]
+// Figures only mean something from a Release build on a quiet machine: the program prints the
+// build type, the CPUs it may run on and the load average before and after the run.
+//
+// ecsnet's world tracks changes by default (replication needs it) and so does every row here
+// unless its name says "untracked"; writes happen in a tick after the entities were created
+// (writes to entities created in the same tick take a shortcut). A row is a pair of functions
+// in `rows` below: adding one is writing that pair.
+#include <sched.h>
+#include <unistd.h>
+#include <CLI/CLI.hpp>
+#include <entt/entt.hpp>
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <random>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "ecsnet/ecs/world.hpp"
+
+#ifndef ECSNET_BUILD_TYPE
+#define ECSNET_BUILD_TYPE "unknown"
+#endif
+
+namespace {
+
+using clock_type = std::chrono::steady_clock;
+using ecsnet::ecs::World;
+using ecsnet_entity = ecsnet::ecs::Entity;
+
+// Plain aggregates, the same for both libraries.
+struct position {
+    float x;
+    float y;
+};
+struct velocity {
+    float x;
+    float y;
+};
+struct health {
+    int value;
+};
+
+// What one side of a row produced in one repetition: the time of its loop, the number of
+// entities that time is divided by, and a checksum the other side must match. Checksums are
+// sums of small integers held in floats and doubles, exact whatever the order of iteration.
+struct sample {
+    double ns = 0;
+    std::size_t units = 0;
+    double check = 0;
+};
+
+struct context {
+    std::size_t n = 0;
+    std::vector<std::size_t> order;  // a permutation of 0..n-1, shuffled with a fixed seed
+};
+
+// Keeps a value (and every store before it) alive without costing more than a register.
+template <typename T>
+void keep(const T& value) {
+    __asm__ __volatile__("" : : "r,m"(value) : "memory");
+}
+
+template <typename Fn>
+double timed_ns(Fn&& fn) {
+    const auto start = clock_type::now();
+    fn();
+    const auto stop = clock_type::now();
+    return std::chrono::duration<double, std::nano>(stop - start).count();
+}
+
+void require(bool ok, const std::string& what) {
+    if (!ok) {
+        throw std::runtime_error(what);
+    }
+}
+
+// entities[order[i]] for every i: the random order as a vector walked in sequence, so that
+// the loops time the lookups and not the indirection.
+template <typename E>
+std::vector<E> shuffled(const std::vector<E>& entities, const context& c) {
+    std::vector<E> out(c.n);
+    for (std::size_t i = 0; i < c.n; ++i) {
+        out[i] = entities[c.order[i]];
+    }
+    return out;
+}
+
+// ---- EnTT ----------------------------------------------------------------------------------
+
+// n entities with position {i, 0} and velocity {1, 2}, in creation order.
+std::vector<entt::entity> entt_populate(entt::registry& reg, std::size_t n) {
+    std::vector<entt::entity> out(n);
+    for (std::size_t i = 0; i < n; ++i) {
+        out[i] = reg.create();
+        reg.emplace<position>(out[i], static_cast<float>(i), 0.0F);
+        reg.emplace<velocity>(out[i], 1.0F, 2.0F);
+    }
+    return out;
+}
+
+double entt_sum_x(entt::registry& reg) {
+    double sum = 0;
+    reg.view<const position>().each([&](const position& p) { sum += p.x; });
+    return sum;
+}
+
+// What a listener-based change tracker on EnTT records.
+struct entt_recorder {
+    std::vector<entt::entity> seen;
+    void on(entt::registry&, entt::entity e) { seen.push_back(e); }
+};
+
+sample entt_create(const context& c) {
+    entt::registry reg;
+    std::vector<entt::entity> out(c.n);
+    const double ns = timed_ns([&] {
+        for (std::size_t i = 0; i < c.n; ++i) {
+            out[i] = reg.create();
+        }
+        keep(out.data());
+    });
+    const auto alive = std::count_if(out.begin(), out.end(), [&](auto e) { return reg.valid(e); });
+    return {ns, c.n, static_cast<double>(alive)};
+}
+
+sample entt_destroy(const context& c) {
+    entt::registry reg;
+    std::vector<entt::entity> out(c.n);
+    for (auto& e : out) {
+        e = reg.create();
+    }
+    const double ns = timed_ns([&] {
+        for (const auto e : out) {
+            reg.destroy(e);
+        }
+    });
+    const auto gone = std::count_if(out.begin(), out.end(), [&](auto e) { return !reg.valid(e); });
+    return {ns, c.n, static_cast<double>(gone)};
+}
+
+sample entt_create_emplace2(const context& c) {
+    entt::registry reg;
+    std::vector<entt::entity> out(c.n);
+    const double ns = timed_ns([&] {
+        for (std::size_t i = 0; i < c.n; ++i) {
+            out[i] = reg.create();
+            reg.emplace<position>(out[i], static_cast<float>(i), 0.0F);
+            reg.emplace<velocity>(out[i], 1.0F, 2.0F);
+        }
+        keep(out.data());
+    });
+    return {ns, c.n, entt_sum_x(reg) + static_cast<double>(reg.view<velocity>().size())};
+}
+
+template <bool Strict>
+sample entt_emplace_remove(const context& c) {
+    entt::registry reg;
+    const auto entities = entt_populate(reg, c.n);
+    reg.storage<health>();  // registered outside the timed loop, as ecsnet's is below
+    std::int64_t sum = 0;
+    const double ns = timed_ns([&] {
+        for (std::size_t i = 0; i < c.n; ++i) {
+            sum += reg.emplace<health>(entities[i], static_cast<int>(i)).value;
+            if constexpr (Strict) {
+                reg.erase<health>(entities[i]);
+            } else {
+                reg.remove<health>(entities[i]);
+            }
+        }
+        keep(sum);
+    });
+    return {ns, c.n, static_cast<double>(sum) + static_cast<double>(reg.storage<health>().size())};
+}
+
+sample entt_get_world(const context& c) {
+    entt::registry reg;
+    const auto order = shuffled(entt_populate(reg, c.n), c);
+    double sum = 0;
+    const double ns = timed_ns([&] {
+        for (const auto e : order) {
+            sum += reg.get<position>(e).x;
+        }
+        keep(sum);
+    });
+    return {ns, c.n, sum};
+}
+
+sample entt_try_get_world(const context& c) {
+    entt::registry reg;
+    const auto order = shuffled(entt_populate(reg, c.n), c);
+    double sum = 0;
+    const double ns = timed_ns([&] {
+        for (const auto e : order) {
+            if (const auto* p = reg.try_get<position>(e)) {
+                sum += p->x;
+            }
+        }
+        keep(sum);
+    });
+    return {ns, c.n, sum};
+}
+
+sample entt_get_storage(const context& c) {
+    entt::registry reg;
+    const auto order = shuffled(entt_populate(reg, c.n), c);
+    double sum = 0;
+    const double ns = timed_ns([&] {
+        const auto& storage = reg.storage<position>();
+        for (const auto e : order) {
+            sum += storage.get(e).x;
+        }
+        keep(sum);
+    });
+    return {ns, c.n, sum};
+}
+
+sample entt_get_view(const context& c) {
+    entt::registry reg;
+    const auto order = shuffled(entt_populate(reg, c.n), c);
+    const auto view = reg.view<position, velocity>();
+    double sum = 0;
+    const double ns = timed_ns([&] {
+        for (const auto e : order) {
+            sum += view.get<position>(e).x;
+        }
+        keep(sum);
+    });
+    return {ns, c.n, sum};
+}
+
+sample entt_iterate1(const context& c) {
+    entt::registry reg;
+    entt_populate(reg, c.n);
+    double sum = 0;
+    const double ns = timed_ns([&] {
+        reg.view<position>().each([&](const position& p) { sum += p.x; });
+        keep(sum);
+    });
+    return {ns, c.n, sum};
+}
+
+sample entt_iterate2(const context& c) {
+    entt::registry reg;
+    entt_populate(reg, c.n);
+    double sum = 0;
+    const double ns = timed_ns([&] {
+        reg.view<position, velocity>().each(
+            [&](const position& p, const velocity& v) { sum += p.x + v.x; });
+        keep(sum);
+    });
+    return {ns, c.n, sum};
+}
+
+sample entt_write(const context& c) {
+    entt::registry reg;
+    entt_populate(reg, c.n);
+    const double ns = timed_ns([&] {
+        reg.view<position, velocity>().each([](position& p, const velocity& v) {
+            p.x += v.x;
+            p.y += v.y;
+        });
+    });
+    return {ns, c.n, entt_sum_x(reg)};
+}
+
+// Change tracking on EnTT: patch through the registry, an on_update listener records. The
+// recorder's vector is reserved (a tracker reuses it from tick to tick).
+sample entt_write_patch_listener(const context& c) {
+    entt::registry reg;
+    entt_populate(reg, c.n);
+    entt_recorder recorder;
+    recorder.seen.reserve(c.n);
+    reg.on_update<position>().connect<&entt_recorder::on>(recorder);
+    const double ns = timed_ns([&] {
+        reg.view<position, velocity>().each([&](entt::entity e, position&, const velocity& v) {
+            reg.patch<position>(e, [&v](position& p) {
+                p.x += v.x;
+                p.y += v.y;
+            });
+        });
+    });
+    return {ns, c.n, entt_sum_x(reg) + static_cast<double>(recorder.seen.size())};
+}
+
+sample entt_patch_listener(const context& c) {
+    entt::registry reg;
+    const auto entities = entt_populate(reg, c.n);
+    entt_recorder recorder;
+    recorder.seen.reserve(c.n);
+    reg.on_update<position>().connect<&entt_recorder::on>(recorder);
+    const double ns = timed_ns([&] {
+        for (const auto e : entities) {
+            reg.patch<position>(e, [](position& p) {
+                p.x += 1.0F;
+                p.y += 2.0F;
+            });
+        }
+    });
+    return {ns, c.n, entt_sum_x(reg) + static_cast<double>(recorder.seen.size())};
+}
+
+sample entt_destroy_half_iterate2(const context& c) {
+    entt::registry reg;
+    const auto entities = entt_populate(reg, c.n);
+    for (std::size_t i = 0; i < c.n / 2; ++i) {
+        reg.destroy(entities[c.order[i]]);
+    }
+    double sum = 0;
+    const double ns = timed_ns([&] {
+        reg.view<position, velocity>().each(
+            [&](const position& p, const velocity& v) { sum += p.x + v.x; });
+        keep(sum);
+    });
+    return {ns, c.n - c.n / 2, sum};
+}
+
+// ---- ecsnet --------------------------------------------------------------------------------
+
+std::shared_ptr<World> ecsnet_world(bool track_changes = true) {
+    ecsnet::ecs::world_options options;
+    options.track_changes = track_changes;
+    return World::make(options);
+}
+
+// n entities with position {i, 0} and velocity {1, 2}, in creation order; then a new tick.
+std::vector<ecsnet_entity> ecsnet_populate(World& w, std::size_t n) {
+    std::vector<ecsnet_entity> out(n);
+    for (std::size_t i = 0; i < n; ++i) {
+        out[i] = w.create();
+        w.emplace<position>(out[i], static_cast<float>(i), 0.0F);
+        w.emplace<velocity>(out[i], 1.0F, 2.0F);
+    }
+    w.discard_changes();
+    return out;
+}
+
+double ecsnet_sum_x(World& w) {
+    double sum = 0;
+    w.view<const position>().each([&](const position& p) { sum += p.x; });
+    return sum;
+}
+
+sample ecsnet_create(const context& c) {
+    const auto w = ecsnet_world();
+    std::vector<ecsnet_entity> out(c.n);
+    const double ns = timed_ns([&] {
+        for (std::size_t i = 0; i < c.n; ++i) {
+            out[i] = w->create();
+        }
+        keep(out.data());
+    });
+    const auto alive = std::count_if(out.begin(), out.end(), [&](auto e) { return w->valid(e); });
+    return {ns, c.n, static_cast<double>(alive)};
+}
+
+sample ecsnet_destroy(const context& c) {
+    const auto w = ecsnet_world();
+    std::vector<ecsnet_entity> out(c.n);
+    for (auto& e : out) {
+        e = w->create();
+    }
+    w->discard_changes();
+    const double ns = timed_ns([&] {
+        for (const auto e : out) {
+            w->destroy(e);
+        }
+    });
+    const auto gone = std::count_if(out.begin(), out.end(), [&](auto e) { return !w->valid(e); });
+    return {ns, c.n, static_cast<double>(gone)};
+}
+
+sample ecsnet_create_emplace2(const context& c) {
+    const auto w = ecsnet_world();
+    std::vector<ecsnet_entity> out(c.n);
+    const double ns = timed_ns([&] {
+        for (std::size_t i = 0; i < c.n; ++i) {
+            out[i] = w->create();
+            w->emplace<position>(out[i], static_cast<float>(i), 0.0F);
+            w->emplace<velocity>(out[i], 1.0F, 2.0F);
+        }
+        keep(out.data());
+    });
+    return {ns, c.n, ecsnet_sum_x(*w) + static_cast<double>(w->storage<velocity>().size())};
+}
+
+// Strict: remove<health> throws when absent (EnTT's erase); tolerant: remove_if_present
+// (EnTT's remove).
+template <bool Strict>
+sample ecsnet_emplace_remove(const context& c) {
+    const auto w = ecsnet_world();
+    const auto entities = ecsnet_populate(*w, c.n);
+    w->register_component<health>();
+    std::int64_t sum = 0;
+    const double ns = timed_ns([&] {
+        for (std::size_t i = 0; i < c.n; ++i) {
+            sum += w->emplace<health>(entities[i], static_cast<int>(i)).value;
+            if constexpr (Strict) {
+                w->remove<health>(entities[i]);
+            } else {
+                w->remove_if_present<health>(entities[i]);
+            }
+        }
+        keep(sum);
+    });
+    w->discard_changes();
+    return {ns, c.n, static_cast<double>(sum) + static_cast<double>(w->storage<health>().size())};
+}
+
+sample ecsnet_get_world(const context& c) {
+    const auto w = ecsnet_world();
+    const auto order = shuffled(ecsnet_populate(*w, c.n), c);
+    double sum = 0;
+    const double ns = timed_ns([&] {
+        for (const auto e : order) {
+            sum += w->get<position>(e).x;
+        }
+        keep(sum);
+    });
+    return {ns, c.n, sum};
+}
+
+sample ecsnet_try_get_world(const context& c) {
+    const auto w = ecsnet_world();
+    const auto order = shuffled(ecsnet_populate(*w, c.n), c);
+    double sum = 0;
+    const double ns = timed_ns([&] {
+        for (const auto e : order) {
+            if (const auto* p = w->try_get<position>(e)) {
+                sum += p->x;
+            }
+        }
+        keep(sum);
+    });
+    return {ns, c.n, sum};
+}
+
+sample ecsnet_get_storage(const context& c) {
+    const auto w = ecsnet_world();
+    const auto order = shuffled(ecsnet_populate(*w, c.n), c);
+    double sum = 0;
+    const double ns = timed_ns([&] {
+        const auto& storage = w->storage<position>();
+        for (const auto e : order) {
+            sum += storage.get(e).x;
+        }
+        keep(sum);
+    });
+    return {ns, c.n, sum};
+}
+
+sample ecsnet_get_view(const context& c) {
+    const auto w = ecsnet_world();
+    const auto order = shuffled(ecsnet_populate(*w, c.n), c);
+    const auto view = w->view<const position, const velocity>();
+    double sum = 0;
+    const double ns = timed_ns([&] {
+        for (const auto e : order) {
+            sum += view.get<const position>(e).x;
+        }
+        keep(sum);
+    });
+    return {ns, c.n, sum};
+}
+
+sample ecsnet_iterate1(const context& c) {
+    const auto w = ecsnet_world();
+    ecsnet_populate(*w, c.n);
+    double sum = 0;
+    const double ns = timed_ns([&] {
+        w->view<const position>().each([&](const position& p) { sum += p.x; });
+        keep(sum);
+    });
+    return {ns, c.n, sum};
+}
+
+sample ecsnet_iterate2(const context& c) {
+    const auto w = ecsnet_world();
+    ecsnet_populate(*w, c.n);
+    double sum = 0;
+    const double ns = timed_ns([&] {
+        w->view<const position, const velocity>().each(
+            [&](const position& p, const velocity& v) { sum += p.x + v.x; });
+        keep(sum);
+    });
+    return {ns, c.n, sum};
+}
+
+// A writing view; on a tracked world every entity it visits is recorded as updated, and the
+// change set is taken (outside the timed loop) and checked. With_recorded adds the number of
+// recorded entities to the checksum, to compare with EnTT's listener.
+sample ecsnet_write(const context& c, bool track_changes, bool with_recorded) {
+    const auto w = ecsnet_world(track_changes);
+    ecsnet_populate(*w, c.n);
+    const double ns = timed_ns([&] {
+        w->view<position, const velocity>().each([](position& p, const velocity& v) {
+            p.x += v.x;
+            p.y += v.y;
+        });
+    });
+    std::size_t recorded = 0;
+    if (track_changes) {
+        const auto changes = w->take_changes();
+        const auto* updated = changes.find<position>();
+        recorded = updated == nullptr ? 0 : updated->updated.size();
+        require(recorded == c.n, "ecsnet's tracked world recorded " + std::to_string(recorded) +
+                                     " position updates for " + std::to_string(c.n) + " writes");
+    }
+    return {ns, c.n, ecsnet_sum_x(*w) + (with_recorded ? static_cast<double>(recorded) : 0.0)};
+}
+
+sample ecsnet_write_untracked(const context& c) {
+    return ecsnet_write(c, false, false);
+}
+sample ecsnet_write_tracked(const context& c) {
+    return ecsnet_write(c, true, false);
+}
+sample ecsnet_write_tracked_recorded(const context& c) {
+    return ecsnet_write(c, true, true);
+}
+
+sample ecsnet_patch_listener(const context& c) {
+    const auto w = ecsnet_world();
+    const auto entities = ecsnet_populate(*w, c.n);
+    std::vector<ecsnet_entity> seen;
+    seen.reserve(c.n);
+    w->on_update<position>().connect([&seen](World&, ecsnet_entity e) { seen.push_back(e); });
+    const double ns = timed_ns([&] {
+        for (const auto e : entities) {
+            w->patch<position>(e, [](position& p) {
+                p.x += 1.0F;
+                p.y += 2.0F;
+            });
+        }
+    });
+    w->discard_changes();
+    return {ns, c.n, ecsnet_sum_x(*w) + static_cast<double>(seen.size())};
+}
+
+sample ecsnet_destroy_half_iterate2(const context& c) {
+    const auto w = ecsnet_world();
+    const auto entities = ecsnet_populate(*w, c.n);
+    for (std::size_t i = 0; i < c.n / 2; ++i) {
+        w->destroy(entities[c.order[i]]);
+    }
+    w->discard_changes();
+    double sum = 0;
+    const double ns = timed_ns([&] {
+        w->view<const position, const velocity>().each(
+            [&](const position& p, const velocity& v) { sum += p.x + v.x; });
+        keep(sum);
+    });
+    return {ns, c.n - c.n / 2, sum};
+}
+
+// ---- the rows ------------------------------------------------------------------------------
+
+using row_fn = sample (*)(const context&);
+
+struct row {
+    const char* name;
+    row_fn entt;
+    row_fn ecsnet;
+};
+
+constexpr row rows[] = {
+    {"create", entt_create, ecsnet_create},
+    {"destroy", entt_destroy, ecsnet_destroy},
+    {"create+emplace2", entt_create_emplace2, ecsnet_create_emplace2},
+    {"emplace+erase", entt_emplace_remove<true>, ecsnet_emplace_remove<true>},
+    {"emplace+remove", entt_emplace_remove<false>, ecsnet_emplace_remove<false>},
+    {"get (world)", entt_get_world, ecsnet_get_world},
+    {"try_get (world)", entt_try_get_world, ecsnet_try_get_world},
+    {"get (storage)", entt_get_storage, ecsnet_get_storage},
+    {"get (view)", entt_get_view, ecsnet_get_view},
+    {"iterate 1 read", entt_iterate1, ecsnet_iterate1},
+    {"iterate 2 read", entt_iterate2, ecsnet_iterate2},
+    {"pos+=vel untracked", entt_write, ecsnet_write_untracked},
+    {"pos+=vel tracked", entt_write, ecsnet_write_tracked},
+    {"pos+=vel tracked vs patch+listener", entt_write_patch_listener,
+     ecsnet_write_tracked_recorded},
+    {"patch+listener", entt_patch_listener, ecsnet_patch_listener},
+    {"destroy half+iterate 2", entt_destroy_half_iterate2, ecsnet_destroy_half_iterate2},
+};
+
+// ---- running and reporting -----------------------------------------------------------------
+
+struct spread {
+    double median = 0;
+    double min = 0;
+    double max = 0;
+};
+
+// Of ns per unit.
+spread summarize(std::vector<double> values) {
+    std::sort(values.begin(), values.end());
+    const std::size_t mid = values.size() / 2;
+    const double median =
+        values.size() % 2 == 1 ? values[mid] : (values[mid - 1] + values[mid]) / 2;
+    return {median, values.front(), values.back()};
+}
+
+struct result {
+    const char* name;
+    std::size_t units;
+    spread entt;
+    spread ecsnet;
+    bool checks_match;
+    double entt_check;
+    double ecsnet_check;
+};
+
+result run_row(const row& r, const context& c, std::size_t repetitions) {
+    std::vector<double> entt_ns;
+    std::vector<double> ecsnet_ns;
+    result out{r.name, 0, {}, {}, true, 0, 0};
+    for (std::size_t rep = 0; rep < repetitions; ++rep) {
+        sample a;
+        sample b;
+        if (rep % 2 == 0) {
+            a = r.entt(c);
+            b = r.ecsnet(c);
+        } else {
+            b = r.ecsnet(c);
+            a = r.entt(c);
+        }
+        require(a.units == b.units && a.units > 0,
+                std::string{r.name} + ": the two sides time different numbers of entities");
+        out.units = a.units;
+        entt_ns.push_back(a.ns / static_cast<double>(a.units));
+        ecsnet_ns.push_back(b.ns / static_cast<double>(b.units));
+        if (a.check != b.check) {
+            out.checks_match = false;
+        }
+        out.entt_check = a.check;
+        out.ecsnet_check = b.check;
+    }
+    out.entt = summarize(entt_ns);
+    out.ecsnet = summarize(ecsnet_ns);
+    return out;
+}
+
+std::string loadavg() {
+    std::ifstream in{"/proc/loadavg"};
+    std::string line;
+    std::getline(in, line);
+    return line.empty() ? "(unavailable)" : line;
+}
+
+int allowed_cpus() {
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    if (sched_getaffinity(0, sizeof(set), &set) != 0) {
+        return -1;
+    }
+    return CPU_COUNT(&set);
+}
+
+std::string compiler() {
+#if defined(__clang__)
+    return std::string{"clang "} + __clang_version__;
+#elif defined(__GNUC__)
+    return std::string{"g++ "} + __VERSION__;
+#else
+    return "unknown";
+#endif
+}
+
+void print_header(std::ostream& os, const context& c, std::size_t repetitions) {
+    os << "ecs_vs_entt: EnTT " << ENTT_VERSION << " and ecsnet's ECS, side by side\n";
+#ifdef NDEBUG
+    os << "build: " << ECSNET_BUILD_TYPE << " (NDEBUG)\n";
+#else
+    os << "build: " << ECSNET_BUILD_TYPE << "\n"
+       << "WARNING: not a release build (NDEBUG is not defined): figures are meaningless\n";
+#endif
+    os << "compiler: " << compiler() << "\n"
+       << "entities: " << c.n << ", repetitions: " << repetitions
+       << " (interleaved, the first library alternating)\n"
+       << "CPUs this process may run on: " << allowed_cpus() << " of "
+       << sysconf(_SC_NPROCESSORS_ONLN) << " online\n"
+       << "load average at start: " << loadavg() << "\n";
+}
+
+void print_table_head() {
+    std::printf(
+        "\nns per entity, median [min-max] over the repetitions; ratio = ecsnet / EnTT\n\n");
+    std::printf("%-36s %27s %27s %7s\n", "operation", "EnTT", "ecsnet", "ratio");
+}
+
+void print_row(const result& r) {
+    const auto cell = [](const spread& s) {
+        char text[64];
+        std::snprintf(text, sizeof(text), "%8.2f [%7.2f-%7.2f]", s.median, s.min, s.max);
+        return std::string{text};
+    };
+    std::printf("%-36s %27s %27s %7.2f%s\n", r.name, cell(r.entt).c_str(), cell(r.ecsnet).c_str(),
+                r.ecsnet.median / r.entt.median, r.checks_match ? "" : "  CHECKSUMS DIFFER");
+    std::fflush(stdout);
+}
+
+nlohmann::json spread_json(const spread& s) {
+    return {{"median", s.median}, {"min", s.min}, {"max", s.max}};
+}
+
+void print_json(const result& r, const context& c, std::size_t repetitions) {
+    const nlohmann::json row{{"row", r.name},
+                             {"entities", c.n},
+                             {"units", r.units},
+                             {"repetitions", repetitions},
+                             {"entt", spread_json(r.entt)},
+                             {"ecsnet", spread_json(r.ecsnet)},
+                             {"ratio", r.ecsnet.median / r.entt.median},
+                             {"checks_match", r.checks_match},
+                             {"entt_check", r.entt_check},
+                             {"ecsnet_check", r.ecsnet_check}};
+    std::cout << row.dump() << std::endl;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    std::size_t entities = 1'000'000;
+    std::size_t repetitions = 7;
+    std::string filter;
+    bool json = false;
+    CLI::App app{"EnTT and ecsnet's ECS, the same operations side by side in one process"};
+    app.add_option("--entities", entities, "Entities per row")->check(CLI::PositiveNumber);
+    app.add_option("--repetitions", repetitions, "Repetitions per row (interleaved)")
+        ->check(CLI::PositiveNumber);
+    app.add_option("--filter", filter, "Run only the rows whose name contains this");
+    app.add_flag("--json", json, "One JSON object per row on stdout instead of the table");
+    CLI11_PARSE(app, argc, argv);
+
+    std::vector<const row*> selected;
+    for (const row& r : rows) {
+        if (std::string{r.name}.find(filter) != std::string::npos) {
+            selected.push_back(&r);
+        }
+    }
+    if (selected.empty()) {
+        std::cerr << "ecs_vs_entt: no row matches --filter '" << filter << "'; rows:";
+        for (const row& r : rows) {
+            std::cerr << " '" << r.name << "'";
+        }
+        std::cerr << "\n";
+        return 2;
+    }
+
+    context c;
+    c.n = entities;
+    c.order.resize(entities);
+    for (std::size_t i = 0; i < entities; ++i) {
+        c.order[i] = i;
+    }
+    std::mt19937_64 rng{0x5eed'ec5e'0015ULL};  // fixed: the same order in every run
+    std::shuffle(c.order.begin(), c.order.end(), rng);
+
+    // The table goes to stdout; with --json stdout holds only the rows.
+    std::ostream& info = json ? std::cerr : std::cout;
+    print_header(info, c, repetitions);
+    if (!json) {
+        print_table_head();
+    }
+    bool all_match = true;
+    try {
+        for (const row* r : selected) {
+            const result res = run_row(*r, c, repetitions);
+            all_match = all_match && res.checks_match;
+            if (json) {
+                print_json(res, c, repetitions);
+            } else {
+                print_row(res);
+            }
+        }
+    } catch (const std::exception& e) {
+        std::cerr << "ecs_vs_entt: " << e.what() << "\n";
+        return 1;
+    }
+    info << "\nload average at end: " << loadavg() << "\n";
+    if (!all_match) {
+        std::cerr << "ecs_vs_entt: the two libraries' checksums differ on some row (see above): "
+                     "one side does not do the same work\n";
+        return 1;
+    }
+    return 0;
+}
