@@ -45,7 +45,22 @@ scripts/install-deps.sh "${groups[@]}"
 stage "build: Debug + ASan + UBSan"
 build=${ECSNET_TEST_BUILD_DIR:-build/asan}
 jobs=${ECSNET_JOBS:-$(nproc)}
-cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Debug -DECSNET_SANITIZE=ON -DECSNET_WERROR=ON
+# The EnTT comparison (bench/ecs_vs_entt and its test) needs EnTT's headers, which are not part
+# of ecsnet: $ECSNET_ENTT_DIR (absolute or relative to the repository root; a wrong one fails
+# the configure), else ../shared/third_party/entt-3.16.0/src if it exists. Without them it is
+# skipped (and a value cached by an earlier run is cleared).
+entt_dir=${ECSNET_ENTT_DIR:-}
+if [ -z "$entt_dir" ] && [ -d ../shared/third_party/entt-3.16.0/src ]; then
+  entt_dir=../shared/third_party/entt-3.16.0/src
+fi
+if [ -n "$entt_dir" ]; then
+  [ -d "$entt_dir" ] && entt_dir=$(cd "$entt_dir" && pwd)
+  echo "EnTT comparison: ECSNET_ENTT_DIR=$entt_dir"
+else
+  echo "EnTT comparison skipped: ECSNET_ENTT_DIR is not set and ../shared/third_party/entt-3.16.0/src does not exist"
+fi
+cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Debug -DECSNET_SANITIZE=ON -DECSNET_WERROR=ON \
+  -DECSNET_ENTT_DIR="$entt_dir"
 cmake --build "$build" -j "$jobs"
 
 stage "ctest"
