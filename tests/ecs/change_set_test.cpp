@@ -165,12 +165,12 @@ TEST_F(ChangeSetFixture, WritesThroughEveryWritingViewAccessorAreRecorded) {
 }
 
 TEST_F(ChangeSetFixture, RemoveIsRemoved) {
-    w_->remove<Velocity>(e_);
+    w_->erase<Velocity>(e_);
     expect_only<Velocity>(w_->take_changes(), "removed");
 }
 
 TEST_F(ChangeSetFixture, RemoveIfPresentAndClearAreRemoved) {
-    EXPECT_EQ((w_->remove_if_present<Velocity, Health>(e_)), 1U);
+    EXPECT_EQ((w_->remove<Velocity, Health>(e_)), 1U);
     expect_only<Velocity>(w_->take_changes(), "removed");
     w_->clear(e_);
     expect_only<Position>(w_->take_changes(), "removed");
@@ -179,19 +179,19 @@ TEST_F(ChangeSetFixture, RemoveIfPresentAndClearAreRemoved) {
 TEST_F(ChangeSetFixture, AddThenRemoveInTheSameTickIsNothing) {
     w_->emplace<Health>(e_, 1);
     w_->patch<Health>(e_, [](Health& h) { ++h.hp; });
-    w_->remove<Health>(e_);
+    w_->erase<Health>(e_);
     EXPECT_TRUE(w_->take_changes().empty());
 }
 
 TEST_F(ChangeSetFixture, RemoveThenAddInTheSameTickIsUpdated) {
-    w_->remove<Position>(e_);
+    w_->erase<Position>(e_);
     w_->emplace<Position>(e_, 1, 1);  // even with the same value
     expect_only<Position>(w_->take_changes(), "updated");
 }
 
 TEST_F(ChangeSetFixture, UpdateThenRemoveIsRemoved) {
     w_->patch<Position>(e_, [](Position& p) { ++p.x; });
-    w_->remove<Position>(e_);
+    w_->erase<Position>(e_);
     expect_only<Position>(w_->take_changes(), "removed");
 }
 
@@ -209,7 +209,7 @@ TEST_F(ChangeSetFixture, ACreatedEntityIsListedOnlyInCreated) {
     w_->emplace<Position>(fresh, 0, 0);
     w_->emplace<Health>(fresh, 0);
     w_->patch<Position>(fresh, [](Position& p) { ++p.x; });
-    w_->remove<Health>(fresh);
+    w_->erase<Health>(fresh);
     w_->view<Position>().each([](Entity, Position&) {});  // also writes e_'s Position
 
     const ChangeSet cs = w_->take_changes();
@@ -229,7 +229,7 @@ TEST_F(ChangeSetFixture, CreatedAndDestroyedInTheSameTickAppearsNowhere) {
 
 TEST_F(ChangeSetFixture, ADestroyedEntityIsListedWithItsVersionAndNoComponentRemovals) {
     w_->patch<Position>(e_, [](Position& p) { ++p.x; });
-    w_->remove<Velocity>(e_);
+    w_->erase<Velocity>(e_);
     w_->destroy(e_);
     const ChangeSet cs = w_->take_changes();
     EXPECT_THAT(cs.destroyed, ElementsAre(e_));
@@ -271,10 +271,10 @@ TEST_F(ChangeSetFixture, EachEntityIsListedAtMostOncePerList) {
         for (auto [e, p] : w_->view<Position>()) {
             p.x += static_cast<int>(e.index());
         }
-        w_->remove<Velocity>(e_);
+        w_->erase<Velocity>(e_);
         w_->emplace<Velocity>(e_, i, i);
         w_->emplace_or_replace<Health>(other, i);
-        w_->remove<Health>(other);
+        w_->erase<Health>(other);
         w_->emplace<Health>(other, i);
     }
     const ChangeSet cs = w_->take_changes();
@@ -287,7 +287,7 @@ TEST_F(ChangeSetFixture, EachEntityIsListedAtMostOncePerList) {
 TEST_F(ChangeSetFixture, ComponentEntriesAreSortedByIdAndNamed) {
     w_->register_component<Velocity>("velocity");
     w_->emplace<Health>(e_, 1);
-    w_->remove<Velocity>(e_);
+    w_->erase<Velocity>(e_);
     w_->patch<Position>(e_, [](Position&) {});
     const ChangeSet cs = w_->take_changes();
     ASSERT_EQ(cs.components.size(), 3U);
@@ -335,7 +335,7 @@ TEST(ChangeSetTicks, DiscardChangesDropsThePendingChanges) {
     EXPECT_TRUE(cs.empty());
 
     // Writes after a discard are recorded as usual.
-    w->remove<Health>(e);
+    w->erase<Health>(e);
     w->discard_changes();
     w->emplace<Health>(e, 2);
     EXPECT_THAT(changes_of<Health>(w->take_changes()).added, ElementsAre(e));
@@ -456,7 +456,7 @@ protected:
             w_->emplace_or_replace<T>(e, value);
             slot = value;
         } else {
-            w_->remove<T>(e);
+            w_->erase<T>(e);
             slot.reset();
         }
     }

@@ -66,7 +66,7 @@ TEST(CommandBuffer, CommandsApplyInRecordingOrder) {
     buffer.patch<Health>(e, [](Health& h) { h.hp += 3; });
     buffer.emplace_or_replace<Position>(e, 1, 1);
     buffer.emplace_or_replace<Position>(e, 2, 2);
-    buffer.remove<Position>(e);
+    buffer.erase<Position>(e);
     buffer.emplace<Position>(e, 3, 3);
 
     std::vector<std::string> events;
@@ -91,7 +91,7 @@ TEST(CommandBuffer, PendingEntitiesAreUsableWithinTheBuffer) {
     EXPECT_NE(a, b);
     buffer.emplace<Position>(a, 1, 2);
     buffer.emplace<Health>(a, 5);
-    buffer.remove<Health>(a);
+    buffer.erase<Health>(a);
     buffer.emplace<Health>(b, 7);
     buffer.patch<Health>(b, [](Health& h) { ++h.hp; });
     EXPECT_TRUE(buffer.resolve(a).is_null());  // nothing flushed yet
@@ -137,9 +137,9 @@ TEST(CommandBuffer, FailuresAreReportedWithTheirIndexAndTheOthersStillApply) {
     buffer.destroy(dead);                        // 1: already dead
     buffer.emplace<Health>(b, 20);               // 2: b has Health already
     buffer.emplace<Position>(a, 1, 1);           // 3: applies
-    buffer.remove<Position>(b);                  // 4: b has no Position
+    buffer.erase<Position>(b);                  // 4: b has no Position
     buffer.patch<Health>(dead, [](Health&) {});  // 5: dead
-    buffer.remove_if_present<Health>(dead);      // 6: tolerated, applies as a no-op
+    buffer.remove<Health>(dead);      // 6: tolerated, applies as a no-op
     buffer.destroy(b);                           // 7: applies
 
     const auto report = buffer.flush(*w);
@@ -252,7 +252,7 @@ TEST(CommandBuffer, ABufferFilledDuringIterationAppliesAfterTheLoop) {
             buffer.destroy(e);
         } else if (h.hp == 1) {
             buffer.emplace<Dead>(e);
-            buffer.remove<Health>(e);
+            buffer.erase<Health>(e);
         } else {
             const pending_entity child = buffer.create();
             buffer.emplace<Health>(child, 100);
@@ -334,8 +334,8 @@ TEST(CommandBuffer, RemoveIfPresentIsToleratedOnMissingComponents) {
     const Entity e = w->create();
     w->emplace<Health>(e, 1);
     CommandBuffer buffer;
-    buffer.remove_if_present<Health, Position>(e);
-    buffer.remove_if_present<Health>(e);
+    buffer.remove<Health, Position>(e);
+    buffer.remove<Health>(e);
     const auto report = buffer.flush(*w);
     EXPECT_THAT(report.failures, IsEmpty());
     EXPECT_EQ(report.applied, 2U);

@@ -141,12 +141,12 @@ TEST(HandleOperations, WorkOnALiveEntity) {
     EXPECT_TRUE(h.try_emplace<Health>(9));
     EXPECT_EQ(h.get<Health>(), (Health{9}));
 
-    h.remove<Position>();
+    h.erase<Position>();
     EXPECT_FALSE(h.has<Position>());
     EXPECT_EQ(h.try_get<Position>(), std::nullopt);
     EXPECT_FALSE(h.try_patch<Position>([](Position&) {}));
-    EXPECT_EQ(h.remove_if_present<Position>(), 0U);
-    EXPECT_EQ((h.remove_if_present<Position, Health>()), 1U);
+    EXPECT_EQ(h.remove<Position>(), 0U);
+    EXPECT_EQ((h.remove<Position, Health>()), 1U);
 
     h.destroy();
     EXPECT_FALSE(w->valid(h.entity()));
@@ -172,7 +172,7 @@ TEST(HandleOperations, ComponentErrorsOnALiveEntityAreTheWorldErrors) {
     EXPECT_THROW((void)h.get<Position>(), component_missing);
     w->register_component<Position>();
     EXPECT_THROW((void)h.get<Position>(), component_missing);
-    EXPECT_THROW(h.remove<Position>(), component_missing);
+    EXPECT_THROW(h.erase<Position>(), component_missing);
     EXPECT_THROW(h.replace<Position>(1, 1), component_missing);
     EXPECT_THROW(h.patch<Position>([](Position&) {}), component_missing);
 }
@@ -213,7 +213,7 @@ TEST_F(HandleStale, ThrowingFormsThrowInvalidEntityNamingTheEntity) {
     EXPECT_THAT(message_of<invalid_entity>([&] { old_.replace<Health>(2); }), names_it);
     EXPECT_THAT(message_of<invalid_entity>([&] { old_.patch<Health>([](Health& h) { ++h.hp; }); }),
                 names_it);
-    EXPECT_THAT(message_of<invalid_entity>([&] { old_.remove<Health>(); }), names_it);
+    EXPECT_THAT(message_of<invalid_entity>([&] { old_.erase<Health>(); }), names_it);
     expect_untouched();
 }
 
@@ -223,7 +223,7 @@ TEST_F(HandleStale, TryFormsFailWithoutTouchingTheNewOwner) {
     EXPECT_EQ(old_.try_get<Health>(), std::nullopt);
     EXPECT_FALSE(old_.try_emplace<Velocity>(1, 1));
     EXPECT_FALSE(old_.try_patch<Health>([](Health& h) { h.hp = 0; }));
-    EXPECT_EQ((old_.remove_if_present<Health, Position>()), 0U);
+    EXPECT_EQ((old_.remove<Health, Position>()), 0U);
     EXPECT_FALSE(old_.try_destroy());
     expect_untouched();
 }
@@ -238,7 +238,7 @@ TEST(HandleDestroyed, TryFormsFailAfterAPlainDestroy) {
     EXPECT_EQ(h.try_get<Health>(), std::nullopt);
     EXPECT_FALSE(h.try_emplace<Health>(1));
     EXPECT_FALSE(h.try_patch<Health>([](Health&) {}));
-    EXPECT_EQ(h.remove_if_present<Health>(), 0U);
+    EXPECT_EQ(h.remove<Health>(), 0U);
     EXPECT_THAT(message_of<invalid_entity>([&] { (void)h.get<Health>(); }),
                 AllOf(HasSubstr("entity 0:1"), HasSubstr("destroyed")));
 }
@@ -266,7 +266,7 @@ TEST_F(HandleExpiredWorld, ThrowingFormsThrowExpiredWorld) {
     EXPECT_THAT(message_of<expired_world>([&] { h_.emplace_or_replace<Health>(1); }), names_it);
     EXPECT_THAT(message_of<expired_world>([&] { h_.replace<Health>(1); }), names_it);
     EXPECT_THAT(message_of<expired_world>([&] { h_.patch<Health>([](Health&) {}); }), names_it);
-    EXPECT_THAT(message_of<expired_world>([&] { h_.remove<Health>(); }), names_it);
+    EXPECT_THAT(message_of<expired_world>([&] { h_.erase<Health>(); }), names_it);
 }
 
 TEST_F(HandleExpiredWorld, TryFormsReturnFalse) {
@@ -275,7 +275,7 @@ TEST_F(HandleExpiredWorld, TryFormsReturnFalse) {
     EXPECT_EQ(h_.try_get<Health>(), std::nullopt);
     EXPECT_FALSE(h_.try_emplace<Position>(1, 1));
     EXPECT_FALSE(h_.try_patch<Health>([](Health&) {}));
-    EXPECT_EQ(h_.remove_if_present<Health>(), 0U);
+    EXPECT_EQ(h_.remove<Health>(), 0U);
     EXPECT_FALSE(h_.try_destroy());
     EXPECT_EQ(h_.entity(), (Entity{1, 1}));  // still tells which entity it was
 }

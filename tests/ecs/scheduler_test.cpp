@@ -309,7 +309,7 @@ TEST_F(SchedulerAccess, UndeclaredComponentUseThrows) {
                       [](SystemContext& c) { c.world.emplace<Position>(c.world.create(), 0, 0); });
     expect_undeclared("patch",
                       [this](SystemContext& c) { c.world.patch<Position>(e_, [](Position&) {}); });
-    expect_undeclared("remove", [this](SystemContext& c) { c.world.remove<Position>(e_); });
+    expect_undeclared("remove", [this](SystemContext& c) { c.world.erase<Position>(e_); });
     expect_undeclared("clear", [this](SystemContext& c) { c.world.clear(e_); });
     expect_undeclared("command emplace", [this](SystemContext& c) {
         c.commands.emplace_or_replace<Position>(e_, 0, 0);
@@ -318,7 +318,7 @@ TEST_F(SchedulerAccess, UndeclaredComponentUseThrows) {
         c.commands.patch<Position>(e_, [](Position&) {});
     });
     expect_undeclared("command remove",
-                      [this](SystemContext& c) { c.commands.remove_if_present<Position>(e_); });
+                      [this](SystemContext& c) { c.commands.remove<Position>(e_); });
     // Nothing got through.
     EXPECT_EQ(w_->get<Position>(e_).x, 1);
     EXPECT_EQ(w_->storage<Position>().size(), 1U);
@@ -353,12 +353,12 @@ TEST_F(SchedulerAccess, AReadOnlyDeclarationRejectsWrites) {
     expect_write_rejected(
         "patch", [this](SystemContext& c) { c.world.patch<Position>(e_, [](Position&) {}); });
     expect_write_rejected("remove_if_present",
-                          [this](SystemContext& c) { c.world.remove_if_present<Position>(e_); });
+                          [this](SystemContext& c) { c.world.remove<Position>(e_); });
     expect_write_rejected("command emplace", [](SystemContext& c) {
         c.commands.emplace<Position>(c.commands.create(), 0, 0);
     });
     expect_write_rejected("command remove",
-                          [this](SystemContext& c) { c.commands.remove<Position>(e_); });
+                          [this](SystemContext& c) { c.commands.erase<Position>(e_); });
     EXPECT_EQ(w_->get<Position>(e_).x, 1);
     EXPECT_EQ(w_->storage<Position>().size(), 1U);
 }
@@ -375,7 +375,7 @@ TEST_F(SchedulerAccess, DeclaredAccessWorks) {
               EXPECT_EQ(c.world.get<Position>(e_).x, 3);  // writing implies reading
               EXPECT_EQ(c.world.get<Velocity>(e_).dx, 2);
               EXPECT_NE(c.world.try_get<Velocity>(e_), nullptr);
-              c.world.remove<Health>(e_);
+              c.world.erase<Health>(e_);
               const Entity fresh = c.world.create();
               c.world.emplace<Position>(fresh, 0, 0);
               c.commands.emplace<Health>(fresh, 9);
@@ -449,12 +449,12 @@ TEST_F(SchedulerAccess, UndeclaredStructuralOperationsChangeNothing) {
                 HasSubstr("Velocity"));
     expect_untouched("clear");
     EXPECT_THAT(violation(position_only,
-                          [this](SystemContext& c) { c.world.remove<Position, Velocity>(e_); }),
+                          [this](SystemContext& c) { c.world.erase<Position, Velocity>(e_); }),
                 HasSubstr("Velocity"));
     expect_untouched("remove");
     EXPECT_THAT(violation(position_only,
                           [this](SystemContext& c) {
-                              (void)c.world.remove_if_present<Position, Velocity>(e_);
+                              (void)c.world.remove<Position, Velocity>(e_);
                           }),
                 HasSubstr("Velocity"));
     expect_untouched("remove_if_present");

@@ -228,7 +228,7 @@ TEST_F(WorldStaleEntityErrors, ComponentCallsThrowInvalidEntityNamingTheType) {
     expect_stale_error(
         message_of<invalid_entity>([&] { w_->patch<Position>(last_, [](Position& p) { ++p.x; }); }),
         type);
-    expect_stale_error(message_of<invalid_entity>([&] { w_->remove<Position>(last_); }), type);
+    expect_stale_error(message_of<invalid_entity>([&] { w_->erase<Position>(last_); }), type);
 
     // None of them reached the slot's new owner.
     EXPECT_EQ(w_->get<Position>(now_), (Position{2, 2}));
@@ -236,7 +236,7 @@ TEST_F(WorldStaleEntityErrors, ComponentCallsThrowInvalidEntityNamingTheType) {
 
 TEST_F(WorldStaleEntityErrors, UnregisteredTypeOnAStaleEntityIsStillAnInvalidEntity) {
     expect_stale_error(message_of<invalid_entity>([&] { (void)w_->get<Health>(last_); }), "Health");
-    expect_stale_error(message_of<invalid_entity>([&] { w_->remove<Velocity>(last_); }),
+    expect_stale_error(message_of<invalid_entity>([&] { w_->erase<Velocity>(last_); }),
                        "Velocity");
 }
 
@@ -359,25 +359,95 @@ TEST(WorldComponents, MissingComponentThrowsComponentMissingNamingEntityAndType)
     w->register_component<Velocity>();
     w->emplace<Position>(e, 1, 2);
     const auto names_it = AllOf(HasSubstr("entity 1:1"), HasSubstr("Velocity"));
-    EXPECT_THAT(message_of<component_missing>([&] { w->remove<Velocity>(e); }), names_it);
+    EXPECT_THAT(message_of<component_missing>([&] { w->erase<Velocity>(e); }), names_it);
     EXPECT_THAT(message_of<component_missing>([&] { (void)w->get<Velocity>(e); }), names_it);
     EXPECT_THAT(message_of<component_missing>([&] { w->replace<Velocity>(e, 1, 1); }), names_it);
     EXPECT_THAT(
         message_of<component_missing>([&] { w->patch<Velocity>(e, [](Velocity& v) { ++v.dx; }); }),
         names_it);
+    EXPECT_THAT(message_of<component_missing>([&] { (void)w->write<Velocity>(e); }), names_it);
     EXPECT_THAT(message_of<component_missing>([&] { (void)w->get<Health>(e); }),
                 HasSubstr("Health"));
     EXPECT_TRUE(w->has<Position>(e));
 }
 
-TEST(WorldComponents, RemoveIfPresentCountsWhatItRemoved) {
+TEST(WorldComponents, EraseIsStrictAndRemovesNothingWhenOneIsMissing) {
+    const auto w = World::make();
+    const Entity e = w->create();
+    w->emplace<Position>(e, 1, 2);
+    EXPECT_THROW((w->erase<Position, Velocity>(e)), component_missing);
+    EXPECT_TRUE(w->has<Position>(e)) << "the check comes before any removal";
+    w->erase<Position>(e);
+    EXPECT_FALSE(w->has<Position>(e));
+    EXPECT_THROW(w->erase<Position>(e), component_missing);
+}
+
+TEST(WorldComponents, TryGetIsTheCheckedFormThatDoesNotThrow) {
+    const auto w = World::make();
+    const Entity e = w->create();
+    w->emplace<Position>(e, 1, 2);
+    ASSERT_NE(w->try_get<Position>(e), nullptr);
+    EXPECT_EQ(*w->try_get<Position>(e), (Position{1, 2}));
+    EXPECT_EQ(w->try_get<Velocity>(e), nullptr) << "a type never registered";
+    w->destroy(e);
+    const Entity recycled = w->create();
+    w->emplace<Position>(recycled, 3, 4);
+    EXPECT_EQ(w->try_get<Position>(e), nullptr) << "a stale id never reads the new owner's value";
+    EXPECT_EQ(w->try_get<Position>(Entity{}), nullptr);
+}
+
+TEST(WorldComponents, GetOnAStaleIdOfARecycledIndexThrows) {
+    const auto w = World::make(world_options{.entities = {.min_free_indices = 0}});
+    const Entity old = w->create();
+    w->emplace<Position>(old, 1, 2);
+    w->destroy(old);
+    const Entity now = w->create();
+    ASSERT_EQ(now.index(), old.index());
+    w->emplace<Position>(now, 3, 4);
+    EXPECT_THROW((void)w->get<Position>(old), invalid_entity);
+    EXPECT_EQ(w->get<Position>(now), (Position{3, 4}));
+    EXPECT_FALSE(w->storage<Position>().contains(old));
+    EXPECT_EQ(w->storage<Position>().try_get(old), nullptr);
+}
+
+TEST(WorldComponents, WriteGivesAReferenceMarkedUpdatedWithoutSignals) {
+    const auto w = World::make();
+    const Entity e = w->create();
+    w->emplace<Position>(e, 1, 2);
+    (void)w->take_changes();
+    int updates = 0;
+    w->on_update<Position>().connect([&](World&, Entity) { ++updates; });
+
+    w->write<Position>(e).x = 7;
+
+    EXPECT_EQ(w->get<Position>(e), (Position{7, 2}));
+    EXPECT_EQ(updates, 0) << "on_update runs only from patch";
+    const auto changes = w->take_changes();
+    ASSERT_NE(changes.find<Position>(), nullptr);
+    EXPECT_THAT(changes.find<Position>()->updated, ElementsAre(e));
+}
+
+TEST(WorldComponents, StorageIsReadableFromAConstWorld) {
+    const auto w = World::make();
+    const Entity e = w->create();
+    w->emplace<Position>(e, 1, 2);
+    const World& read_only = *w;
+    EXPECT_EQ(read_only.storage<Position>().get(e), (Position{1, 2}));
+    EXPECT_EQ(read_only.storage<Position>().size(), 1U);
+    // An unregistered type reads as empty, and stays unregistered.
+    EXPECT_TRUE(read_only.storage<Velocity>().empty());
+    EXPECT_FALSE(read_only.storage<Velocity>().contains(e));
+    EXPECT_FALSE(read_only.component_of<Velocity>().has_value());
+}
+
+TEST(WorldComponents, RemoveIsTolerantAndCountsWhatItRemoved) {
     const auto w = World::make();
     const Entity e = w->create();
     w->emplace<Position>(e, 1, 2);
     w->emplace<Velocity>(e, 3, 4);
-    EXPECT_EQ((w->remove_if_present<Position, Velocity, Health>(e)), 2U);
+    EXPECT_EQ((w->remove<Position, Velocity, Health>(e)), 2U);
     EXPECT_FALSE((w->any_of<Position, Velocity, Health>(e)));
-    EXPECT_EQ((w->remove_if_present<Position, Velocity, Health>(e)), 0U);
+    EXPECT_EQ((w->remove<Position, Velocity, Health>(e)), 0U);
     EXPECT_TRUE(w->valid(e));
 }
 
@@ -387,7 +457,7 @@ TEST(WorldComponents, RemoveSeveralTypesAtOnce) {
     w->emplace<Position>(e, 1, 2);
     w->emplace<Velocity>(e, 3, 4);
     w->emplace<Health>(e, 5);
-    w->remove<Position, Health>(e);
+    w->erase<Position, Health>(e);
     EXPECT_FALSE(w->has<Position>(e));
     EXPECT_TRUE(w->has<Velocity>(e));
     EXPECT_FALSE(w->has<Health>(e));
@@ -488,9 +558,9 @@ TEST(WorldSignatures, StayInSyncWithAddAndRemove) {
     w->emplace<Position>(e, 0, 0);
     EXPECT_EQ(w->signature_of(e), signature{}.set(pos).set(vel).set(hp));
     EXPECT_EQ(w->signature_of(e).to_string(), "111");
-    w->remove<Velocity>(e);
+    w->erase<Velocity>(e);
     EXPECT_EQ(w->signature_of(e), signature{}.set(pos).set(hp));
-    EXPECT_EQ(w->remove_if_present<Health>(e), 1U);
+    EXPECT_EQ(w->remove<Health>(e), 1U);
     EXPECT_EQ(w->signature_of(e), signature{}.set(pos));
     w->emplace_or_replace<Health>(e, 2);
     EXPECT_EQ(w->signature_of(e), signature{}.set(pos).set(hp));
@@ -547,7 +617,7 @@ TEST(WorldSignatures, ManyComponentTypesOnOneEntity) {
     EXPECT_TRUE(tags_hold_their_values(*w, e, used));
 
     // Removing types from different signature words (ids are N + 1).
-    w->remove<Tag<0>, Tag<62>, Tag<63>, Tag<127>, Tag<200>>(e);
+    w->erase<Tag<0>, Tag<62>, Tag<63>, Tag<127>, Tag<200>>(e);
     signature expected = all;
     for (const int n : {0, 62, 63, 127, 200}) {
         expected.reset(static_cast<ecsnet::ecs::component_id>(n + 1));
@@ -623,7 +693,7 @@ TEST(WorldSignals, FireInOrderWithWorldAndEntity) {
     w->patch<Position>(e, [](Position& p) { p.x = 3; });
     w->emplace_or_replace<Position>(e, 4, 0);
     w->emplace_or_replace<Position>(f, 5, 0);
-    w->remove<Position>(e);
+    w->erase<Position>(e);
     w->emplace<Velocity>(e, 0, 0);  // another type: no Position event
 
     EXPECT_THAT(events,
@@ -644,7 +714,7 @@ TEST(WorldSignals, OnDestroyFiresBeforeRemoval) {
         had_it = world.has<Health>(x);
         value = world.get<Health>(x).hp;
     });
-    EXPECT_EQ(w->remove_if_present<Health>(e), 1U);
+    EXPECT_EQ(w->remove<Health>(e), 1U);
     EXPECT_TRUE(had_it);
     EXPECT_EQ(value, 7);
     EXPECT_FALSE(w->has<Health>(e));
@@ -732,7 +802,7 @@ TEST(WorldAtomicity, RemovingSeveralTypesChecksThemAllFirst) {
     w->emplace<Velocity>(e, 3, 4);
     (void)w->take_changes();
 
-    EXPECT_THROW((w->remove<Position, Health>(e)), component_missing);
+    EXPECT_THROW((w->erase<Position, Health>(e)), component_missing);
     EXPECT_TRUE((w->all_of<Position, Velocity>(e)));
     EXPECT_EQ(w->signature_of(e).count(), 2U);
     EXPECT_TRUE(w->take_changes().empty());
@@ -740,15 +810,15 @@ TEST(WorldAtomicity, RemovingSeveralTypesChecksThemAllFirst) {
     // A throwing listener of the second type stops the removal of both.
     const auto refuse = w->on_destroy<Velocity>().connect(
         [](World&, Entity) { throw std::runtime_error("listener refuses"); });
-    EXPECT_THROW((w->remove<Position, Velocity>(e)), std::runtime_error);
-    EXPECT_THROW((void)(w->remove_if_present<Position, Velocity>(e)), std::runtime_error);
+    EXPECT_THROW((w->erase<Position, Velocity>(e)), std::runtime_error);
+    EXPECT_THROW((void)(w->remove<Position, Velocity>(e)), std::runtime_error);
     EXPECT_THROW(w->clear(e), std::runtime_error);
     EXPECT_TRUE((w->all_of<Position, Velocity>(e)));
     EXPECT_EQ(w->signature_of(e).count(), 2U);
     EXPECT_TRUE(w->take_changes().empty());
 
     w->on_destroy<Velocity>().disconnect(refuse);
-    w->remove<Position, Velocity>(e);
+    w->erase<Position, Velocity>(e);
     EXPECT_EQ(w->signature_of(e).count(), 0U);
     const auto changes = w->take_changes();
     ASSERT_NE(changes.find<Position>(), nullptr);
@@ -764,7 +834,7 @@ TEST(WorldSignals, DisconnectedListenersAreNotCalled) {
     const Entity e = w->create();
     w->emplace<Health>(e, 1);
     EXPECT_TRUE(w->on_construct<Health>().disconnect(id));
-    w->remove<Health>(e);
+    w->erase<Health>(e);
     w->emplace<Health>(e, 1);
     EXPECT_EQ(fired, 1);
 }
@@ -935,13 +1005,13 @@ protected:
             slot = value;
         } else if (op < 85) {
             if (present) {
-                w_->remove<T>(e);
+                w_->erase<T>(e);
                 slot.reset();
             } else {
-                ASSERT_THROW(w_->remove<T>(e), component_missing) << e;
+                ASSERT_THROW(w_->erase<T>(e), component_missing) << e;
             }
         } else {
-            ASSERT_EQ(w_->remove_if_present<T>(e), present ? 1U : 0U);
+            ASSERT_EQ(w_->remove<T>(e), present ? 1U : 0U);
             slot.reset();
         }
     }
@@ -959,7 +1029,7 @@ protected:
                 ASSERT_THROW(w_->patch<PropB>(e, [](PropB&) {}), invalid_entity) << e;
                 break;
             case 2:
-                ASSERT_THROW(w_->remove<PropC>(e), invalid_entity) << e;
+                ASSERT_THROW(w_->erase<PropC>(e), invalid_entity) << e;
                 break;
             default:
                 ASSERT_THROW(w_->destroy(e), invalid_entity) << e;

@@ -8,6 +8,7 @@
 
 #include "ecsnet/ecs/config.hpp"
 #include "ecsnet/ecs/entity.hpp"
+#include "ecsnet/ecs/entity_pool.hpp"
 #include "ecsnet/ecs/signature.hpp"
 #include "ecsnet/ecs/sparse_set.hpp"
 #include "ecsnet/ecs/type_info.hpp"
@@ -66,14 +67,15 @@ struct change_log {
     bool enabled{true};
     std::uint32_t epoch{1};
     std::uint64_t tick{0};
-    paged_array<std::uint32_t, 0U> created_epoch;  // per entity index, written when enabled
+    // The epoch an entity was created in is its slot's stamp (written when enabled).
+    const basic_entity_pool<typename Entity::traits_type>* entities{nullptr};
     std::vector<Entity> created;
     std::vector<Entity> destroyed;
 
     // Every entity created this tick is in `created`: in a tick that created none (the common
-    // case for a system writing many entities) the per-index array is not read at all.
+    // case for a system writing many entities) the slots are not read at all.
     [[nodiscard]] ECSNET_ECS_INLINE bool created_this_tick(index_type index) const noexcept {
-        return !created.empty() && created_epoch.get(index) == epoch;
+        return !created.empty() && entities->stamp(index) == epoch;
     }
 };
 

@@ -103,19 +103,21 @@ public:
         });
     }
 
+    // Strict at playback: component_missing when one is absent (world::erase).
     template <typename... T>
-    void remove(target t) {
+    void erase(target t) {
         (check_write<T>(), ...);
-        record([t](world_type& w, resolver& r) { w.template remove<T...>(r(t)); });
+        record([t](world_type& w, resolver& r) { w.template erase<T...>(r(t)); });
     }
 
+    // Tolerant at playback: removes those present; nothing when the entity is gone.
     template <typename... T>
-    void remove_if_present(target t) {
+    void remove(target t) {
         (check_write<T>(), ...);
         record([t](world_type& w, resolver& r) {
             const entity_type e = r(t);
             if (w.valid(e)) {
-                w.template remove_if_present<T...>(e);
+                w.template remove<T...>(e);
             }
         });
     }

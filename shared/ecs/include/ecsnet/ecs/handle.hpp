@@ -115,15 +115,17 @@ public:
         return true;
     }
 
+    // Strict: component_missing when one is absent (world::erase).
     template <typename... T>
-    void remove() const {
-        locked("remove")->template remove<T...>(entity_);
+    void erase() const {
+        locked("erase")->template erase<T...>(entity_);
     }
+    // Tolerant: removes those present, returns how many (world::remove); 0 when stale.
     template <typename... T>
-    std::size_t remove_if_present() const {
+    std::size_t remove() const {
         const auto w = world_.lock();
         return w == nullptr || !w->valid(entity_) ? 0
-                                                   : w->template remove_if_present<T...>(entity_);
+                                                   : w->template remove<T...>(entity_);
     }
 
 private:

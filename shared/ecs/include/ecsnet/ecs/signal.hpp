@@ -22,6 +22,7 @@ public:
         // While publishing, the vector being walked must not reallocate under the running
         // listener: park new listeners until the outermost publish ends.
         (publishing_ == 0 ? listeners_ : pending_).push_back(entry{id, std::move(fn), true});
+        ++live_;
         return id;
     }
 
@@ -32,6 +33,7 @@ public:
                 if (e.id == id && e.alive) {
                     e.alive = false;
                     ++dead_;
+                    --live_;
                     collect();
                     return true;
                 }
@@ -40,10 +42,9 @@ public:
         return false;
     }
 
-    [[nodiscard]] bool empty() const noexcept { return size() == 0; }
-    [[nodiscard]] std::size_t size() const noexcept {
-        return listeners_.size() + pending_.size() - dead_;
-    }
+    // On every write of a component: one load, no division by the entry size.
+    [[nodiscard]] bool empty() const noexcept { return live_ == 0; }
+    [[nodiscard]] std::size_t size() const noexcept { return live_; }
 
     void publish(Args... args) {
         if (listeners_.empty()) {
@@ -65,7 +66,9 @@ public:
             throw;
         }
         --publishing_;
-        collect();
+        if (dead_ != 0 || !pending_.empty()) [[unlikely]] {
+            collect();
+        }
     }
 
 private:
@@ -93,6 +96,7 @@ private:
     std::vector<entry> listeners_;
     std::vector<entry> pending_;
     std::size_t dead_{0};
+    std::size_t live_{0};
     std::size_t publishing_{0};
     connection last_id_{0};
 };

@@ -101,6 +101,19 @@ public:
         }
     }
 
+    // Whether pred(id) holds for some set bit; stops at the first.
+    template <typename Pred>
+    [[nodiscard]] static bool any_bit(std::span<const std::uint64_t> words, Pred&& pred) {
+        for (std::size_t w = 0; w < words.size(); ++w) {
+            for (std::uint64_t bits = words[w]; bits != 0; bits &= bits - 1) {
+                if (pred(static_cast<component_id>(w * 64 + std::countr_zero(bits)))) {
+                    return true;
+                }
+            }
+        }
+        return false;
+    }
+
 private:
     // Trailing zero words are dropped so that equal sets compare equal.
     void trim() noexcept {

@@ -70,11 +70,13 @@ public:
         return values_[base::index_of(entity)];
     }
 
-    [[nodiscard]] const Component* try_get(entity_type entity) const noexcept {
-        return base::contains(entity) ? &values_[base::index_of(entity)] : nullptr;
+    [[nodiscard]] ECSNET_ECS_INLINE const Component* try_get(entity_type entity) const noexcept {
+        const auto pos = base::position(entity);
+        return pos != base::npos ? &values_[pos] : nullptr;
     }
-    [[nodiscard]] Component* try_get(entity_type entity) noexcept {
-        return base::contains(entity) ? &values_[base::index_of(entity)] : nullptr;
+    [[nodiscard]] ECSNET_ECS_INLINE Component* try_get(entity_type entity) noexcept {
+        const auto pos = base::position(entity);
+        return pos != base::npos ? &values_[pos] : nullptr;
     }
 
     [[nodiscard]] std::span<const Component> values() const noexcept { return values_; }

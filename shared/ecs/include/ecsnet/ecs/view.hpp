@@ -165,22 +165,31 @@ public:
 
     // The component of an entity in the view. const T& when T or the view's declaration of it
     // is const; otherwise T&, and the component is marked updated (the caller may write).
+    // component_missing when e has no T. That e passes the rest of the filter is checked only
+    // with ECSNET_ECS_CHECKS (debug builds): in release it would cost one lookup per other type
+    // (contains(e) is the membership test).
     template <typename T>
-    [[nodiscard]] decltype(auto) get(entity_type e) const {
+    [[nodiscard]] ECSNET_ECS_INLINE decltype(auto) get(entity_type e) const {
         static_assert(get_index<T>() < sizeof...(Get), "get<T>: T is not a component of this view");
-        if (!contains(e)) {
-            throw component_missing("entity " + to_string(e) + " is not in this view");
-        }
         using declared = declared_t<T>;
+        auto* pool = std::get<get_index<T>()>(gets_);
+        auto* value = pool != nullptr ? pool->storage.try_get(e) : nullptr;
+        if (value == nullptr || (checks_enabled && !contains(e))) [[unlikely]] {
+            throw_not_in_view(e);
+        }
         if constexpr (std::is_const_v<T> || std::is_const_v<declared>) {
-            return static_cast<const std::remove_const_t<T>&>(fetch<declared>(e));
+            return static_cast<const std::remove_const_t<T>&>(*value);
         } else {
             touch_one<declared>(e);
-            return fetch<declared>(e);
+            return static_cast<declared&>(*value);
         }
     }
 
 private:
+    [[noreturn]] [[gnu::cold]] [[gnu::noinline]] static void throw_not_in_view(entity_type e) {
+        throw component_missing("entity " + to_string(e) + " is not in this view");
+    }
+
     void pick_driver() {
         driver_ = nullptr;
         bool missing = false;
@@ -315,7 +324,7 @@ private:
     template <typename T>
     [[nodiscard]] T& fetch(entity_type e) const noexcept {
         auto& storage = std::get<get_index<T>()>(gets_)->storage;
-        return storage.values()[storage.index_of(e)];
+        return storage.values().data()[storage.index_of(e)];
     }
 
     void touch_writes(entity_type e) const {

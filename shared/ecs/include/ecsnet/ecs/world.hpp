@@ -139,6 +139,7 @@ public:
     // Use make(): the tag keeps this constructor out of reach.
     basic_world(private_tag, world_options options) : entities_{options.entities} {
         log_.enabled = options.track_changes;
+        log_.entities = &entities_;
     }
     basic_world(const basic_world&) = delete;
     basic_world(basic_world&&) = delete;
@@ -151,7 +152,7 @@ public:
     [[nodiscard]] entity_type create() {
         const entity_type e = entities_.create();
         if (log_.enabled) {
-            log_.created_epoch.at(e.index()) = log_.epoch;
+            entities_.set_stamp(e.index(), log_.epoch);
             log_.created.push_back(e);
         }
         return e;
@@ -162,6 +163,43 @@ public:
     // destroying entities are entity-level: a system needs no component declaration.
     void destroy(entity_type e) {
         require_valid(e, "destroy");
+        if (signature::any_bit(signatures_.row(e.index()), [&](component_id id) {
+                return !pools_[id]->on_destroy.empty();
+            })) {
+            publish_destroyed(e);
+            if (!entities_.valid(e)) {
+                return;  // a listener destroyed it already
+            }
+        }
+        entities_.reserve_release();
+        const bool record = log_.enabled && !log_.created_this_tick(e.index());
+        if (record) {
+            // Nothing throws from here on. Geometric growth: reserve(size + 1) reallocates to
+            // exactly that, and made destroying n entities in one tick O(n^2).
+            if (log_.destroyed.size() == log_.destroyed.capacity()) {
+                log_.destroyed.reserve(std::max<std::size_t>(64, log_.destroyed.capacity() * 2));
+            }
+        }
+        // The current row: a listener may have added or removed components.
+        signature::for_each_bit(signatures_.row(e.index()), [&](component_id id) {
+            auto& p = *pools_[id];
+            if (p.set().contains(e)) {
+                p.note_removal();
+                p.erase(e);
+            }
+        });
+        signatures_.clear(e.index());
+        if (!names_.empty()) {
+            names_.erase(e.index());
+        }
+        if (record) {
+            log_.destroyed.push_back(e);
+        }
+        entities_.release(e);
+    }
+
+    // on_destroy for each component of e, while the entity is still whole.
+    [[gnu::noinline]] void publish_destroyed(entity_type e) {
         // Copy the row: listeners may change the signature while we walk it.
         std::uint64_t words[8];
         std::vector<std::uint64_t> wide;
@@ -181,29 +219,6 @@ public:
                 p.on_destroy.publish(*this, e);
             }
         });
-        if (!entities_.valid(e)) {
-            return;  // a listener destroyed it already
-        }
-        const bool record = log_.enabled && !log_.created_this_tick(e.index());
-        if (record) {
-            log_.destroyed.reserve(log_.destroyed.size() + 1);  // nothing throws from here on
-        }
-        // The current row: a listener may have added or removed components.
-        signature::for_each_bit(signatures_.row(e.index()), [&](component_id id) {
-            auto& p = *pools_[id];
-            if (p.set().contains(e)) {
-                p.note_removal();
-                p.erase(e);
-            }
-        });
-        signatures_.clear(e.index());
-        if (!names_.empty()) {
-            names_.erase(e.index());
-        }
-        if (record) {
-            log_.destroyed.push_back(e);
-        }
-        entities_.release(e);
     }
 
     // Non-throwing form: false when the entity is not alive.
@@ -334,7 +349,21 @@ public:
         return value;
     }
 
-    // const T&, or a tuple of const references for several types.
+    // The component, writable in place, marked as updated in the change set like a writing
+    // view's (on_update listeners do not run: patch() runs them after its fn). The reference
+    // is covered for the rest of the tick. component_missing when e has no T.
+    template <typename T>
+    [[nodiscard]] T& write(entity_type e) {
+        auto& p = assure<T>();
+        check_access(p, true);
+        T& value = require_component(p, e, "write");
+        p.touch(e, true);
+        return value;
+    }
+
+    // const T&, or a tuple of const references for several types. Checked: component_missing
+    // (or invalid_entity) when e has no T; try_get() is the form that does not throw. The check
+    // costs no extra memory access (the sparse entry holds the version).
     template <typename... T>
     [[nodiscard]] decltype(auto) get(entity_type e) const {
         if constexpr (sizeof...(T) == 1) {
@@ -345,7 +374,7 @@ public:
     }
 
     template <typename T>
-    [[nodiscard]] const T* try_get(entity_type e) const {
+    [[nodiscard]] ECSNET_ECS_INLINE const T* try_get(entity_type e) const {
         const auto* p = find_checked<T>();
         if (p == nullptr) {
             return nullptr;
@@ -366,19 +395,20 @@ public:
         return has_one<T>(e);
     }
 
+    // EnTT's names: erase is strict, remove tolerant.
     // Removes the components; component_missing when one is not there (then none is removed).
     template <typename... T>
-    void remove(entity_type e) {
-        (check_access(assure<T>(), true), ...);
-        (require_present(assure<T>(), e), ...);
-        remove_present(e, assure<T>()...);
+    void erase(entity_type e) {
+        // A braced list registers new types left to right, as their ids must follow.
+        std::apply([&](auto&... pools) { erase_from(e, pools...); },
+                   std::tuple<pool_t<T>&...>{assure<T>()...});
     }
 
     // Removes the components that are there; returns how many were removed.
     template <typename... T>
-    std::size_t remove_if_present(entity_type e) {
-        (check_access(assure<T>(), true), ...);
-        return remove_present(e, assure<T>()...);
+    std::size_t remove(entity_type e) {
+        return std::apply([&](auto&... pools) { return remove_from(e, pools...); },
+                          std::tuple<pool_t<T>&...>{assure<T>()...});
     }
 
     // Removes every component; the entity stays alive.
@@ -422,12 +452,23 @@ public:
         return {std::tuple{find_checked<Get>()...}, std::tuple{find_checked<Exclude>()...}};
     }
 
-    // Read-only access to a storage: the fastest lookups by entity.
+    // Read-only access to a storage: the fastest lookups by entity; its get() is unchecked
+    // (an assert in debug builds), its try_get() checked.
     template <typename T>
     [[nodiscard]] const storage_type<T>& storage() {
         auto& p = assure<T>();
         check_access(p, false);
         return p.storage;
+    }
+    // A const world cannot register T: an unregistered type reads as an empty storage (an
+    // immutable one shared by every world, since nothing can ever be added to it).
+    template <typename T>
+    [[nodiscard]] const storage_type<T>& storage() const {
+        if (const auto* p = find_checked<T>()) {
+            return p->storage;
+        }
+        static const storage_type<T> empty;
+        return empty;
     }
     template <typename T>
     [[nodiscard]] const storage_type<T>* find_storage() const {
@@ -520,19 +561,28 @@ private:
     }
 
     template <typename T>
-    [[nodiscard]] const pool_t<T>* find_pool() const noexcept {
+    [[nodiscard]] ECSNET_ECS_INLINE const pool_t<T>* find_pool() const noexcept {
         return static_cast<const pool_t<T>*>(types_.find(type_hash_v<std::remove_const_t<T>>));
     }
 
     template <typename T>
-    [[nodiscard]] const pool_t<T>* find_checked() const {
+    [[nodiscard]] ECSNET_ECS_INLINE const pool_t<T>* find_checked() const {
         const auto* p = find_pool<T>();
-        if (p != nullptr) {
-            check_access(*p, false);
-        } else if (access_ != nullptr && !access_->allows(type_hash_v<std::remove_const_t<T>>, false)) {
-            throw_access(type_name_v<std::remove_const_t<T>>, false);
+        if (access_ != nullptr) [[unlikely]] {
+            check_type_declared(p, type_hash_v<std::remove_const_t<T>>,
+                                type_name_v<std::remove_const_t<T>>);
         }
         return p;
+    }
+
+    // Only while a scheduler runs a system; p may be null (a type never registered).
+    [[gnu::noinline]] void check_type_declared(const pool_base* p, std::uint64_t hash,
+                                               std::string_view name) const {
+        if (p != nullptr) {
+            check_declared(*p, false);
+        } else if (!access_->allows(hash, false)) {
+            throw_access(name, false);
+        }
     }
 
     template <typename T>
@@ -545,7 +595,8 @@ private:
     // The checks below sit on every get/patch/emplace: their fast paths stay small enough to
     // inline and the throwing paths (string building) live in cold out-of-line functions.
     template <typename T>
-    [[nodiscard]] const pool_t<T>& existing_pool(entity_type e, const char* what) const {
+    [[nodiscard]] ECSNET_ECS_INLINE const pool_t<T>& existing_pool(entity_type e,
+                                                                    const char* what) const {
         // find_checked: an undeclared type is an access violation even if never registered.
         const auto* p = find_checked<T>();
         if (p == nullptr) [[unlikely]] {
@@ -563,10 +614,11 @@ private:
 
     template <typename P>
     ECSNET_ECS_INLINE auto& require_component(P& p, entity_type e, const char* what) const {
-        if (!p.storage.contains(e)) [[unlikely]] {
+        auto* value = p.storage.try_get(e);
+        if (value == nullptr) [[unlikely]] {
             throw_missing(p, e, what);
         }
-        return p.storage.get(e);
+        return *value;
     }
 
     [[noreturn]] [[gnu::cold]] [[gnu::noinline]] void throw_missing(const pool_base& p,
@@ -606,7 +658,7 @@ private:
     }
 
     template <typename T>
-    [[nodiscard]] const T& get_one(entity_type e) const {
+    [[nodiscard]] ECSNET_ECS_INLINE const T& get_one(entity_type e) const {
         return require_component(existing_pool<T>(e, "get"), e, "get");
     }
 
@@ -619,11 +671,23 @@ private:
         return p->storage.contains(e);
     }
 
+    // Each pool is looked up once per call (a type-table probe each time was a fifth of erase).
+    template <typename... P>
+    void erase_from(entity_type e, P&... pools) {
+        (check_access(pools, true), ...);
+        (require_present(pools, e), ...);
+        remove_present(e, pools...);
+    }
+    template <typename... P>
+    std::size_t remove_from(entity_type e, P&... pools) {
+        (check_access(pools, true), ...);
+        return remove_present(e, pools...);
+    }
+
     template <typename P>
-    void require_present(const P& p, entity_type e) const {
+    ECSNET_ECS_INLINE void require_present(const P& p, entity_type e) const {
         if (!p.storage.contains(e)) [[unlikely]] {
-            require_valid(e, "remove", p.name());
-            throw component_missing("remove: entity " + to_string(e) + " has no " + p.name());
+            throw_missing(p, e, "erase");
         }
     }
 
@@ -687,7 +751,7 @@ private:
         if (++log_.epoch >= (std::uint32_t{1} << 31U)) {
             // Marks keep 31 bits of epoch: after ~2^31 ticks start over from a clean slate.
             log_.epoch = 1;
-            log_.created_epoch.fill(0);
+            entities_.clear_stamps();
             for (auto& p : pools_) {
                 p->reset_marks();
             }
