@@ -153,7 +153,7 @@ BENCHMARK(BM_CreateWith2Components)->Unit(benchmark::kMillisecond);
 
 // ---- components -------------------------------------------------------------------------
 
-// emplace<Velocity> on every entity, then remove<Velocity> from every entity: one add and one
+// emplace<Velocity> on every entity, then erase<Velocity> from every entity: one add and one
 // remove per entity. The world returns to its starting state, so iterations are identical.
 void BM_AddRemove(benchmark::State& state) {
     const std::size_t n = entity_count();
@@ -170,7 +170,7 @@ void BM_AddRemove(benchmark::State& state) {
             w->emplace<Velocity>(e, 1.0F, 1.0F);
         }
         for (const Entity e : entities) {
-            w->remove<Velocity>(e);
+            w->erase<Velocity>(e);
         }
     }
     report_per_entity(state, n);

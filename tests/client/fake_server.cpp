@@ -54,13 +54,13 @@ bool play_changes(int client, ecs::World& world, protocol::replication_encoder& 
     const ecs::Entity gone{1, 1};
     const ecs::Entity mover{2, 1};
     if (step == 0) {
-        world.remove<Health>(keeper);
+        world.erase<Health>(keeper);
         return write_all(client, encoder.encode_delta(world, world.take_changes(), 6));
     }
     world.destroy(gone);
     world.emplace<Name>(world.create(), "newcomer");
     world.patch<Position>(keeper, [](Position& p) { p = {3.0F, 4.0F}; });
-    world.remove<Velocity>(mover);
+    world.erase<Velocity>(mover);
     world.emplace<Health>(mover, 5);
     (void)world.take_changes();  // the Delta of tick 7 the client never gets
     bool ok = true;

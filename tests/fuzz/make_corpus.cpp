@@ -468,7 +468,7 @@ std::vector<proto::frame> demo_stream(std::size_t& snapshot_frames) {
     world->destroy(e[1]);
     const Entity reused = world->create();  // index 1 at version 2
     world->emplace<Health>(reused, 9);
-    world->remove<Velocity>(e[2]);
+    world->erase<Velocity>(e[2]);
     world->emplace<Lifetime>(e[3], 5U);
     stream.push_back(encoder.encode_delta(*world, world->take_changes(), 11));
     stream.push_back(checksum_of(*world, types, 11));
@@ -539,7 +539,7 @@ std::vector<proto::frame> view_stream() {
     const Entity reused = world->create();
     world->emplace<Health>(reused, 9);
     world->patch<Position>(e[0], [](Position& p) { p.x += 1.0F; });
-    world->remove<Velocity>(e[0]);
+    world->erase<Velocity>(e[0]);
     world->discard_changes();
     const std::vector<Entity> destroyed{e[1]};
     const std::vector<Entity> left{e[2]};

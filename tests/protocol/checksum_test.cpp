@@ -227,7 +227,7 @@ TEST(Checksum, IndependentOfStorageOrder) {
 
     // Removing and re-adding moves an element within its storage: the sum stays.
     const std::uint64_t before = of_world(*forward);
-    forward->remove<demo::Position>(f[0]);
+    forward->erase<demo::Position>(f[0]);
     forward->emplace<demo::Position>(f[0], 0.0F, 1.0F);
     EXPECT_EQ(of_world(*forward), before);
 }
@@ -274,13 +274,13 @@ TEST(Checksum, ChangesWithPresence) {
     EXPECT_NE(added, base);
     EXPECT_EQ(added - base, head(ids::health, b).i32(5).hash());
 
-    world->remove<demo::Health>(b);
+    world->erase<demo::Health>(b);
     EXPECT_EQ(of_world(*world), base);
 
     // The same value under another type is another term.
     world->emplace<demo::Lifetime>(b, 5U);
     EXPECT_NE(of_world(*world), added);
-    world->remove<demo::Lifetime>(b);
+    world->erase<demo::Lifetime>(b);
 
     // An entity without components still counts.
     const Entity c = world->create();

@@ -377,7 +377,7 @@ private:
     }
 
     void remove(std::size_t slot) {
-        with_random_type(rng_, [&]<typename T>() { world_->remove_if_present<T>(live_[slot]); });
+        with_random_type(rng_, [&]<typename T>() { world_->remove<T>(live_[slot]); });
     }
 
     // Changes that cancel out or come back within the tick: add then remove, remove then add.
@@ -386,11 +386,11 @@ private:
         with_random_type(rng_, [&]<typename T>() {
             if (world_->has<T>(e)) {
                 const T before = world_->get<T>(e);
-                world_->remove<T>(e);
+                world_->erase<T>(e);
                 world_->emplace<T>(e, rng_() % 2 == 0 ? before : random_value<T>(rng_));
             } else {
                 world_->emplace<T>(e, random_value<T>(rng_));
-                world_->remove<T>(e);
+                world_->erase<T>(e);
             }
         });
     }

@@ -150,8 +150,8 @@ struct golden_world {
         world->patch<Position>(e[0], [](Position& p) { p.x = 1.5F; });
         world->emplace<Health>(e[2], 75);
         world->replace<Name>(e[3], "tower II");
-        world->remove<Velocity>(e[2]);
-        world->remove<Lifetime>(e[4]);
+        world->erase<Velocity>(e[2]);
+        world->erase<Lifetime>(e[4]);
     }
 };
 

@@ -231,11 +231,11 @@ void churn(World& world, std::mt19937& rng) {
                 world.emplace_or_replace<Position>(e, 1.0F, static_cast<float>(i));
                 break;
             case 1:
-                world.remove_if_present<Velocity, Name>(e);
+                world.remove<Velocity, Name>(e);
                 break;
             case 4:
                 world.emplace_or_replace<Spot>(e, static_cast<float>(i) / 7.0F, 4000.0F);
-                world.remove_if_present<Tag>(e);
+                world.remove<Tag>(e);
                 break;
             case 5:
                 world.emplace_or_replace<Tag>(e, std::to_string(i));
@@ -419,7 +419,7 @@ TEST(MirrorEvents, CallbacksFireWithTheRightEntities) {
     const Entity second = s.world->create();
     s.world->patch<Position>(mover, [](Position& p) { p.x = 5.0F; });
     s.world->emplace<Health>(mover, 10);
-    s.world->remove<Velocity>(mover);
+    s.world->erase<Velocity>(mover);
     ASSERT_TRUE(feed(mirror, s.tick())) << mirror.error();
 
     EXPECT_THAT(destroyed, ElementsAre(doomed));
@@ -457,7 +457,7 @@ TEST(MirrorEvents, SnapshotReportsItsDifferencesAgainstThePreviousState) {
     const std::uint64_t old_tick = mirror.tick();
 
     s.world->patch<Position>(kept, [](Position& p) { p.x = 3.0F; });
-    s.world->remove<Health>(kept);
+    s.world->erase<Health>(kept);
     s.world->emplace<Velocity>(kept, 1.0F, 0.0F);
     const Entity fresh = s.world->create();  // a new index
     s.world->destroy(gone);

@@ -101,7 +101,7 @@ TEST_F(OwnerOnly, DeltasSendChangesToTheirOwnerOnly) {
     const ecs::Entity spawned = world_->create();
     world_->emplace<proto::Owner>(spawned, 2U);
     world_->emplace<Secret>(spawned, 999U);
-    world_->remove<Secret>(theirs_);
+    world_->erase<Secret>(theirs_);
     auto changes = world_->take_changes();
 
     const proto::frame shared = encoder_.encode_delta(*world_, changes, 2);

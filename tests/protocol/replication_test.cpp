@@ -309,13 +309,13 @@ TEST(ReplicationDelta, CarriesExactlyTheTicksChanges) {
     world->emplace<Tag>(tagged, "t");
     world->patch<Position>(b, [](Position& p) { p = {3.0F, 3.0F}; });
     world->emplace<Tag>(b, "b");  // a test-only type added: an update
-    world->remove<Mixed>(d);
+    world->erase<Mixed>(d);
     world->emplace<Health>(c, 7);  // added to an entity the client has: an update
-    world->remove<Velocity>(d);
+    world->erase<Velocity>(d);
     world->replace<Name>(e, "e2");
     world->emplace<Lifetime>(b, 3U);  // added then removed: nothing
-    world->remove<Lifetime>(b);
-    world->remove<Health>(e);  // removed then added again: an update
+    world->erase<Lifetime>(b);
+    world->erase<Health>(e);  // removed then added again: an update
     world->emplace<Health>(e, 6);
 
     const auto changes = world->take_changes();
@@ -389,8 +389,8 @@ TEST(ReplicationDelta, EncodesWhatTheChangeSetSays) {
                 world->emplace_or_replace<Health>(entities[i], -1);
                 break;
             case 2:
-                world->remove_if_present<Health>(entities[i]);
-                world->remove_if_present<Mixed>(entities[i]);
+                world->remove<Health>(entities[i]);
+                world->remove<Mixed>(entities[i]);
                 break;
             case 3:
                 world->emplace<Name>(entities[i], random_name(rng, 64));
@@ -528,7 +528,7 @@ TEST(ReplicationDelta, TypesTheRegistryLacksStayOffTheWire) {
     const Entity spawned = world->create();
     world->emplace<Spot>(spawned, 3.0F, 3.0F);
     world->emplace<Tag>(spawned, "x");
-    world->remove<Health>(e);
+    world->erase<Health>(e);
 
     const proto::component_registry demo_only = ecsnet::testing::demo_types();
     proto::replication_encoder encoder{demo_only};

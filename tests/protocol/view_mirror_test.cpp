@@ -268,7 +268,7 @@ TEST_F(ViewMirror, LeftEntitiesFireOnLeaveNotOnDestroyAndAreForgotten) {
 
     // It lives on at the server and comes back with the values it has by then.
     world_->replace<Spot>(theirs_, 31.0F, 41.0F);
-    world_->remove<Tag>(theirs_);
+    world_->erase<Tag>(theirs_);
     world_->discard_changes();
     log.lines.clear();
     ASSERT_TRUE(enter({theirs_})) << mirror_.error();
@@ -315,7 +315,7 @@ TEST_F(ViewMirror, CallbacksComeInTheOrderOfApplication) {
     ASSERT_EQ(reused.index(), rock_.index());
     world_->emplace<Spot>(reused, 5.0F, 5.0F);
     world_->replace<Spot>(mine_, 11.0F, 21.0F);
-    world_->remove<Tag>(theirs_);
+    world_->erase<Tag>(theirs_);
     world_->discard_changes();
     event_log log{mirror_};
     view_changes c;
@@ -338,7 +338,7 @@ TEST_F(ViewMirror, CallbacksComeInTheOrderOfApplication) {
 
     // A removal comes after the updates of the same delta.
     world_->replace<Spot>(mine_, 12.0F, 22.0F);
-    world_->remove<Tag>(vault_);
+    world_->erase<Tag>(vault_);
     world_->discard_changes();
     log.lines.clear();
     view_changes more;
@@ -451,7 +451,7 @@ TEST_F(ViewMirror, OwnerOnlyTypesGoToTheViewersOwnEntitiesOnly) {
     world_->replace<Secret>(mine_, 112U);
     world_->replace<Secret>(theirs_, 223U);
     world_->replace<Secret>(vault_, 334U);
-    world_->remove<Secret>(theirs_);
+    world_->erase<Secret>(theirs_);
     world_->discard_changes();
     const due_list updated{{mine_, bit(id::secret)},
                            {theirs_, bit(id::secret) | bit(id::spot)},
@@ -511,7 +511,7 @@ TEST_F(ViewMirror, StaleValuesOfExcludedEntitiesStillMatch) {
     ASSERT_TRUE(enter(held)) << mirror_.error();
     // Changes the server has not sent yet (waiting for bandwidth), one of them owner-only.
     world_->replace<Spot>(theirs_, 99.0F, 99.0F);
-    world_->remove<Gauge>(rock_);
+    world_->erase<Gauge>(rock_);
     world_->replace<Secret>(mine_, 7U);
     world_->discard_changes();
     ASSERT_TRUE(apply({})) << mirror_.error();  // a tick with nothing due

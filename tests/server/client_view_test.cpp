@@ -237,7 +237,7 @@ TEST_F(ViewTest, ADeferredEntityIsSentLaterWithEveryChangedType) {
     world_->replace<Health>(e, 50);
     EXPECT_TRUE(step().updated.empty());
     move(e, 3, 3);
-    world_->remove<Velocity>(e);
+    world_->erase<Velocity>(e);
     EXPECT_TRUE(step().updated.empty());
     EXPECT_EQ(view_.waiting(), 1U);
     EXPECT_GE(view_.stats().deferred, 2U);
@@ -267,7 +267,7 @@ TEST_F(ViewTest, ATypeAddedAndRemovedWhileWaitingIsNoRemovalForTheMirror) {
     (void)step();  // overdraws the allowance
     world_->emplace<Velocity>(e, 1.0F, 1.0F);
     EXPECT_TRUE(step().updated.empty());
-    world_->remove<Velocity>(e);
+    world_->erase<Velocity>(e);
     world_->replace<Health>(e, 2);
     EXPECT_TRUE(step().updated.empty());
     interest_.set_budget(me, unlimited);
@@ -494,11 +494,11 @@ TEST_F(ViewTest, PropertyMirrorFollowsTheViewUnderChurn) {
                 } else if (what <= 6) {
                     world_->emplace_or_replace<Position>(e, where(rng), where(rng));
                 } else if (what == 7) {
-                    world_->remove_if_present<Position>(e);  // global from now on
+                    world_->remove<Position>(e);  // global from now on
                 } else if (what == 8) {
                     world_->replace<Health>(e, static_cast<std::int32_t>(rng() % 100));
                 } else if (world_->all_of<Velocity>(e)) {
-                    world_->remove<Velocity>(e);
+                    world_->erase<Velocity>(e);
                 } else {
                     world_->emplace<Velocity>(e, 1.0F, -1.0F);
                 }

@@ -365,7 +365,7 @@ TEST_F(CommandProcessor, OwnershipCountsFollowDestroysByOtherMeans) {
     EXPECT_EQ(commands.owned_by(alice), 1U);
     spawn_ok(commands, alice);  // the freed quota is usable
 
-    world_->remove<Owner>(world_->current(1));  // ownership taken away by the server
+    world_->erase<Owner>(world_->current(1));  // ownership taken away by the server
     EXPECT_EQ(commands.owned_by(alice), 1U);
 }
 

@@ -104,7 +104,7 @@ TEST_F(InterestTest, AnEntityWithoutPositionIsGlobal) {
     EXPECT_EQ(seen_by(1), std::vector<Entity>{bare});
     EXPECT_EQ(seen_by(2), std::vector<Entity>{bare}) << "no focus: global ones still";
 
-    world_->remove<Position>(placed_far);
+    world_->erase<Position>(placed_far);
     tick();
     EXPECT_EQ(seen_by(1), sorted({bare, placed_far})) << "lost its position: global";
     EXPECT_FALSE(grid_->grid().placed(placed_far));
@@ -153,7 +153,7 @@ TEST_F(InterestTest, OwnershipFollowsTheOwnerComponent) {
     tick();
     EXPECT_TRUE(seen_by(1).empty());
     EXPECT_EQ(seen_by(2), std::vector<Entity>{e});
-    world_->remove<Owner>(e);
+    world_->erase<Owner>(e);
     tick();
     EXPECT_TRUE(seen_by(2).empty());
     world_->emplace<Owner>(e, 3U);

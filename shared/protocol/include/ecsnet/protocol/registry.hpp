@@ -202,7 +202,7 @@ std::uint16_t component_registry::add() {
     ops.assign = [](ecs::World& w, ecs::Entity e, const component_value& value) {
         w.emplace_or_replace<T>(e, detail::value_of<T>(value));
     };
-    ops.remove = [](ecs::World& w, ecs::Entity e) { w.remove<T>(e); };
+    ops.remove = [](ecs::World& w, ecs::Entity e) { w.erase<T>(e); };
     for (const auto& other : ops_) {
         if (other.type_hash == ops.type_hash) {
             throw std::invalid_argument("component type " + std::string{ecs::type_name_v<T>} +
