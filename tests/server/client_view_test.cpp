@@ -515,6 +515,7 @@ TEST_F(ViewTest, PropertyMirrorFollowsTheViewUnderChurn) {
         interest_.set_budget(me, unlimited);
         step();
         EXPECT_EQ(view_.waiting(), 0U);
+        EXPECT_EQ(view_.held(), desired_.size()) << "the view's count of held entities";
         expect_mirror_holds(desired_);
         for (const Entity e : alive) {
             world_->destroy(e);
