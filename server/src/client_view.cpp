@@ -27,43 +27,55 @@ std::size_t value_cost(const protocol::component_registry& types, const ecs::Wor
 
 }  // namespace
 
-std::uint64_t& tick_changes::slot(std::uint32_t index) {
-    if (index >= stamp_.size()) {
-        const std::size_t size = std::max<std::size_t>(std::size_t{index} + 1, stamp_.size() * 2);
-        stamp_.resize(size, 0);
-        mask_.resize(size, 0);
-        created_.resize(size, 0);
+tick_changes::slot_type& tick_changes::slot(std::uint32_t index) {
+    if (index >= slots_.size()) {
+        slots_.resize(std::max<std::size_t>(std::size_t{index} + 1, slots_.size() * 2));
     }
-    if (stamp_[index] != epoch_) {
-        stamp_[index] = epoch_;
-        mask_[index] = 0;
-        created_[index] = 0;
+    slot_type& s = slots_[index];
+    if (s.stamp != epoch_) {
+        s = slot_type{};
+        s.stamp = epoch_;
     }
-    return mask_[index];
+    return s;
 }
 
 void tick_changes::build(const ecs::World& world, const ecs::World::change_set_type& changes,
                          const protocol::component_registry& types) {
     (void)world;
     if (++epoch_ == 0) {
-        std::fill(stamp_.begin(), stamp_.end(), 0);
+        std::fill(slots_.begin(), slots_.end(), slot_type{});
         epoch_ = 1;
     }
     destroyed_ = changes.destroyed;
     for (const ecs::Entity e : changes.created) {
-        (void)slot(e.index());
-        created_[e.index()] = e.version();
+        slot(e.index()).created = e.version();
     }
+    // The lists name live entities (the change set's contract: a created entity is listed in
+    // none, a destroyed one's removals are implied); should they name two versions at an
+    // index, its presence bits are not trusted.
+    const auto note = [this](ecs::Entity e, std::uint64_t bit, bool set) {
+        slot_type& s = slot(e.index());
+        if (s.mask == 0) {
+            s.listed = e.version();
+        } else if (s.listed != e.version()) {
+            s.mixed = true;
+        }
+        s.mask |= bit;
+        s.present = set ? s.present | bit : s.present & ~bit;
+    };
     for (std::uint32_t id = 0; id < types.size(); ++id) {
         const auto* c = changes.find(types.ops(id).type_hash);
         if (c == nullptr) {
             continue;
         }
         const std::uint64_t bit = std::uint64_t{1} << id;
-        for (const auto* list : {&c->added, &c->updated, &c->removed}) {
+        for (const auto* list : {&c->added, &c->updated}) {
             for (const ecs::Entity e : *list) {
-                slot(e.index()) |= bit;
+                note(e, bit, true);
             }
+        }
+        for (const ecs::Entity e : c->removed) {
+            note(e, bit, false);
         }
     }
 }
@@ -94,7 +106,10 @@ std::size_t client_view::update_cost(const context& ctx, ecs::Entity e, std::uin
 }
 
 std::uint64_t client_view::present_types(const context& ctx, ecs::Entity e, std::uint64_t mask) {
-    std::uint64_t present = 0;
+    // What changed this tick is known without asking the world.
+    std::uint64_t known = 0;
+    std::uint64_t present = ctx.changes.present(e, mask, known);
+    mask &= ~known;
     for (std::uint32_t id = 0; id < ctx.types.size() && (mask >> id) != 0; ++id) {
         if (((mask >> id) & 1U) != 0 && ctx.types.ops(id).contains(ctx.world, e)) {
             present |= std::uint64_t{1} << id;
@@ -112,6 +127,7 @@ void client_view::take(const context& ctx, const candidate& c) {
         const std::uint64_t present = present_types(ctx, e, x.due);
         if (const std::uint64_t send = x.due & (present | x.types); send != 0) {
             updated_.emplace_back(e, send);
+            updated_present_.push_back(present & send);
         }
         x.types = (x.types & ~x.due) | present;
         x.due = 0;
@@ -155,6 +171,7 @@ const protocol::replication_encoder::view_changes& client_view::plan(
     spawned_.clear();
     entered_.clear();
     updated_.clear();
+    updated_present_.clear();
     candidates_.clear();
     constexpr std::uint32_t parity_bit = 1U << 31U;
     const auto slot_of = [](std::uint32_t value) { return value & ~parity_bit; };
@@ -323,8 +340,8 @@ const protocol::replication_encoder::view_changes& client_view::plan(
     // Entries in index order give runs of indices on the wire.
     std::sort(entered_.begin(), entered_.end(),
               [](ecs::Entity a, ecs::Entity b) { return a.index() < b.index(); });
-    changes_ = protocol::replication_encoder::view_changes{destroyed_, left_, spawned_, entered_,
-                                                           updated_, owner_};
+    changes_ = protocol::replication_encoder::view_changes{
+        destroyed_, left_, spawned_, entered_, updated_, owner_, updated_present_};
     return changes_;
 }
 
