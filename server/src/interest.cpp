@@ -173,7 +173,12 @@ float grid_interest::priority(const ecs::World& world, std::uint32_t owner,
     if (!p.focus || !(p.radius > 0.0F)) {
         return 1.0F;
     }
-    const auto at = locate_(world, e);
+    // The grid holds every positioned entity where it is this tick (unless moves went
+    // untracked): one read instead of a lookup of the position in the world.
+    const std::optional<point> at =
+        stale_ ? locate_(world, e)
+               : (grid_.position(e) != nullptr ? std::optional<point>{*grid_.position(e)}
+                                               : std::nullopt);
     if (!at) {
         return 1.0F;
     }

@@ -39,6 +39,11 @@ public:
     // Takes e (any version at its index) out; nothing when it is not placed.
     void erase(ecs::Entity e);
     [[nodiscard]] bool placed(ecs::Entity e) const noexcept;
+    // Where e was placed; nullptr when it is not placed.
+    [[nodiscard]] const point* position(ecs::Entity e) const noexcept {
+        return e.index() < slots_.size() && slots_[e.index()].entity == e ? &slots_[e.index()].where
+                                                                           : nullptr;
+    }
     [[nodiscard]] std::size_t size() const noexcept { return placed_; }
     [[nodiscard]] std::size_t occupied_cells() const noexcept { return cells_.size(); }
     // Whether query(centre, radius) reaches every cell ever occupied (so every entity).
@@ -93,6 +98,7 @@ private:
         std::uint64_t key{};
         ecs::Entity entity;  // null: not placed
         std::uint32_t at{};  // position in the cell's list
+        point where;         // for position(): the priorities of interest read it
     };
 
     [[nodiscard]] static std::uint64_t pack(cell c) noexcept {
