@@ -218,9 +218,9 @@ const protocol::replication_encoder::view_changes& client_view::plan(
                 entry& x = next_.emplace_back(old);
                 x.reached = 0;
                 if (x.held == 0) {
-                    candidates_.push_back(candidate{at, 0, ctx.changes.created(e)});
+                    candidates_.push_back(candidate{at, 0, 0.0F, ctx.changes.created(e)});
                 } else if ((x.due |= ctx.changes.mask(e.index())) != 0) {
-                    candidates_.push_back(candidate{at, 0, false});
+                    candidates_.push_back(candidate{at, 0, 0.0F, false});
                 }
                 continue;
             }
@@ -236,7 +236,7 @@ const protocol::replication_encoder::view_changes& client_view::plan(
         x.index = e.index();
         x.version = e.version();
         ++waiting_count_;
-        candidates_.push_back(candidate{at, 0, ctx.changes.created(e)});
+        candidates_.push_back(candidate{at, 0, 0.0F, ctx.changes.created(e)});
     }
 
     // Out of view: forgotten by the mirror, still alive here. Usually every record was
@@ -303,6 +303,7 @@ const protocol::replication_encoder::view_changes& client_view::plan(
                 }
                 x.accumulated += weight * ctx.interest.policy()->priority(
                                               ctx.world, owner_, p, {x.index, x.version});
+                c.accumulated = x.accumulated;
             }
             double room = allowance_ - static_cast<double>((destroyed_.size() + left_.size()) * entity_bytes);
             // Only the head that can fit is ordered: about twice what the room holds at the
@@ -312,8 +313,8 @@ const protocol::replication_encoder::view_changes& client_view::plan(
                 candidates_.size(),
                 2 * static_cast<std::size_t>(std::max(room, 0.0) / std::max(average, 1.0)) + 1);
             std::partial_sort(candidates_.begin(), candidates_.begin() + static_cast<std::ptrdiff_t>(head),
-                              candidates_.end(), [&](const candidate& a, const candidate& b) {
-                                  return entries_[a.at].accumulated > entries_[b.at].accumulated;
+                              candidates_.end(), [](const candidate& a, const candidate& b) {
+                                  return a.accumulated > b.accumulated;
                               });
             bool any = false;
             for (std::size_t i = 0; i < candidates_.size(); ++i) {

@@ -144,6 +144,7 @@ private:
     struct candidate {
         std::uint32_t at;  // in entries_
         std::uint32_t cost;
+        float accumulated;  // a copy, so that ordering candidates reads them alone
         bool spawn;
     };
 
