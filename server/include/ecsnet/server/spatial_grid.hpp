@@ -54,6 +54,17 @@ public:
                              high.y >= high_.y);
     }
 
+    // Whether query(centre, radius) visits e.
+    [[nodiscard]] bool in_query(ecs::Entity e, point centre, float radius) const noexcept {
+        if (!placed(e)) {
+            return false;
+        }
+        const cell low = cell_of(point{centre.x - radius, centre.y - radius});
+        const cell high = cell_of(point{centre.x + radius, centre.y + radius});
+        const cell c = unpack(slots_[e.index()].key);
+        return c.x >= low.x && c.x <= high.x && c.y >= low.y && c.y <= high.y;
+    }
+
     // fn(entity) for every entity in the cells that overlap the square of half side `radius`
     // around `centre`: a superset of the disc, cell-granular (what makes it cheap).
     template <typename Fn>
