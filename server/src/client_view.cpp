@@ -15,6 +15,8 @@ constexpr std::size_t string_overhead_bytes = 8;
 // Unused budget carries over for at most this many ticks: a client quiet for a while must not
 // then receive a burst that its link cannot take either.
 constexpr double max_saved_ticks = 2.0;
+// A cost is kept in 30 bits: no frame comes near it, and the budget only compares sizes.
+constexpr std::size_t max_cost = (std::size_t{1} << 30U) - 1;
 
 std::size_t value_cost(const protocol::component_registry& types, const ecs::World& world,
                        std::uint32_t id, ecs::Entity e) {
@@ -25,43 +27,55 @@ std::size_t value_cost(const protocol::component_registry& types, const ecs::Wor
 
 }  // namespace
 
-std::uint64_t& tick_changes::slot(std::uint32_t index) {
-    if (index >= stamp_.size()) {
-        const std::size_t size = std::max<std::size_t>(std::size_t{index} + 1, stamp_.size() * 2);
-        stamp_.resize(size, 0);
-        mask_.resize(size, 0);
-        created_.resize(size, 0);
+tick_changes::slot_type& tick_changes::slot(std::uint32_t index) {
+    if (index >= slots_.size()) {
+        slots_.resize(std::max<std::size_t>(std::size_t{index} + 1, slots_.size() * 2));
     }
-    if (stamp_[index] != epoch_) {
-        stamp_[index] = epoch_;
-        mask_[index] = 0;
-        created_[index] = 0;
+    slot_type& s = slots_[index];
+    if (s.stamp != epoch_) {
+        s = slot_type{};
+        s.stamp = epoch_;
     }
-    return mask_[index];
+    return s;
 }
 
 void tick_changes::build(const ecs::World& world, const ecs::World::change_set_type& changes,
                          const protocol::component_registry& types) {
     (void)world;
     if (++epoch_ == 0) {
-        std::fill(stamp_.begin(), stamp_.end(), 0);
+        std::fill(slots_.begin(), slots_.end(), slot_type{});
         epoch_ = 1;
     }
     destroyed_ = changes.destroyed;
     for (const ecs::Entity e : changes.created) {
-        (void)slot(e.index());
-        created_[e.index()] = e.version();
+        slot(e.index()).created = e.version();
     }
+    // The lists name live entities (the change set's contract: a created entity is listed in
+    // none, a destroyed one's removals are implied); should they name two versions at an
+    // index, its presence bits are not trusted.
+    const auto note = [this](ecs::Entity e, std::uint64_t bit, bool set) {
+        slot_type& s = slot(e.index());
+        if (s.mask == 0) {
+            s.listed = e.version();
+        } else if (s.listed != e.version()) {
+            s.mixed = true;
+        }
+        s.mask |= bit;
+        s.present = set ? s.present | bit : s.present & ~bit;
+    };
     for (std::uint32_t id = 0; id < types.size(); ++id) {
         const auto* c = changes.find(types.ops(id).type_hash);
         if (c == nullptr) {
             continue;
         }
         const std::uint64_t bit = std::uint64_t{1} << id;
-        for (const auto* list : {&c->added, &c->updated, &c->removed}) {
+        for (const auto* list : {&c->added, &c->updated}) {
             for (const ecs::Entity e : *list) {
-                slot(e.index()) |= bit;
+                note(e, bit, true);
             }
+        }
+        for (const ecs::Entity e : c->removed) {
+            note(e, bit, false);
         }
     }
 }
@@ -92,7 +106,10 @@ std::size_t client_view::update_cost(const context& ctx, ecs::Entity e, std::uin
 }
 
 std::uint64_t client_view::present_types(const context& ctx, ecs::Entity e, std::uint64_t mask) {
-    std::uint64_t present = 0;
+    // What changed this tick is known without asking the world.
+    std::uint64_t known = 0;
+    std::uint64_t present = ctx.changes.present(e, mask, known);
+    mask &= ~known;
     for (std::uint32_t id = 0; id < ctx.types.size() && (mask >> id) != 0; ++id) {
         if (((mask >> id) & 1U) != 0 && ctx.types.ops(id).contains(ctx.world, e)) {
             present |= std::uint64_t{1} << id;
@@ -102,32 +119,49 @@ std::uint64_t client_view::present_types(const context& ctx, ecs::Entity e, std:
 }
 
 void client_view::take(const context& ctx, const candidate& c) {
-    if (c.due != 0) {
-        held_entity& h = held_[c.e.index()];
+    entry& x = entries_[c.at];
+    const ecs::Entity e{x.index, x.version};
+    if (x.held != 0) {
         // A type added and removed again while the update waited was never in the mirror:
         // its removal would be refused there as inconsistent.
-        const std::uint64_t present = present_types(ctx, c.e, c.due);
-        if (const std::uint64_t send = c.due & (present | h.types); send != 0) {
-            updated_.emplace_back(c.e, send);
+        const std::uint64_t present = present_types(ctx, e, x.due);
+        if (const std::uint64_t send = x.due & (present | x.types); send != 0) {
+            updated_.emplace_back(e, send);
+            updated_present_.push_back(present & send);
         }
-        h.types = (h.types & ~c.due) | present;
-        h.due = 0;
-        h.accumulated = 0.0F;
+        x.types = (x.types & ~x.due) | present;
+        x.due = 0;
+        x.accumulated = 0.0F;
         return;
     }
-    (c.spawn ? spawned_ : entered_).push_back(c.e);
-    waiting_.erase(c.e.index());
-    held_.insert_or_assign(c.e.index(), held_entity{c.e.version(), 0, 0.0F, ctx.tick,
-                                                    present_types(ctx, c.e, ~std::uint64_t{0})});
+    (c.spawn ? spawned_ : entered_).push_back(e);
+    x.types = present_types(ctx, e, ~std::uint64_t{0});
+    x.due = 0;
+    x.accumulated = 0.0F;
+    x.cost = 0;
+    x.held = 1;
+    ++held_count_;
+    --waiting_count_;
 }
 
 void client_view::defer(const candidate& c) {
-    ++stats_.deferred;
-    if (c.due != 0) {
-        held_[c.e.index()].accumulated = c.accumulated;
+    (void)c;
+    ++stats_.deferred;  // its accumulator keeps what it grew by
+}
+
+void client_view::put(const entry& x) {
+    const auto [it, added] =
+        slots_.try_emplace(x.index, static_cast<std::uint32_t>(entries_.size()) | (parity_ << 31U));
+    if (added) {
+        entries_.push_back(x);
     } else {
-        waiting_[c.e.index()].accumulated = c.accumulated;
+        entry& old = entries_[it->second & ~(1U << 31U)];
+        held_count_ -= old.held;
+        waiting_count_ -= 1U - old.held;
+        old = x;
     }
+    held_count_ += x.held;
+    waiting_count_ += 1U - x.held;
 }
 
 const protocol::replication_encoder::view_changes& client_view::plan(
@@ -137,54 +171,91 @@ const protocol::replication_encoder::view_changes& client_view::plan(
     spawned_.clear();
     entered_.clear();
     updated_.clear();
+    updated_present_.clear();
     candidates_.clear();
+    constexpr std::uint32_t parity_bit = 1U << 31U;
+    const auto slot_of = [](std::uint32_t value) { return value & ~parity_bit; };
 
     // Destroys of what the mirror holds go first: an index may be reused in the same tick.
+    std::size_t reached = 0;
     for (const ecs::Entity e : ctx.changes.destroyed()) {
-        const auto it = held_.find(e.index());
-        if (it != held_.end() && it->second.version == e.version()) {
-            destroyed_.push_back(e);
-            held_.erase(it);
-        }
-        waiting_.erase(e.index());
-    }
-
-    for (const ecs::Entity e : desired) {
-        const auto it = held_.find(e.index());
-        if (it != held_.end() && it->second.version == e.version()) {
-            held_entity& h = it->second;
-            h.seen = ctx.tick;
-            h.due |= ctx.changes.mask(e.index());
-            if (h.due != 0) {
-                candidates_.push_back(
-                    candidate{e, h.due, 0, h.accumulated, false});
-            }
+        const auto it = slots_.find(e.index());
+        if (it == slots_.end()) {
             continue;
         }
-        if (it != held_.end()) {
-            // Another version at the index than the mirror holds (recycled while it waited).
-            left_.emplace_back(it->first, it->second.version);
-            held_.erase(it);
+        entry& x = entries_[slot_of(it->second)];
+        if (x.held != 0) {
+            if (x.version != e.version()) {
+                continue;  // another version than the one destroyed: still held
+            }
+            destroyed_.push_back(e);
+            --held_count_;
+        } else {
+            --waiting_count_;
         }
-        auto& w = waiting_[e.index()];
-        if (w.version != e.version()) {
-            w = waiting_entity{e.version(), 0.0F, 0};
-        }
-        w.seen = ctx.tick;
-        candidates_.push_back(
-            candidate{e, 0, 0, w.accumulated, ctx.changes.created(e)});
+        x.reached = 1;  // dropped: neither left nor carried over
+        ++reached;
+        slots_.erase(it);
     }
 
-    // Out of view: forgotten by the mirror, still alive here.
-    boost::unordered::erase_if(held_, [&](const auto& entry) {
-        if (entry.second.seen == ctx.tick) {
-            return false;
+    // Each record moves to the position of its entity in `desired`.
+    parity_ ^= 1U;
+    const std::uint32_t stamp = parity_ << 31U;
+    next_.clear();
+    next_.reserve(desired.size());
+    for (const ecs::Entity e : desired) {
+        const auto at = static_cast<std::uint32_t>(next_.size());
+        const auto [it, added] = slots_.try_emplace(e.index(), at | stamp);
+        if (!added) {
+            if ((it->second & parity_bit) == stamp) {
+                continue;  // listed twice
+            }
+            entry& old = entries_[slot_of(it->second)];
+            old.reached = 1;
+            ++reached;
+            it->second = at | stamp;
+            if (old.version == e.version()) {
+                entry& x = next_.emplace_back(old);
+                x.reached = 0;
+                if (x.held == 0) {
+                    candidates_.push_back(candidate{at, 0, 0.0F, ctx.changes.created(e)});
+                } else if ((x.due |= ctx.changes.mask(e.index())) != 0) {
+                    candidates_.push_back(candidate{at, 0, 0.0F, false});
+                }
+                continue;
+            }
+            // Another version at the index than the record's (recycled while it waited).
+            if (old.held != 0) {
+                left_.emplace_back(old.index, old.version);
+                --held_count_;
+            } else {
+                --waiting_count_;
+            }
         }
-        left_.emplace_back(entry.first, entry.second.version);
-        return true;
-    });
-    boost::unordered::erase_if(waiting_,
-                               [&](const auto& entry) { return entry.second.seen != ctx.tick; });
+        entry& x = next_.emplace_back();
+        x.index = e.index();
+        x.version = e.version();
+        ++waiting_count_;
+        candidates_.push_back(candidate{at, 0, 0.0F, ctx.changes.created(e)});
+    }
+
+    // Out of view: forgotten by the mirror, still alive here. Usually every record was
+    // reached and there is nothing to look for.
+    if (reached != entries_.size()) {
+        for (const entry& old : entries_) {
+            if (old.reached != 0) {
+                continue;
+            }
+            if (old.held != 0) {
+                left_.emplace_back(old.index, old.version);
+                --held_count_;
+            } else {
+                --waiting_count_;
+            }
+            slots_.erase(old.index);
+        }
+    }
+    entries_.swap(next_);
 
     const player_interest& p = ctx.interest.player(owner_);
     const double budget = ctx.interest.budget_of(p);
@@ -200,13 +271,17 @@ const protocol::replication_encoder::view_changes& client_view::plan(
         // Sizes only matter under a budget.
         std::size_t total = (destroyed_.size() + left_.size()) * entity_bytes;
         for (candidate& c : candidates_) {
-            if (c.due != 0) {
-                c.cost = update_cost(ctx, c.e, c.due);
+            entry& x = entries_[c.at];
+            if (x.held != 0) {
+                c.cost = static_cast<std::uint32_t>(
+                    std::min<std::size_t>(update_cost(ctx, {x.index, x.version}, x.due), max_cost));
             } else {
                 // An entry may wait many ticks: its size is estimated once.
-                std::size_t& cost = waiting_[c.e.index()].cost;
-                cost = cost != 0 ? cost : entry_cost(ctx, c.e);
-                c.cost = cost;
+                if (x.cost == 0) {
+                    x.cost = static_cast<std::uint32_t>(
+                        std::min<std::size_t>(entry_cost(ctx, {x.index, x.version}), max_cost));
+                }
+                c.cost = x.cost;
             }
             total += c.cost;
         }
@@ -219,13 +294,16 @@ const protocol::replication_encoder::view_changes& client_view::plan(
             // the policy (distance, own entities) and the types' weights; the most urgent go
             // first, as many as fit.
             for (candidate& c : candidates_) {
+                entry& x = entries_[c.at];
                 float weight = 1.0F;
-                for (std::uint64_t due = c.due, id = 0; due != 0; ++id, due >>= 1U) {
+                for (std::uint64_t due = x.due, id = 0; due != 0; ++id, due >>= 1U) {
                     if ((due & 1U) != 0) {
                         weight = std::max(weight, ctx.interest.weight(static_cast<std::uint32_t>(id)));
                     }
                 }
-                c.accumulated += weight * ctx.interest.policy()->priority(ctx.world, owner_, p, c.e);
+                x.accumulated += weight * ctx.interest.policy()->priority(
+                                              ctx.world, owner_, p, {x.index, x.version});
+                c.accumulated = x.accumulated;
             }
             double room = allowance_ - static_cast<double>((destroyed_.size() + left_.size()) * entity_bytes);
             // Only the head that can fit is ordered: about twice what the room holds at the
@@ -263,8 +341,8 @@ const protocol::replication_encoder::view_changes& client_view::plan(
     // Entries in index order give runs of indices on the wire.
     std::sort(entered_.begin(), entered_.end(),
               [](ecs::Entity a, ecs::Entity b) { return a.index() < b.index(); });
-    changes_ = protocol::replication_encoder::view_changes{destroyed_, left_, spawned_, entered_,
-                                                           updated_, owner_};
+    changes_ = protocol::replication_encoder::view_changes{
+        destroyed_, left_, spawned_, entered_, updated_, owner_, updated_present_};
     return changes_;
 }
 
@@ -276,16 +354,22 @@ void client_view::refill(const context& ctx, double budget) noexcept {
 }
 
 bool client_view::in_sync() const noexcept {
-    if (!waiting_.empty()) {
+    if (waiting_count_ != 0) {
         return false;
     }
-    return std::all_of(held_.begin(), held_.end(), [](const auto& h) { return h.second.due == 0; });
+    return std::all_of(entries_.begin(), entries_.end(), [](const entry& x) { return x.due == 0; });
 }
 
 void client_view::set_whole_world() noexcept {
     whole_world_ = true;
-    held_.clear();
-    waiting_.clear();
+    clear();
+}
+
+void client_view::clear() noexcept {
+    slots_.clear();
+    entries_.clear();
+    held_count_ = 0;
+    waiting_count_ = 0;
 }
 
 bool client_view::afford(const context& ctx, std::size_t bytes) {
@@ -307,17 +391,24 @@ void client_view::hold_everything(const context& ctx) {
     // What the single stream delivered: the world as of the last tick, so not this tick's
     // creations, and still this tick's destructions (plan() sends those).
     whole_world_ = false;
-    held_.clear();
+    clear();
+    const auto held = [&](ecs::Entity e, std::uint64_t types) {
+        entry x;
+        x.index = e.index();
+        x.version = e.version();
+        x.types = types;
+        x.held = 1;
+        return x;
+    };
     ctx.world.entities().each([&](ecs::Entity e) {
         if (!ctx.changes.created(e)) {
             // The types it has, and those removed this tick: the mirror still has those.
             const std::uint64_t changed = ctx.changes.mask(e.index());
-            held_.emplace(e.index(), held_entity{e.version(), 0, 0.0F, ctx.tick,
-                                                 present_types(ctx, e, ~std::uint64_t{0}) | changed});
+            put(held(e, present_types(ctx, e, ~std::uint64_t{0}) | changed));
         }
     });
     for (const ecs::Entity e : ctx.changes.destroyed()) {
-        held_.insert_or_assign(e.index(), held_entity{e.version(), 0, 0.0F, ctx.tick});
+        put(held(e, 0));
     }
 }
 
@@ -327,9 +418,9 @@ void client_view::sent(std::size_t bytes, std::size_t fixed_bytes) noexcept {
 }
 
 std::size_t client_view::waiting() const noexcept {
-    std::size_t n = waiting_.size();
-    for (const auto& [index, h] : held_) {
-        n += h.due != 0 ? 1 : 0;
+    std::size_t n = waiting_count_;
+    for (const entry& x : entries_) {
+        n += x.held != 0 && x.due != 0 ? 1 : 0;
     }
     return n;
 }
@@ -338,12 +429,15 @@ protocol::checksum_report client_view::checksum(const ecs::World& world,
                                                 const protocol::component_registry& types,
                                                 std::uint64_t tick) const {
     protocol::checksum_report report{tick, 0, 0};
-    for (const auto& [index, h] : held_) {
-        if (h.due != 0) {
-            report.excluded.push_back(index);
+    for (const entry& x : entries_) {
+        if (x.held == 0) {
             continue;
         }
-        report.hash += protocol::checksum::of_entity(world, types, ecs::Entity{index, h.version}, owner_);
+        if (x.due != 0) {
+            report.excluded.push_back(x.index);
+            continue;
+        }
+        report.hash += protocol::checksum::of_entity(world, types, ecs::Entity{x.index, x.version}, owner_);
         ++report.entity_count;
     }
     std::sort(report.excluded.begin(), report.excluded.end());
@@ -352,8 +446,7 @@ protocol::checksum_report client_view::checksum(const ecs::World& world,
 
 void client_view::reset() {
     whole_world_ = false;
-    held_.clear();
-    waiting_.clear();
+    clear();
 }
 
 }  // namespace ecsnet::server

@@ -131,22 +131,28 @@ void grid_interest::collect(const ecs::World& world, std::uint32_t owner, const 
     if (stale_) {
         rebuild(world);
     }
-    // A stamp per call marks what was listed: an entity reached twice (owned and in view) is
-    // listed once, without a set.
+    // The grid, the owned and the global sets follow every change: their entities are alive.
+    // The grid lists each entity once; the few listed besides (owned, always relevant,
+    // global) are skipped when the grid's query has them, and marked with a stamp per call
+    // against each other, so the grid's entities cost no stamp (a random access each).
     if (++stamp_ == 0) {
         std::fill(visited_.begin(), visited_.end(), 0);
         stamp_ = 1;
     }
-    // The grid, the owned and the global sets follow every change: their entities are alive.
     const bool exceptions = !p.never.empty();
+    if (p.focus) {
+        grid_.query(*p.focus, p.radius, [&](ecs::Entity e) {
+            if (!exceptions || !p.never.contains(e.index())) {
+                out.push_back(e);
+            }
+        });
+    }
     const auto add = [&](ecs::Entity e) {
-        if ((!exceptions || !p.never.contains(e.index())) && first_visit(e)) {
+        if ((!exceptions || !p.never.contains(e.index())) &&
+            !(p.focus && grid_.in_query(e, *p.focus, p.radius)) && first_visit(e)) {
             out.push_back(e);
         }
     };
-    if (p.focus) {
-        grid_.query(*p.focus, p.radius, add);
-    }
     if (const auto it = owned_.find(owner); owner != 0 && it != owned_.end()) {
         for (const auto index : it->second) {
             add(world.entities().current(index));
@@ -173,7 +179,12 @@ float grid_interest::priority(const ecs::World& world, std::uint32_t owner,
     if (!p.focus || !(p.radius > 0.0F)) {
         return 1.0F;
     }
-    const auto at = locate_(world, e);
+    // The grid holds every positioned entity where it is this tick (unless moves went
+    // untracked): one read instead of a lookup of the position in the world.
+    const std::optional<point> at =
+        stale_ ? locate_(world, e)
+               : (grid_.position(e) != nullptr ? std::optional<point>{*grid_.position(e)}
+                                               : std::nullopt);
     if (!at) {
         return 1.0F;
     }

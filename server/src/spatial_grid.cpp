@@ -75,6 +75,7 @@ void spatial_grid::place(ecs::Entity e, point p) {
         slots_.resize(std::max<std::size_t>(std::size_t{e.index()} + 1, slots_.size() * 2));
     }
     slot& s = slots_[e.index()];
+    s.where = p;
     if (!s.entity.is_null()) {
         if (s.key == key) {
             if (s.entity != e) {  // same cell, a new version at the index
@@ -86,7 +87,7 @@ void spatial_grid::place(ecs::Entity e, point p) {
         take_out(e.index());
     }
     auto& list = cells_[key];
-    s = slot{key, e, static_cast<std::uint32_t>(list.size())};
+    s = slot{key, e, static_cast<std::uint32_t>(list.size()), p};
     list.push_back(e);
     ++placed_;
 }

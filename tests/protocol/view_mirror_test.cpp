@@ -485,6 +485,49 @@ TEST_F(ViewMirror, OwnerOnlyTypesGoToTheViewersOwnEntitiesOnly) {
                 IsEmpty());
 }
 
+// A caller that knows which of the due types each entity has (client_view) passes them in
+// `present`: the frame is the one the world's answers give; what it says decides set against
+// removed; a list of another length than `updated` is not used.
+TEST_F(ViewMirror, UpdatesFollowTheCallersPresenceWhenGiven) {
+    ASSERT_TRUE(enter({rock_, mine_}));
+    world_->replace<Spot>(rock_, 1.0F, 2.0F);
+    world_->remove<Gauge>(rock_);
+    world_->replace<Spot>(mine_, 3.0F, 4.0F);
+    world_->discard_changes();
+    const due_list updated{{rock_, bit(id::spot) | bit(id::gauge)}, {mine_, bit(id::spot)}};
+    view_changes asked;
+    asked.updated = updated;
+    asked.viewer = viewer;
+    const proto::frame from_world = encoder_.encode_view_delta(*world_, asked, tick_ + 1);
+    const std::vector<std::uint64_t> truth{bit(id::spot), bit(id::spot)};
+    view_changes told = asked;
+    told.present = truth;
+    const proto::frame from_caller = encoder_.encode_view_delta(*world_, told, tick_ + 1);
+    EXPECT_EQ(std::vector<std::uint8_t>(from_world->begin(), from_world->end()),
+              std::vector<std::uint8_t>(from_caller->begin(), from_caller->end()));
+
+    // Told that mine_ lost its Spot (it did not): a removal, so the list was used.
+    const std::vector<std::uint64_t> lie{bit(id::spot), 0};
+    told.present = lie;
+    const proto::frame lied = encoder_.encode_view_delta(*world_, told, tick_ + 1);
+    const wire::ServerMessage* message = proto::verify_server_frame(*lied);
+    ASSERT_NE(message, nullptr);
+    ASSERT_NE(message->body_as_Delta()->removed(), nullptr);
+    std::vector<std::uint16_t> removed_types;
+    for (const wire::Column* column : *message->body_as_Delta()->removed()) {
+        removed_types.push_back(column->type());
+    }
+    EXPECT_THAT(removed_types, ElementsAre(id::spot, id::gauge));
+
+    const std::vector<std::uint64_t> short_list{bit(id::spot)};
+    told.present = short_list;
+    const proto::frame ignored = encoder_.encode_view_delta(*world_, told, tick_ + 1);
+    EXPECT_EQ(std::vector<std::uint8_t>(from_world->begin(), from_world->end()),
+              std::vector<std::uint8_t>(ignored->begin(), ignored->end()));
+    EXPECT_TRUE(apply(asked)) << mirror_.error();
+    EXPECT_TRUE(holds(mirror_, *world_, types_, {rock_, mine_}));
+}
+
 // ---- checksums with exclusions ------------------------------------------------------------
 
 TEST_F(ViewMirror, OfEntitySumsAgreeWithTheMirrorsChecksum) {

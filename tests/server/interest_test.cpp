@@ -232,6 +232,33 @@ TEST_F(InterestTest, PriorityOwnAboveNearAboveFar) {
     EXPECT_LT(interest_.policy()->priority(*world_, 2, p, own), 2.0F);
 }
 
+// The priority reads where an entity is from the grid: it follows moves, a position removed
+// (priority of an entity without one), and moves made while the grid was not kept up to date.
+TEST_F(InterestTest, PriorityFollowsMovesTrackedOrNot) {
+    interest_.set_focus(1, {0, 0});
+    interest_.set_radius(1, 100);
+    const Entity e = at(0, 0);
+    tick();
+    const auto& p = interest_.player(1);
+    const auto priority = [&] { return interest_.policy()->priority(*world_, 1, p, e); };
+    EXPECT_FLOAT_EQ(priority(), 1.0F);
+    world_->replace<Position>(e, 100.0F, 0.0F);
+    tick();
+    EXPECT_FLOAT_EQ(priority(), 1.0F / 3.0F);
+    world_->remove<Position>(e);
+    tick();
+    EXPECT_FLOAT_EQ(priority(), 1.0F) << "no position: normal";
+    world_->emplace<Position>(e, 50.0F, 0.0F);
+    tick();
+    EXPECT_FLOAT_EQ(priority(), 0.5F);
+
+    // No view needed: the grid stops following moves, the priority does not.
+    interest_.policy()->views_needed(false);
+    world_->replace<Position>(e, 0.0F, 0.0F);
+    tick();
+    EXPECT_FLOAT_EQ(priority(), 1.0F);
+}
+
 TEST_F(InterestTest, PriorityIsPositiveAndFiniteForAnyPosition) {
     // The byte budget sorts by accumulated priority: NaN would break the ordering.
     interest_.set_focus(1, {0, 0});

@@ -130,14 +130,31 @@ TEST(SpatialGrid, QueryMatchesBruteForceOnRandomPoints) {
             if (step % 10 == 0) {
                 const point centre{coordinate(rng), coordinate(rng)};
                 const float r = step % 20 == 0 ? radius(rng) : radius(rng) * 10.0F;
-                ASSERT_EQ(query(grid, centre, r), brute_force(placed, cell, centre, r))
+                const std::vector<Entity> expected = brute_force(placed, cell, centre, r);
+                ASSERT_EQ(query(grid, centre, r), expected)
                     << "cell " << cell << ", centre " << centre.x << "," << centre.y << ", radius "
                     << r << ", step " << step;
+                // in_query() agrees with query(), for placed entities and for others.
+                for (std::uint32_t i = 0; i < 400; i += 7) {
+                    for (const Entity probe : {Entity{i, 1}, Entity{i, 2}}) {
+                        ASSERT_EQ(grid.in_query(probe, centre, r),
+                                  std::binary_search(expected.begin(), expected.end(), probe))
+                            << "entity " << i << " version " << probe.version() << ", step " << step;
+                    }
+                }
+                // A negative radius too (what query() visits then, possibly one cell).
+                const std::vector<Entity> inverted = query(grid, centre, -r);
+                for (const auto& [e, p] : placed) {
+                    ASSERT_EQ(grid.in_query(e, centre, -r),
+                              std::binary_search(inverted.begin(), inverted.end(), e));
+                }
             }
         }
         for (const auto& [e, p] : placed) {
             EXPECT_TRUE(grid.placed(e));
+            EXPECT_EQ(*grid.position(e), p) << "position() is where it was placed last";
         }
+        EXPECT_EQ(grid.position(Entity{400, 1}), nullptr);
     }
 }
 

@@ -374,14 +374,24 @@ frame replication_encoder::encode_view_delta(const ecs::World& world, const view
         view_set_[id].clear();
         view_removed_[id].clear();
     }
-    for (const auto& [e, due] : changes.updated) {
-        const bool own = owned_by(world, e, changes.viewer);
+    const bool told = changes.present.size() == changes.updated.size();
+    for (std::size_t i = 0; i < changes.updated.size(); ++i) {
+        const auto& [e, due] = changes.updated[i];
+        int own = -1;  // whether the viewer owns e, looked up for an owner-only type only
         std::uint64_t mask = due;
         for (std::uint32_t id = 0; mask != 0 && id < types_->size(); ++id, mask >>= 1U) {
-            if ((mask & 1U) == 0 || (types_->info(id).owner_only && !own)) {
+            if ((mask & 1U) == 0) {
                 continue;
             }
-            (types_->ops(id).contains(world, e) ? view_set_ : view_removed_)[id].push_back(e);
+            if (types_->info(id).owner_only) {
+                own = own < 0 ? static_cast<int>(owned_by(world, e, changes.viewer)) : own;
+                if (own == 0) {
+                    continue;
+                }
+            }
+            const bool has = told ? ((changes.present[i] >> id) & 1U) != 0
+                                  : types_->ops(id).contains(world, e);
+            (has ? view_set_ : view_removed_)[id].push_back(e);
         }
     }
     std::vector<flatbuffers::Offset<wire::Column>> set;

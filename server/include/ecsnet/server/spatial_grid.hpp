@@ -39,6 +39,11 @@ public:
     // Takes e (any version at its index) out; nothing when it is not placed.
     void erase(ecs::Entity e);
     [[nodiscard]] bool placed(ecs::Entity e) const noexcept;
+    // Where e was placed; nullptr when it is not placed.
+    [[nodiscard]] const point* position(ecs::Entity e) const noexcept {
+        return e.index() < slots_.size() && slots_[e.index()].entity == e ? &slots_[e.index()].where
+                                                                           : nullptr;
+    }
     [[nodiscard]] std::size_t size() const noexcept { return placed_; }
     [[nodiscard]] std::size_t occupied_cells() const noexcept { return cells_.size(); }
     // Whether query(centre, radius) reaches every cell ever occupied (so every entity).
@@ -47,6 +52,17 @@ public:
         const cell high = cell_of(point{centre.x + radius, centre.y + radius});
         return !bounded_ || (low.x <= low_.x && low.y <= low_.y && high.x >= high_.x &&
                              high.y >= high_.y);
+    }
+
+    // Whether query(centre, radius) visits e.
+    [[nodiscard]] bool in_query(ecs::Entity e, point centre, float radius) const noexcept {
+        if (!placed(e)) {
+            return false;
+        }
+        const cell low = cell_of(point{centre.x - radius, centre.y - radius});
+        const cell high = cell_of(point{centre.x + radius, centre.y + radius});
+        const cell c = unpack(slots_[e.index()].key);
+        return c.x >= low.x && c.x <= high.x && c.y >= low.y && c.y <= high.y;
     }
 
     // fn(entity) for every entity in the cells that overlap the square of half side `radius`
@@ -93,6 +109,7 @@ private:
         std::uint64_t key{};
         ecs::Entity entity;  // null: not placed
         std::uint32_t at{};  // position in the cell's list
+        point where;         // for position(): the priorities of interest read it
     };
 
     [[nodiscard]] static std::uint64_t pack(cell c) noexcept {

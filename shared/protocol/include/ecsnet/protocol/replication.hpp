@@ -59,6 +59,9 @@ public:
         // entity has is set, one it lacks is removed.
         std::span<const std::pair<ecs::Entity, std::uint64_t>> updated;
         std::uint32_t viewer = 0;
+        // Optional, parallel to `updated`: of each one's wire ids, those the entity has now,
+        // when the caller knows already (client_view does); empty: the world is asked.
+        std::span<const std::uint64_t> present;
     };
     [[nodiscard]] frame encode_view_delta(const ecs::World& world, const view_changes& changes,
                                           std::uint64_t tick);
