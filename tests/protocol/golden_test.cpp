@@ -260,7 +260,8 @@ proto::frame encode_golden_view_delta() {
                                       .spawned = spawned,
                                       .entered = entered,
                                       .updated = updated,
-                                      .viewer = viewer},
+                                      .viewer = viewer,
+                                      .present = {}},
                                      view_delta_tick);
 }
 

@@ -474,7 +474,7 @@ TEST(TickChanges, PresentTellsWhatTheListsSay) {
     (void)world->take_changes();
 
     world->replace<Position>(moved, 5.0F, 6.0F);
-    world->remove<Velocity>(moved);
+    world->erase<Velocity>(moved);
     world->emplace<Health>(moved, 3);
     const Entity created = world->create();
     world->emplace<Position>(created, 7.0F, 8.0F);

@@ -245,7 +245,7 @@ TEST_F(InterestTest, PriorityFollowsMovesTrackedOrNot) {
     world_->replace<Position>(e, 100.0F, 0.0F);
     tick();
     EXPECT_FLOAT_EQ(priority(), 1.0F / 3.0F);
-    world_->remove<Position>(e);
+    world_->erase<Position>(e);
     tick();
     EXPECT_FLOAT_EQ(priority(), 1.0F) << "no position: normal";
     world_->emplace<Position>(e, 50.0F, 0.0F);
