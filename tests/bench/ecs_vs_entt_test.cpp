@@ -75,14 +75,27 @@ void expect_row(const nlohmann::json& row, const std::string& name, std::size_t 
     EXPECT_EQ(row.at("entt_check").get<double>(), row.at("ecsnet_check").get<double>());
 }
 
-const std::vector<std::string> all_rows{"create",           "destroy",
-                                        "create+emplace2",  "emplace+erase",
-                                        "emplace+remove",   "get (world)",
-                                        "try_get (world)",  "get (storage)",
-                                        "get (view)",       "iterate 1 read",
-                                        "iterate 2 read",   "pos+=vel untracked",
-                                        "pos+=vel tracked", "pos+=vel tracked vs patch+listener",
-                                        "patch+listener",   "destroy half+iterate 2"};
+const std::vector<std::string> all_rows{"create",
+                                        "create untracked",
+                                        "destroy",
+                                        "destroy untracked",
+                                        "create+emplace2",
+                                        "create+emplace2 untracked",
+                                        "emplace+erase",
+                                        "emplace+erase untracked",
+                                        "emplace+remove",
+                                        "get (world)",
+                                        "try_get (world)",
+                                        "get (storage)",
+                                        "get (view)",
+                                        "iterate 1 read",
+                                        "iterate 2 read",
+                                        "pos+=vel untracked",
+                                        "pos+=vel tracked",
+                                        "pos+=vel tracked vs patch+listener",
+                                        "patch+listener",
+                                        "patch+listener untracked",
+                                        "destroy half+iterate 2"};
 
 TEST(EcsVsEntt, EveryRowIsMeasuredOnBothLibrariesWithMatchingChecksums) {
     const auto result = run("--entities 2000 --repetitions 1 --json");

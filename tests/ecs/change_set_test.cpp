@@ -220,6 +220,36 @@ TEST_F(ChangeSetFixture, ACreatedEntityIsListedOnlyInCreated) {
     EXPECT_EQ(cs.find<Health>(), nullptr);
 }
 
+// The log keeps creations as runs of consecutive indices at one version: the order of creation
+// must survive whatever mix of fresh and recycled indices, and of destroys, a tick has.
+TEST(ChangeSetCreated, ListsCreationsInOrderAcrossFreshRecycledAndDestroyed) {
+    const auto w = World::make(world_options{.entities = {.min_free_indices = 0}});
+    std::vector<Entity> old;
+    for (int i = 0; i < 4; ++i) {
+        old.push_back(w->create());
+    }
+    w->destroy(old[2]);
+    w->destroy(old[1]);
+    (void)w->take_changes();
+
+    const Entity a = w->create();  // recycles index 2
+    const Entity b = w->create();  // recycles index 1
+    const Entity c = w->create();  // fresh 4
+    const Entity d = w->create();  // fresh 5
+    const Entity gone = w->create();  // fresh 6, destroyed below
+    const Entity f = w->create();  // fresh 7
+    w->destroy(gone);
+    const Entity g = w->create();  // recycles index 6 at the next version
+    ASSERT_EQ(a.index(), 2U);
+    ASSERT_EQ(b.index(), 1U);
+    ASSERT_EQ(g.index(), gone.index());
+
+    const ChangeSet cs = w->take_changes();
+    EXPECT_THAT(cs.created, ElementsAre(a, b, c, d, f, g));
+    EXPECT_THAT(cs.destroyed, IsEmpty());
+    EXPECT_THAT(w->take_changes().created, IsEmpty());
+}
+
 TEST_F(ChangeSetFixture, CreatedAndDestroyedInTheSameTickAppearsNowhere) {
     const Entity brief = w_->create();
     w_->emplace<Health>(brief, 1);

@@ -69,8 +69,35 @@ struct change_log {
     std::uint64_t tick{0};
     // The epoch an entity was created in is its slot's stamp (written when enabled).
     const basic_entity_pool<typename Entity::traits_type>* entities{nullptr};
-    std::vector<Entity> created;
+    // The entities created this tick, in order, as runs of consecutive indices at one version:
+    // fresh indices come in sequence, so creating n entities usually appends one run, not n.
+    struct created_run {
+        Entity first;
+        index_type count;
+    };
+    std::vector<created_run> created;
     std::vector<Entity> destroyed;
+
+    ECSNET_ECS_INLINE void note_created(Entity e) {
+        if (!created.empty()) {
+            created_run& last = created.back();
+            if (e.version() == last.first.version() &&
+                e.index() == static_cast<index_type>(last.first.index() + last.count)) {
+                ++last.count;
+                return;
+            }
+        }
+        created.push_back(created_run{e, 1});
+    }
+
+    template <typename Fn>
+    void each_created(Fn&& fn) const {
+        for (const created_run& run : created) {
+            for (index_type k = 0; k < run.count; ++k) {
+                fn(Entity{static_cast<index_type>(run.first.index() + k), run.first.version()});
+            }
+        }
+    }
 
     // Every entity created this tick is in `created`: in a tick that created none (the common
     // case for a system writing many entities) the slots are not read at all.

@@ -54,7 +54,9 @@ public:
             return;  // a new entity is sent whole
         }
         begin_epoch();
-        structural_ = structural_ || !existed;
+        if (!existed) {
+            structural_ = true;
+        }
         std::uint32_t& mark = marks_.at(entity.index());
         if ((mark >> 1U) != log_->epoch) {
             mark = (log_->epoch << 1U) | (existed ? 1U : 0U);

@@ -41,21 +41,21 @@ struct world_options {
 namespace detail {
 
 // Component type hash -> pool, open addressing. Type hashes are already well mixed, so the
-// low bits index the table directly; a lookup is usually one probe.
+// low bits index the table directly; a lookup is usually one probe. It sits on every world
+// get/patch/emplace, where each instruction counts: a random lookup's speed is how many of
+// them the CPU keeps in flight, so the table starts as one empty slot (no emptiness test) and
+// keeps its mask.
 template <typename Pool>
 class type_table {
 public:
     [[nodiscard]] ECSNET_ECS_INLINE Pool* find(std::uint64_t hash) const noexcept {
-        if (slots_.empty()) {
-            return nullptr;
-        }
-        const std::size_t mask = slots_.size() - 1;
-        for (std::size_t i = hash & mask;; i = (i + 1) & mask) {
-            if (slots_[i].pool == nullptr) {
-                return nullptr;
+        for (std::size_t i = hash & mask_;; i = (i + 1) & mask_) {
+            const slot& s = slots_[i];
+            if (s.hash == hash && s.pool != nullptr) [[likely]] {
+                return s.pool;
             }
-            if (slots_[i].hash == hash) {
-                return slots_[i].pool;
+            if (s.pool == nullptr) {
+                return nullptr;
             }
         }
     }
@@ -63,7 +63,8 @@ public:
     void insert(std::uint64_t hash, Pool* pool) {
         if ((size_ + 1) * 2 > slots_.size()) {
             std::vector<slot> old = std::move(slots_);
-            slots_.assign(old.empty() ? 16 : old.size() * 2, slot{});
+            slots_.assign(old.size() < 16 ? 16 : old.size() * 2, slot{});
+            mask_ = slots_.size() - 1;
             size_ = 0;
             for (const slot& s : old) {
                 if (s.pool != nullptr) {
@@ -81,16 +82,16 @@ private:
     };
 
     void place(std::uint64_t hash, Pool* pool) noexcept {
-        const std::size_t mask = slots_.size() - 1;
-        std::size_t i = hash & mask;
+        std::size_t i = hash & mask_;
         while (slots_[i].pool != nullptr) {
-            i = (i + 1) & mask;
+            i = (i + 1) & mask_;
         }
         slots_[i] = slot{hash, pool};
         ++size_;
     }
 
-    std::vector<slot> slots_;
+    std::vector<slot> slots_ = std::vector<slot>(1);
+    std::size_t mask_{0};
     std::size_t size_{0};
 };
 
@@ -153,7 +154,7 @@ public:
         const entity_type e = entities_.create();
         if (log_.enabled) {
             entities_.set_stamp(e.index(), log_.epoch);
-            log_.created.push_back(e);
+            log_.note_created(e);
         }
         return e;
     }
@@ -343,8 +344,10 @@ public:
         p.touch(e, true);
         (std::forward<Fn>(fn)(value), ...);
         if (!p.on_update.empty()) {
+            const auto before = p.storage.structural_version();
             p.on_update.publish(*this, e);
-            return p.storage.get(e);
+            // Only a structural change to the storage can have moved the value.
+            return p.storage.structural_version() == before ? value : p.storage.get(e);
         }
         return value;
     }
@@ -498,12 +501,16 @@ public:
         change_set_type out;
         out.tick = log_.tick;
         if (log_.enabled) {
-            out.created.reserve(log_.created.size());
-            for (const entity_type e : log_.created) {
+            std::size_t created = 0;
+            for (const auto& run : log_.created) {
+                created += run.count;
+            }
+            out.created.reserve(created);
+            log_.each_created([&](entity_type e) {
                 if (entities_.valid(e)) {
                     out.created.push_back(e);
                 }
-            }
+            });
             out.destroyed = std::move(log_.destroyed);
             const auto alive = [this](entity_type e) { return entities_.valid(e); };
             for (const auto& p : pools_) {
