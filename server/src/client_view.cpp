@@ -144,6 +144,15 @@ void client_view::take(const context& ctx, const candidate& c) {
     --waiting_count_;
 }
 
+void client_view::forget(const entry& old) {
+    if (old.held != 0) {
+        left_.emplace_back(old.index, old.version);
+        --held_count_;
+    } else {
+        --waiting_count_;
+    }
+}
+
 void client_view::defer(const candidate& c) {
     (void)c;
     ++stats_.deferred;  // its accumulator keeps what it grew by
@@ -225,12 +234,7 @@ const protocol::replication_encoder::view_changes& client_view::plan(
                 continue;
             }
             // Another version at the index than the record's (recycled while it waited).
-            if (old.held != 0) {
-                left_.emplace_back(old.index, old.version);
-                --held_count_;
-            } else {
-                --waiting_count_;
-            }
+            forget(old);
         }
         entry& x = next_.emplace_back();
         x.index = e.index();
@@ -246,12 +250,7 @@ const protocol::replication_encoder::view_changes& client_view::plan(
             if (old.reached != 0) {
                 continue;
             }
-            if (old.held != 0) {
-                left_.emplace_back(old.index, old.version);
-                --held_count_;
-            } else {
-                --waiting_count_;
-            }
+            forget(old);
             slots_.erase(old.index);
         }
     }

@@ -156,6 +156,8 @@ private:
                                                      std::uint64_t mask);
     void take(const context& ctx, const candidate& c);
     void defer(const candidate& c);
+    // A record that no longer stands for what is in view: a held entity leaves the mirror.
+    void forget(const entry& old);
     // Inserts or replaces the record of x's index (hold_everything).
     void put(const entry& x);
     void clear() noexcept;
