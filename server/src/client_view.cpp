@@ -1,6 +1,7 @@
 #include "ecsnet/server/client_view.hpp"
 
 #include <algorithm>
+#include <limits>
 
 #include "ecsnet/protocol/checksum.hpp"
 
@@ -212,7 +213,12 @@ const protocol::replication_encoder::view_changes& client_view::plan(
     const std::uint32_t stamp = parity_ << 31U;
     next_.clear();
     next_.reserve(desired.size());
-    for (const ecs::Entity e : desired) {
+    constexpr std::size_t ahead = 8;  // the change records are cache misses: overlap them
+    for (std::size_t i = 0; i < desired.size(); ++i) {
+        const ecs::Entity e = desired[i];
+        if (i + ahead < desired.size()) {
+            ctx.changes.prefetch(desired[i + ahead].index());
+        }
         const auto at = static_cast<std::uint32_t>(next_.size());
         const auto [it, added] = slots_.try_emplace(e.index(), at | stamp);
         if (!added) {
@@ -292,7 +298,14 @@ const protocol::replication_encoder::view_changes& client_view::plan(
             // Fiedler's priority accumulator: what waits grows more urgent each tick, scaled by
             // the policy (distance, own entities) and the types' weights; the most urgent go
             // first, as many as fit.
-            for (candidate& c : candidates_) {
+            urgent_entities_.clear();
+            for (const candidate& c : candidates_) {
+                urgent_entities_.emplace_back(entries_[c.at].index, entries_[c.at].version);
+            }
+            urgency_.resize(urgent_entities_.size());
+            ctx.interest.policy()->priorities(ctx.world, owner_, p, urgent_entities_, urgency_);
+            for (std::size_t i = 0; i < candidates_.size(); ++i) {
+                candidate& c = candidates_[i];
                 entry& x = entries_[c.at];
                 float weight = 1.0F;
                 for (std::uint64_t due = x.due, id = 0; due != 0; ++id, due >>= 1U) {
@@ -300,38 +313,11 @@ const protocol::replication_encoder::view_changes& client_view::plan(
                         weight = std::max(weight, ctx.interest.weight(static_cast<std::uint32_t>(id)));
                     }
                 }
-                x.accumulated += weight * ctx.interest.policy()->priority(
-                                              ctx.world, owner_, p, {x.index, x.version});
+                x.accumulated += weight * urgency_[i];
                 c.accumulated = x.accumulated;
             }
             double room = allowance_ - static_cast<double>((destroyed_.size() + left_.size()) * entity_bytes);
-            // Only the head that can fit is ordered: about twice what the room holds at the
-            // average size (a sort of every candidate of every client was a tenth of a tick).
-            const double average = static_cast<double>(total) / static_cast<double>(candidates_.size());
-            const std::size_t head = std::min(
-                candidates_.size(),
-                2 * static_cast<std::size_t>(std::max(room, 0.0) / std::max(average, 1.0)) + 1);
-            std::partial_sort(candidates_.begin(), candidates_.begin() + static_cast<std::ptrdiff_t>(head),
-                              candidates_.end(), [](const candidate& a, const candidate& b) {
-                                  return a.accumulated > b.accumulated;
-                              });
-            bool any = false;
-            for (std::size_t i = 0; i < candidates_.size(); ++i) {
-                const candidate& c = candidates_[i];
-                if (i >= head) {
-                    defer(c);
-                    continue;
-                }
-                // The most urgent goes even when it alone exceeds the allowance, so that an
-                // entity larger than a tick's budget is not starved; the debt is paid later.
-                if (static_cast<double>(c.cost) <= room || (!any && room > 0.0)) {
-                    room -= static_cast<double>(c.cost);
-                    any = true;
-                    take(ctx, c);
-                } else {
-                    defer(c);
-                }
-            }
+            select(ctx, room, total);
         }
     }
     stats_.entered += entered_.size() + spawned_.size();
@@ -343,6 +329,67 @@ const protocol::replication_encoder::view_changes& client_view::plan(
     changes_ = protocol::replication_encoder::view_changes{
         destroyed_, left_, spawned_, entered_, updated_, owner_, updated_present_};
     return changes_;
+}
+
+void client_view::select(const context& ctx, double room, std::size_t total) {
+    // Greedy in order of urgency: each candidate goes if it fits in what is left, and the most
+    // urgent goes even when it alone exceeds the allowance, so that an entity larger than a
+    // tick's budget is not starved (the debt is paid later). Sorting every candidate of every
+    // client was the largest part of plan(); the same choices come from a selection: the
+    // `fit` most urgent, found in linear time, all go when their sizes add up within the room
+    // (the usual case), and only the rest is sorted, and only while something could still fit.
+    const auto more_urgent = [](const candidate& a, const candidate& b) {
+        return a.accumulated > b.accumulated;
+    };
+    if (candidates_.empty()) {
+        return;  // only destroys and leaves, which always go
+    }
+    const auto first = candidates_.begin();
+    const auto last = candidates_.end();
+    const double average = static_cast<double>(total) / static_cast<double>(candidates_.size());
+    const auto fit = std::min(candidates_.size(),
+                              static_cast<std::size_t>(std::max(room, 0.0) / std::max(average, 1.0)));
+    const auto middle = first + static_cast<std::ptrdiff_t>(fit);
+    std::nth_element(first, middle, last, more_urgent);
+    std::size_t head_bytes = 0;
+    for (auto it = first; it != middle; ++it) {
+        head_bytes += it->cost;
+    }
+    bool any = false;
+    const auto greedy = [&](auto from, auto to) {
+        for (auto it = from; it != to; ++it) {
+            if (static_cast<double>(it->cost) <= room || (!any && room > 0.0)) {
+                room -= static_cast<double>(it->cost);
+                any = true;
+                take(ctx, *it);
+            } else {
+                defer(*it);
+            }
+        }
+    };
+    if (static_cast<double>(head_bytes) <= room) {
+        for (auto it = first; it != middle; ++it) {
+            take(ctx, *it);
+        }
+        room -= static_cast<double>(head_bytes);
+        any = middle != first;
+    } else {
+        std::sort(first, middle, more_urgent);
+        greedy(first, middle);
+    }
+    // The rest is ordered only if one of them could still go.
+    std::uint32_t smallest = std::numeric_limits<std::uint32_t>::max();
+    for (auto it = middle; it != last; ++it) {
+        smallest = std::min(smallest, it->cost);
+    }
+    if (middle != last && (static_cast<double>(smallest) <= room || (!any && room > 0.0))) {
+        std::sort(middle, last, more_urgent);
+        greedy(middle, last);
+    } else {
+        for (auto it = middle; it != last; ++it) {
+            defer(*it);
+        }
+    }
 }
 
 void client_view::refill(const context& ctx, double budget) noexcept {

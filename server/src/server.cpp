@@ -546,7 +546,8 @@ void server::run_tick() {
         }
     }
 
-    const auto changes = world_->take_changes();
+    world_->take_changes(changes_);
+    const ecs::World::change_set_type& changes = changes_;
     // The interest policy follows every change, watched or not: a client joining later sees
     // the world as it is.
     interest_.update(*world_, changes);

@@ -353,6 +353,48 @@ TEST(ChangeSetTicks, TakeChangesClearsAndCountsTicks) {
     EXPECT_TRUE(w->take_changes().empty());
 }
 
+TEST(ChangeSetTicks, TakeChangesIntoASetReplacesItsContentAndReusesItsLists) {
+    const auto w = make_reusing_world();
+    std::vector<Entity> entities(100);
+    for (auto& e : entities) {
+        e = w->create();
+        w->emplace<Position>(e, 1, 1);
+    }
+    ChangeSet kept;
+    w->take_changes(kept);
+    EXPECT_EQ(kept.created.size(), 100U);
+    EXPECT_THAT(kept.components, IsEmpty());  // created entities carry their components
+
+    for (const Entity e : entities) {
+        w->patch<Position>(e, [](Position& p) { ++p.x; });
+    }
+    w->take_changes(kept);
+    EXPECT_THAT(kept.created, IsEmpty());
+    ASSERT_EQ(kept.components.size(), 1U);
+    EXPECT_EQ(kept.components[0].updated.size(), 100U);
+    const auto* updated_storage = kept.components[0].updated.data();
+
+    for (const Entity e : entities) {
+        w->destroy(e);
+    }
+    w->take_changes(kept);
+    EXPECT_EQ(kept.destroyed, entities);
+    EXPECT_THAT(kept.components, IsEmpty());  // removals of destroyed entities are implied
+
+    // The next tick's destroyed list is the one the set gave back, and the Position list
+    // waited in the world: nothing of the earlier ticks shows through.
+    const Entity again = w->create();
+    w->take_changes(kept);
+    EXPECT_THAT(kept.created, ElementsAre(again));
+    EXPECT_THAT(kept.destroyed, IsEmpty());
+    w->emplace<Position>(again, 2, 2);
+    w->take_changes(kept);
+    ASSERT_EQ(kept.components.size(), 1U);
+    EXPECT_THAT(kept.components[0].added, ElementsAre(again));
+    EXPECT_THAT(kept.components[0].updated, IsEmpty());
+    EXPECT_EQ(kept.components[0].updated.data(), updated_storage) << "the list was not reused";
+}
+
 TEST(ChangeSetTicks, DiscardChangesDropsThePendingChanges) {
     const auto w = World::make();
     const Entity e = w->create();
@@ -570,6 +612,7 @@ protected:
 
 TEST_F(ChangeSetProperty, ChangeSetIsTheNetDifferenceBetweenTicks) {
     SCOPED_TRACE("seed " + std::to_string(kSeed));
+    ChangeSet kept;  // take_changes(into) on every other tick: its lists are reused
     for (int tick = 0; tick < kTicks; ++tick) {
         const std::size_t ops = roll(40);
         for (std::size_t i = 0; i < ops; ++i) {
@@ -578,10 +621,15 @@ TEST_F(ChangeSetProperty, ChangeSetIsTheNetDifferenceBetweenTicks) {
         }
         if (roll(10) == 0) {
             w_->discard_changes();
-        } else {
+        } else if (tick % 2 == 0) {
             const ChangeSet cs = w_->take_changes();
             ASSERT_EQ(cs.tick, static_cast<std::uint64_t>(tick));
             check(cs);
+            ASSERT_FALSE(HasFailure()) << "tick " << tick;
+        } else {
+            w_->take_changes(kept);
+            ASSERT_EQ(kept.tick, static_cast<std::uint64_t>(tick));
+            check(kept);
             ASSERT_FALSE(HasFailure()) << "tick " << tick;
         }
         before_ = model_;

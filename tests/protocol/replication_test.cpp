@@ -583,6 +583,49 @@ TEST(ReplicationDelta, EntityMovedByAWritingViewCostsAtMostTwelveBytes) {
     EXPECT_LE(bytes, 12.0);
 }
 
+// Updates come in the order they were written; the encoder lists them in index order. A few
+// updates spread over a wide range take the sorting path (not the bucketing one), and a range
+// past 2^16 needs every pass of its radix sort: in any order, the frame is the one written in
+// index order.
+TEST(ReplicationDelta, UpdatesSpreadOverManyIndicesAreListedInIndexOrder) {
+    constexpr std::size_t count = 70'000;
+    const auto tick_patching = [](std::vector<std::size_t> order) {
+        const auto world = World::make();
+        std::vector<Entity> entities(count);
+        for (auto& e : entities) {
+            e = world->create();
+            world->emplace<Position>(e, 0.0F, 0.0F);
+        }
+        static_cast<void>(world->take_changes());
+        for (const std::size_t i : order) {
+            world->patch<Position>(entities[i], [&](Position& p) { p.x = static_cast<float>(i); });
+        }
+        proto::replication_encoder encoder{types()};
+        return *encoder.encode_delta(*world, world->take_changes(), 3);
+    };
+    std::vector<std::size_t> order;
+    for (std::size_t i = 5; i < count; i += 613) {
+        order.push_back(i);
+    }
+    order.push_back(count - 1);
+    const auto in_index_order = tick_patching(order);
+    std::mt19937 rng{7};
+    std::shuffle(order.begin(), order.end(), rng);
+    EXPECT_EQ(tick_patching(order), in_index_order);
+    std::reverse(order.begin(), order.end());
+    EXPECT_EQ(tick_patching(order), in_index_order);
+
+    const proto::frame frame = std::make_shared<const std::vector<std::uint8_t>>(in_index_order);
+    const wire::ServerMessage* message = verified(frame);
+    ASSERT_NE(message, nullptr);
+    const auto* columns = message->body_as_Delta()->updated();
+    ASSERT_NE(columns, nullptr);
+    ASSERT_EQ(columns->size(), 1U);
+    const std::vector<std::uint32_t> at = expand(columns->Get(0)->at());
+    EXPECT_EQ(at.size(), order.size());
+    EXPECT_TRUE(std::is_sorted(at.begin(), at.end()));
+}
+
 TEST(ReplicationDelta, FrameIsSharedAndStaysValidAfterTheNextEncode) {
     const auto world = World::make();
     std::vector<Entity> entities;

@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <array>
+#include <bit>
 #include <map>
+#include <utility>
 
 namespace ecsnet::protocol {
 
@@ -28,6 +30,27 @@ constexpr std::size_t message_overhead_bytes = 96;
 }  // namespace
 
 namespace {
+
+// Sorts keys by their high 32 bits, of which only the low `bits` are used, stable, one pass
+// of 8 bits at a time.
+void radix_sort_high(std::vector<std::uint64_t>& keys, std::vector<std::uint64_t>& scratch,
+                     unsigned bits) {
+    scratch.resize(keys.size());
+    for (unsigned shift = 32; shift < 32 + bits; shift += 8) {
+        std::array<std::uint32_t, 256> count{};
+        for (const std::uint64_t k : keys) {
+            ++count[(k >> shift) & 0xFFU];
+        }
+        std::uint32_t sum = 0;
+        for (std::uint32_t& c : count) {
+            sum += std::exchange(c, sum);
+        }
+        for (const std::uint64_t k : keys) {
+            scratch[count[(k >> shift) & 0xFFU]++] = k;
+        }
+        keys.swap(scratch);
+    }
+}
 
 bool owned_by(const ecs::World& world, ecs::Entity e, std::uint32_t viewer) {
     const Owner* owner = viewer == 0 ? nullptr : world.try_get<Owner>(e);
@@ -134,9 +157,18 @@ std::span<const ecs::Entity> replication_encoder::in_index_order(
             }
         }
     } else {
-        sorted_.assign(entities.begin(), entities.end());
-        std::sort(sorted_.begin(), sorted_.end(),
-                  [](ecs::Entity a, ecs::Entity b) { return a.index() < b.index(); });
+        // A radix sort: a comparison sort's mispredicted branches made it a tenth of a tick
+        // with 1,000 clients, each sorting its ~150 updates spread over the whole index range.
+        keys_.resize(entities.size());
+        for (std::size_t i = 0; i < entities.size(); ++i) {
+            keys_[i] = (std::uint64_t{entities[i].index() - low} << 32U) | entities[i].version();
+        }
+        radix_sort_high(keys_, scratch_, static_cast<unsigned>(std::bit_width(high - low)));
+        sorted_.resize(keys_.size());
+        for (std::size_t i = 0; i < keys_.size(); ++i) {
+            sorted_[i] = ecs::Entity{static_cast<std::uint32_t>(keys_[i] >> 32U) + low,
+                                     static_cast<std::uint32_t>(keys_[i])};
+        }
     }
     return sorted_;
 }

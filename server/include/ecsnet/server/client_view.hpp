@@ -41,6 +41,12 @@ public:
         known = mask & s.mask;
         return known & s.present;
     }
+    // Asks the CPU to load the record of `index` (plan() reads them a few entities ahead).
+    void prefetch(std::uint32_t index) const noexcept {
+        if (index < slots_.size()) {
+            __builtin_prefetch(&slots_[index]);
+        }
+    }
     [[nodiscard]] bool created(ecs::Entity e) const noexcept {
         return e.index() < slots_.size() && slots_[e.index()].stamp == epoch_ &&
                slots_[e.index()].created == e.version();
@@ -154,6 +160,9 @@ private:
     // The wire ids among `mask` that e has now.
     [[nodiscard]] static std::uint64_t present_types(const context& ctx, ecs::Entity e,
                                                      std::uint64_t mask);
+    // Takes the most urgent candidates that fit in `room` bytes (of `total` for all) and defers
+    // the rest.
+    void select(const context& ctx, double room, std::size_t total);
     void take(const context& ctx, const candidate& c);
     void defer(const candidate& c);
     // A record that no longer stands for what is in view: a held entity leaves the mirror.
@@ -184,6 +193,8 @@ private:
     std::vector<std::pair<ecs::Entity, std::uint64_t>> updated_;
     std::vector<std::uint64_t> updated_present_;  // parallel to updated_: the types it has
     std::vector<candidate> candidates_;
+    std::vector<ecs::Entity> urgent_entities_;  // plan()'s scratch for the policy's priorities
+    std::vector<float> urgency_;
     protocol::replication_encoder::view_changes changes_;
 };
 

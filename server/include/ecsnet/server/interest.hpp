@@ -49,6 +49,14 @@ public:
                                          const player_interest& /*p*/, ecs::Entity /*e*/) const {
         return 1.0F;
     }
+    // priority() of each of `entities` into `out` (same size): one call per client and tick,
+    // which lets a policy overlap the memory reads of many entities.
+    virtual void priorities(const ecs::World& world, std::uint32_t owner, const player_interest& p,
+                            std::span<const ecs::Entity> entities, std::span<float> out) const {
+        for (std::size_t i = 0; i < entities.size(); ++i) {
+            out[i] = priority(world, owner, p, entities[i]);
+        }
+    }
     // Whether collect() will be called from the next tick on (false while every client shares
     // the whole world's single stream, or none is connected): a policy may then stop tracking
     // what only collect() reads, and catch up when it is called again.
@@ -97,6 +105,8 @@ public:
     // 1 at the focus, falling to 1/3 at the radius and beyond; the player's own entities 2.
     [[nodiscard]] float priority(const ecs::World& world, std::uint32_t owner,
                                  const player_interest& p, ecs::Entity e) const override;
+    void priorities(const ecs::World& world, std::uint32_t owner, const player_interest& p,
+                    std::span<const ecs::Entity> entities, std::span<float> out) const override;
 
     // Global entities are visible to every player whatever its focus.
     void set_global(ecs::Entity e, bool global);

@@ -197,6 +197,7 @@ private:
     server_config config_;
     protocol::component_registry types_;
     std::shared_ptr<ecs::World> world_;
+    ecs::World::change_set_type changes_;  // this tick's; kept so its lists keep their capacity
     ecs::Scheduler scheduler_;
     command_processor commands_;
     interest_manager interest_;

@@ -44,6 +44,12 @@ public:
         return e.index() < slots_.size() && slots_[e.index()].entity == e ? &slots_[e.index()].where
                                                                            : nullptr;
     }
+    // Asks the CPU to load what position() of the entity at `index` will read.
+    void prefetch(std::uint32_t index) const noexcept {
+        if (index < slots_.size()) {
+            __builtin_prefetch(&slots_[index]);
+        }
+    }
     [[nodiscard]] std::size_t size() const noexcept { return placed_; }
     [[nodiscard]] std::size_t occupied_cells() const noexcept { return cells_.size(); }
     // Whether query(centre, radius) reaches every cell ever occupied (so every entity).

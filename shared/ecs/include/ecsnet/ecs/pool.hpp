@@ -1,5 +1,7 @@
 #pragma once
 
+#include <algorithm>
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -60,7 +62,11 @@ public:
         std::uint32_t& mark = marks_.at(entity.index());
         if ((mark >> 1U) != log_->epoch) {
             mark = (log_->epoch << 1U) | (existed ? 1U : 0U);
-            touched_.push_back(entity);
+            // Not push_back: GCC kept it out of line, a call on every write of the tick.
+            if (touched_count_ == touched_.size()) [[unlikely]] {
+                grow_touched();
+            }
+            touched_[touched_count_++] = entity;
         }
     }
 
@@ -81,12 +87,14 @@ public:
         if (!structural_) {
             // Only values were written: every touched entity still has the component, and
             // none was created this tick (touch() skips those), so all are plain updates.
-            out.updated.insert(out.updated.end(), touched_.begin(), touched_.end());
+            out.updated.insert(out.updated.end(), touched_.begin(),
+                               touched_.begin() + static_cast<std::ptrdiff_t>(touched_count_));
             return;
         }
         const auto& entities = set();
-        out.updated.reserve(out.updated.size() + touched_.size());  // nearly all are updates
-        for (const entity_type first : touched_) {
+        out.updated.reserve(out.updated.size() + touched_count_);  // nearly all are updates
+        for (std::size_t i = 0; i < touched_count_; ++i) {
+            const entity_type first = touched_[i];
             const bool existed = (marks_.get(first.index()) & 1U) != 0;
             const entity_type now = entities.find_index(first.index());
             if (!now.is_null()) {
@@ -104,7 +112,7 @@ public:
     // After the epoch counter wrapped: forget every mark so none looks current by accident.
     void reset_marks() noexcept {
         marks_.fill(0);
-        touched_.clear();
+        touched_count_ = 0;
         dirty_ = false;
         structural_ = false;
         dirty_epoch_ = 0;
@@ -114,7 +122,7 @@ private:
     ECSNET_ECS_INLINE void begin_epoch() {
         if (dirty_epoch_ != log_->epoch) {
             dirty_epoch_ = log_->epoch;
-            touched_.clear();
+            touched_count_ = 0;
             dirty_ = true;
             structural_ = false;
         }
@@ -126,7 +134,12 @@ private:
     change_log<entity_type>* log_;
 
     paged_array<std::uint32_t, 0U> marks_;  // (epoch << 1) | existed-before-first-write
+    // The entities written this epoch are the first touched_count_; the rest is room to grow.
     std::vector<entity_type> touched_;
+    std::size_t touched_count_{0};
+    [[gnu::noinline]] void grow_touched() {
+        touched_.resize(std::max<std::size_t>(64, touched_.size() * 2));
+    }
     std::uint32_t dirty_epoch_{0};
     bool dirty_{false};
     bool structural_{false};  // a component was added or removed this epoch

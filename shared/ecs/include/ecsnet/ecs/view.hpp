@@ -173,10 +173,16 @@ public:
         static_assert(get_index<T>() < sizeof...(Get), "get<T>: T is not a component of this view");
         using declared = declared_t<T>;
         auto* pool = std::get<get_index<T>()>(gets_);
-        auto* value = pool != nullptr ? pool->storage.try_get(e) : nullptr;
-        if (value == nullptr || (checks_enabled && !contains(e))) [[unlikely]] {
+        if (pool == nullptr) [[unlikely]] {
             throw_not_in_view(e);
         }
+        // One test of the position, not of a pointer made from it: random lookups are bound by
+        // how many fit in the CPU's window at once, and so by the instructions of each.
+        const auto pos = pool->storage.position(e);
+        if (pos == pool->storage.npos || (checks_enabled && !contains(e))) [[unlikely]] {
+            throw_not_in_view(e);
+        }
+        auto* value = &pool->storage.values()[pos];
         if constexpr (std::is_const_v<T> || std::is_const_v<declared>) {
             return static_cast<const std::remove_const_t<T>&>(*value);
         } else {

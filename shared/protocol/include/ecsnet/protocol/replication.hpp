@@ -121,6 +121,8 @@ private:
     std::vector<ecs::Entity> set_scratch_;
     std::vector<ecs::Entity> sorted_;
     std::vector<ecs::Entity> bucket_;
+    std::vector<std::uint64_t> keys_;
+    std::vector<std::uint64_t> scratch_;
     const ecs::World* world_{nullptr};  // for finish_owner_only
     std::vector<group> groups_;
     std::vector<std::uint64_t> masks_;  // snapshot: per entity index
