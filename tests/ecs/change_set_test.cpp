@@ -413,6 +413,35 @@ TEST(ChangeSetTicks, DiscardChangesDropsThePendingChanges) {
     EXPECT_THAT(changes_of<Health>(w->take_changes()).added, ElementsAre(e));
 }
 
+// A component added in its entity's creation tick records nothing then, but its write mark's
+// page must exist for the writes of later ticks (they read the mark without testing the page).
+// Index 5,000 is on a page of marks no earlier write reached.
+TEST(ChangeSetTicks, WritesInLaterTicksToComponentsAddedAtCreationAreRecorded) {
+    const auto w = World::make();
+    std::vector<Entity> entities;
+    for (int i = 0; i < 5001; ++i) {
+        entities.push_back(w->create());
+    }
+    const Entity far = entities.back();
+    w->emplace<Position>(far, 1, 1);
+    w->emplace<Health>(far, 1);
+    w->emplace<Velocity>(far, 1, 1);
+    const ChangeSet created = w->take_changes();
+    EXPECT_EQ(created.created.size(), 5001U);
+    EXPECT_TRUE(created.components.empty());
+
+    w->patch<Position>(far, [](Position& p) { ++p.x; });
+    w->write<Health>(far).hp = 7;
+    w->view<Velocity>().each([](Velocity& v) { ++v.dx; });
+    const ChangeSet next = w->take_changes();
+    EXPECT_THAT(changes_of<Position>(next).updated, ElementsAre(far));
+    EXPECT_THAT(changes_of<Health>(next).updated, ElementsAre(far));
+    EXPECT_THAT(changes_of<Velocity>(next).updated, ElementsAre(far));
+
+    w->erase<Health>(far);
+    EXPECT_THAT(changes_of<Health>(w->take_changes()).removed, ElementsAre(far));
+}
+
 TEST(ChangeSetTicks, TrackChangesOffRecordsNothing) {
     const auto w = World::make(world_options{.track_changes = false});
     EXPECT_FALSE(w->tracks_changes());

@@ -341,6 +341,26 @@ TEST_F(SchedulerAccess, UndeclaredNeverRegisteredTypeIsAViolationToo) {
         names_it);
 }
 
+// The world grants each storage its access when a system starts; a storage created while the
+// system runs gets its grant then, and once the system is over every storage is open again.
+TEST_F(SchedulerAccess, AStorageCreatedInsideASystemGetsTheDeclaredAccess) {
+    struct RegisteredLate {
+        int v;
+    };
+    EXPECT_THAT(violation(component_access{}.reads<RegisteredLate>(),
+                          [this](SystemContext& c) {
+                              EXPECT_TRUE(c.world.storage<RegisteredLate>().empty());
+                              c.world.emplace<RegisteredLate>(e_, 1);
+                          }),
+                AllOf(HasSubstr("system 'sneaky' writes"), HasSubstr("RegisteredLate")));
+    EXPECT_FALSE(w_->has<RegisteredLate>(e_));
+    w_->emplace<RegisteredLate>(e_, 2);  // no system runs: no restriction
+    EXPECT_EQ(w_->get<RegisteredLate>(e_).v, 2);
+    EXPECT_THAT(violation(component_access{}.reads<Position>(),
+                          [this](SystemContext& c) { (void)c.world.get<RegisteredLate>(e_); }),
+                HasSubstr("RegisteredLate"));
+}
+
 TEST_F(SchedulerAccess, AReadOnlyDeclarationRejectsWrites) {
     expect_write_rejected("writing view", [](SystemContext& c) { (void)c.world.view<Position>(); });
     expect_write_rejected(

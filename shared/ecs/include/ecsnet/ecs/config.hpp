@@ -1,9 +1,11 @@
 #pragma once
 
 // ECSNET_ECS_CHECKS turns on the checks that cost time on hot paths: iterators that detect
-// structural changes to the storages they walk. They are on unless NDEBUG is defined; a build
-// can force either way with -DECSNET_ECS_CHECKS=0/1. Checks that are cheap (stale entities,
-// missing components, undeclared system access) are always on.
+// structural changes to the storages they walk, and the presence checks of world.get and
+// view.get (EnTT's split: at() and try_get() are the checked forms). They are on unless
+// NDEBUG is defined; a build can force either way with -DECSNET_ECS_CHECKS=0/1. The other
+// checks (stale entities and missing components in at, try_get, handles and every write;
+// undeclared system access) are always on.
 #ifndef ECSNET_ECS_CHECKS
 #ifdef NDEBUG
 #define ECSNET_ECS_CHECKS 0

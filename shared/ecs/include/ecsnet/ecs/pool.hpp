@@ -1,6 +1,7 @@
 #pragma once
 
 #include <algorithm>
+#include <cassert>
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -41,6 +42,12 @@ public:
     [[nodiscard]] const std::string& name() const noexcept { return name_; }
     void rename(std::string name) { name_ = std::move(name); }
 
+    // What the running system may do with this type (everything outside systems). The world
+    // sets it when a system starts, so an access check is one compare, not a call per access.
+    enum class grant : std::uint8_t { none, read, write };
+    [[nodiscard]] grant granted() const noexcept { return granted_; }
+    void set_granted(grant g) noexcept { granted_ = g; }
+
     [[nodiscard]] virtual const basic_sparse_set<entity_type>& set() const noexcept = 0;
     // Removes the component without signals or marks (the world sends those).
     virtual void erase(entity_type entity) = 0;
@@ -49,25 +56,28 @@ public:
     sink_type on_update;
     sink_type on_destroy;
 
-    // Records that the component of `entity` is being written. `existed` says whether it was
-    // there before this write; only the first write of a tick keeps it.
-    ECSNET_ECS_INLINE void touch(entity_type entity, bool existed) {
+    // Records that the component of `entity`, which it has, is being written. Its write mark's
+    // page exists (touch_added made it), so the mark is one load: this is on every tracked
+    // write (patch, write, a writing view's entities).
+    ECSNET_ECS_INLINE void touch(entity_type entity) {
         if (!log_->enabled || log_->created_this_tick(entity.index())) {
             return;  // a new entity is sent whole
         }
-        begin_epoch();
-        if (!existed) {
-            structural_ = true;
+        assert(marks_.has_page(entity.index()) && "touch: the component was never added");
+        record(entity, marks_.existing(entity.index()), true);
+    }
+
+    // Records that the component of `entity` is about to be added. Allocates its write mark's
+    // page even when the entity is new this tick, for every later touch().
+    ECSNET_ECS_INLINE void touch_added(entity_type entity) {
+        if (!log_->enabled) {
+            return;
         }
         std::uint32_t& mark = marks_.at(entity.index());
-        if ((mark >> 1U) != log_->epoch) {
-            mark = (log_->epoch << 1U) | (existed ? 1U : 0U);
-            // Not push_back: GCC kept it out of line, a call on every write of the tick.
-            if (touched_count_ == touched_.size()) [[unlikely]] {
-                grow_touched();
-            }
-            touched_[touched_count_++] = entity;
+        if (log_->created_this_tick(entity.index())) {
+            return;  // a new entity is sent whole
         }
+        record(entity, mark, false);
     }
 
     // Records that a component is being removed this tick (remove, or its entity destroyed).
@@ -119,6 +129,22 @@ public:
     }
 
 private:
+    // `existed`: the component was there before this write; only a tick's first write keeps it.
+    ECSNET_ECS_INLINE void record(entity_type entity, std::uint32_t& mark, bool existed) {
+        begin_epoch();
+        if (!existed) {
+            structural_ = true;
+        }
+        if ((mark >> 1U) != log_->epoch) {
+            mark = (log_->epoch << 1U) | (existed ? 1U : 0U);
+            // Not push_back: GCC kept it out of line, a call on every write of the tick.
+            if (touched_count_ == touched_.size()) [[unlikely]] {
+                grow_touched();
+            }
+            touched_[touched_count_++] = entity;
+        }
+    }
+
     ECSNET_ECS_INLINE void begin_epoch() {
         if (dirty_epoch_ != log_->epoch) {
             dirty_epoch_ = log_->epoch;
@@ -141,6 +167,7 @@ private:
         touched_.resize(std::max<std::size_t>(64, touched_.size() * 2));
     }
     std::uint32_t dirty_epoch_{0};
+    grant granted_{grant::write};
     bool dirty_{false};
     bool structural_{false};  // a component was added or removed this epoch
 };

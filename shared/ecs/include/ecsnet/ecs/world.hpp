@@ -304,7 +304,7 @@ public:
         // component that then failed to construct is dropped by take_changes (not there, was
         // not there).
         signatures_.ensure_row(e.index());
-        p.touch(e, false);
+        p.touch_added(e);
         T& value = p.storage.emplace(e, std::forward<Args>(args)...);
         signatures_.set(e.index(), p.id());
         if (!p.on_construct.empty()) {
@@ -341,7 +341,7 @@ public:
         auto& p = assure<T>();
         check_access(p, true);
         T& value = require_component(p, e, "patch");
-        p.touch(e, true);
+        p.touch(e);
         (std::forward<Fn>(fn)(value), ...);
         if (!p.on_update.empty()) {
             const auto before = p.storage.structural_version();
@@ -360,19 +360,32 @@ public:
         auto& p = assure<T>();
         check_access(p, true);
         T& value = require_component(p, e, "write");
-        p.touch(e, true);
+        p.touch(e);
         return value;
     }
 
-    // const T&, or a tuple of const references for several types. Checked: component_missing
-    // (or invalid_entity) when e has no T; try_get() is the form that does not throw. The check
-    // costs no extra memory access (the sparse entry holds the version).
+    // const T&, or a tuple of const references for several types. Precondition: e is alive and
+    // has each T. Like EnTT's get, it is checked only with ECSNET_ECS_CHECKS (debug builds: it
+    // then throws component_missing or invalid_entity); in release it is one sparse load and
+    // one component load. at() and try_get() are the checked forms; handles always check.
     template <typename... T>
     [[nodiscard]] decltype(auto) get(entity_type e) const {
         if constexpr (sizeof...(T) == 1) {
             return get_one<T...>(e);
         } else {
             return std::tuple<const T&...>{get_one<T>(e)...};
+        }
+    }
+
+    // get() checked in every build, like std::vector::at: component_missing or invalid_entity
+    // naming the entity, the type and why. The form for ids that come from outside (commands,
+    // scripts, handles) where a throw is the answer; try_get() when a null is.
+    template <typename... T>
+    [[nodiscard]] decltype(auto) at(entity_type e) const {
+        if constexpr (sizeof...(T) == 1) {
+            return at_one<T...>(e);
+        } else {
+            return std::tuple<const T&...>{at_one<T>(e)...};
         }
     }
 
@@ -433,7 +446,7 @@ public:
         now.each([&](component_id id) {
             auto& p = *pools_[id];
             if (p.set().contains(e)) {
-                p.touch(e, true);
+                p.touch(e);
             }
         });
         now.each([&](component_id id) { erase_recorded(*pools_[id], e); });
@@ -594,6 +607,7 @@ private:
         auto created = std::make_unique<pool_t<T>>(id, type_hash_v<plain>,
                                                    std::string{type_name_v<plain>}, log_);
         auto* raw = created.get();
+        raw->set_granted(grant_for(*raw));
         signatures_.ensure_bits(pools_.size() + 1);
         pools_.push_back(std::move(created));
         types_.insert(type_hash_v<plain>, raw);
@@ -608,21 +622,14 @@ private:
     template <typename T>
     [[nodiscard]] ECSNET_ECS_INLINE const pool_t<T>* find_checked() const {
         const auto* p = find_pool<T>();
-        if (access_ != nullptr) [[unlikely]] {
-            check_type_declared(p, type_hash_v<std::remove_const_t<T>>,
-                                type_name_v<std::remove_const_t<T>>);
+        if (p != nullptr) [[likely]] {
+            check_access(*p, false);
+        } else if (access_ != nullptr &&
+                   !access_->allows(type_hash_v<std::remove_const_t<T>>, false)) [[unlikely]] {
+            // A type never registered is an access violation too, unless declared.
+            throw_access(type_name_v<std::remove_const_t<T>>, false);
         }
         return p;
-    }
-
-    // Only while a scheduler runs a system; p may be null (a type never registered).
-    [[gnu::noinline]] void check_type_declared(const pool_base* p, std::uint64_t hash,
-                                               std::string_view name) const {
-        if (p != nullptr) {
-            check_declared(*p, false);
-        } else if (!access_->allows(hash, false)) {
-            throw_access(name, false);
-        }
     }
 
     template <typename T>
@@ -701,7 +708,16 @@ private:
 
     template <typename T>
     [[nodiscard]] ECSNET_ECS_INLINE const T& get_one(entity_type e) const {
-        return require_component(existing_pool<T>(e, "get"), e, "get");
+        const auto& p = existing_pool<T>(e, "get");
+        if constexpr (checks_enabled) {
+            return require_component(p, e, "get");
+        } else {
+            return p.storage.get(e);
+        }
+    }
+    template <typename T>
+    [[nodiscard]] ECSNET_ECS_INLINE const T& at_one(entity_type e) const {
+        return require_component(existing_pool<T>(e, "at"), e, "at");
     }
 
     template <typename T>
@@ -748,7 +764,7 @@ private:
                 return;  // the listener removed it, or destroyed e
             }
         }
-        p.touch(e, true);
+        p.touch(e);
         p.note_removal();
         p.storage.erase(e);
         signatures_.reset(e.index(), p.id());
@@ -771,7 +787,7 @@ private:
             return 0;
         }
         (publish_destroy(pools, e), ...);
-        ((pools.storage.contains(e) ? pools.touch(e, true) : void()), ...);
+        ((pools.storage.contains(e) ? pools.touch(e) : void()), ...);
         (erase_recorded(pools, e), ...);
         return present;
     }
@@ -794,17 +810,21 @@ private:
         }
     }
 
+    // No call on the way: a call in a lookup loop costs more than itself (the loop's
+    // floating-point sums then live in memory across it).
     ECSNET_ECS_INLINE void check_access(const pool_base& p, bool write) const {
-        if (access_ != nullptr) [[unlikely]] {
-            check_declared(p, write);
+        using grant = typename pool_base::grant;
+        if (p.granted() < (write ? grant::write : grant::read)) [[unlikely]] {
+            throw_access(p.name(), write);
         }
     }
 
-    // Only while a scheduler runs a system.
-    [[gnu::noinline]] void check_declared(const pool_base& p, bool write) const {
-        if (!access_->allows(p.hash(), write)) {
-            throw_access(p.name(), write);
+    [[nodiscard]] typename pool_base::grant grant_for(const pool_base& p) const noexcept {
+        using grant = typename pool_base::grant;
+        if (access_ == nullptr || access_->allows(p.hash(), true)) {
+            return grant::write;
         }
+        return access_->allows(p.hash(), false) ? grant::read : grant::none;
     }
 
     [[noreturn]] [[gnu::cold]] [[gnu::noinline]] void throw_access(std::string_view type,
@@ -832,6 +852,9 @@ private:
     void set_access(const component_access* access, std::string system) noexcept {
         access_ = access;
         access_system_ = std::move(system);
+        for (auto& p : pools_) {
+            p->set_granted(grant_for(*p));
+        }
     }
 
     basic_entity_pool<Traits> entities_;
