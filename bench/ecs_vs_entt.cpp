@@ -6,7 +6,10 @@
 // building registries and worlds, shuffling and checking are not. Random orders come from one
 // vector shuffled with a fixed seed, the same for both libraries. Each side also computes a
 // checksum of what it did (sums of component values, counts); the two must agree, or the
-// program fails, so that neither side can skip work the other does.
+// program fails, so that neither side can skip work the other does. The last column is the
+// minor page faults each side took inside its timed loop: creating into fresh memory is paid
+// in faults (about 1.3 us each on this project's VMs), and the "recycled" row times the same
+// creation in memory both sides already own.
 //
 // Built only when CMake is given EnTT's headers (they are not part of ecsnet):
 //   cmake -S . -B build/release -G Ninja -DCMAKE_BUILD_TYPE=Release -DECSNET_BUILD_TESTS=OFF
@@ -26,6 +29,7 @@
 // emplace+erase/remove; the ecsnet side keeps its change set across ticks, as the server does.
 // A row is a pair of functions in `rows` below: adding one is writing that pair.
 #include <sched.h>
+#include <sys/resource.h>
 #include <unistd.h>
 #include <CLI/CLI.hpp>
 #include <entt/entt.hpp>
@@ -92,11 +96,24 @@ void keep(const T& value) {
     __asm__ __volatile__("" : : "m"(value) : "memory");
 }
 
+// Minor page faults (first touches of fresh memory) of the process so far. On this project's
+// VMs one costs about 1.3 us, so a side that touches more fresh memory pays for it in time:
+// the table shows how many each side took inside its timed loop.
+long minor_faults() {
+    rusage usage{};
+    getrusage(RUSAGE_SELF, &usage);
+    return usage.ru_minflt;
+}
+
+long timed_faults = 0;  // summed by timed_ns, read and reset by run_row
+
 template <typename Fn>
 double timed_ns(Fn&& fn) {
+    const long faults_before = minor_faults();  // outside the clock reads
     const auto start = clock_type::now();
     fn();
     const auto stop = clock_type::now();
+    timed_faults += minor_faults() - faults_before;
     return std::chrono::duration<double, std::nano>(stop - start).count();
 }
 
@@ -179,6 +196,25 @@ sample entt_destroy(const context& c) {
 
 sample entt_create_emplace2(const context& c) {
     entt::registry reg;
+    std::vector<entt::entity> out(c.n);
+    const double ns = timed_ns([&] {
+        for (std::size_t i = 0; i < c.n; ++i) {
+            out[i] = reg.create();
+            reg.emplace<position>(out[i], static_cast<float>(i), 0.0F);
+            reg.emplace<velocity>(out[i], 1.0F, 2.0F);
+        }
+        keep(out.data());
+    });
+    return {ns, c.n, entt_sum_x(reg) + static_cast<double>(reg.view<velocity>().size())};
+}
+
+// The same on a registry whose n entities were all destroyed the tick before: recycled ids,
+// storages at their size, no fresh memory (a server's entities come and go).
+sample entt_create_emplace2_recycled(const context& c) {
+    entt::registry reg;
+    for (const auto e : entt_populate(reg, c.n)) {
+        reg.destroy(e);
+    }
     std::vector<entt::entity> out(c.n);
     const double ns = timed_ns([&] {
         for (std::size_t i = 0; i < c.n; ++i) {
@@ -422,7 +458,7 @@ template <bool Tracked = true>
 sample ecsnet_destroy(const context& c) {
     const auto w = ecsnet_world(Tracked);
     std::vector<ecsnet_entity> out(c.n);
-    World::change_set_type changes;  // kept across ticks, as a server keeps it
+    World::change_set_type changes;            // kept across ticks, as a server keeps it
     for (int round = 0; round < 2; ++round) {  // the first round is the tick before
         if (round == 1) {
             for (const auto e : out) {
@@ -447,6 +483,26 @@ sample ecsnet_destroy(const context& c) {
 template <bool Tracked = true>
 sample ecsnet_create_emplace2(const context& c) {
     const auto w = ecsnet_world(Tracked);
+    std::vector<ecsnet_entity> out(c.n);
+    const double ns = timed_ns([&] {
+        for (std::size_t i = 0; i < c.n; ++i) {
+            out[i] = w->create();
+            w->emplace<position>(out[i], static_cast<float>(i), 0.0F);
+            w->emplace<velocity>(out[i], 1.0F, 2.0F);
+        }
+        keep(out.data());
+    });
+    return {ns, c.n, ecsnet_sum_x(*w) + static_cast<double>(w->storage<velocity>().size())};
+}
+
+template <bool Tracked = true>
+sample ecsnet_create_emplace2_recycled(const context& c) {
+    const auto w = ecsnet_world(Tracked);
+    World::change_set_type changes;  // kept across ticks, as a server keeps it
+    for (const auto e : ecsnet_populate(*w, c.n)) {
+        w->destroy(e);
+    }
+    w->take_changes(changes);
     std::vector<ecsnet_entity> out(c.n);
     const double ns = timed_ns([&] {
         for (std::size_t i = 0; i < c.n; ++i) {
@@ -637,6 +693,31 @@ sample ecsnet_patch_listener(const context& c) {
     return {ns, c.n, ecsnet_sum_x(*w) + static_cast<double>(seen.size())};
 }
 
+// ecsnet's own recording, without a listener: tracked patches, their change set taken
+// (outside the timed loop) and checked, the number of recorded updates added to the checksum
+// to compare with EnTT's patch and listener, which is how EnTT records.
+sample ecsnet_patch_tracked_recorded(const context& c) {
+    const auto w = ecsnet_world();
+    const auto entities = ecsnet_populate(*w, c.n);
+    const auto pass = [&] {
+        for (const auto e : entities) {
+            w->patch<position>(e, [](position& p) {
+                p.x += 1.0F;
+                p.y += 2.0F;
+            });
+        }
+    };
+    pass();
+    w->discard_changes();
+    const double ns = timed_ns(pass);
+    const auto changes = w->take_changes();
+    const auto* recorded = changes.find<position>();
+    const std::size_t updates = recorded == nullptr ? 0 : recorded->updated.size();
+    require(updates == c.n, "ecsnet's tracked world recorded " + std::to_string(updates) +
+                                " position updates for " + std::to_string(c.n) + " patches");
+    return {ns, c.n, ecsnet_sum_x(*w) + static_cast<double>(updates)};
+}
+
 sample ecsnet_destroy_half_iterate2(const context& c) {
     const auto w = ecsnet_world();
     const auto entities = ecsnet_populate(*w, c.n);
@@ -674,6 +755,7 @@ constexpr row rows[] = {
     {"destroy untracked", entt_destroy, ecsnet_destroy<false>},
     {"create+emplace2", entt_create_emplace2, ecsnet_create_emplace2<>},
     {"create+emplace2 untracked", entt_create_emplace2, ecsnet_create_emplace2<false>},
+    {"create+emplace2 recycled", entt_create_emplace2_recycled, ecsnet_create_emplace2_recycled<>},
     {"emplace+erase", entt_emplace_remove<true>, ecsnet_emplace_remove<true>},
     {"emplace+erase untracked", entt_emplace_remove<true>, ecsnet_emplace_remove<true, false>},
     {"emplace+remove", entt_emplace_remove<false>, ecsnet_emplace_remove<false>},
@@ -689,6 +771,7 @@ constexpr row rows[] = {
      ecsnet_write_tracked_recorded},
     {"patch+listener", entt_patch_listener, ecsnet_patch_listener<>},
     {"patch+listener untracked", entt_patch_listener, ecsnet_patch_listener<false>},
+    {"patch tracked vs patch+listener", entt_patch_listener, ecsnet_patch_tracked_recorded},
     {"destroy half+iterate 2", entt_destroy_half_iterate2, ecsnet_destroy_half_iterate2},
 };
 
@@ -714,6 +797,8 @@ struct result {
     std::size_t units;
     spread entt;
     spread ecsnet;
+    double entt_faults;  // median minor page faults per 1,000 entities in the timed loop
+    double ecsnet_faults;
     bool checks_match;
     double entt_check;
     double ecsnet_check;
@@ -722,16 +807,25 @@ struct result {
 result run_row(const row& r, const context& c, std::size_t repetitions) {
     std::vector<double> entt_ns;
     std::vector<double> ecsnet_ns;
-    result out{r.name, 0, {}, {}, true, 0, 0};
+    std::vector<double> entt_faults;
+    std::vector<double> ecsnet_faults;
+    result out{r.name, 0, {}, {}, 0, 0, true, 0, 0};
+    const auto side = [&c](auto fn, std::vector<double>& faults) {
+        timed_faults = 0;
+        sample s = fn(c);
+        faults.push_back(static_cast<double>(timed_faults) * 1000.0 /
+                         static_cast<double>(std::max<std::size_t>(s.units, 1)));
+        return s;
+    };
     for (std::size_t rep = 0; rep < repetitions; ++rep) {
         sample a;
         sample b;
         if (rep % 2 == 0) {
-            a = r.entt(c);
-            b = r.ecsnet(c);
+            a = side(r.entt, entt_faults);
+            b = side(r.ecsnet, ecsnet_faults);
         } else {
-            b = r.ecsnet(c);
-            a = r.entt(c);
+            b = side(r.ecsnet, ecsnet_faults);
+            a = side(r.entt, entt_faults);
         }
         require(a.units == b.units && a.units > 0,
                 std::string{r.name} + ": the two sides time different numbers of entities");
@@ -746,6 +840,8 @@ result run_row(const row& r, const context& c, std::size_t repetitions) {
     }
     out.entt = summarize(entt_ns);
     out.ecsnet = summarize(ecsnet_ns);
+    out.entt_faults = summarize(entt_faults).median;
+    out.ecsnet_faults = summarize(ecsnet_faults).median;
     return out;
 }
 
@@ -793,8 +889,9 @@ void print_header(std::ostream& os, const context& c, std::size_t repetitions) {
 
 void print_table_head() {
     std::printf(
-        "\nns per entity, median [min-max] over the repetitions; ratio = ecsnet / EnTT\n\n");
-    std::printf("%-36s %27s %27s %7s\n", "operation", "EnTT", "ecsnet", "ratio");
+        "\nns per entity, median [min-max] over the repetitions; ratio = ecsnet / EnTT; faults:\n"
+        "median minor page faults per 1,000 entities inside the timed loop, EnTT / ecsnet\n\n");
+    std::printf("%-36s %27s %27s %7s %13s\n", "operation", "EnTT", "ecsnet", "ratio", "faults");
 }
 
 void print_row(const result& r) {
@@ -803,8 +900,9 @@ void print_row(const result& r) {
         std::snprintf(text, sizeof(text), "%8.2f [%7.2f-%7.2f]", s.median, s.min, s.max);
         return std::string{text};
     };
-    std::printf("%-36s %27s %27s %7.2f%s\n", r.name, cell(r.entt).c_str(), cell(r.ecsnet).c_str(),
-                r.ecsnet.median / r.entt.median, r.checks_match ? "" : "  CHECKSUMS DIFFER");
+    std::printf("%-36s %27s %27s %7.2f %6.1f/%-6.1f%s\n", r.name, cell(r.entt).c_str(),
+                cell(r.ecsnet).c_str(), r.ecsnet.median / r.entt.median, r.entt_faults,
+                r.ecsnet_faults, r.checks_match ? "" : "  CHECKSUMS DIFFER");
     std::fflush(stdout);
 }
 
@@ -813,16 +911,18 @@ nlohmann::json spread_json(const spread& s) {
 }
 
 void print_json(const result& r, const context& c, std::size_t repetitions) {
-    const nlohmann::json row{{"row", r.name},
-                             {"entities", c.n},
-                             {"units", r.units},
-                             {"repetitions", repetitions},
-                             {"entt", spread_json(r.entt)},
-                             {"ecsnet", spread_json(r.ecsnet)},
-                             {"ratio", r.ecsnet.median / r.entt.median},
-                             {"checks_match", r.checks_match},
-                             {"entt_check", r.entt_check},
-                             {"ecsnet_check", r.ecsnet_check}};
+    const nlohmann::json row{
+        {"row", r.name},
+        {"entities", c.n},
+        {"units", r.units},
+        {"repetitions", repetitions},
+        {"entt", spread_json(r.entt)},
+        {"ecsnet", spread_json(r.ecsnet)},
+        {"ratio", r.ecsnet.median / r.entt.median},
+        {"minor_faults_per_1000", {{"entt", r.entt_faults}, {"ecsnet", r.ecsnet_faults}}},
+        {"checks_match", r.checks_match},
+        {"entt_check", r.entt_check},
+        {"ecsnet_check", r.ecsnet_check}};
     std::cout << row.dump() << std::endl;
 }
 

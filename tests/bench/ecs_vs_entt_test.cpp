@@ -1,6 +1,7 @@
 // bench/ecs_vs_entt as a process, with few entities and --json: every row in order, both
 // libraries measured (positive medians inside their min-max spread), the ratio of the medians,
-// and the two sides' checksums agreeing (each did the same work). No figure is judged.
+// the page faults of each side reported, and the two sides' checksums agreeing (each did the
+// same work). No figure is judged.
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 #include <nlohmann/json.hpp>
@@ -73,6 +74,9 @@ void expect_row(const nlohmann::json& row, const std::string& name, std::size_t 
                      row["ecsnet"]["median"].get<double>() / row["entt"]["median"].get<double>());
     EXPECT_TRUE(row.at("checks_match").get<bool>()) << row.dump();
     EXPECT_EQ(row.at("entt_check").get<double>(), row.at("ecsnet_check").get<double>());
+    const auto& faults = row.at("minor_faults_per_1000");
+    EXPECT_GE(faults.at("entt").get<double>(), 0.0) << row.dump();
+    EXPECT_GE(faults.at("ecsnet").get<double>(), 0.0) << row.dump();
 }
 
 const std::vector<std::string> all_rows{"create",
@@ -81,6 +85,7 @@ const std::vector<std::string> all_rows{"create",
                                         "destroy untracked",
                                         "create+emplace2",
                                         "create+emplace2 untracked",
+                                        "create+emplace2 recycled",
                                         "emplace+erase",
                                         "emplace+erase untracked",
                                         "emplace+remove",
@@ -95,6 +100,7 @@ const std::vector<std::string> all_rows{"create",
                                         "pos+=vel tracked vs patch+listener",
                                         "patch+listener",
                                         "patch+listener untracked",
+                                        "patch tracked vs patch+listener",
                                         "destroy half+iterate 2"};
 
 TEST(EcsVsEntt, EveryRowIsMeasuredOnBothLibrariesWithMatchingChecksums) {

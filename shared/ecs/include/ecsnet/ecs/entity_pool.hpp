@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "ecsnet/ecs/dense_vector.hpp"
 #include "ecsnet/ecs/entity.hpp"
 #include "ecsnet/ecs/error.hpp"
 
@@ -140,7 +141,7 @@ private:
     };
 
     entity_pool_options options_;
-    std::vector<slot> slots_;
+    detail::dense_vector<slot> slots_;
     // FIFO on a vector: pushes append, pops advance free_head_, and the consumed prefix is
     // dropped once it is the larger half (a deque's push was a third of destroy's cost).
     [[nodiscard]] index_type pop_free() noexcept {

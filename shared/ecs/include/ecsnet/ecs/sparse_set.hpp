@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "ecsnet/ecs/config.hpp"
+#include "ecsnet/ecs/dense_vector.hpp"
 #include "ecsnet/ecs/entity.hpp"
 
 namespace ecsnet::ecs {
@@ -173,7 +174,7 @@ private:
     static constexpr detail::sparse_slot<traits_type> empty_slot{};
 
     detail::paged_array<detail::sparse_slot<traits_type>, empty_slot> sparse_;
-    std::vector<entity_type> packed_;
+    detail::dense_vector<entity_type> packed_;
     std::uint64_t structural_version_{0};
 };
 

@@ -5,8 +5,8 @@
 #include <span>
 #include <type_traits>
 #include <utility>
-#include <vector>
 
+#include "ecsnet/ecs/dense_vector.hpp"
 #include "ecsnet/ecs/sparse_set.hpp"
 
 namespace ecsnet::ecs {
@@ -88,7 +88,7 @@ public:
     }
 
 private:
-    std::vector<Component> values_;
+    detail::dense_vector<Component> values_;
 };
 
 }  // namespace ecsnet::ecs
