@@ -194,8 +194,8 @@ sample entt_destroy(const context& c) {
     return {ns, c.n, static_cast<double>(gone)};
 }
 
-sample entt_create_emplace2(const context& c) {
-    entt::registry reg;
+// Times creating n entities with a position and a velocity each in `reg`.
+sample entt_time_create_emplace2(entt::registry& reg, const context& c) {
     std::vector<entt::entity> out(c.n);
     const double ns = timed_ns([&] {
         for (std::size_t i = 0; i < c.n; ++i) {
@@ -208,6 +208,11 @@ sample entt_create_emplace2(const context& c) {
     return {ns, c.n, entt_sum_x(reg) + static_cast<double>(reg.view<velocity>().size())};
 }
 
+sample entt_create_emplace2(const context& c) {
+    entt::registry reg;
+    return entt_time_create_emplace2(reg, c);
+}
+
 // The same on a registry whose n entities were all destroyed the tick before: recycled ids,
 // storages at their size, no fresh memory (a server's entities come and go).
 sample entt_create_emplace2_recycled(const context& c) {
@@ -215,16 +220,7 @@ sample entt_create_emplace2_recycled(const context& c) {
     for (const auto e : entt_populate(reg, c.n)) {
         reg.destroy(e);
     }
-    std::vector<entt::entity> out(c.n);
-    const double ns = timed_ns([&] {
-        for (std::size_t i = 0; i < c.n; ++i) {
-            out[i] = reg.create();
-            reg.emplace<position>(out[i], static_cast<float>(i), 0.0F);
-            reg.emplace<velocity>(out[i], 1.0F, 2.0F);
-        }
-        keep(out.data());
-    });
-    return {ns, c.n, entt_sum_x(reg) + static_cast<double>(reg.view<velocity>().size())};
+    return entt_time_create_emplace2(reg, c);
 }
 
 template <bool Strict>
@@ -480,39 +476,34 @@ sample ecsnet_destroy(const context& c) {
     return {ns, c.n, static_cast<double>(gone)};
 }
 
-template <bool Tracked = true>
-sample ecsnet_create_emplace2(const context& c) {
-    const auto w = ecsnet_world(Tracked);
+// Times creating n entities with a position and a velocity each in `w`.
+sample ecsnet_time_create_emplace2(World& w, const context& c) {
     std::vector<ecsnet_entity> out(c.n);
     const double ns = timed_ns([&] {
         for (std::size_t i = 0; i < c.n; ++i) {
-            out[i] = w->create();
-            w->emplace<position>(out[i], static_cast<float>(i), 0.0F);
-            w->emplace<velocity>(out[i], 1.0F, 2.0F);
+            out[i] = w.create();
+            w.emplace<position>(out[i], static_cast<float>(i), 0.0F);
+            w.emplace<velocity>(out[i], 1.0F, 2.0F);
         }
         keep(out.data());
     });
-    return {ns, c.n, ecsnet_sum_x(*w) + static_cast<double>(w->storage<velocity>().size())};
+    return {ns, c.n, ecsnet_sum_x(w) + static_cast<double>(w.storage<velocity>().size())};
 }
 
 template <bool Tracked = true>
-sample ecsnet_create_emplace2_recycled(const context& c) {
+sample ecsnet_create_emplace2(const context& c) {
     const auto w = ecsnet_world(Tracked);
+    return ecsnet_time_create_emplace2(*w, c);
+}
+
+sample ecsnet_create_emplace2_recycled(const context& c) {
+    const auto w = ecsnet_world();
     World::change_set_type changes;  // kept across ticks, as a server keeps it
     for (const auto e : ecsnet_populate(*w, c.n)) {
         w->destroy(e);
     }
     w->take_changes(changes);
-    std::vector<ecsnet_entity> out(c.n);
-    const double ns = timed_ns([&] {
-        for (std::size_t i = 0; i < c.n; ++i) {
-            out[i] = w->create();
-            w->emplace<position>(out[i], static_cast<float>(i), 0.0F);
-            w->emplace<velocity>(out[i], 1.0F, 2.0F);
-        }
-        keep(out.data());
-    });
-    return {ns, c.n, ecsnet_sum_x(*w) + static_cast<double>(w->storage<velocity>().size())};
+    return ecsnet_time_create_emplace2(*w, c);
 }
 
 // Strict: erase<health> throws when absent; tolerant: remove<health> (EnTT's names).
@@ -670,13 +661,20 @@ sample ecsnet_write_tracked_recorded(const context& c) {
     return ecsnet_write(c, true, true);
 }
 
-template <bool Tracked = true>
-sample ecsnet_patch_listener(const context& c) {
+// Patches every entity's position once per tick. With_listener: an on_update listener records
+// each patched entity, as EnTT's side does (on a tracked world ecsnet then records twice).
+// Without: ecsnet's own recording alone, its change set taken (outside the timed loop) and
+// checked; the number of recorded entities goes into the checksum either way.
+template <bool Tracked, bool With_listener>
+sample ecsnet_patch(const context& c) {
+    static_assert(Tracked || With_listener, "untracked and unheard, nothing would be recorded");
     const auto w = ecsnet_world(Tracked);
     const auto entities = ecsnet_populate(*w, c.n);
     std::vector<ecsnet_entity> seen;
-    seen.reserve(c.n);
-    w->on_update<position>().connect([&seen](World&, ecsnet_entity e) { seen.push_back(e); });
+    if constexpr (With_listener) {
+        seen.reserve(c.n);
+        w->on_update<position>().connect([&seen](World&, ecsnet_entity e) { seen.push_back(e); });
+    }
     const auto pass = [&] {
         for (const auto e : entities) {
             w->patch<position>(e, [](position& p) {
@@ -689,33 +687,17 @@ sample ecsnet_patch_listener(const context& c) {
     seen.clear();
     w->discard_changes();
     const double ns = timed_ns(pass);
-    w->discard_changes();
-    return {ns, c.n, ecsnet_sum_x(*w) + static_cast<double>(seen.size())};
-}
-
-// ecsnet's own recording, without a listener: tracked patches, their change set taken
-// (outside the timed loop) and checked, the number of recorded updates added to the checksum
-// to compare with EnTT's patch and listener, which is how EnTT records.
-sample ecsnet_patch_tracked_recorded(const context& c) {
-    const auto w = ecsnet_world();
-    const auto entities = ecsnet_populate(*w, c.n);
-    const auto pass = [&] {
-        for (const auto e : entities) {
-            w->patch<position>(e, [](position& p) {
-                p.x += 1.0F;
-                p.y += 2.0F;
-            });
-        }
-    };
-    pass();
-    w->discard_changes();
-    const double ns = timed_ns(pass);
-    const auto changes = w->take_changes();
-    const auto* recorded = changes.find<position>();
-    const std::size_t updates = recorded == nullptr ? 0 : recorded->updated.size();
-    require(updates == c.n, "ecsnet's tracked world recorded " + std::to_string(updates) +
-                                " position updates for " + std::to_string(c.n) + " patches");
-    return {ns, c.n, ecsnet_sum_x(*w) + static_cast<double>(updates)};
+    std::size_t recorded = seen.size();
+    if constexpr (With_listener) {
+        w->discard_changes();
+    } else {
+        const auto changes = w->take_changes();
+        const auto* updates = changes.find<position>();
+        recorded = updates == nullptr ? 0 : updates->updated.size();
+        require(recorded == c.n, "ecsnet's tracked world recorded " + std::to_string(recorded) +
+                                     " position updates for " + std::to_string(c.n) + " patches");
+    }
+    return {ns, c.n, ecsnet_sum_x(*w) + static_cast<double>(recorded)};
 }
 
 sample ecsnet_destroy_half_iterate2(const context& c) {
@@ -755,7 +737,7 @@ constexpr row rows[] = {
     {"destroy untracked", entt_destroy, ecsnet_destroy<false>},
     {"create+emplace2", entt_create_emplace2, ecsnet_create_emplace2<>},
     {"create+emplace2 untracked", entt_create_emplace2, ecsnet_create_emplace2<false>},
-    {"create+emplace2 recycled", entt_create_emplace2_recycled, ecsnet_create_emplace2_recycled<>},
+    {"create+emplace2 recycled", entt_create_emplace2_recycled, ecsnet_create_emplace2_recycled},
     {"emplace+erase", entt_emplace_remove<true>, ecsnet_emplace_remove<true>},
     {"emplace+erase untracked", entt_emplace_remove<true>, ecsnet_emplace_remove<true, false>},
     {"emplace+remove", entt_emplace_remove<false>, ecsnet_emplace_remove<false>},
@@ -769,9 +751,9 @@ constexpr row rows[] = {
     {"pos+=vel tracked", entt_write, ecsnet_write_tracked},
     {"pos+=vel tracked vs patch+listener", entt_write_patch_listener,
      ecsnet_write_tracked_recorded},
-    {"patch+listener", entt_patch_listener, ecsnet_patch_listener<>},
-    {"patch+listener untracked", entt_patch_listener, ecsnet_patch_listener<false>},
-    {"patch tracked vs patch+listener", entt_patch_listener, ecsnet_patch_tracked_recorded},
+    {"patch+listener", entt_patch_listener, ecsnet_patch<true, true>},
+    {"patch+listener untracked", entt_patch_listener, ecsnet_patch<false, true>},
+    {"patch tracked vs patch+listener", entt_patch_listener, ecsnet_patch<true, false>},
     {"destroy half+iterate 2", entt_destroy_half_iterate2, ecsnet_destroy_half_iterate2},
 };
 
