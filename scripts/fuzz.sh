@@ -78,9 +78,13 @@ run_target() {
     args+=(-detect_leaks=0)
   fi
   # The outer timeout only guards against a wedged process: libFuzzer stops itself.
+  # `|| rc=$?`: under set -e a failing fuzzer (77: a finding) would end this background job
+  # before rc is written, and the script's wait would then exit with it, deleting the finding
+  # unreported (it happened in a CI run).
+  local rc=0
   timeout --kill-after=30 $((seconds + 300)) \
-    "$build/bin/fuzz_$t" "${args[@]}" "$dir/corpus" >"$dir/log" 2>&1
-  echo $? > "$dir/rc"
+    "$build/bin/fuzz_$t" "${args[@]}" "$dir/corpus" >"$dir/log" 2>&1 || rc=$?
+  echo "$rc" > "$dir/rc"
 }
 
 pids=()
