@@ -144,6 +144,9 @@ const component_info* mirror::check_column(const wire::Column& column, std::size
             inconsistent(name + " does not hold one string per entity");
             return nullptr;
         }
+        if (strings == nullptr) {
+            return info;  // no entity, no strings: nothing to check (and *strings is no vector)
+        }
         for (const auto* text : *strings) {
             if (text->size() > info->max_bytes || !valid_utf8(text->string_view())) {
                 inconsistent(name + " holds a string that is not UTF-8 of at most " +
