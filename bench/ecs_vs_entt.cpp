@@ -16,7 +16,7 @@
 //         -DECSNET_ENTT_DIR=$PWD/../shared/third_party/entt-3.16.0/src      (one line)
 //   cmake --build build/release --target ecs_vs_entt
 //   taskset -c 1 build/release/bin/ecs_vs_entt [--entities N] [--repetitions R]
-//                                              [--filter SUBSTRING] [--json]
+//                                              [--filter SUBSTRING] [--json] [--entt-entity 64]
 // Figures only mean something from a Release build on a quiet machine: the program prints the
 // build type, the CPUs it may run on and the load average before and after the run.
 //
@@ -134,32 +134,42 @@ std::vector<E> shuffled(const std::vector<E>& entities, const context& c) {
 
 // ---- EnTT ----------------------------------------------------------------------------------
 
+// Each EnTT row runs on a Registry: entt::registry (a 32-bit entity: 20-bit index, 12-bit
+// version), or with --entt-entity 64 one over a 64-bit entity (32-bit index and version, as
+// ecsnet's Entity): the like-for-like comparison, the same bytes per id on both sides.
+enum class entity64 : std::uint64_t {};
+using registry64 = entt::basic_registry<entity64>;
+
 // n entities with position {i, 0} and velocity {1, 2}, in creation order.
-std::vector<entt::entity> entt_populate(entt::registry& reg, std::size_t n) {
-    std::vector<entt::entity> out(n);
+template <typename Registry>
+std::vector<typename Registry::entity_type> entt_populate(Registry& reg, std::size_t n) {
+    std::vector<typename Registry::entity_type> out(n);
     for (std::size_t i = 0; i < n; ++i) {
         out[i] = reg.create();
-        reg.emplace<position>(out[i], static_cast<float>(i), 0.0F);
-        reg.emplace<velocity>(out[i], 1.0F, 2.0F);
+        reg.template emplace<position>(out[i], static_cast<float>(i), 0.0F);
+        reg.template emplace<velocity>(out[i], 1.0F, 2.0F);
     }
     return out;
 }
 
-double entt_sum_x(entt::registry& reg) {
+template <typename Registry>
+double entt_sum_x(Registry& reg) {
     double sum = 0;
-    reg.view<const position>().each([&](const position& p) { sum += p.x; });
+    reg.template view<const position>().each([&](const position& p) { sum += p.x; });
     return sum;
 }
 
 // What a listener-based change tracker on EnTT records.
+template <typename Registry>
 struct entt_recorder {
-    std::vector<entt::entity> seen;
-    void on(entt::registry&, entt::entity e) { seen.push_back(e); }
+    std::vector<typename Registry::entity_type> seen;
+    void on(Registry&, typename Registry::entity_type e) { seen.push_back(e); }
 };
 
+template <typename Registry>
 sample entt_create(const context& c) {
-    entt::registry reg;
-    std::vector<entt::entity> out(c.n);
+    Registry reg;
+    std::vector<typename Registry::entity_type> out(c.n);
     const double ns = timed_ns([&] {
         for (std::size_t i = 0; i < c.n; ++i) {
             out[i] = reg.create();
@@ -170,9 +180,10 @@ sample entt_create(const context& c) {
     return {ns, c.n, static_cast<double>(alive)};
 }
 
+template <typename Registry>
 sample entt_destroy(const context& c) {
-    entt::registry reg;
-    std::vector<entt::entity> out(c.n);
+    Registry reg;
+    std::vector<typename Registry::entity_type> out(c.n);
     for (int round = 0; round < 2; ++round) {  // the first round is the tick before
         if (round == 1) {
             for (const auto e : out) {
@@ -193,47 +204,50 @@ sample entt_destroy(const context& c) {
 }
 
 // Times creating n entities with a position and a velocity each in `reg`.
-sample entt_time_create_emplace2(entt::registry& reg, const context& c) {
-    std::vector<entt::entity> out(c.n);
+template <typename Registry>
+sample entt_time_create_emplace2(Registry& reg, const context& c) {
+    std::vector<typename Registry::entity_type> out(c.n);
     const double ns = timed_ns([&] {
         for (std::size_t i = 0; i < c.n; ++i) {
             out[i] = reg.create();
-            reg.emplace<position>(out[i], static_cast<float>(i), 0.0F);
-            reg.emplace<velocity>(out[i], 1.0F, 2.0F);
+            reg.template emplace<position>(out[i], static_cast<float>(i), 0.0F);
+            reg.template emplace<velocity>(out[i], 1.0F, 2.0F);
         }
         keep(out.data());
     });
-    return {ns, c.n, entt_sum_x(reg) + static_cast<double>(reg.view<velocity>().size())};
+    return {ns, c.n, entt_sum_x(reg) + static_cast<double>(reg.template view<velocity>().size())};
 }
 
+template <typename Registry>
 sample entt_create_emplace2(const context& c) {
-    entt::registry reg;
+    Registry reg;
     return entt_time_create_emplace2(reg, c);
 }
 
 // The same on a registry whose n entities were all destroyed the tick before: recycled ids,
 // storages at their size, no fresh memory (a server's entities come and go).
+template <typename Registry>
 sample entt_create_emplace2_recycled(const context& c) {
-    entt::registry reg;
+    Registry reg;
     for (const auto e : entt_populate(reg, c.n)) {
         reg.destroy(e);
     }
     return entt_time_create_emplace2(reg, c);
 }
 
-template <bool Strict>
+template <typename Registry, bool Strict>
 sample entt_emplace_remove(const context& c) {
-    entt::registry reg;
+    Registry reg;
     const auto entities = entt_populate(reg, c.n);
-    reg.storage<health>();  // registered outside the timed loop, as ecsnet's is below
+    reg.template storage<health>();  // registered outside the timed loop, as ecsnet's is below
     std::int64_t sum = 0;
     const auto pass = [&] {
         for (std::size_t i = 0; i < c.n; ++i) {
-            sum += reg.emplace<health>(entities[i], static_cast<int>(i)).value;
+            sum += reg.template emplace<health>(entities[i], static_cast<int>(i)).value;
             if constexpr (Strict) {
-                reg.erase<health>(entities[i]);
+                reg.template erase<health>(entities[i]);
             } else {
-                reg.remove<health>(entities[i]);
+                reg.template remove<health>(entities[i]);
             }
         }
         keep(sum);
@@ -241,17 +255,18 @@ sample entt_emplace_remove(const context& c) {
     pass();  // steady state: the tick before, untimed (as on the ecsnet side)
     sum = 0;
     const double ns = timed_ns(pass);
-    return {ns, c.n, static_cast<double>(sum) + static_cast<double>(reg.storage<health>().size())};
+    return {ns, c.n, static_cast<double>(sum) + static_cast<double>(reg.template storage<health>().size())};
 }
 
+template <typename Registry>
 sample entt_get_world(const context& c) {
-    entt::registry reg;
+    Registry reg;
     const auto order = shuffled(entt_populate(reg, c.n), c);
     double sum = 0;
     const double ns = timed_ns([&] {
         double local = 0;  // a register for the loop, whatever keep() needs
         for (const auto e : order) {
-            local += reg.get<position>(e).x;
+            local += reg.template get<position>(e).x;
         }
         sum = local;
         keep(sum);
@@ -259,14 +274,15 @@ sample entt_get_world(const context& c) {
     return {ns, c.n, sum};
 }
 
+template <typename Registry>
 sample entt_try_get_world(const context& c) {
-    entt::registry reg;
+    Registry reg;
     const auto order = shuffled(entt_populate(reg, c.n), c);
     double sum = 0;
     const double ns = timed_ns([&] {
         double local = 0;  // a register for the loop, whatever keep() needs
         for (const auto e : order) {
-            if (const auto* p = reg.try_get<position>(e)) {
+            if (const auto* p = reg.template try_get<position>(e)) {
                 local += p->x;
             }
         }
@@ -276,13 +292,14 @@ sample entt_try_get_world(const context& c) {
     return {ns, c.n, sum};
 }
 
+template <typename Registry>
 sample entt_get_storage(const context& c) {
-    entt::registry reg;
+    Registry reg;
     const auto order = shuffled(entt_populate(reg, c.n), c);
     double sum = 0;
     const double ns = timed_ns([&] {
         double local = 0;  // a register for the loop, whatever keep() needs
-        const auto& storage = reg.storage<position>();
+        const auto& storage = reg.template storage<position>();
         for (const auto e : order) {
             local += storage.get(e).x;
         }
@@ -292,15 +309,16 @@ sample entt_get_storage(const context& c) {
     return {ns, c.n, sum};
 }
 
+template <typename Registry>
 sample entt_get_view(const context& c) {
-    entt::registry reg;
+    Registry reg;
     const auto order = shuffled(entt_populate(reg, c.n), c);
-    const auto view = reg.view<position, velocity>();
+    const auto view = reg.template view<position, velocity>();
     double sum = 0;
     const double ns = timed_ns([&] {
         double local = 0;  // a register for the loop, whatever keep() needs
         for (const auto e : order) {
-            local += view.get<position>(e).x;
+            local += view.template get<position>(e).x;
         }
         sum = local;
         keep(sum);
@@ -308,26 +326,28 @@ sample entt_get_view(const context& c) {
     return {ns, c.n, sum};
 }
 
+template <typename Registry>
 sample entt_iterate1(const context& c) {
-    entt::registry reg;
+    Registry reg;
     entt_populate(reg, c.n);
     double sum = 0;
     const double ns = timed_ns([&] {
         double local = 0;  // a register for the loop, whatever keep() needs
-        reg.view<position>().each([&](const position& p) { local += p.x; });
+        reg.template view<position>().each([&](const position& p) { local += p.x; });
         sum = local;
         keep(sum);
     });
     return {ns, c.n, sum};
 }
 
+template <typename Registry>
 sample entt_iterate2(const context& c) {
-    entt::registry reg;
+    Registry reg;
     entt_populate(reg, c.n);
     double sum = 0;
     const double ns = timed_ns([&] {
         double local = 0;  // a register for the loop, whatever keep() needs
-        reg.view<position, velocity>().each(
+        reg.template view<position, velocity>().each(
             [&](const position& p, const velocity& v) { local += p.x + v.x; });
         sum = local;
         keep(sum);
@@ -335,11 +355,12 @@ sample entt_iterate2(const context& c) {
     return {ns, c.n, sum};
 }
 
+template <typename Registry>
 sample entt_write(const context& c) {
-    entt::registry reg;
+    Registry reg;
     entt_populate(reg, c.n);
     const auto pass = [&] {
-        reg.view<position, velocity>().each([](position& p, const velocity& v) {
+        reg.template view<position, velocity>().each([](position& p, const velocity& v) {
             p.x += v.x;
             p.y += v.y;
         });
@@ -351,15 +372,16 @@ sample entt_write(const context& c) {
 
 // Change tracking on EnTT: patch through the registry, an on_update listener records. The
 // recorder's vector is reserved (a tracker reuses it from tick to tick).
+template <typename Registry>
 sample entt_write_patch_listener(const context& c) {
-    entt::registry reg;
+    Registry reg;
     entt_populate(reg, c.n);
-    entt_recorder recorder;
+    entt_recorder<Registry> recorder;
     recorder.seen.reserve(c.n);
-    reg.on_update<position>().connect<&entt_recorder::on>(recorder);
+    reg.template on_update<position>().template connect<&entt_recorder<Registry>::on>(recorder);
     const auto pass = [&] {
-        reg.view<position, velocity>().each([&](entt::entity e, position&, const velocity& v) {
-            reg.patch<position>(e, [&v](position& p) {
+        reg.template view<position, velocity>().each([&](typename Registry::entity_type e, position&, const velocity& v) {
+            reg.template patch<position>(e, [&v](position& p) {
                 p.x += v.x;
                 p.y += v.y;
             });
@@ -371,15 +393,16 @@ sample entt_write_patch_listener(const context& c) {
     return {ns, c.n, entt_sum_x(reg) + static_cast<double>(recorder.seen.size())};
 }
 
+template <typename Registry>
 sample entt_patch_listener(const context& c) {
-    entt::registry reg;
+    Registry reg;
     const auto entities = entt_populate(reg, c.n);
-    entt_recorder recorder;
+    entt_recorder<Registry> recorder;
     recorder.seen.reserve(c.n);
-    reg.on_update<position>().connect<&entt_recorder::on>(recorder);
+    reg.template on_update<position>().template connect<&entt_recorder<Registry>::on>(recorder);
     const auto pass = [&] {
         for (const auto e : entities) {
-            reg.patch<position>(e, [](position& p) {
+            reg.template patch<position>(e, [](position& p) {
                 p.x += 1.0F;
                 p.y += 2.0F;
             });
@@ -391,8 +414,9 @@ sample entt_patch_listener(const context& c) {
     return {ns, c.n, entt_sum_x(reg) + static_cast<double>(recorder.seen.size())};
 }
 
+template <typename Registry>
 sample entt_destroy_half_iterate2(const context& c) {
-    entt::registry reg;
+    Registry reg;
     const auto entities = entt_populate(reg, c.n);
     for (std::size_t i = 0; i < c.n / 2; ++i) {
         reg.destroy(entities[c.order[i]]);
@@ -400,7 +424,7 @@ sample entt_destroy_half_iterate2(const context& c) {
     double sum = 0;
     const double ns = timed_ns([&] {
         double local = 0;  // a register for the loop, whatever keep() needs
-        reg.view<position, velocity>().each(
+        reg.template view<position, velocity>().each(
             [&](const position& p, const velocity& v) { local += p.x + v.x; });
         sum = local;
         keep(sum);
@@ -530,6 +554,7 @@ sample ecsnet_emplace_remove(const context& c) {
     return {ns, c.n, static_cast<double>(sum) + static_cast<double>(w->storage<health>().size())};
 }
 
+template <bool Checked>
 sample ecsnet_get_world(const context& c) {
     const auto w = ecsnet_world();
     const auto order = shuffled(ecsnet_populate(*w, c.n), c);
@@ -537,7 +562,11 @@ sample ecsnet_get_world(const context& c) {
     const double ns = timed_ns([&] {
         double local = 0;  // a register for the loop, whatever keep() needs
         for (const auto e : order) {
-            local += w->get<position>(e).x;
+            if constexpr (Checked) {
+                local += w->get<position>(e).x;
+            } else {
+                local += w->get_unchecked<position>(e).x;
+            }
         }
         sum = local;
         keep(sum);
@@ -578,6 +607,7 @@ sample ecsnet_get_storage(const context& c) {
     return {ns, c.n, sum};
 }
 
+template <bool Checked>
 sample ecsnet_get_view(const context& c) {
     const auto w = ecsnet_world();
     const auto order = shuffled(ecsnet_populate(*w, c.n), c);
@@ -586,7 +616,11 @@ sample ecsnet_get_view(const context& c) {
     const double ns = timed_ns([&] {
         double local = 0;  // a register for the loop, whatever keep() needs
         for (const auto e : order) {
-            local += view.get<const position>(e).x;
+            if constexpr (Checked) {
+                local += view.get<const position>(e).x;
+            } else {
+                local += view.get_unchecked<const position>(e).x;
+            }
         }
         sum = local;
         keep(sum);
@@ -725,34 +759,43 @@ struct row {
     row_fn ecsnet;
 };
 
-constexpr row rows[] = {
+// The rows, over `Registry` on EnTT's side (--entt-entity).
+template <typename Registry>
+const std::vector<row>& rows() {
+    static const std::vector<row> table{
     // "untracked": ecsnet with world_options{.track_changes = false}, to show what recording
     // the change set (which EnTT does not do) costs on the row above.
-    {"create", entt_create, ecsnet_create<>},
-    {"create untracked", entt_create, ecsnet_create<false>},
-    {"destroy", entt_destroy, ecsnet_destroy<>},
-    {"destroy untracked", entt_destroy, ecsnet_destroy<false>},
-    {"create+emplace2", entt_create_emplace2, ecsnet_create_emplace2<>},
-    {"create+emplace2 untracked", entt_create_emplace2, ecsnet_create_emplace2<false>},
-    {"create+emplace2 recycled", entt_create_emplace2_recycled, ecsnet_create_emplace2_recycled},
-    {"emplace+erase", entt_emplace_remove<true>, ecsnet_emplace_remove<true>},
-    {"emplace+erase untracked", entt_emplace_remove<true>, ecsnet_emplace_remove<true, false>},
-    {"emplace+remove", entt_emplace_remove<false>, ecsnet_emplace_remove<false>},
-    {"get (world)", entt_get_world, ecsnet_get_world},
-    {"try_get (world)", entt_try_get_world, ecsnet_try_get_world},
-    {"get (storage)", entt_get_storage, ecsnet_get_storage},
-    {"get (view)", entt_get_view, ecsnet_get_view},
-    {"iterate 1 read", entt_iterate1, ecsnet_iterate1},
-    {"iterate 2 read", entt_iterate2, ecsnet_iterate2},
-    {"pos+=vel untracked", entt_write, ecsnet_write_untracked},
-    {"pos+=vel tracked", entt_write, ecsnet_write_tracked},
-    {"pos+=vel tracked vs patch+listener", entt_write_patch_listener,
+    {"create", entt_create<Registry>, ecsnet_create<>},
+    {"create untracked", entt_create<Registry>, ecsnet_create<false>},
+    {"destroy", entt_destroy<Registry>, ecsnet_destroy<>},
+    {"destroy untracked", entt_destroy<Registry>, ecsnet_destroy<false>},
+    {"create+emplace2", entt_create_emplace2<Registry>, ecsnet_create_emplace2<>},
+    {"create+emplace2 untracked", entt_create_emplace2<Registry>, ecsnet_create_emplace2<false>},
+    {"create+emplace2 recycled", entt_create_emplace2_recycled<Registry>, ecsnet_create_emplace2_recycled},
+    {"emplace+erase", entt_emplace_remove<Registry, true>, ecsnet_emplace_remove<true>},
+    {"emplace+erase untracked", entt_emplace_remove<Registry, true>, ecsnet_emplace_remove<true, false>},
+    {"emplace+remove", entt_emplace_remove<Registry, false>, ecsnet_emplace_remove<false>},
+    // get and view.get are checked in ecsnet (a stale id throws), not in EnTT; the
+    // get_unchecked rows are EnTT's contract on both sides.
+    {"get (world)", entt_get_world<Registry>, ecsnet_get_world<true>},
+    {"get_unchecked (world)", entt_get_world<Registry>, ecsnet_get_world<false>},
+    {"try_get (world)", entt_try_get_world<Registry>, ecsnet_try_get_world},
+    {"get (storage)", entt_get_storage<Registry>, ecsnet_get_storage},
+    {"get (view)", entt_get_view<Registry>, ecsnet_get_view<true>},
+    {"get_unchecked (view)", entt_get_view<Registry>, ecsnet_get_view<false>},
+    {"iterate 1 read", entt_iterate1<Registry>, ecsnet_iterate1},
+    {"iterate 2 read", entt_iterate2<Registry>, ecsnet_iterate2},
+    {"pos+=vel untracked", entt_write<Registry>, ecsnet_write_untracked},
+    {"pos+=vel tracked", entt_write<Registry>, ecsnet_write_tracked},
+    {"pos+=vel tracked vs patch+listener", entt_write_patch_listener<Registry>,
      ecsnet_write_tracked_recorded},
-    {"patch+listener", entt_patch_listener, ecsnet_patch<true, true>},
-    {"patch+listener untracked", entt_patch_listener, ecsnet_patch<false, true>},
-    {"patch tracked vs patch+listener", entt_patch_listener, ecsnet_patch<true, false>},
-    {"destroy half+iterate 2", entt_destroy_half_iterate2, ecsnet_destroy_half_iterate2},
+    {"patch+listener", entt_patch_listener<Registry>, ecsnet_patch<true, true>},
+    {"patch+listener untracked", entt_patch_listener<Registry>, ecsnet_patch<false, true>},
+    {"patch tracked vs patch+listener", entt_patch_listener<Registry>, ecsnet_patch<true, false>},
+    {"destroy half+iterate 2", entt_destroy_half_iterate2<Registry>, ecsnet_destroy_half_iterate2},
 };
+    return table;
+}
 
 // ---- running and reporting -----------------------------------------------------------------
 
@@ -850,8 +893,12 @@ std::string compiler() {
 #endif
 }
 
-void print_header(std::ostream& os, const context& c, std::size_t repetitions) {
-    os << "ecs_vs_entt: EnTT " << ENTT_VERSION << " and ecsnet's ECS, side by side\n";
+void print_header(std::ostream& os, const context& c, std::size_t repetitions,
+                  int entt_entity_bits) {
+    os << "ecs_vs_entt: EnTT " << ENTT_VERSION << " and ecsnet's ECS, side by side\n"
+       << "EnTT's entity: " << entt_entity_bits
+       << (entt_entity_bits == 64 ? "-bit (32-bit index and version, as ecsnet's: like for like)\n"
+                                  : "-bit (entt::entity: 20-bit index, 12-bit version)\n");
 #ifdef NDEBUG
     os << "build: " << ECSNET_BUILD_TYPE << " (NDEBUG)\n";
 #else
@@ -889,9 +936,11 @@ nlohmann::json spread_json(const spread& s) {
     return {{"median", s.median}, {"min", s.min}, {"max", s.max}};
 }
 
-void print_json(const result& r, const context& c, std::size_t repetitions) {
+void print_json(const result& r, const context& c, std::size_t repetitions,
+                int entt_entity_bits) {
     const nlohmann::json row{
         {"row", r.name},
+        {"entt_entity_bits", entt_entity_bits},
         {"entities", c.n},
         {"units", r.units},
         {"repetitions", repetitions},
@@ -918,17 +967,24 @@ int main(int argc, char** argv) {
         ->check(CLI::PositiveNumber);
     app.add_option("--filter", filter, "Run only the rows whose name contains this");
     app.add_flag("--json", json, "One JSON object per row on stdout instead of the table");
+    int entt_entity_bits = 32;
+    app.add_option("--entt-entity", entt_entity_bits,
+                   "EnTT's entity: 32 (entt::entity, 20-bit index and 12-bit version) or 64 "
+                   "(32-bit index and version, as ecsnet's Entity: like for like)")
+        ->check(CLI::IsMember({32, 64}))
+        ->capture_default_str();
     CLI11_PARSE(app, argc, argv);
 
+    const std::vector<row>& table = entt_entity_bits == 64 ? rows<registry64>() : rows<entt::registry>();
     std::vector<const row*> selected;
-    for (const row& r : rows) {
+    for (const row& r : table) {
         if (std::string{r.name}.find(filter) != std::string::npos) {
             selected.push_back(&r);
         }
     }
     if (selected.empty()) {
         std::cerr << "ecs_vs_entt: no row matches --filter '" << filter << "'; rows:";
-        for (const row& r : rows) {
+        for (const row& r : table) {
             std::cerr << " '" << r.name << "'";
         }
         std::cerr << "\n";
@@ -946,7 +1002,7 @@ int main(int argc, char** argv) {
 
     // The table goes to stdout; with --json stdout holds only the rows.
     std::ostream& info = json ? std::cerr : std::cout;
-    print_header(info, c, repetitions);
+    print_header(info, c, repetitions, entt_entity_bits);
     if (!json) {
         print_table_head();
     }
@@ -956,7 +1012,7 @@ int main(int argc, char** argv) {
             const result res = run_row(*r, c, repetitions);
             all_match = all_match && res.checks_match;
             if (json) {
-                print_json(res, c, repetitions);
+                print_json(res, c, repetitions, entt_entity_bits);
             } else {
                 print_row(res);
             }

@@ -1,7 +1,7 @@
 // The ECS as release builds compile it: this executable is built with ECSNET_ECS_CHECKS=0, so
-// world.get and view.get take their unchecked paths. What must still hold there: the fast
-// forms read the right values and record what they hand out for writing, and the checked
-// forms (at, try_get, handles, writes, system access) keep checking.
+// get_unchecked and view iteration take their unchecked paths. What must still hold there:
+// the fast forms read the right values and record what they hand out for writing, and the
+// checked forms (get, view.get, try_get, handles, writes, system access) keep checking.
 #include "ecsnet/ecs/config.hpp"
 
 #include <gmock/gmock.h>
@@ -57,20 +57,27 @@ protected:
     Entity stale_;
 };
 
-TEST_F(UncheckedBuild, GetReadsTheValuesOfPresentComponents) {
+TEST_F(UncheckedBuild, GetUncheckedReadsTheValuesOfPresentComponents) {
     ASSERT_EQ(stale_.index(), e_[2].index());
-    EXPECT_EQ(w_->get<Position>(e_[0]).x, 1);
-    const auto [p, v] = w_->get<Position, Velocity>(e_[1]);
+    EXPECT_EQ(w_->get_unchecked<Position>(e_[0]).x, 1);
+    const auto [p, v] = w_->get_unchecked<Position, Velocity>(e_[1]);
     EXPECT_EQ(p.y, 4);
     EXPECT_EQ(v.dy, 6);
-    EXPECT_EQ(w_->get<Position>(e_[2]).x, 9);
+    EXPECT_EQ(w_->get_unchecked<Position>(e_[2]).x, 9);
+    EXPECT_EQ(w_->view<const Position>().get_unchecked<const Position>(e_[2]).x, 9);
     EXPECT_EQ(w_->storage<Position>().get(e_[2]).y, 10);
 }
 
-TEST_F(UncheckedBuild, TheCheckedFormsStillCheck) {
-    EXPECT_THROW((void)w_->at<Velocity>(e_[0]), component_missing);
-    EXPECT_THROW((void)w_->at<Position>(stale_), invalid_entity);
-    EXPECT_EQ(w_->at<Position>(e_[2]).x, 9);
+// Issue 24.4: what the README promises holds in release builds too.
+TEST_F(UncheckedBuild, GetAndViewGetStillCheck) {
+    EXPECT_THROW((void)w_->get<Velocity>(e_[0]), component_missing);
+    EXPECT_THROW((void)w_->get<Position>(stale_), invalid_entity);
+    EXPECT_THROW((void)(w_->get<Position, Velocity>(stale_)), invalid_entity);
+    const auto view = w_->view<const Position, const Velocity>();
+    EXPECT_THROW((void)view.get<const Position>(stale_), component_missing);
+    EXPECT_THROW((void)view.get<const Position>(e_[0]), component_missing) << "no Velocity";
+    EXPECT_EQ(view.get<const Velocity>(e_[1]).dy, 6);
+    EXPECT_EQ(w_->get<Position>(e_[2]).x, 9);
     EXPECT_EQ(w_->try_get<Position>(stale_), nullptr);
     EXPECT_EQ(w_->try_get<Velocity>(e_[0]), nullptr);
     EXPECT_THROW(w_->patch<Velocity>(e_[0], [](Velocity&) {}), component_missing);

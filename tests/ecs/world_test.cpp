@@ -218,7 +218,7 @@ TEST_F(WorldStaleEntityErrors, EntityLevelCallsThrowInvalidEntity) {
 
 TEST_F(WorldStaleEntityErrors, ComponentCallsThrowInvalidEntityNamingTheType) {
     const char* type = "Position";
-    expect_stale_error(message_of<invalid_entity>([&] { (void)w_->at<Position>(last_); }), type);
+    expect_stale_error(message_of<invalid_entity>([&] { (void)w_->get<Position>(last_); }), type);
     expect_stale_error(message_of<invalid_entity>([&] { w_->emplace<Position>(last_, 0, 0); }),
                        type);
     expect_stale_error(
@@ -234,11 +234,25 @@ TEST_F(WorldStaleEntityErrors, ComponentCallsThrowInvalidEntityNamingTheType) {
     EXPECT_EQ(w_->get<Position>(now_), (Position{2, 2}));
 }
 
-// get() is at() where ECSNET_ECS_CHECKS is on (debug builds) and unchecked in release.
-TEST_F(WorldStaleEntityErrors, GetThrowsLikeAtWhereChecksAreOn) {
+// get() is checked in every build (ecs_config_test runs the release form); get_unchecked() is
+// EnTT's contract, checked only where ECSNET_ECS_CHECKS is on (debug builds).
+TEST_F(WorldStaleEntityErrors, GetUncheckedThrowsLikeGetWhereChecksAreOn) {
+    EXPECT_EQ(w_->get_unchecked<Position>(now_), (Position{2, 2}));
+    w_->emplace<Velocity>(now_, 7, 8);
+    const auto [p, v] = w_->get_unchecked<Position, Velocity>(now_);
+    EXPECT_EQ(p, (Position{2, 2}));
+    EXPECT_EQ(v.dx, 7);
     if constexpr (!ecsnet::ecs::checks_enabled) {
-        GTEST_SKIP() << "get() is unchecked without ECSNET_ECS_CHECKS";
+        GTEST_SKIP() << "get_unchecked() is unchecked without ECSNET_ECS_CHECKS";
     }
+    expect_stale_error(
+        message_of<invalid_entity>([&] { (void)w_->get_unchecked<Position>(last_); }),
+        "Position");
+    EXPECT_THAT(message_of<component_missing>([&] { (void)w_->get_unchecked<Health>(now_); }),
+                AllOf(HasSubstr("entity 5:2"), HasSubstr("Health")));
+}
+
+TEST_F(WorldStaleEntityErrors, GetNamesTheMissingType) {
     expect_stale_error(message_of<invalid_entity>([&] { (void)w_->get<Position>(last_); }),
                        "Position");
     EXPECT_THAT(message_of<component_missing>([&] { (void)w_->get<Velocity>(now_); }),
@@ -248,12 +262,12 @@ TEST_F(WorldStaleEntityErrors, GetThrowsLikeAtWhereChecksAreOn) {
     EXPECT_EQ(w_->get<Position>(now_), (Position{2, 2}));
 }
 
-TEST_F(WorldStaleEntityErrors, AtReadsSeveralTypesAtOnce) {
+TEST_F(WorldStaleEntityErrors, GetReadsSeveralTypesAtOnce) {
     w_->emplace<Velocity>(now_, 7, 8);
-    const auto [p, v] = w_->at<Position, Velocity>(now_);
+    const auto [p, v] = w_->get<Position, Velocity>(now_);
     EXPECT_EQ(p, (Position{2, 2}));
     EXPECT_EQ(v.dx, 7);
-    EXPECT_THROW((void)(w_->at<Position, Health>(now_)), component_missing);
+    EXPECT_THROW((void)(w_->get<Position, Health>(now_)), component_missing);
 }
 
 TEST_F(WorldStaleEntityErrors, UnregisteredTypeOnAStaleEntityIsStillAnInvalidEntity) {
@@ -280,7 +294,7 @@ TEST(WorldErrors, DestroyedEntitySaysItWasDestroyed) {
     w->emplace<Position>(e, 1, 2);
     w->destroy(e);
     EXPECT_THAT(
-        message_of<invalid_entity>([&] { (void)w->at<Position>(e); }),
+        message_of<invalid_entity>([&] { (void)w->get<Position>(e); }),
         AllOf(HasSubstr("entity 0:1"), HasSubstr("it was destroyed"), HasSubstr("Position")));
     EXPECT_THAT(message_of<invalid_entity>([&] { w->destroy(e); }),
                 AllOf(HasSubstr("destroy"), HasSubstr("entity 0:1"), HasSubstr("destroyed")));
@@ -382,7 +396,7 @@ TEST(WorldComponents, MissingComponentThrowsComponentMissingNamingEntityAndType)
     w->emplace<Position>(e, 1, 2);
     const auto names_it = AllOf(HasSubstr("entity 1:1"), HasSubstr("Velocity"));
     EXPECT_THAT(message_of<component_missing>([&] { w->erase<Velocity>(e); }), names_it);
-    EXPECT_THAT(message_of<component_missing>([&] { (void)w->at<Velocity>(e); }), names_it);
+    EXPECT_THAT(message_of<component_missing>([&] { (void)w->get<Velocity>(e); }), names_it);
     EXPECT_THAT(message_of<component_missing>([&] { w->replace<Velocity>(e, 1, 1); }), names_it);
     EXPECT_THAT(
         message_of<component_missing>([&] { w->patch<Velocity>(e, [](Velocity& v) { ++v.dx; }); }),
@@ -426,8 +440,8 @@ TEST(WorldComponents, AtOnAStaleIdOfARecycledIndexThrows) {
     const Entity now = w->create();
     ASSERT_EQ(now.index(), old.index());
     w->emplace<Position>(now, 3, 4);
-    EXPECT_THROW((void)w->at<Position>(old), invalid_entity);
-    EXPECT_EQ(w->at<Position>(now), (Position{3, 4}));
+    EXPECT_THROW((void)w->get<Position>(old), invalid_entity);
+    EXPECT_EQ(w->get<Position>(now), (Position{3, 4}));
     EXPECT_FALSE(w->storage<Position>().contains(old));
     EXPECT_EQ(w->storage<Position>().try_get(old), nullptr);
 }

@@ -64,7 +64,7 @@ public:
     // A copy: the handle cannot guarantee the world outlives a reference.
     template <typename T>
     [[nodiscard]] T get() const {
-        return locked("get")->template at<T>(entity_);  // checked in every build
+        return locked("get")->template get<T>(entity_);  // checked in every build
     }
     template <typename T>
     [[nodiscard]] std::optional<T> try_get() const {

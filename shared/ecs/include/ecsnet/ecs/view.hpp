@@ -165,28 +165,50 @@ public:
 
     // The component of an entity in the view. const T& when T or the view's declaration of it
     // is const; otherwise T&, and the component is marked updated (the caller may write).
-    // Precondition: e is in the view (contains(e) is the test). Like EnTT's view.get, that is
-    // checked only with ECSNET_ECS_CHECKS (debug builds, component_missing): in release a
-    // random lookup is bound by how many fit in the CPU's window at once, so by its
-    // instructions, and the check would be a third of them.
+    // Checked in every build: component_missing when e is not in the view (not alive at its
+    // version, or without one of the view's types). each() hands its components over without
+    // a lookup; get_unchecked() is for callers that guarantee contains(e).
     template <typename T>
     [[nodiscard]] ECSNET_ECS_INLINE decltype(auto) get(entity_type e) const {
+        return get_at<T>(e, checked_position<T>(e));
+    }
+
+    // EnTT's view.get: precondition contains(e), undefined behaviour otherwise in release
+    // builds (with ECSNET_ECS_CHECKS, debug builds, it throws as get() does). A random lookup
+    // is bound by how many fit in the CPU's window at once, so by its instructions, and the
+    // check is a third of them.
+    template <typename T>
+    [[nodiscard]] ECSNET_ECS_INLINE decltype(auto) get_unchecked(entity_type e) const {
+        if constexpr (checks_enabled) {
+            return get_at<T>(e, checked_position<T>(e));
+        } else {
+            return get_at<T>(e, pool_for<T>(e)->storage.index_of(e));
+        }
+    }
+
+private:
+    template <typename T>
+    [[nodiscard]] ECSNET_ECS_INLINE auto* pool_for(entity_type e) const {
         static_assert(get_index<T>() < sizeof...(Get), "get<T>: T is not a component of this view");
-        using declared = declared_t<T>;
         auto* pool = std::get<get_index<T>()>(gets_);
         if (pool == nullptr) [[unlikely]] {
             throw_not_in_view(e);  // T was never registered: the view is empty
         }
-        auto* value = pool->storage.values().data();
-        if constexpr (checks_enabled) {
-            const auto pos = pool->storage.position(e);
-            if (pos == pool->storage.npos || !contains(e)) [[unlikely]] {
-                throw_not_in_view(e);
-            }
-            value += pos;
-        } else {
-            value += pool->storage.index_of(e);
+        return pool;
+    }
+    template <typename T>
+    [[nodiscard]] ECSNET_ECS_INLINE std::size_t checked_position(entity_type e) const {
+        const auto& storage = pool_for<T>(e)->storage;
+        const auto pos = storage.position(e);
+        if (pos == storage.npos || !contains(e)) [[unlikely]] {
+            throw_not_in_view(e);
         }
+        return pos;
+    }
+    template <typename T>
+    [[nodiscard]] ECSNET_ECS_INLINE decltype(auto) get_at(entity_type e, std::size_t pos) const {
+        using declared = declared_t<T>;
+        auto* value = std::get<get_index<T>()>(gets_)->storage.values().data() + pos;
         if constexpr (std::is_const_v<T> || std::is_const_v<declared>) {
             return static_cast<const std::remove_const_t<T>&>(*value);
         } else {
@@ -195,7 +217,6 @@ public:
         }
     }
 
-private:
     [[noreturn]] [[gnu::cold]] [[gnu::noinline]] static void throw_not_in_view(entity_type e) {
         throw component_missing("entity " + to_string(e) + " is not in this view");
     }

@@ -364,10 +364,11 @@ public:
         return value;
     }
 
-    // const T&, or a tuple of const references for several types. Precondition: e is alive and
-    // has each T. Like EnTT's get, it is checked only with ECSNET_ECS_CHECKS (debug builds: it
-    // then throws component_missing or invalid_entity); in release it is one sparse load and
-    // one component load. at() and try_get() are the checked forms; handles always check.
+    // const T&, or a tuple of const references for several types. Checked in every build, like
+    // std::vector::at: invalid_entity when e is not alive at its version (a stale or recycled
+    // handle), component_missing when it has no T; the message names the entity, the type and
+    // why. try_get() when a null is the answer. Reading what a view's iteration hands over
+    // needs no lookup at all; get_unchecked() is for callers that guarantee e and T.
     template <typename... T>
     [[nodiscard]] decltype(auto) get(entity_type e) const {
         if constexpr (sizeof...(T) == 1) {
@@ -377,15 +378,15 @@ public:
         }
     }
 
-    // get() checked in every build, like std::vector::at: component_missing or invalid_entity
-    // naming the entity, the type and why. The form for ids that come from outside (commands,
-    // scripts, handles) where a throw is the answer; try_get() when a null is.
+    // EnTT's get: the caller guarantees that e is alive and has each T. One sparse load and
+    // one component load; a broken promise is undefined behaviour in release builds (with
+    // ECSNET_ECS_CHECKS, debug builds, it throws as get() does).
     template <typename... T>
-    [[nodiscard]] decltype(auto) at(entity_type e) const {
+    [[nodiscard]] decltype(auto) get_unchecked(entity_type e) const {
         if constexpr (sizeof...(T) == 1) {
-            return at_one<T...>(e);
+            return get_unchecked_one<T...>(e);
         } else {
-            return std::tuple<const T&...>{at_one<T>(e)...};
+            return std::tuple<const T&...>{get_unchecked_one<T>(e)...};
         }
     }
 
@@ -708,16 +709,16 @@ private:
 
     template <typename T>
     [[nodiscard]] ECSNET_ECS_INLINE const T& get_one(entity_type e) const {
-        const auto& p = existing_pool<T>(e, "get");
+        return require_component(existing_pool<T>(e, "get"), e, "get");
+    }
+    template <typename T>
+    [[nodiscard]] ECSNET_ECS_INLINE const T& get_unchecked_one(entity_type e) const {
+        const auto& p = existing_pool<T>(e, "get_unchecked");
         if constexpr (checks_enabled) {
-            return require_component(p, e, "get");
+            return require_component(p, e, "get_unchecked");
         } else {
             return p.storage.get(e);
         }
-    }
-    template <typename T>
-    [[nodiscard]] ECSNET_ECS_INLINE const T& at_one(entity_type e) const {
-        return require_component(existing_pool<T>(e, "at"), e, "at");
     }
 
     template <typename T>
