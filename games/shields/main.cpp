@@ -44,8 +44,11 @@ int main(int argc, char** argv) {
     };
     // 4. The rules: a beacon comes with an empty shield, shields recharge, two beacons wait.
     game.setup = [](ecsnet::server::server& service) {
-        service.world().on_construct<Beacon>().connect(
-            [](ecs::World& w, ecs::Entity e) { w.emplace<Shield>(e, 0.0F, 100.0F); });
+        // A listener runs inside whatever added the Beacon, a client's command included:
+        // assume nothing of the entity (a Beacon removed and set again finds its Shield).
+        service.world().on_construct<Beacon>().connect([](ecs::World& w, ecs::Entity e) {
+            w.emplace_or_replace<Shield>(e, 0.0F, 100.0F);
+        });
         service.scheduler().add(
             "recharge", ecs::component_access{}.writes<Shield>(), [](ecs::SystemContext& ctx) {
                 const auto gain = recharge_per_second * static_cast<float>(ctx.dt);

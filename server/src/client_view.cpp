@@ -303,7 +303,7 @@ const protocol::replication_encoder::view_changes& client_view::plan(
                 urgent_entities_.emplace_back(entries_[c.at].index, entries_[c.at].version);
             }
             urgency_.resize(urgent_entities_.size());
-            ctx.interest.policy()->priorities(ctx.world, owner_, p, urgent_entities_, urgency_);
+            ctx.interest.priorities(ctx.world, owner_, p, urgent_entities_, urgency_);
             for (std::size_t i = 0; i < candidates_.size(); ++i) {
                 candidate& c = candidates_[i];
                 entry& x = entries_[c.at];
@@ -461,6 +461,13 @@ void client_view::hold_everything(const context& ctx) {
 void client_view::sent(std::size_t bytes, std::size_t fixed_bytes) noexcept {
     allowance_ -= static_cast<double>(bytes - std::min(bytes, fixed_bytes));
     stats_.bytes += bytes;
+}
+
+void client_view::listed(std::vector<ecs::Entity>& out) const {
+    out.reserve(out.size() + entries_.size());
+    for (const entry& x : entries_) {
+        out.emplace_back(x.index, x.version);
+    }
 }
 
 std::size_t client_view::waiting() const noexcept {

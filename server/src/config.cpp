@@ -50,6 +50,7 @@ parsed_command_line parse_command_line(int argc, const char* const* argv) {
     std::int64_t stats_s = c.stats_interval.count();
     std::int64_t resync_ms = c.resync_interval.count();
     std::int64_t drain_s = c.drain.count();
+    double grace_s = std::chrono::duration<double>(c.reconnect_grace).count();
 
     const auto env = [](CLI::Option* o, const char* name) { return o->envname(name)->capture_default_str(); };
     env(app.add_option("--bind", c.bind, "Address to listen on"), "ECSNET_BIND");
@@ -118,8 +119,15 @@ parsed_command_line parse_command_line(int argc, const char* const* argv) {
             ->check(CLI::Range(1.0, 1e9)),
         "ECSNET_COMMAND_BURST");
     env(app.add_flag("--keep-entities-on-disconnect", c.keep_entities_on_disconnect,
-                     "Keep a client's entities when it disconnects (default: despawn them)"),
+                     "Keep a client's entities for ever when it disconnects (default: despawn "
+                     "them after --reconnect-grace)"),
         "ECSNET_KEEP_ENTITIES_ON_DISCONNECT");
+    env(app.add_option("--reconnect-grace", grace_s,
+                       "Seconds an owner's entities outlive its last connection: a reconnect "
+                       "with its resume key (or a token of the same player) within them finds "
+                       "them again; 0 despawns them at the next tick")
+            ->check(CLI::Range(0.0, 86400.0)),
+        "ECSNET_RECONNECT_GRACE");
     env(app.add_option("--checksum-interval", c.checksum_interval, "Send a world checksum every this many ticks")
             ->check(CLI::Range(1, 1'000'000)),
         "ECSNET_CHECKSUM_INTERVAL");
@@ -237,6 +245,7 @@ parsed_command_line parse_command_line(int argc, const char* const* argv) {
     c.stats_interval = std::chrono::seconds{stats_s};
     c.resync_interval = std::chrono::milliseconds{resync_ms};
     c.drain = std::chrono::seconds{drain_s};
+    c.reconnect_grace = std::chrono::milliseconds{std::llround(grace_s * 1000.0)};
     return out;
 }
 
@@ -268,7 +277,10 @@ std::string describe(const server_config& c) {
         c.token_secret.empty() ? std::string{"resume-keys"} : "connect-tokens(world=" + c.world_id + ")",
         c.tls_cert.empty() ? "off" : "on", c.max_pending, c.max_pending_per_address,
         c.resync_interval.count(),
-        c.keep_entities_on_disconnect ? "keep" : "despawn", c.world_half_extent,
+        c.keep_entities_on_disconnect
+            ? std::string{"keep"}
+            : fmt::format("despawn after {} s", std::chrono::duration<double>(c.reconnect_grace).count()),
+        c.world_half_extent,
         c.world_half_extent, c.log_level, c.log_format_ == log_format::json ? "json" : "text",
         c.io_threads,
         c.admin_port < 0 ? std::string{"off"} : c.admin_bind + ":" + std::to_string(c.admin_port),

@@ -267,16 +267,39 @@ void interest_manager::set_weight(std::uint32_t wire_id, float weight) {
     weights_[wire_id] = weight;
 }
 
+template <typename Fn>
+bool interest_manager::guarded(std::string_view call, Fn&& fn) noexcept {
+    std::string what;
+    try {
+        std::forward<Fn>(fn)();
+        return true;
+    } catch (const std::exception& e) {
+        what = e.what();
+    } catch (...) {
+        what = "an exception that is not a std::exception";
+    }
+    ++policy_failures_;
+    if (on_policy_failure) {
+        try {
+            on_policy_failure(call, what);
+        } catch (...) {  // a failed log line must not end the tick either
+        }
+    }
+    return false;
+}
+
 void interest_manager::update(const ecs::World& world, const ecs::World::change_set_type& changes) {
     if (policy_ == nullptr) {
         return;
     }
-    policy_->update(world, changes);
+    (void)guarded("update", [&] { policy_->update(world, changes); });
     for (auto& [owner, p] : players_) {
         if (!p.follow.is_null()) {
-            if (const auto at = policy_->position(world, p.follow)) {
-                p.focus = at;
-            }
+            (void)guarded("position", [&] {
+                if (const auto at = policy_->position(world, p.follow)) {
+                    p.focus = at;
+                }
+            });
         }
         // Relevance set for entities that are gone would only grow: drop them.
         for (auto* set : {&p.always, &p.never}) {
@@ -290,6 +313,36 @@ void interest_manager::update(const ecs::World& world, const ecs::World::change_
             }
         }
     }
+}
+
+bool interest_manager::collect(const ecs::World& world, std::uint32_t owner,
+                               const player_interest& p, std::vector<ecs::Entity>& out) noexcept {
+    const std::size_t before = out.size();
+    if (guarded("collect", [&] { policy_->collect(world, owner, p, out); })) {
+        return true;
+    }
+    out.resize(before);
+    return false;
+}
+
+void interest_manager::priorities(const ecs::World& world, std::uint32_t owner,
+                                  const player_interest& p, std::span<const ecs::Entity> entities,
+                                  std::span<float> out) noexcept {
+    if (!guarded("priorities", [&] { policy_->priorities(world, owner, p, entities, out); })) {
+        std::fill(out.begin(), out.end(), 1.0F);
+    }
+}
+
+bool interest_manager::sees_everything(const ecs::World& world, std::uint32_t owner,
+                                       const player_interest& p) noexcept {
+    bool everything = false;
+    (void)guarded("sees_everything",
+                  [&] { everything = policy_->sees_everything(world, owner, p); });
+    return everything;
+}
+
+void interest_manager::views_needed(bool needed) noexcept {
+    (void)guarded("views_needed", [&] { policy_->views_needed(needed); });
 }
 
 }  // namespace ecsnet::server

@@ -166,18 +166,17 @@ void replicator::tick(const ecs::World& world, const ecs::World::change_set_type
             stream.send_to(id, c.owner, send);  // joined before interest was turned on
         }
     }
-    interest_.policy()->views_needed(views);
+    interest_.views_needed(views);
 }
 
 void replicator::serve_view(const ecs::World& world, std::uint64_t id, client& c,
                             const client_view::context& ctx, single_stream& stream,
                             const sink& send) {
     client_view& v = *c.view;
-    interest_policy& policy = *interest_.policy();
     const player_interest& p = interest_.player(c.owner);
     // A client that sees the whole world and holds all of it shares the single stream: a
     // small room pays nothing per client for interest management.
-    const bool everything = policy.sees_everything(world, c.owner, p);
+    const bool everything = interest_.sees_everything(world, c.owner, p);
     if (everything && v.whole_world() && v.afford(ctx, stream.delta_bytes())) {
         stream.send_to(id, c.owner, send);
         return;
@@ -197,7 +196,9 @@ void replicator::serve_view(const ecs::World& world, std::uint64_t id, client& c
         v.hold_everything(ctx);  // out of view or over budget: its own frames from now on
     }
     desired_.clear();
-    policy.collect(world, c.owner, p, desired_);
+    if (!interest_.collect(world, c.owner, p, desired_)) {
+        v.listed(desired_);  // the policy failed: the view stays as it is, updates flow
+    }
     const std::uint64_t deferred = v.stats().deferred;
     const auto& plan = v.plan(ctx, desired_);
     stats_.view_entered += plan.entered.size() + plan.spawned.size();

@@ -97,6 +97,12 @@ server::server(asio::io_context& io, server_config config, const game& g)
         }
     };
     interest_.set_defaults(interest_manager::defaults{config_.interest_radius, config_.client_budget});
+    interest_.on_policy_failure = [this](std::string_view call, std::string_view what) {
+        report_game_failure(stats_.policy_failures,
+                            "tick {}: the interest policy's {} failed: {} (the tick went on "
+                            "without it)",
+                            tick_, call, printable(what, 200));
+    };
     if (g.setup) {
         g.setup(*this);
     }
@@ -252,7 +258,7 @@ awaitable<void> server::accept_loop() {
         if (ec) {
             ++stats_.accept_errors;
             std::size_t suppressed = 0;
-            if (warnings_.allow(suppressed)) {
+            if (server_warnings_.allow(suppressed)) {
                 spdlog::warn("accept failed: {}; retrying in {} ms", ec.message(),
                              accept_backoff.count());
             }
@@ -340,6 +346,7 @@ std::optional<std::string> server::identify(session& s, const protocol::hello& h
     }
     s.set_owner_id(claim.owner);
     owners_.connected(claim.owner);
+    departed_.erase(claim.owner);  // back within its reconnect grace: its entities stay
     welcome.client_id = claim.owner;
     return std::nullopt;
 }
@@ -385,10 +392,13 @@ std::optional<std::string> server::admit(session& s, const protocol::hello& hell
     s.set_joined(true);
     s.send(protocol::encode(protocol::server_control{welcome}));
     send_snapshot(s);
-    spdlog::info("client {} ({}, owner {}{}) joined from {} at tick {}", s.id(),
-                 printable(hello.client_name), welcome.client_id,
-                 welcome.player_id.empty() ? std::string{} : ", player " + printable(welcome.player_id),
-                 s.remote(), tick_);
+    if (connection_lines_.allow()) {
+        spdlog::info("client {} ({}, owner {}{}) joined from {} at tick {}", s.id(),
+                     printable(hello.client_name), welcome.client_id,
+                     welcome.player_id.empty() ? std::string{}
+                                               : ", player " + printable(welcome.player_id),
+                     s.remote(), tick_);
+    }
     return std::nullopt;
 }
 
@@ -449,9 +459,12 @@ void server::closed(session& s, const std::string& /*reason*/) {
         if (owners_.forget_if_idle(s.owner_id())) {
             interest_.forget(s.owner_id());
         } else if (!config_.keep_entities_on_disconnect) {
-            // At the next tick (only ticks write the world), and only if the owner has not
-            // come back by then; the owner is forgotten once its last entity is gone.
-            pending_despawns_.push_back(s.owner_id());
+            // At the first tick after the grace (only ticks write the world), and only if the
+            // owner has not come back by then; the owner is forgotten once its last entity is
+            // gone.
+            const auto despawn_at = clock::now() + config_.reconnect_grace;
+            departed_[s.owner_id()] = despawn_at;
+            departures_.push_back(departure{despawn_at, s.owner_id()});
         }
     }
     sessions_.erase(s.id());
@@ -480,7 +493,7 @@ awaitable<void> server::tick_loop() {
             next += skipped * period;
             stats_.skipped_ticks += static_cast<std::uint64_t>(skipped);
             std::size_t suppressed = 0;
-            if (warnings_.allow(suppressed)) {
+            if (server_warnings_.allow(suppressed)) {
                 spdlog::warn(
                     "tick loop {:.0f} ms behind after tick {}: skipped {} ticks ({} so far)",
                     std::chrono::duration<double, std::milli>(late).count(), tick_, skipped,
@@ -506,11 +519,62 @@ void server::apply_pending_commands() {
         if (s == nullptr || !s->awaits_results()) {
             continue;  // the connection is gone: its commands go with it
         }
-        const protocol::command_result result =
-            std::holds_alternative<protocol::command_result>(command.what)
-                ? std::get<protocol::command_result>(std::move(command.what))
-                : commands_.apply(command.client, std::get<protocol::client_message>(command.what));
+        if (std::holds_alternative<protocol::command_result>(command.what)) {
+            s->send_result(std::get<protocol::command_result>(command.what));
+            continue;
+        }
+        const auto& message = std::get<protocol::client_message>(command.what);
+        const protocol::command_result result = commands_.apply(command.client, message);
+        if (result.code == wire::ErrorCode::GameFailed) {
+            const game_failure& f = commands_.failure();
+            report_game_failure(stats_.command_failures,
+                                "tick {}: client {}'s {} failed in the game's code{}: {}; refused{}",
+                                tick_, command.client, protocol::message_name(message),
+                                f.component.empty() ? std::string{}
+                                                    : " (component " + f.component + ")",
+                                printable(f.what, 200),
+                                f.undone ? ", undone" : ", and undoing it failed too");
+        }
         s->send_result(result);
+    }
+}
+
+template <typename... Args>
+void server::report_game_failure(std::uint64_t& counter, fmt::format_string<Args...> text,
+                                 Args&&... args) {
+    ++counter;
+    std::size_t suppressed = 0;
+    if (game_errors_.allow(suppressed)) {
+        spdlog::error("{} ({} so far of this kind; {} game failures not logged since the last)",
+                      fmt::format(text, std::forward<Args>(args)...), counter, suppressed);
+    }
+}
+
+void server::despawn_departed() {
+    const auto now = clock::now();
+    while (!departures_.empty() && departures_.front().despawn_at <= now) {
+        const departure d = departures_.front();
+        departures_.pop_front();
+        const auto it = departed_.find(d.owner);
+        if (it == departed_.end() || it->second != d.despawn_at) {
+            continue;  // came back (or left again later: a later entry stands for it)
+        }
+        departed_.erase(it);
+        if (owners_.connections(d.owner) != 0) {
+            continue;
+        }
+        std::size_t failed = 0;
+        std::string what;
+        const std::size_t n = commands_.despawn_all_of(d.owner, &failed, &what);
+        ++stats_.grace_despawns;
+        spdlog::debug("despawned {} entities of owner {} (its reconnect grace ended)", n, d.owner);
+        if (failed > 0) {
+            stats_.despawn_failures += failed - 1;  // report_game_failure counts the last
+            report_game_failure(stats_.despawn_failures,
+                                "tick {}: {} entities of departed owner {} stay: an on_destroy "
+                                "listener threw: {}",
+                                tick_, failed, d.owner, printable(what, 200));
+        }
     }
 }
 
@@ -520,13 +584,7 @@ void server::run_tick() {
     ticks_done_.store(tick_, std::memory_order_relaxed);
 
     apply_pending_commands();
-    for (const std::uint32_t client : pending_despawns_) {
-        if (owners_.connections(client) == 0 && commands_.owned_by(client) > 0) {
-            const std::size_t n = commands_.despawn_all_of(client);
-            spdlog::debug("despawned {} entities of client {}", n, client);
-        }
-    }
-    pending_despawns_.clear();
+    despawn_departed();
 
     // A system that throws fails alone (the scheduler catches it): count it, say which one,
     // and keep ticking. Rate-limited, since a broken system fails every tick.
@@ -535,15 +593,10 @@ void server::run_tick() {
         spdlog::debug("tick {}: {}", tick_, failure);
     }
     for (const auto& failure : report.system_failures) {
-        ++stats_.system_failures;
-        std::size_t suppressed = 0;
-        if (warnings_.allow(suppressed)) {
-            spdlog::error(
-                "tick {}: system '{}' failed: {} ({} recorded commands dropped; {} system "
-                "failures so far; {} warnings suppressed)",
-                tick_, printable(failure.system), printable(failure.what, 200),
-                failure.commands_dropped, stats_.system_failures, suppressed);
-        }
+        report_game_failure(stats_.system_failures,
+                            "tick {}: system '{}' failed: {} ({} recorded commands dropped)",
+                            tick_, printable(failure.system), printable(failure.what, 200),
+                            failure.commands_dropped);
     }
 
     world_->take_changes(changes_);
@@ -566,7 +619,7 @@ void server::run_tick() {
     if (elapsed_ms > budget_ms) {
         ++stats_.overruns;
         std::size_t suppressed = 0;
-        if (warnings_.allow(suppressed)) {
+        if (server_warnings_.allow(suppressed)) {
             spdlog::warn("tick {} took {:.2f} ms, over its {:.2f} ms budget ({} overruns so far)",
                          tick_, elapsed_ms, budget_ms, stats_.overruns);
         }
@@ -617,6 +670,11 @@ awaitable<void> server::stats_loop() {
             tick_, p50, p99, world_->alive(), active_, out_rate, stats.overruns, stats.resyncs,
             stats.rate_limited, stats.invalid_frames, stats.system_failures);
         tick_ms_.clear();
+        if (const std::size_t unlogged = connection_lines_.take_suppressed(); unlogged > 0) {
+            spdlog::info("stats: {} join, leave and refusal lines not logged (more than 20 per "
+                         "10 s); {} joined clients now",
+                         unlogged, active_);
+        }
         if (interest_.enabled()) {
             spdlog::info(
                 "stats: interest: views p50 {:.3f} ms p99 {:.3f} ms per tick, {} entered, {} left, "

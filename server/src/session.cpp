@@ -102,7 +102,9 @@ void session::start() {
 
 void session::refuse(std::string reason) {
     on_io_thread([reason = std::move(reason)](session& s) mutable {
-        spdlog::info("client {} from {} refused: {}", s.id_, s.remote(), reason);
+        if (s.owner_.connection_lines().allow()) {
+            spdlog::info("client {} from {} refused: {}", s.id_, s.remote(), reason);
+        }
         s.begin_closing(std::move(reason));
         s.read_deadline_ = clock::time_point::max();
         s.spawn_coroutines();  // the reader only discards input until the close
@@ -201,15 +203,19 @@ void session::end(std::string reason) {
     }
     if (awaiting_results_ > 0) {
         // Commands already accepted are applied at the next tick and answered first.
-        spdlog::info("client {} ({}) disconnecting after {} queued commands: {}", id_,
-                     printable(name_), awaiting_results_, reason);
+        if (owner_.connection_lines().allow()) {
+            spdlog::info("client {} ({}) disconnecting after {} queued commands: {}", id_,
+                         printable(name_), awaiting_results_, reason);
+        }
         finishing_reason_ = std::move(reason);
         phase_ = phase::finishing;
         read_deadline_ = clock::time_point::max();
         resume_reading_.cancel();
         return;
     }
-    spdlog::info("client {} ({}) disconnecting: {}", id_, printable(name_), reason);
+    if (owner_.connection_lines().allow()) {
+        spdlog::info("client {} ({}) disconnecting: {}", id_, printable(name_), reason);
+    }
     begin_closing(reason);
     notify_closed(reason);
 }
@@ -223,7 +229,7 @@ void session::close(std::string reason) {
     stream_->close();
     wake_writer_.cancel();
     resume_reading_.cancel();
-    if (!announced) {
+    if (!announced && owner_.connection_lines().allow()) {
         spdlog::info("client {} ({}) closed: {}", id_, printable(name_), reason);
     }
     notify_closed(reason);
@@ -314,7 +320,7 @@ void session::request_resync(const char* why) {
     if (!resync_pending_) {
         ++owner_.io_stats_.resyncs;
         std::size_t suppressed = 0;
-        if (owner_.warnings().allow(suppressed)) {
+        if (owner_.client_warnings().allow(suppressed)) {
             spdlog::warn("client {} ({}) resync: {}{}", id_, printable(name_), why,
                          suppressed_note(suppressed));
         }
@@ -416,7 +422,7 @@ awaitable<void> session::read_frames() {
             if (decoded.error.fatal) {
                 ++owner_.io_stats_.invalid_frames;
                 std::size_t suppressed = 0;
-                if (owner_.warnings().allow(suppressed)) {
+                if (owner_.client_warnings().allow(suppressed)) {
                     spdlog::warn("client {} from {}: {}{}", id_, remote(), decoded.error.message,
                                  suppressed_note(suppressed));
                 }

@@ -287,14 +287,6 @@ std::optional<ErrorCode> target_rejection(const world_state& state, std::uint32_
     return std::nullopt;
 }
 
-const char* message_name(const client_message& message) {
-    static constexpr const char* names[] = {"Hello",           "Spawn", "Destroy",       "SetComponent",
-                                            "RemoveComponent", "Ping",  "ResyncRequest", "Focus"};
-    static_assert(std::size(names) == std::variant_size_v<client_message>,
-                  "a name for every client message");
-    return names[message.index()];
-}
-
 // ---- the server side: world, commands, game systems, replication to a mirror ----------------
 
 constexpr float tick_rate = 20.0F;

@@ -55,10 +55,13 @@ void fuzz_schema_one(const std::uint8_t* data, std::size_t size);
 //   bits 1-3   write in chunks of session_chunks[(flags >> 1) & 7] bytes, the server running
 //              between chunks
 //   bit 4      shut down the sending side after the last byte (the server reads EOF)
+//   bit 5      the server with interest management (the demo's grid, radius 200, a byte
+//              budget): Focus messages move the client's view
 // Checks: every frame the server sends verifies and decodes; a client mirror fed with them
-// never finds an inconsistency or a checksum mismatch, and equals the world whenever it has
-// caught up with the server's tick; the server logs no error, keeps ticking, drops the
-// connection once the client closed it and then holds no entity of that client.
+// never finds an inconsistency or a checksum mismatch, and (whole-world server) equals the
+// world whenever it has caught up with the server's tick; the server logs no error, keeps
+// ticking, drops the connection once the client closed it and then holds no entity of that
+// client.
 void fuzz_session_one(const std::uint8_t* data, std::size_t size);
 
 inline constexpr std::size_t session_chunks[8] = {65536, 1, 3, 7, 64, 512, 4096, 2};

@@ -206,6 +206,22 @@ void session_corpus(const fs::path& dir) {
     write(dir / "garbage", session_input(hello_first | chunks(7),
                                          {0x08, 0x00, 0x00, 0x00, 0xDE, 0xAD, 0xBE, 0xEF, 0x00,
                                           0x11, 0x22, 0x33}));
+    // The interest server: the view follows Focus messages (also odd ones), spawns near and far.
+    constexpr std::uint8_t interest = 32;
+    const float nan = std::numeric_limits<float>::quiet_NaN();
+    const bytes roaming = frames(
+        {proto::focus{0.0F, 0.0F}, proto::spawn{1, full_set()},
+         proto::set_components{2, mine, component_set{}.set(Position{900.0F, -900.0F})},
+         proto::focus{900.0F, -900.0F}, proto::ping{3}, proto::focus{-1.0e30F, 5.0F},
+         proto::focus{nan, 0.0F}, proto::destroy{4, mine}, proto::focus{0.0F, 0.0F}});
+    write(dir / "interest_roaming", session_input(interest | hello_first, roaming));
+    write(dir / "interest_roaming_bytewise",
+          session_input(interest | hello_first | chunks(1), roaming));
+    write(dir / "interest_focus_before_hello",
+          session_input(interest | chunks(2),
+                        frames({proto::focus{1.0F, 1.0F},
+                                proto::hello{proto::protocol_version, "f", ""},
+                                proto::focus{5.0F, 5.0F}, proto::spawn{1, {}}})));
 }
 
 // ---- commands: the script format of fuzz_commands -----------------------------------------

@@ -115,25 +115,52 @@ server::server_config fuzz_config() {
     c.stall_timeout = 1000ms;
     c.shutdown_grace = 100ms;
     c.stats_interval = std::chrono::seconds{3600};
+    c.reconnect_grace = 0ms;  // a departed client's entities go at the next tick (checked)
     return c;
 }
 
-struct harness {
-    std::shared_ptr<error_sink> errors = std::make_shared<error_sink>();
-    asio::io_context io;
-    server::server service{io, fuzz_config(), ecsnet::demo::game()};
+// The same with interest management (the demo's grid; flags bit 5): each client receives what
+// lies near its Focus, its own and global entities, within a byte budget small enough to defer.
+server::server_config fuzz_interest_config() {
+    server::server_config c = fuzz_config();
+    c.interest_radius = 200.0F;
+    c.interest_cell = 100.0F;
+    c.client_budget = 20'000.0;
+    return c;
+}
 
-    harness() {
-        auto logger = std::make_shared<spdlog::logger>("ecsnet", errors);
+// The process's one logger, shared by its servers.
+const std::shared_ptr<error_sink>& the_errors() {
+    static const auto* errors = [] {
+        auto* sink = new std::shared_ptr<error_sink>(std::make_shared<error_sink>());
+        auto logger = std::make_shared<spdlog::logger>("ecsnet", *sink);
         logger->set_level(spdlog::level::err);
         spdlog::set_default_logger(logger);
+        return sink;
+    }();
+    return *errors;
+}
+
+struct harness {
+    std::shared_ptr<error_sink> errors = the_errors();
+    asio::io_context io;
+    server::server service;
+
+    explicit harness(server::server_config config)
+        : service{io, std::move(config), ecsnet::demo::game()} {
         service.start();
     }
 };
 
-// Created on first use and never destroyed: it serves every input of the process.
-harness& the_server() {
-    static harness* h = new harness;
+// Created on first use and never destroyed: each serves every input of the process that
+// selects it (flags bit 5: the one with interest management).
+harness& the_server(bool interest) {
+    static harness* whole_world = nullptr;
+    static harness* with_interest = nullptr;
+    harness*& h = interest ? with_interest : whole_world;
+    if (h == nullptr) {
+        h = new harness{interest ? fuzz_interest_config() : fuzz_config()};
+    }
     return *h;
 }
 
@@ -260,6 +287,9 @@ class observer {
 public:
     explicit observer(const server::server& service) : service_{service} {}
 
+    // A client of the interest server holds its view, not the world: its own checksums (which
+    // cover what it holds) are checked, the comparison with the whole world is not.
+
     void on_frame(const std::vector<std::uint8_t>& bytes) {
         std::string why;
         const auto* message = proto::verify_server_frame(bytes, &why);
@@ -306,7 +336,8 @@ public:
 private:
     // Between ticks nothing writes to the world: a mirror at the server's tick equals it.
     void check_caught_up() {
-        if (!mirror_.ready() || mirror_.tick() != service_.tick()) {
+        if (!mirror_.ready() || mirror_.tick() != service_.tick() ||
+            service_.config().interest_radius > 0.0F) {
             return;
         }
         ECSNET_SESSION_CHECK(mirror_.size() == service_.world().alive(),
@@ -408,7 +439,7 @@ void run_session(harness& h, std::span<const std::uint8_t> input) {
 }  // namespace
 
 void fuzz_session_one(const std::uint8_t* data, std::size_t size) {
-    harness& h = the_server();
+    harness& h = the_server(size > 0 && (data[0] & 32U) != 0);
     try {
         run_session(h, {data, size});
     } catch (const check_failure&) {

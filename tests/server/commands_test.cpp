@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <limits>
 #include <memory>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -38,7 +39,13 @@ struct Armor {
 
 struct Speed {
     float value{};
-    [[nodiscard]] bool valid() const noexcept { return value >= 0.0F; }
+    // 13 stands for a game whose own check throws (GameFailed), not refuses (InvalidValue).
+    [[nodiscard]] bool valid() const {
+        if (value == 13.0F) {
+            throw std::runtime_error("unlucky speed");
+        }
+        return value >= 0.0F;
+    }
     friend bool operator==(const Speed&, const Speed&) = default;
 };
 
@@ -563,6 +570,193 @@ TEST_F(CommandProcessor, UnknownComponentInAValueSetIsMalformedAndNothingChanges
     EXPECT_EQ(result.code, ErrorCode::Malformed);
     EXPECT_EQ(result.message, "unknown component no-such");
     EXPECT_EQ(world_->get<Score>(e), Score{1});
+}
+
+// ---- the game's code throws (issue 24.1) ---------------------------------------------------
+
+// The shields tutorial's bug, in this test's types: an on_construct<Tag> listener emplaces a
+// Score that is already there the second time a Tag is set. Spawn{tag}, RemoveComponent{tag},
+// SetComponent{tag}: the third throws component_exists in the game's listener. It used to end
+// the tick loop; now the command is refused with GameFailed and undone.
+TEST_F(CommandProcessor, AListenerThatThrowsRefusesTheCommandWithGameFailedAndUndoesIt) {
+    command_processor commands{*world_, types_, command_limits{}};
+    world_->on_construct<Tag>().connect([](World& w, Entity e) { w.emplace<Score>(e, 0); });
+
+    const Entity e = spawn_ok(commands, alice, component_set{}.set(Tag{1}));
+    ASSERT_EQ(world_->get<Score>(e), Score{0});
+    ASSERT_TRUE(commands.apply(alice, protocol::remove_components{2, e, names_of<Tag>()}).ok);
+    const command_result failed =
+        commands.apply(alice, protocol::set_components{3, e, component_set{}.set(Tag{2})});
+
+    EXPECT_FALSE(failed.ok);
+    EXPECT_EQ(failed.code, ErrorCode::GameFailed);
+    EXPECT_EQ(failed.request_id, 3U);
+    EXPECT_EQ(failed.entity, e);
+    EXPECT_THAT(failed.message, HasSubstr("the game refused it: "));
+    EXPECT_THAT(failed.message, HasSubstr("already has"));
+    EXPECT_THAT(failed.message, HasSubstr("(component tag)"));
+    EXPECT_EQ(commands.failure().component, "tag");
+    EXPECT_TRUE(commands.failure().undone);
+    EXPECT_FALSE(world_->has<Tag>(e)) << "the Tag the command added is taken back";
+    EXPECT_EQ(world_->get<Score>(e), Score{0});
+    EXPECT_EQ(commands.counters().game_failures, 1U);
+    EXPECT_EQ(commands.counters().undo_failures, 0U);
+
+    // The world goes on: the same entity takes other commands, others spawn.
+    EXPECT_TRUE(
+        commands.apply(alice, protocol::set_components{4, e, component_set{}.set(Score{5})}).ok);
+    EXPECT_EQ(world_->get<Score>(e), Score{5});
+    spawn_ok(commands, bob, component_set{}.set(Speed{1.0F}));
+    EXPECT_EQ(commands.owned_by(alice), 1U);
+    EXPECT_EQ(commands.owned_by(bob), 1U);
+}
+
+TEST_F(CommandProcessor, ASpawnWhoseListenerThrowsLeavesNoEntity) {
+    command_processor commands{*world_, types_, command_limits{}};
+    const Entity before = spawn_ok(commands, alice);
+    world_->take_changes();
+    bool fail = true;
+    world_->on_construct<Score>().connect([&](World&, Entity) {
+        if (fail) {
+            throw std::runtime_error("no scores today");
+        }
+    });
+    // Owner comes first: the game's listeners see who spawns.
+    std::vector<std::uint32_t> owners_seen;
+    world_->on_construct<Tag>().connect(
+        [&](World& w, Entity e) { owners_seen.push_back(w.get<Owner>(e).client); });
+
+    const command_result failed =
+        spawn(commands, alice, component_set{}.set(Tag{1}).set(Score{2}).set(Speed{3.0F}));
+    EXPECT_EQ(failed.code, ErrorCode::GameFailed);
+    EXPECT_EQ(failed.message, "the game refused it: no scores today (component score)");
+    EXPECT_TRUE(failed.entity.is_null()) << "no entity remains to name";
+    EXPECT_EQ(owners_seen, std::vector<std::uint32_t>{alice});
+    EXPECT_EQ(world_->alive(), 1U);
+    EXPECT_TRUE(world_->valid(before));
+    EXPECT_EQ(commands.owned_by(alice), 1U);
+    // Created and destroyed within the tick: nothing of it reaches the change set's clients.
+    const auto changes = world_->take_changes();
+    EXPECT_TRUE(changes.created.empty());
+
+    fail = false;
+    const Entity after = spawn_ok(commands, alice, component_set{}.set(Score{2}));
+    EXPECT_EQ(world_->get<Score>(after), Score{2});
+}
+
+TEST_F(CommandProcessor, ASetWhoseListenerThrowsPutsEveryValueBackExactly) {
+    command_processor commands{*world_, types_, command_limits{}};
+    const Entity e = spawn_ok(commands, alice,
+                              component_set{}.set(Score{1}).set(Tag{2}).set(Position{0.1F, 0.2F}));
+    world_->on_update<Tag>().connect(
+        [](World&, Entity) { throw std::runtime_error("tags are frozen"); });
+
+    // Score replaced, Speed added, Position replaced, then Tag's listener throws.
+    const command_result failed = commands.apply(
+        alice, protocol::set_components{
+                   9, e, component_set{}.set(Score{5}).set(Speed{4.0F}).set(Position{7, 8}).set(
+                             Tag{3})});
+    EXPECT_EQ(failed.code, ErrorCode::GameFailed);
+    EXPECT_EQ(failed.message, "the game refused it: tags are frozen (component tag)");
+    EXPECT_EQ(world_->get<Score>(e), Score{1});
+    EXPECT_FALSE(world_->has<Speed>(e)) << "added by the command: removed again";
+    // The exact value, not the wire's (Position is quantized on the wire).
+    EXPECT_EQ(world_->get<Position>(e), (Position{0.1F, 0.2F}));
+    EXPECT_EQ(world_->get<Tag>(e), Tag{3}) << "patch() wrote it before its listener threw; the "
+                                              "undo's replace() ran the listener again";
+}
+
+TEST_F(CommandProcessor, ARemoveWhoseListenerThrowsPutsTheRemovedBack) {
+    command_processor commands{*world_, types_, command_limits{}};
+    const Entity e = spawn_ok(commands, alice, component_set{}.set(Score{1}).set(Tag{2}));
+    world_->on_destroy<Tag>().connect(
+        [](World&, Entity) { throw std::runtime_error("tags stay"); });
+
+    const command_result failed =
+        commands.apply(alice, protocol::remove_components{2, e, names_of<Score, Tag>()});
+    EXPECT_EQ(failed.code, ErrorCode::GameFailed);
+    EXPECT_EQ(world_->get<Score>(e), Score{1});
+    EXPECT_EQ(world_->get<Tag>(e), Tag{2});
+}
+
+TEST_F(CommandProcessor, ADestroyWhoseListenerThrowsLeavesTheEntityWhole) {
+    command_processor commands{*world_, types_, command_limits{}};
+    const Entity e = spawn_ok(commands, alice, component_set{}.set(Score{1}).set(Tag{2}));
+    world_->on_destroy<Score>().connect(
+        [](World&, Entity) { throw std::runtime_error("scores are forever"); });
+
+    const command_result failed = destroy(commands, alice, e);
+    EXPECT_EQ(failed.code, ErrorCode::GameFailed);
+    EXPECT_EQ(failed.entity, e);
+    EXPECT_THAT(failed.message, HasSubstr("scores are forever"));
+    EXPECT_TRUE(world_->valid(e));
+    EXPECT_EQ(world_->get<Score>(e), Score{1});
+    EXPECT_EQ(world_->get<Tag>(e), Tag{2});
+    EXPECT_EQ(commands.owned_by(alice), 1U);
+}
+
+TEST_F(CommandProcessor, AValidThatThrowsIsGameFailedNotInvalidValue) {
+    command_processor commands{*world_, types_, command_limits{}};
+    const Entity e = spawn_ok(commands, alice, component_set{}.set(Speed{1.0F}));
+    const command_result failed =
+        commands.apply(alice, protocol::set_components{2, e, component_set{}.set(Speed{13.0F})});
+    EXPECT_EQ(failed.code, ErrorCode::GameFailed);
+    EXPECT_EQ(failed.message, "the game refused it: unlucky speed (component speed)");
+    EXPECT_EQ(world_->get<Speed>(e), Speed{1.0F});
+    EXPECT_EQ(spawn(commands, alice, component_set{}.set(Speed{13.0F})).code,
+              ErrorCode::GameFailed);
+    EXPECT_EQ(world_->alive(), 1U);
+}
+
+TEST_F(CommandProcessor, AnUndoThatThrowsTooIsSaidAndTheEntityStaysWithItsSender) {
+    command_processor commands{*world_, types_, command_limits{}};
+    world_->on_construct<Score>().connect(
+        [](World&, Entity) { throw std::runtime_error("no scores"); });
+    world_->on_destroy<Tag>().connect([](World&, Entity) { throw std::runtime_error("no"); });
+
+    const command_result failed = spawn(commands, alice, component_set{}.set(Tag{1}).set(Score{2}));
+    EXPECT_EQ(failed.code, ErrorCode::GameFailed);
+    EXPECT_THAT(failed.message, HasSubstr("undoing it failed too"));
+    EXPECT_FALSE(commands.failure().undone);
+    EXPECT_EQ(commands.counters().undo_failures, 1U);
+    ASSERT_TRUE(world_->valid(failed.entity)) << "named, since it remains";
+    EXPECT_EQ(world_->get<Owner>(failed.entity), Owner{alice});
+    EXPECT_EQ(commands.owned_by(alice), 1U);
+}
+
+// The owner index follows Owner however it changes: a game may hand an entity to another
+// player, and despawn_all_of reads the index, not every entity.
+TEST_F(CommandProcessor, TheOwnerIndexFollowsAnOwnerThatChangesHands) {
+    command_processor commands{*world_, types_, command_limits{}};
+    const Entity given = spawn_ok(commands, alice);
+    const Entity kept = spawn_ok(commands, alice);
+    std::vector<std::uint32_t> gone;
+    commands.on_last_entity_gone = [&](std::uint32_t client) { gone.push_back(client); };
+
+    world_->replace<Owner>(given, bob);
+    EXPECT_EQ(commands.owned_by(alice), 1U);
+    EXPECT_EQ(commands.owned_by(bob), 1U);
+    EXPECT_EQ(commands.despawn_all_of(bob), 1U);
+    EXPECT_FALSE(world_->valid(given));
+    EXPECT_TRUE(world_->valid(kept));
+    EXPECT_EQ(gone, std::vector<std::uint32_t>{bob});
+    EXPECT_EQ(commands.despawn_all_of(bob), 0U);
+}
+
+TEST_F(CommandProcessor, DespawnAllOfSkipsAnEntityWhoseListenerThrowsAndSaysSo) {
+    command_processor commands{*world_, types_, command_limits{}};
+    const Entity stuck = spawn_ok(commands, alice, component_set{}.set(Tag{1}));
+    spawn_ok(commands, alice);
+    spawn_ok(commands, alice);
+    world_->on_destroy<Tag>().connect([](World&, Entity) { throw std::runtime_error("stuck"); });
+
+    std::size_t failed = 0;
+    std::string what;
+    EXPECT_EQ(commands.despawn_all_of(alice, &failed, &what), 2U);
+    EXPECT_EQ(failed, 1U);
+    EXPECT_EQ(what, "stuck");
+    EXPECT_TRUE(world_->valid(stuck));
+    EXPECT_EQ(commands.owned_by(alice), 1U);
 }
 
 }  // namespace

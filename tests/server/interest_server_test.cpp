@@ -7,12 +7,14 @@
 #include <spdlog/spdlog.h>
 #include <boost/asio/post.hpp>
 
+#include <atomic>
 #include <chrono>
 #include <functional>
 #include <future>
 #include <memory>
 #include <optional>
 #include <set>
+#include <span>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -347,3 +349,84 @@ TEST(InterestServer, TheChecksumCatchesACorruptedMirror) {
 }
 
 }  // namespace
+
+// A game's policy that throws while `failing` is set (after its own grid caught up, so the grid
+// stays right): issue 24.1's "same for interest policies".
+class flaky_policy final : public ecsnet::server::interest_policy {
+public:
+    flaky_policy(std::unique_ptr<interest_policy> inner, std::shared_ptr<std::atomic<bool>> failing)
+        : inner_{std::move(inner)}, failing_{std::move(failing)} {}
+
+    void update(const ecsnet::ecs::World& world,
+                const ecsnet::ecs::World::change_set_type& changes) override {
+        inner_->update(world, changes);
+        fail_if_failing("update");
+    }
+    void collect(const ecsnet::ecs::World& world, std::uint32_t owner,
+                 const ecsnet::server::player_interest& p, std::vector<Entity>& out) override {
+        inner_->collect(world, owner, p, out);  // half done, then it throws
+        fail_if_failing("collect");
+    }
+    void priorities(const ecsnet::ecs::World& world, std::uint32_t owner,
+                    const ecsnet::server::player_interest& p, std::span<const Entity> entities,
+                    std::span<float> out) const override {
+        fail_if_failing("priorities");
+        inner_->priorities(world, owner, p, entities, out);
+    }
+    void views_needed(bool needed) override { inner_->views_needed(needed); }
+    [[nodiscard]] bool sees_everything(const ecsnet::ecs::World& world, std::uint32_t owner,
+                                       const ecsnet::server::player_interest& p) const override {
+        fail_if_failing("sees_everything");
+        return inner_->sees_everything(world, owner, p);
+    }
+
+private:
+    void fail_if_failing(const char* what) const {
+        if (*failing_) {
+            throw std::runtime_error(std::string{what} + " failed on purpose");
+        }
+    }
+    std::unique_ptr<interest_policy> inner_;
+    std::shared_ptr<std::atomic<bool>> failing_;
+};
+
+TEST(InterestServer, APolicyThatThrowsKeepsEachViewAsItIsAndTheTickGoesOn) {
+    test_server server{interest_config()};
+    const auto failing = std::make_shared<std::atomic<bool>>(false);
+    server.call([failing](ecsnet::server::server& s) {
+        auto grid = std::make_unique<ecsnet::server::grid_interest>(
+            25.0F, ecsnet::ecs::type_hash_v<Position>,
+            [](const ecsnet::ecs::World& w, Entity e) -> std::optional<ecsnet::server::point> {
+                const Position* p = w.try_get<Position>(e);
+                return p == nullptr ? std::nullopt
+                                    : std::optional<ecsnet::server::point>{{p->x, p->y}};
+            });
+        s.interest().set_policy(std::make_unique<flaky_policy>(std::move(grid), failing));
+    });
+    auto alice = join(server.port(), "alice");
+    auto builder = join(server.port(), "builder");
+    const std::vector<connection*> all{alice.get(), builder.get()};
+    alice->send(protocol::focus{0, 0});
+    const Entity near = spawn_at(*builder, 1, 1);
+    const Entity far = spawn_at(*builder, 500, 500);
+    ASSERT_TRUE(poll_all_until(all, [&] { return held(alice->mirror()) == std::set<Entity>{near}; },
+                               10s));
+
+    failing->store(true);
+    set_position(*builder, near, 2, 3);     // held: its update still flows
+    const Entity later = spawn_at(*builder, 4, 4);  // would enter: waits for the policy
+    const std::uint64_t at = server.call([](ecsnet::server::server& s) { return s.tick(); });
+    ASSERT_TRUE(poll_all_until(
+        all, [&] { return alice->mirror().tick() >= at + 25 && alice->mirror().get<Position>(near)->x == 2.0F; },
+        10s))
+        << "the server stopped ticking, or the held entity's update was lost";
+    EXPECT_EQ(held(alice->mirror()), std::set<Entity>{near}) << "nothing entered nor left";
+    EXPECT_GT(server.call([](ecsnet::server::server& s) { return s.stats().policy_failures; }), 25U);
+
+    failing->store(false);
+    ASSERT_TRUE(poll_all_until(
+        all, [&] { return held(alice->mirror()) == std::set<Entity>{near, later}; }, 10s));
+    EXPECT_FALSE(alice->mirror().contains(far));
+    EXPECT_EQ(alice->mirror().statistics().checksums_mismatched, 0U) << alice->mirror().error();
+    EXPECT_GT(alice->mirror().statistics().checksums_matched, 0U);
+}

@@ -94,4 +94,30 @@ TEST(LogLimiter, FloodIsCappedPerWindow) {
     EXPECT_EQ(allowed, 60);
 }
 
+// The connection lines' form: no count handed to the next line; a summary takes it.
+TEST(LogLimiter, CountsForASummaryLineWhenNoLineCarriesTheCount) {
+    log_limiter limiter{2, 10s};
+    EXPECT_TRUE(limiter.allow(t0));
+    EXPECT_TRUE(limiter.allow(t0 + 1ms));
+    for (int i = 0; i < 5; ++i) {
+        EXPECT_FALSE(limiter.allow(t0 + 2s));
+    }
+    EXPECT_TRUE(limiter.allow(t0 + 11s)) << "a new window";
+    EXPECT_EQ(limiter.take_suppressed(), 5U) << "kept for the summary, not handed to a line";
+    EXPECT_EQ(limiter.take_suppressed(), 0U);
+}
+
+// Issue 24.7: one limiter per kind of noise, so a client's flood cannot hide a game failure.
+TEST(LogLimiter, SeparateLimitersDoNotShareTheirBudget) {
+    log_limiter clients{10, 10s};
+    log_limiter game{10, 10s};
+    std::size_t suppressed = 0;
+    for (int i = 0; i < 1000; ++i) {
+        (void)clients.allow(suppressed, t0);
+    }
+    EXPECT_TRUE(game.allow(suppressed, t0));
+    EXPECT_EQ(suppressed, 0U);
+}
+
 }  // namespace
+

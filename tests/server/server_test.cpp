@@ -77,6 +77,7 @@ server_config test_config() {
     c.port = 0;
     c.tick_rate = 50.0;
     c.shutdown_grace = 1000ms;
+    c.reconnect_grace = 0ms;  // a leaving owner's entities go at once, unless a test says so
     return c;
 }
 
@@ -1724,6 +1725,116 @@ TEST(ServerIdentity, ConnectTokensDecideTheOwner) {
 }
 
 // ---- pre-Hello connections (issue 12.3) -------------------------------------------------------
+
+// Issue 24.1: the game's code that a command runs (a listener, valid()) threw out of command
+// application and ended the tick loop for good. Now the command is refused with GameFailed,
+// undone, counted and logged, and the tick goes on for everyone.
+TEST(ServerGameFailures, AListenerThatThrowsRefusesTheCommandAndTheWorldGoesOn) {
+    test_server server{test_config()};
+    server.call([](ecsnet::server::server& s) {
+        const auto cursed = [](ecsnet::ecs::World& w, Entity e) {
+            if (w.get<Health>(e).value == 13) {
+                throw std::runtime_error("health 13 is cursed");
+            }
+        };
+        s.world().on_construct<Health>().connect(cursed);
+        s.world().on_update<Health>().connect(cursed);
+    });
+    const auto alice = join(server.port(), "alice");
+    const auto bob = join(server.port(), "bob");
+
+    const protocol::command_result cursed =
+        spawn(*alice, component_set{}.set(Position{1, 1}).set(Health{13}));
+    EXPECT_EQ(cursed.code, ErrorCode::GameFailed);
+    EXPECT_EQ(cursed.message, "the game refused it: health 13 is cursed (component health)");
+    const Entity e = spawn_ok(*alice, component_set{}.set(Position{2, 2}).set(Health{1}));
+    const protocol::command_result set_cursed = [&] {
+        const std::uint32_t id = alice->next_request_id();
+        return alice->request(
+            protocol::set_components{id, e, component_set{}.set(Health{13}).set(Position{9, 9})},
+            id);
+    }();
+    EXPECT_EQ(set_cursed.code, ErrorCode::GameFailed);
+
+    // The tick goes on, the others are served, and nobody saw the failed commands' effects.
+    const std::uint64_t at = server.tick();
+    ASSERT_TRUE(bob->poll_until([&] { return bob->mirror().tick() >= at + 20; }, 10s));
+    ASSERT_TRUE(bob->poll_until([&] { return contains_all(*bob, {e}); }, 5s));
+    EXPECT_EQ(bob->mirror().get<Health>(e)->value, 1);
+    EXPECT_EQ(bob->mirror().get<Position>(e)->x, 2.0F);
+    EXPECT_EQ(bob->mirror().size(), 1U) << "the cursed spawn left nothing";
+    const auto carol = join(server.port(), "carol");
+    EXPECT_TRUE(spawn(*carol, component_set{}.set(Health{2})).ok);
+    EXPECT_EQ(server.stats().command_failures, 2U);
+    EXPECT_TRUE(server.call([](ecsnet::server::server& s) { return s.health().ticking; }));
+    expect_in_sync(*bob);
+}
+
+// Issue 24.6: an owner's entities outlive its last connection for --reconnect-grace; a
+// reconnect with the resume key within it finds them with the same handles.
+TEST(ServerReconnectGrace, AReconnectWithinTheGraceFindsTheEntities) {
+    server_config config = test_config();
+    config.reconnect_grace = 60s;
+    test_server server{config};
+    auto alice = join(server.port(), "alice");
+    const auto key = alice->welcome().resume_key;
+    const Entity hers = spawn_ok(*alice, component_set{}.set(Position{}));
+    const auto bob = join(server.port(), "bob");
+    alice.reset();  // a dropped connection
+    ASSERT_TRUE(bob->poll_until([&] { return server.clients() == 1; }, 5s));
+    const std::uint64_t gone_at = bob->mirror().tick();
+    ASSERT_TRUE(bob->poll_until([&] { return bob->mirror().tick() >= gone_at + 25; }, 5s));
+    EXPECT_TRUE(bob->mirror().contains(hers)) << "kept through the grace";
+
+    connect_options options;
+    options.name = "alice again";
+    options.resume_key = key;
+    const auto again = join_with(server.port(), options);
+    EXPECT_TRUE(again->mirror().contains(hers));
+    EXPECT_TRUE(destroy(*again, hers).ok) << "the same handle, the same owner";
+}
+
+TEST(ServerReconnectGrace, AfterTheGraceTheEntitiesGoAndTheOwnerIsForgotten) {
+    server_config config = test_config();
+    config.reconnect_grace = 300ms;
+    test_server server{config};
+    auto alice = join(server.port(), "alice");
+    const auto key = alice->welcome().resume_key;
+    const std::uint32_t owner = alice->welcome().client_id;
+    const Entity hers = spawn_ok(*alice, component_set{}.set(Position{}));
+    const auto bob = join(server.port(), "bob");
+    ASSERT_TRUE(bob->poll_until([&] { return contains_all(*bob, {hers}); }, 5s));
+    const auto left = clock_type::now();
+    alice.reset();
+    ASSERT_TRUE(bob->poll_until([&] { return contains_none(*bob, {hers}); }, 5s));
+    EXPECT_GE(clock_type::now() - left, 250ms) << "not before the grace";
+    EXPECT_EQ(server.stats().grace_despawns, 1U);
+    EXPECT_FALSE(server.call([owner](ecsnet::server::server& s) { return s.owners().contains(owner); }));
+
+    connect_options options;
+    options.resume_key = key;
+    const auto late = join_with(server.port(), options);
+    EXPECT_NE(late->welcome().client_id, owner) << "a forgotten key makes a new owner";
+    EXPECT_EQ(destroy(*late, hers).code, ErrorCode::UnknownEntity);
+}
+
+TEST(ServerReconnectGrace, LeavingAgainRestartsTheGrace) {
+    server_config config = test_config();
+    config.reconnect_grace = 600ms;
+    test_server server{config};
+    auto alice = join(server.port(), "alice");
+    connect_options options;
+    options.resume_key = alice->welcome().resume_key;
+    const Entity hers = spawn_ok(*alice, component_set{}.set(Position{}));
+    const auto bob = join(server.port(), "bob");
+    alice.reset();
+    std::this_thread::sleep_for(400ms);
+    alice = join_with(server.port(), options);  // back within the grace
+    alice.reset();                              // and gone again: a new grace from now
+    const auto left = clock_type::now();
+    ASSERT_TRUE(bob->poll_until([&] { return contains_none(*bob, {hers}); }, 5s));
+    EXPECT_GE(clock_type::now() - left, 500ms) << "the first departure's deadline was stale";
+}
 
 TEST(ServerAdmission, SilentSocketsDoNotLockPlayersOut) {
     server_config config = test_config();

@@ -1,6 +1,7 @@
 #include "ecsnet/protocol/messages.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstring>
 #include <stdexcept>
@@ -486,10 +487,8 @@ std::optional<server_control> decode_server_control(const wire::ServerMessage& m
         }
         case wire::ServerBody::CommandResult: {
             const auto* m = message.body_as_CommandResult();
-            if (m->code() < wire::ErrorCode::MIN || m->code() > wire::ErrorCode::MAX) {
-                return fail("CommandResult with unknown error code " +
-                            std::to_string(static_cast<unsigned>(m->code())));
-            }
+            // A code newer than this client is kept as it came (to_string() names it
+            // "unknown error"): a failed command is a failed command, whatever the reason.
             std::string text = m->message() != nullptr ? m->message()->str() : "";
             if (text.size() > 4096 || !valid_utf8(text)) {
                 return fail("CommandResult message is not UTF-8 of at most 4096 bytes");
@@ -532,6 +531,14 @@ std::optional<server_control> decode_server_control(const wire::ServerMessage& m
             return fail("unknown server message type " +
                         std::to_string(static_cast<unsigned>(message.body_type())));
     }
+}
+
+const char* message_name(const client_message& message) noexcept {
+    static constexpr std::array names{"Hello", "Spawn", "Destroy", "SetComponent", "RemoveComponent",
+                                      "Ping", "ResyncRequest", "Focus"};
+    static_assert(names.size() == std::variant_size_v<client_message>,
+                  "a name for every client message");
+    return names[message.index()];
 }
 
 const char* to_string(wire::ErrorCode code) noexcept {

@@ -126,6 +126,8 @@ public:
 
     [[nodiscard]] std::uint32_t owner() const noexcept { return owner_; }
     [[nodiscard]] std::size_t held() const noexcept { return held_count_; }
+    // Appends every entity the view lists (held, or waiting to enter), in view order.
+    void listed(std::vector<ecs::Entity>& out) const;
     [[nodiscard]] std::size_t waiting() const noexcept;
     [[nodiscard]] const view_stats& stats() const noexcept { return stats_; }
     // Bytes the budget allows now (negative after a frame larger than the allowance).

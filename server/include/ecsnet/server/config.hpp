@@ -44,6 +44,10 @@ struct server_config {
     double command_rate = 200.0;
     double command_burst = 400.0;
     bool keep_entities_on_disconnect = false;
+    // An owner's entities outlive its last connection this long: a reconnect (resume key, or a
+    // token of the same player) within it finds them, with the same handles. 0: gone at the
+    // next tick. keep_entities_on_disconnect keeps them for ever.
+    std::chrono::milliseconds reconnect_grace{30'000};
     std::uint32_t checksum_interval = 30;
     std::uint32_t checksum_slice = 65'536;  // entity indices one checksum covers at most
     float world_half_extent = 1000.0F;  // entities stay inside [-e, e] on both axes

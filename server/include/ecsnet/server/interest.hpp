@@ -8,6 +8,7 @@
 #include <memory>
 #include <optional>
 #include <span>
+#include <string_view>
 #include <vector>
 
 #include "ecsnet/ecs/type_info.hpp"
@@ -210,8 +211,30 @@ public:
     // Once per tick before the clients are served: the policy catches up, followed foci move.
     void update(const ecs::World& world, const ecs::World::change_set_type& changes);
 
+    // The policy's calls as the server makes them. A policy is the game's code and may throw:
+    // the call then fails alone, on_policy_failure hears of it, and a fallback stands in for
+    // its answer, so the tick goes on. update(): the policy missed this tick's changes (a
+    // followed focus stays where it was). collect(): false, `out` as before the call (the
+    // caller keeps the view it has). priorities(): 1 for every entity. sees_everything():
+    // false. views_needed(): ignored.
+    [[nodiscard]] bool collect(const ecs::World& world, std::uint32_t owner,
+                               const player_interest& p, std::vector<ecs::Entity>& out) noexcept;
+    void priorities(const ecs::World& world, std::uint32_t owner, const player_interest& p,
+                    std::span<const ecs::Entity> entities, std::span<float> out) noexcept;
+    [[nodiscard]] bool sees_everything(const ecs::World& world, std::uint32_t owner,
+                                       const player_interest& p) noexcept;
+    void views_needed(bool needed) noexcept;
+    // Told which call failed ("update", "collect", ...) and why. World thread.
+    std::function<void(std::string_view call, std::string_view what)> on_policy_failure;
+    [[nodiscard]] std::uint64_t policy_failures() const noexcept { return policy_failures_; }
+
 private:
+    // fn() under the guard: true when it returned, false when it threw (reported as `call`).
+    template <typename Fn>
+    bool guarded(std::string_view call, Fn&& fn) noexcept;
+
     std::unique_ptr<interest_policy> policy_;
+    std::uint64_t policy_failures_{0};
     defaults defaults_;
     boost::unordered_flat_map<std::uint32_t, player_interest> players_;
     std::vector<float> weights_;

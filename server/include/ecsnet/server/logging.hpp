@@ -5,6 +5,7 @@
 #include <mutex>
 #include <string>
 #include <string_view>
+#include <utility>
 
 #include "ecsnet/server/config.hpp"
 
@@ -31,21 +32,40 @@ public:
     // since the last one that was logged.
     [[nodiscard]] bool allow(std::size_t& suppressed, clock::time_point now = clock::now()) noexcept {
         const std::lock_guard lock{mutex_};
+        if (!take_slot(now)) {
+            return false;
+        }
+        suppressed = std::exchange(suppressed_, 0);
+        return true;
+    }
+
+    // True when this message may be logged; the dropped ones are counted until
+    // take_suppressed() (a summary line says how many, instead of the next message).
+    [[nodiscard]] bool allow(clock::time_point now = clock::now()) noexcept {
+        const std::lock_guard lock{mutex_};
+        return take_slot(now);
+    }
+
+    // How many were dropped since the last one logged, now counted as reported.
+    [[nodiscard]] std::size_t take_suppressed() noexcept {
+        const std::lock_guard lock{mutex_};
+        return std::exchange(suppressed_, 0);
+    }
+
+private:
+    bool take_slot(clock::time_point now) noexcept {
         if (now - window_start_ >= interval_) {
             window_start_ = now;
             used_ = 0;
         }
         if (used_ < burst_) {
             ++used_;
-            suppressed = suppressed_;
-            suppressed_ = 0;
             return true;
         }
         ++suppressed_;
         return false;
     }
 
-private:
     std::mutex mutex_;
     std::size_t burst_;
     std::chrono::seconds interval_;

@@ -6,10 +6,12 @@
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/ssl/context.hpp>
 #include <boost/asio/steady_timer.hpp>
+#include <fmt/format.h>
 
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <deque>
 #include <map>
 #include <memory>
 #include <optional>
@@ -56,6 +58,10 @@ struct server_stats {
     std::uint64_t identity_refused{0};   // missing, forged, expired or wrong-world tokens
     std::uint64_t skipped_ticks{0};      // missed in a stall and not replayed (tick_loop)
     std::uint64_t system_failures{0};    // system runs that threw (the tick went on)
+    std::uint64_t command_failures{0};   // commands refused with GameFailed: the game's code threw
+    std::uint64_t policy_failures{0};    // interest policy calls that threw (a fallback was used)
+    std::uint64_t despawn_failures{0};   // entities an on_destroy listener kept from despawning
+    std::uint64_t grace_despawns{0};     // owners whose entities went when their grace ended
     // Interest management, summed over clients: entities that came into a view (spawns in
     // view included), went out of one, and sends put off for a byte budget (per tick).
     std::uint64_t view_entered{0};
@@ -161,8 +167,12 @@ private:
     void set_focus(session& s, const protocol::focus& focus);
     void closed(session& s, const std::string& reason);
     void finished();
-    // Called by sessions on their own threads.
-    [[nodiscard]] log_limiter& warnings() noexcept { return warnings_; }
+    // Called by sessions on their own threads. Clients' bad frames and resyncs go through
+    // client_warnings(); joins, leaves and refusals through connection_lines(): past their
+    // rates they are counted and summed up in the stats line, and never hide the game's
+    // failures or the server's own warnings (each has its own limiter).
+    [[nodiscard]] log_limiter& client_warnings() noexcept { return client_warnings_; }
+    [[nodiscard]] log_limiter& connection_lines() noexcept { return connection_lines_; }
     [[nodiscard]] boost::asio::io_context& io() noexcept { return io_; }
     [[nodiscard]] std::uint64_t ticks_done() const noexcept {
         return ticks_done_.load(std::memory_order_relaxed);
@@ -177,6 +187,12 @@ private:
     void run_tick();
     // Applies the commands queued since the last tick and sends every reply owed, in order.
     void apply_pending_commands();
+    // Despawns the entities of owners whose reconnect grace ended without a connection.
+    void despawn_departed();
+    // Counts and logs (rate-limited, on game_errors_) a failure of the game's code.
+    template <typename... Args>
+    void report_game_failure(std::uint64_t& counter, fmt::format_string<Args...> text,
+                             Args&&... args);
     // Copies what health() reports, under health_mutex_; once per tick and on state changes.
     void publish_health(bool tick_ended = false);
     void tick_loop_ended(const std::exception_ptr& e);
@@ -226,7 +242,14 @@ private:
     std::unordered_map<std::string, std::size_t> pending_per_address_;
     std::size_t active_{0};
     std::vector<pending_command> pending_;
-    std::vector<std::uint32_t> pending_despawns_;
+    // Owners whose last connection left, in the order their reconnect grace ends (the grace is
+    // one length for all); an entry is stale when the owner came back or left again since.
+    struct departure {
+        clock::time_point despawn_at;
+        std::uint32_t owner;
+    };
+    std::deque<departure> departures_;
+    std::unordered_map<std::uint32_t, clock::time_point> departed_;  // owner -> its despawn_at
 
     std::uint64_t tick_{0};
     std::atomic<std::uint64_t> ticks_done_{0};  // tick_, for the sessions' Pongs
@@ -247,7 +270,10 @@ private:
     std::vector<double> tick_ms_;  // since the last stats line
     std::vector<double> interest_ms_;  // ms per tick serving the views, since the last stats line
     std::uint64_t bytes_at_last_stats_{0};
-    log_limiter warnings_{10, std::chrono::seconds{10}};
+    log_limiter server_warnings_{10, std::chrono::seconds{10}};   // accept errors, overruns
+    log_limiter game_errors_{10, std::chrono::seconds{10}};       // the game's code failed
+    log_limiter client_warnings_{10, std::chrono::seconds{10}};   // a client misbehaved
+    log_limiter connection_lines_{20, std::chrono::seconds{10}};  // joins, leaves, refusals
 
     // What health() reads from other threads.
     struct published_health {

@@ -136,6 +136,8 @@ struct focus {
 
 using client_message = std::variant<hello, spawn, destroy, set_components, remove_components, ping,
                                     resync_request, focus>;
+// The message's name on the wire: "Spawn", "SetComponent", ... (for logs).
+[[nodiscard]] const char* message_name(const client_message& message) noexcept;
 
 // Component values and names are resolved against the server's schema (Welcome). Throws
 // std::invalid_argument naming a component the schema does not have, or a value that does not

@@ -1,5 +1,6 @@
 #pragma once
 
+#include <any>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -41,6 +42,11 @@ struct component_ops {
     // Adds or replaces e's value; the value was accepted.
     void (*assign)(ecs::World&, ecs::Entity, const component_value&) = nullptr;
     void (*remove)(ecs::World&, ecs::Entity) = nullptr;
+    // e's value as it is (a typed copy, not the wire's quantized one), empty when e has none;
+    // restore() puts it back exactly (or removes the type when the copy is empty). Undoing a
+    // command that the game's code failed half-way (command_processor).
+    std::any (*save)(const ecs::World&, ecs::Entity) = nullptr;
+    void (*restore)(ecs::World&, ecs::Entity, const std::any&) = nullptr;
     // The checksum terms of every value in the world (checksum.hpp); fixed-size types only.
     std::uint64_t (*checksum)(const ecs::World&, std::uint32_t wire_id) = nullptr;
 };
@@ -203,6 +209,17 @@ std::uint16_t component_registry::add() {
         w.emplace_or_replace<T>(e, detail::value_of<T>(value));
     };
     ops.remove = [](ecs::World& w, ecs::Entity e) { w.erase<T>(e); };
+    ops.save = [](const ecs::World& w, ecs::Entity e) -> std::any {
+        const T* value = w.try_get<T>(e);
+        return value == nullptr ? std::any{} : std::any{*value};
+    };
+    ops.restore = [](ecs::World& w, ecs::Entity e, const std::any& saved) {
+        if (const T* value = std::any_cast<T>(&saved)) {
+            w.emplace_or_replace<T>(e, *value);
+        } else {
+            w.remove<T>(e);
+        }
+    };
     for (const auto& other : ops_) {
         if (other.type_hash == ops.type_hash) {
             throw std::invalid_argument("component type " + std::string{ecs::type_name_v<T>} +
