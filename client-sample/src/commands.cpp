@@ -250,8 +250,9 @@ int run_spawn(context& ctx, const spawn_args& args) {
         const int held = hold(ctx, spawned);
         return held != exit_ok ? held : code;
     }
-    ctx.out.note("the server despawns these when this owner has no connection left, unless it "
-                 "runs with --keep-entities-on-disconnect (spawn --hold stays connected)");
+    ctx.out.note("the server despawns these when this owner has no connection left for its "
+                 "--reconnect-grace (30 s by default), unless it runs with "
+                 "--keep-entities-on-disconnect (spawn --hold stays connected)");
     return code;
 }
 

@@ -35,8 +35,21 @@ command_processor::command_processor(ecs::World& world, const protocol::componen
         disown(e);
         own(e, w.get<Owner>(e).client);
     });
-    destroy_connection_ = world_.on_destroy<Owner>().connect(
-        [this](ecs::World&, ecs::Entity e) { disown(e); });
+    // on_destroy runs before the entity goes, and a later listener may still throw and keep
+    // it whole: settle() owns again what survived.
+    destroy_connection_ = world_.on_destroy<Owner>().connect([this](ecs::World&, ecs::Entity e) {
+        disown(e);
+        survivors_.push_back(e);
+    });
+}
+
+void command_processor::settle() {
+    for (const ecs::Entity e : survivors_) {
+        if (const Owner* owner = world_.valid(e) ? world_.try_get<Owner>(e) : nullptr) {
+            own(e, owner->client);
+        }
+    }
+    survivors_.clear();
 }
 
 command_processor::~command_processor() {
@@ -90,6 +103,7 @@ command_result command_processor::apply(std::uint32_t client,
     } catch (...) {
         result = game_failed(message, "an exception that is not a std::exception");
     }
+    settle();
     ++(result.ok ? counters_.applied : counters_.rejected);
     return result;
 }
@@ -131,10 +145,7 @@ void command_processor::undo() noexcept {
     };
     if (!created_.is_null()) {
         attempt([&] { world_.try_destroy(created_); });
-        if (world_.valid(created_)) {
-            failure_.undone = false;
-        }
-        return;
+        failure_.undone = failure_.undone && !world_.valid(created_);
     }
     for (auto it = saved_.rbegin(); it != saved_.rend(); ++it) {
         attempt([&] {
@@ -143,7 +154,7 @@ void command_processor::undo() noexcept {
             }
         });
     }
-    if (failure_.undone == false) {
+    if (!failure_.undone) {
         ++counters_.undo_failures;
     }
 }
@@ -348,6 +359,7 @@ std::size_t command_processor::despawn_all_of(std::uint32_t client, std::size_t*
             }
         }
     }
+    settle();
     return destroyed;
 }
 

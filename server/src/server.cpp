@@ -589,6 +589,7 @@ void server::run_tick() {
     // A system that throws fails alone (the scheduler catches it): count it, say which one,
     // and keep ticking. Rate-limited, since a broken system fails every tick.
     const auto report = scheduler_.run(*world_);
+    commands_.settle();
     for (const auto& failure : report.command_failures) {
         spdlog::debug("tick {}: {}", tick_, failure);
     }

@@ -90,9 +90,11 @@ const std::vector<std::string> all_rows{"create",
                                         "emplace+erase untracked",
                                         "emplace+remove",
                                         "get (world)",
+                                        "get_unchecked (world)",
                                         "try_get (world)",
                                         "get (storage)",
                                         "get (view)",
+                                        "get_unchecked (view)",
                                         "iterate 1 read",
                                         "iterate 2 read",
                                         "pos+=vel untracked",
@@ -114,6 +116,24 @@ TEST(EcsVsEntt, EveryRowIsMeasuredOnBothLibrariesWithMatchingChecksums) {
         EXPECT_EQ(rows[i].at("entities").get<std::size_t>(), 2000U);
         EXPECT_EQ(rows[i].at("repetitions").get<std::size_t>(), 1U);
     }
+}
+
+// Issue 24.4: EnTT over a 64-bit entity (32-bit index and version, as ecsnet's), every row.
+TEST(EcsVsEntt, TheLikeForLikeModeRunsEveryRowOnA64BitEnttEntity) {
+    const auto result = run("--entities 2000 --repetitions 1 --json --entt-entity 64");
+    ASSERT_EQ(result.exit_code, 0) << result.out;
+    const auto rows = json_lines(result.out);
+    ASSERT_EQ(rows.size(), all_rows.size()) << result.out;
+    for (std::size_t i = 0; i < rows.size(); ++i) {
+        expect_row(rows[i], all_rows[i], i + 1 == rows.size() ? 1000 : 2000);
+        EXPECT_EQ(rows[i].at("entt_entity_bits").get<int>(), 64);
+    }
+    const auto table = run("--entities 500 --repetitions 1 --filter create --entt-entity 64");
+    ASSERT_EQ(table.exit_code, 0) << table.out;
+    EXPECT_NE(table.out.find("EnTT's entity: 64-bit"), std::string::npos) << table.out;
+    const auto wrong = run("--entities 10 --entt-entity 48", true);
+    EXPECT_NE(wrong.exit_code, 0) << wrong.out;
+    EXPECT_NE(wrong.out.find("--entt-entity"), std::string::npos) << wrong.out;
 }
 
 TEST(EcsVsEntt, FilterRunsOnlyTheMatchingRowsOverEveryRepetition) {

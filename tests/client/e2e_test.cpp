@@ -21,6 +21,7 @@
 #include <set>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "ecsnet/server/connect_token.hpp"
@@ -157,7 +158,8 @@ TEST(ClientSpawn, PrintsOneLinePerEntity) {
     EXPECT_EQ(seen.size(), 3U) << "distinct entities";
     // One-shot spawns end with the connection: the client says so.
     EXPECT_THAT(r.err,
-                HasSubstr("the server despawns these when this owner has no connection left"));
+                HasSubstr("the server despawns these when this owner has no connection left for "
+                          "its --reconnect-grace"));
 }
 
 TEST(ClientSpawn, JsonObjectsPerEntity) {
@@ -312,6 +314,48 @@ TEST(ClientSpawn, HoldKeepsTheEntitiesUntilInterrupted) {
     kill(holder.pid(), SIGINT);
     EXPECT_EQ(holder.wait(30s), 0) << holder.err();
     EXPECT_THAT(holder.err(), HasSubstr("holding 2 entities"));
+}
+
+// Issue 24.6: a client process killed (no goodbye) and started again within the server's
+// --reconnect-grace is the same owner (its resume key is on disk) and finds its entity.
+TEST(ClientReconnect, AKilledClientReconnectsAndDestroysItsEntity) {
+    server s{{"--reconnect-grace", "60"}};
+    child holder{client_argv(s.port(), {"spawn", "--hold"})};
+    ASSERT_TRUE(
+        holder.read_until([](const std::string& out) { return lines(out).size() >= 1; }, 30s))
+        << holder.out() << holder.err();
+    const std::string entity = lines(holder.out()).at(0).substr(std::string{"spawned "}.size());
+    kill(holder.pid(), SIGKILL);
+    EXPECT_EQ(holder.wait(30s), 128 + SIGKILL);
+    const result destroyed = client(s, {"destroy", entity});
+    EXPECT_EQ(destroyed.exit_code, 0) << describe(destroyed);
+    EXPECT_EQ(destroyed.out, "destroyed " + entity + "\n");
+}
+
+TEST(ClientReconnect, AfterTheGraceTheEntityIsGone) {
+    server s{{"--reconnect-grace", "0.5"}};
+    const result spawned = client(s, {"spawn"});
+    ASSERT_EQ(spawned.exit_code, 0) << describe(spawned);
+    const auto left = std::chrono::steady_clock::now();
+    const std::string entity = lines(spawned.out).at(0).substr(std::string{"spawned "}.size());
+    // Another owner watches (the spawner's own name would be its owner coming back).
+    const auto listed = [&] {
+        const result r = client(s, {"--name", "onlooker", "--json", "list"});
+        EXPECT_EQ(r.exit_code, 0) << describe(r);
+        return r.out.find("\"entity\":\"" + entity + "\"") != std::string::npos;
+    };
+    bool present = true;
+    for (int attempt = 0; attempt < 100 && present; ++attempt) {  // at most about 20 s
+        present = listed();
+        if (present) {
+            std::this_thread::sleep_for(100ms);
+        }
+    }
+    ASSERT_FALSE(present) << entity << " still there";
+    EXPECT_GE(std::chrono::steady_clock::now() - left, 500ms) << "not before the grace";
+    const result destroyed = client(s, {"destroy", entity});
+    EXPECT_EQ(destroyed.exit_code, 1) << describe(destroyed);
+    EXPECT_EQ(destroyed.err, "error: entity " + entity + " does not exist\n");
 }
 
 // ---- destroy --------------------------------------------------------------------------------

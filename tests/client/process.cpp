@@ -259,6 +259,11 @@ server::server(const std::string& binary, const std::vector<std::string>& extra_
     if (std::find(extra_args.begin(), extra_args.end(), "--demo-entities") == extra_args.end()) {
         argv.insert(argv.end(), {"--demo-entities", "20"});
     }
+    // A leaving owner's entities go at the next tick (as before the reconnect grace), unless
+    // the test asks for a grace.
+    if (std::find(extra_args.begin(), extra_args.end(), "--reconnect-grace") == extra_args.end()) {
+        argv.insert(argv.end(), {"--reconnect-grace", "0"});
+    }
     argv.insert(argv.end(), extra_args.begin(), extra_args.end());
     auto args = argv_pointers(argv);
     posix_spawn_file_actions_t actions;

@@ -71,7 +71,8 @@ result run(const std::vector<std::string>& argv, std::string_view input = {},
            const environment& env = {}, std::chrono::milliseconds timeout = 60s);
 
 // ecsnet-server on 127.0.0.1 and a free port (--port 0), with 20 demo entities unless
-// extra_args has --demo-entities, its log in a temporary file. The
+// extra_args has --demo-entities and --reconnect-grace 0 unless it has --reconnect-grace, its
+// log in a temporary file. The
 // constructor waits (bounded) for "listening on 127.0.0.1:PORT"; the destructor sends SIGTERM,
 // waits a bounded time, then SIGKILL.
 class server {

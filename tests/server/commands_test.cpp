@@ -614,7 +614,7 @@ TEST_F(CommandProcessor, AListenerThatThrowsRefusesTheCommandWithGameFailedAndUn
 TEST_F(CommandProcessor, ASpawnWhoseListenerThrowsLeavesNoEntity) {
     command_processor commands{*world_, types_, command_limits{}};
     const Entity before = spawn_ok(commands, alice);
-    world_->take_changes();
+    (void)world_->take_changes();
     bool fail = true;
     world_->on_construct<Score>().connect([&](World&, Entity) {
         if (fail) {
@@ -648,22 +648,42 @@ TEST_F(CommandProcessor, ASetWhoseListenerThrowsPutsEveryValueBackExactly) {
     command_processor commands{*world_, types_, command_limits{}};
     const Entity e = spawn_ok(commands, alice,
                               component_set{}.set(Score{1}).set(Tag{2}).set(Position{0.1F, 0.2F}));
+    world_->on_construct<Speed>().connect(
+        [](World&, Entity) { throw std::runtime_error("no speed here"); });
+
+    // Score, Position and Tag replaced, then Speed's listener throws.
+    const command_result failed = commands.apply(
+        alice, protocol::set_components{
+                   9, e, component_set{}.set(Score{5}).set(Position{7, 8}).set(Tag{3}).set(
+                             Speed{4.0F})});
+    EXPECT_EQ(failed.code, ErrorCode::GameFailed);
+    EXPECT_EQ(failed.message, "the game refused it: no speed here (component speed)");
+    EXPECT_TRUE(commands.failure().undone);
+    EXPECT_FALSE(world_->has<Speed>(e)) << "added by the command: removed again";
+    EXPECT_EQ(world_->get<Score>(e), Score{1});
+    EXPECT_EQ(world_->get<Tag>(e), Tag{2});
+    // The exact value, not the wire's (Position is quantized on the wire).
+    EXPECT_EQ(world_->get<Position>(e), (Position{0.1F, 0.2F}));
+}
+
+// An on_update listener that always throws also throws when the undo writes the old value
+// back: the value is back (patch writes before its listeners run), and the reply says the
+// undo failed, since the game's code refused it too.
+TEST_F(CommandProcessor, AnUndoWhoseListenerThrowsAgainIsSaid) {
+    command_processor commands{*world_, types_, command_limits{}};
+    const Entity e = spawn_ok(commands, alice, component_set{}.set(Score{1}).set(Tag{2}));
     world_->on_update<Tag>().connect(
         [](World&, Entity) { throw std::runtime_error("tags are frozen"); });
 
-    // Score replaced, Speed added, Position replaced, then Tag's listener throws.
     const command_result failed = commands.apply(
-        alice, protocol::set_components{
-                   9, e, component_set{}.set(Score{5}).set(Speed{4.0F}).set(Position{7, 8}).set(
-                             Tag{3})});
+        alice, protocol::set_components{9, e, component_set{}.set(Score{5}).set(Tag{3})});
     EXPECT_EQ(failed.code, ErrorCode::GameFailed);
-    EXPECT_EQ(failed.message, "the game refused it: tags are frozen (component tag)");
+    EXPECT_EQ(failed.message,
+              "the game refused it: tags are frozen (component tag); undoing it failed too, part "
+              "of it may remain");
+    EXPECT_FALSE(commands.failure().undone);
+    EXPECT_EQ(world_->get<Tag>(e), Tag{2});
     EXPECT_EQ(world_->get<Score>(e), Score{1});
-    EXPECT_FALSE(world_->has<Speed>(e)) << "added by the command: removed again";
-    // The exact value, not the wire's (Position is quantized on the wire).
-    EXPECT_EQ(world_->get<Position>(e), (Position{0.1F, 0.2F}));
-    EXPECT_EQ(world_->get<Tag>(e), Tag{3}) << "patch() wrote it before its listener threw; the "
-                                              "undo's replace() ran the listener again";
 }
 
 TEST_F(CommandProcessor, ARemoveWhoseListenerThrowsPutsTheRemovedBack) {
@@ -692,7 +712,11 @@ TEST_F(CommandProcessor, ADestroyWhoseListenerThrowsLeavesTheEntityWhole) {
     EXPECT_TRUE(world_->valid(e));
     EXPECT_EQ(world_->get<Score>(e), Score{1});
     EXPECT_EQ(world_->get<Tag>(e), Tag{2});
-    EXPECT_EQ(commands.owned_by(alice), 1U);
+    EXPECT_EQ(commands.owned_by(alice), 1U) << "the core's on_destroy<Owner> had run first";
+    EXPECT_EQ(commands.despawn_all_of(bob), 0U);
+    std::size_t failed_despawns = 0;
+    EXPECT_EQ(commands.despawn_all_of(alice, &failed_despawns), 0U);
+    EXPECT_EQ(failed_despawns, 1U) << "still listed under its owner";
 }
 
 TEST_F(CommandProcessor, AValidThatThrowsIsGameFailedNotInvalidValue) {

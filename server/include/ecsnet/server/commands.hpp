@@ -72,6 +72,11 @@ public:
     std::size_t despawn_all_of(std::uint32_t client, std::size_t* failed = nullptr,
                                std::string* what = nullptr);
 
+    // Owns again the entities whose destroy failed after the index had let them go (a game's
+    // on_destroy listener threw after the core's): apply() and despawn_all_of() call it; the
+    // server calls it after the systems ran, which may destroy entities too.
+    void settle();
+
     [[nodiscard]] std::size_t owned_by(std::uint32_t client) const noexcept;
     [[nodiscard]] const command_counters& counters() const noexcept { return counters_; }
     // Called when a client's last entity is gone, however it ended (so per-owner state can
@@ -117,6 +122,7 @@ private:
     // Owner -> the entity indices it owns; entity index -> its owner (0: none).
     std::unordered_map<std::uint32_t, boost::unordered_flat_set<std::uint32_t>> owned_;
     std::vector<std::uint32_t> owner_of_;
+    std::vector<ecs::Entity> survivors_;  // let go by on_destroy<Owner>, maybe still alive
     ecs::World::sink_type::connection construct_connection_{};
     ecs::World::sink_type::connection update_connection_{};
     ecs::World::sink_type::connection destroy_connection_{};
