@@ -211,18 +211,17 @@ void replicator::serve_view(const ecs::World& world, std::uint64_t id, client& c
     stats_.view_deferred += v.stats().deferred - deferred;
     const protocol::frame delta = encoder_.encode_view_delta(world, plan, ctx.tick);
     v.sent(delta->size(), empty);
+    // Each client's checksum sums what it holds: spread over the interval by client id, so
+    // that no tick pays for all of them. Taken before a switch to whole-world mode, which
+    // forgets the records the sum is made of (it summed nothing on such a tick: a mismatch).
+    std::optional<protocol::frame> checksum;
+    if ((ctx.tick + id) % options_.checksum_interval == 0) {
+        checksum = protocol::encode(protocol::server_control{v.checksum(world, types_, ctx.tick)});
+    }
     if (everything && desired_.size() == world.alive() && v.in_sync()) {
         v.set_whole_world();  // holds it all: the single stream from the next tick
     }
-    // Each client's checksum sums what it holds: spread over the interval by client id, so
-    // that no tick pays for all of them.
-    if ((ctx.tick + id) % options_.checksum_interval == 0) {
-        const protocol::frame checksum =
-            protocol::encode(protocol::server_control{v.checksum(world, types_, ctx.tick)});
-        send(id, delta, &checksum, nullptr);
-    } else {
-        send(id, delta, nullptr, nullptr);
-    }
+    send(id, delta, checksum ? &*checksum : nullptr, nullptr);
 }
 
 }  // namespace ecsnet::server
