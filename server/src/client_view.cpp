@@ -393,6 +393,10 @@ void client_view::select(const context& ctx, double room, std::size_t total) {
 }
 
 void client_view::refill(const context& ctx, double budget) noexcept {
+    if (!fresh_allowance_ && refilled_tick_ == ctx.tick) {
+        return;  // once per tick
+    }
+    refilled_tick_ = ctx.tick;
     const double per_tick = budget / ctx.tick_rate;
     allowance_ = fresh_allowance_ ? per_tick
                                   : std::min(allowance_ + per_tick, per_tick * max_saved_ticks);
@@ -418,7 +422,7 @@ void client_view::clear() noexcept {
     waiting_count_ = 0;
 }
 
-bool client_view::afford(const context& ctx, std::size_t bytes) {
+bool client_view::afford(const context& ctx, std::size_t bytes, std::size_t fixed_bytes) {
     const double budget = ctx.interest.budget_of(ctx.interest.player(owner_));
     if (budget <= 0.0) {
         fresh_allowance_ = true;
@@ -426,10 +430,10 @@ bool client_view::afford(const context& ctx, std::size_t bytes) {
         return true;
     }
     refill(ctx, budget);
-    if (static_cast<double>(bytes) > allowance_) {
+    if (static_cast<double>(bytes - std::min(bytes, fixed_bytes)) > allowance_) {
         return false;
     }
-    sent(bytes);
+    sent(bytes, fixed_bytes);
     return true;
 }
 

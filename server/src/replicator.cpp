@@ -169,6 +169,16 @@ void replicator::tick(const ecs::World& world, const ecs::World::change_set_type
     interest_.views_needed(views);
 }
 
+std::size_t replicator::empty_frame_bytes(const ecs::World& world, std::uint64_t tick) {
+    if (empty_frame_tick_ != tick) {
+        empty_frame_bytes_ =
+            encoder_.encode_view_delta(world, protocol::replication_encoder::view_changes{}, tick)
+                ->size();
+        empty_frame_tick_ = tick;
+    }
+    return empty_frame_bytes_;
+}
+
 void replicator::serve_view(const ecs::World& world, std::uint64_t id, client& c,
                             const client_view::context& ctx, single_stream& stream,
                             const sink& send) {
@@ -177,19 +187,15 @@ void replicator::serve_view(const ecs::World& world, std::uint64_t id, client& c
     // A client that sees the whole world and holds all of it shares the single stream: a
     // small room pays nothing per client for interest management.
     const bool everything = interest_.sees_everything(world, c.owner, p);
-    if (everything && v.whole_world() && v.afford(ctx, stream.delta_bytes())) {
+    // Charged like its own frame would be: the bytes beyond an empty Delta of the tick.
+    const std::size_t empty = empty_frame_bytes(world, ctx.tick);
+    if (everything && v.whole_world() && v.afford(ctx, stream.delta_bytes(), empty)) {
         stream.send_to(id, c.owner, send);
         return;
     }
     if (!tick_changes_built_) {
         // Once per tick, and only when a client needs its own frame.
         tick_changes_.build(world, *changes_, types_);
-        // What every client's frame takes with nothing in it: not charged to budgets (the
-        // frame goes every tick whatever the budget).
-        empty_frame_bytes_ = encoder_
-                                 .encode_view_delta(
-                                     world, protocol::replication_encoder::view_changes{}, ctx.tick)
-                                 ->size();
         tick_changes_built_ = true;
     }
     if (v.whole_world()) {
@@ -205,19 +211,18 @@ void replicator::serve_view(const ecs::World& world, std::uint64_t id, client& c
     stats_.view_left += plan.left.size();
     stats_.view_deferred += v.stats().deferred - deferred;
     const protocol::frame delta = encoder_.encode_view_delta(world, plan, ctx.tick);
-    v.sent(delta->size(), empty_frame_bytes_);
+    v.sent(delta->size(), empty);
+    // Each client's checksum sums what it holds: spread over the interval by client id, so
+    // that no tick pays for all of them. Taken before a switch to whole-world mode, which
+    // forgets the records the sum is made of (it summed nothing on such a tick: a mismatch).
+    std::optional<protocol::frame> checksum;
+    if ((ctx.tick + id) % options_.checksum_interval == 0) {
+        checksum = protocol::encode(protocol::server_control{v.checksum(world, types_, ctx.tick)});
+    }
     if (everything && desired_.size() == world.alive() && v.in_sync()) {
         v.set_whole_world();  // holds it all: the single stream from the next tick
     }
-    // Each client's checksum sums what it holds: spread over the interval by client id, so
-    // that no tick pays for all of them.
-    if ((ctx.tick + id) % options_.checksum_interval == 0) {
-        const protocol::frame checksum =
-            protocol::encode(protocol::server_control{v.checksum(world, types_, ctx.tick)});
-        send(id, delta, &checksum, nullptr);
-    } else {
-        send(id, delta, nullptr, nullptr);
-    }
+    send(id, delta, checksum ? &*checksum : nullptr, nullptr);
 }
 
 }  // namespace ecsnet::server

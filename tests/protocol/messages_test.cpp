@@ -346,6 +346,25 @@ TEST(ClientRejections, ValueColumnOfTheWrongSizeIsMalformed) {
     }
 }
 
+// Issue 24.9: the unused high bits of a bit-packed value's last byte (Spot: 2 x 19 bits in 5
+// bytes, 2 spare) are accepted and ignored: the value is read from its fields' bits alone.
+TEST(ClientMessages, NonZeroPaddingBitsOfAValueAreIgnored) {
+    std::vector<std::uint8_t> value = packed(Spot{1.0F, 2.0F});
+    ASSERT_EQ(value.size(), 5U);
+    ASSERT_EQ(value[4] & 0xC0U, 0U) << "the canonical bytes pad with zero bits";
+    value[4] |= 0xC0U;
+    flatbuffers::FlatBufferBuilder fbb;
+    const auto column = value_column(fbb, ids::spot, value);
+    const auto body = wire::CreateSpawn(fbb, 46, fbb.CreateVector(&column, 1));
+    const auto decoded = decode_frame(finish(fbb, wire::ClientBody::Spawn, body.Union()));
+    ASSERT_TRUE(decoded.message.has_value()) << decoded.error.message;
+    const auto* spawn = std::get_if<proto::spawn>(&*decoded.message);
+    ASSERT_NE(spawn, nullptr);
+    EXPECT_EQ(spawn->components.get<Spot>(), (Spot{1.0F, 2.0F}));
+    // What the server stores and replicates is re-packed from the fields: zero padding again.
+    EXPECT_EQ(packed(spawn->components.get<Spot>().value())[4] & 0xC0U, 0U);
+}
+
 TEST(ClientRejections, EmptyValueColumnIsMalformed) {
     flatbuffers::FlatBufferBuilder fbb;
     const auto names = fbb.CreateVectorOfStrings(std::vector<std::string>{});
@@ -488,6 +507,28 @@ TEST(ClientRejections, BadHelloIsFatal) {
     expect_fatal(decode(proto::hello{1, std::string(proto::max_client_name_bytes + 1, 'n'), ""}));
     expect_fatal(decode(proto::hello{1, "bad\xC3", ""}));
     expect_fatal(decode(proto::hello{1, "ok", std::string(proto::max_token_bytes + 1, 't')}));
+}
+
+// Issue 24.9: a resume key is absent or exactly 32 bytes; any other length, an empty vector
+// included, is fatal (Disconnect with this reason), whatever else the Hello says.
+TEST(ClientRejections, AResumeKeyOfTheWrongLengthIsFatal) {
+    for (const std::size_t size : {std::size_t{1}, std::size_t{31}, std::size_t{33}, std::size_t{64}}) {
+        const auto decoded =
+            decode(proto::hello{proto::protocol_version, "ok", "", std::vector<std::uint8_t>(size, 7)});
+        expect_fatal(decoded);
+        EXPECT_EQ(decoded.error.message, "resume key must be 32 bytes, not " + std::to_string(size));
+    }
+    // Present but empty: not the same as absent.
+    flatbuffers::FlatBufferBuilder fbb;
+    const auto key = fbb.CreateVector(std::vector<std::uint8_t>{});
+    const auto body = wire::CreateHello(fbb, proto::protocol_version, 0, 0, key);
+    const auto decoded = decode_frame(finish(fbb, wire::ClientBody::Hello, body.Union()));
+    expect_fatal(decoded);
+    EXPECT_EQ(decoded.error.message, "resume key must be 32 bytes, not 0");
+    // Exactly 32: decoded (an unknown key is the server's business, not an error).
+    const auto ok = decode(proto::hello{proto::protocol_version, "ok", "",
+                                        std::vector<std::uint8_t>(proto::resume_key_bytes, 7)});
+    ASSERT_TRUE(ok.message.has_value()) << ok.error.message;
 }
 
 TEST(ClientRejections, BadResyncReasonIsFatal) {

@@ -445,6 +445,39 @@ TEST_F(ViewTest, ABudgetSetLaterStartsFromAFreshAllowance) {
     EXPECT_GT(view_.allowance(), -200.0 - static_cast<double>(largest_frame_));
 }
 
+// Issue 24.9: in whole-world mode the shared Delta is charged like the client's own frame, the
+// bytes beyond an empty Delta of the tick (a budget below the empty frames had a client fall out
+// of the mode and back every tick, rebuilding its view of the world each time), and the
+// allowance is added once per tick (leaving the mode asks afford() and then plan()).
+TEST_F(ViewTest, ASharedFrameIsChargedBeyondTheEmptyFrameAndRefilledOncePerTick) {
+    interest_.set_budget(me, 1000.0);  // 100 bytes a tick at 10 Hz
+    constexpr std::size_t empty = 60;
+    const client_view::context ctx{*world_, types_, tick_changes_, interest_, ++tick_, tick_rate};
+    EXPECT_TRUE(view_.afford(ctx, empty, empty));
+    EXPECT_DOUBLE_EQ(view_.allowance(), 100.0) << "an empty frame is free";
+    EXPECT_TRUE(view_.afford(ctx, empty + 30, empty));
+    EXPECT_DOUBLE_EQ(view_.allowance(), 70.0) << "30 bytes charged, and no second refill";
+    EXPECT_FALSE(view_.afford(ctx, empty + 71, empty));
+    EXPECT_DOUBLE_EQ(view_.allowance(), 70.0) << "refused: nothing charged, nothing added";
+    desired_.clear();
+    (void)view_.plan(ctx, desired_);  // the same tick, out of whole-world mode
+    EXPECT_DOUBLE_EQ(view_.allowance(), 70.0) << "plan() in the same tick adds nothing";
+    const client_view::context next{*world_, types_, tick_changes_, interest_, ++tick_, tick_rate};
+    EXPECT_TRUE(view_.afford(next, empty, empty));
+    EXPECT_DOUBLE_EQ(view_.allowance(), 170.0) << "one tick's allowance per tick";
+    const client_view::context later{*world_, types_, tick_changes_, interest_, ++tick_, tick_rate};
+    EXPECT_TRUE(view_.afford(later, 0, empty)) << "a frame smaller than the empty one costs 0";
+    EXPECT_DOUBLE_EQ(view_.allowance(), 200.0) << "at most two ticks' worth";
+}
+
+TEST_F(ViewTest, AnEmptySharedFrameFitsAnyBudget) {
+    interest_.set_budget(me, 1.0);  // 0.1 byte a tick: far below any frame
+    const client_view::context ctx{*world_, types_, tick_changes_, interest_, ++tick_, tick_rate};
+    EXPECT_TRUE(view_.afford(ctx, 52, 52));
+    const client_view::context next{*world_, types_, tick_changes_, interest_, ++tick_, tick_rate};
+    EXPECT_FALSE(view_.afford(next, 53, 52)) << "1 byte beyond it is over 0.2";
+}
+
 TEST_F(ViewTest, ResetStartsOverWithEntries) {
     const Entity a = at(1, 1);
     const Entity b = at(2, 2, me);

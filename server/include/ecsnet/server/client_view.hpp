@@ -119,8 +119,9 @@ public:
     // Holds everything it should and nothing waits: it may switch to whole-world mode.
     [[nodiscard]] bool in_sync() const noexcept;
     void set_whole_world() noexcept;
-    // Charges a shared frame of `bytes` to the budget, if the budget allows it.
-    [[nodiscard]] bool afford(const context& ctx, std::size_t bytes);
+    // Charges a shared frame of `bytes` to the budget, if the allowance holds what it takes
+    // beyond `fixed_bytes` (an empty frame of the tick, free as in sent()).
+    [[nodiscard]] bool afford(const context& ctx, std::size_t bytes, std::size_t fixed_bytes = 0);
     // Leaves whole-world mode: the client holds the world as of the last tick.
     void hold_everything(const context& ctx);
 
@@ -184,6 +185,9 @@ private:
     std::uint32_t parity_{0};
     double allowance_{0.0};
     bool fresh_allowance_{true};  // the next budgeted plan starts from one tick's allowance
+    // The tick whose allowance was added: a client leaving whole-world mode is asked twice in
+    // one tick (afford(), then plan()), and must not get that tick's allowance twice.
+    std::uint64_t refilled_tick_{0};
     bool whole_world_{false};
     void refill(const context& ctx, double budget) noexcept;
     view_stats stats_;

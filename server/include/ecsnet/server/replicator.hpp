@@ -85,7 +85,11 @@ private:
     std::map<std::uint64_t, client> clients_;
     tick_changes tick_changes_;
     std::vector<ecs::Entity> desired_;
+    // What every client's frame takes with nothing in it, for the tick empty_frame_tick_: not
+    // charged to budgets (the frame goes every tick whatever the budget), in either mode.
+    [[nodiscard]] std::size_t empty_frame_bytes(const ecs::World& world, std::uint64_t tick);
     std::size_t empty_frame_bytes_{0};
+    std::uint64_t empty_frame_tick_{~std::uint64_t{0}};
     const ecs::World::change_set_type* changes_{nullptr};  // the tick's, during tick()
     bool tick_changes_built_{false};
     std::uint32_t checksum_next_index_{0};
