@@ -95,8 +95,8 @@ parsed_command_line parse_command_line(int argc, const char* const* argv) {
             }),
         "ECSNET_WORLD_ID");
     env(app.add_option("--max-connections-per-player", c.max_connections_per_player,
-                       "Joined connections per player (or resume key) at most; a newer one takes "
-                       "the oldest's seat, which gets Disconnect \"signed in elsewhere\"")
+                       "With connect tokens, joined connections per player at most; a newer one "
+                       "takes the oldest's seat, which gets Disconnect \"signed in elsewhere\"")
             ->check(CLI::Range(1, 1024)),
         "ECSNET_MAX_CONNECTIONS_PER_PLAYER");
     env(app.add_option("--max-clients-per-address", c.max_clients_per_address,

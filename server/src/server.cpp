@@ -413,15 +413,17 @@ std::optional<std::string> server::admit(session& s, const protocol::hello& hell
         return refused;
     }
     const std::uint32_t owner = welcome.client_id;
-    // Seats: at most --max-connections-per-player joined connections per owner; past it the
-    // oldest (first connected) gives its seat to this one.
+    // Seats: at most --max-connections-per-player joined connections per player (token
+    // identity; by token or by its resume key); past it the oldest (first connected) gives its
+    // seat to this one. Development owners are not players: a developer's shell and watch
+    // share a key; --max-clients-per-address bounds them instead.
     std::vector<session*> seated;
     std::size_t from_address = 0;
     for (const auto& [id, other] : sessions_) {
         if (!other->joined()) {
             continue;
         }
-        if (other->owner_id() == owner) {
+        if (tokens_ && other->owner_id() == owner) {
             seated.push_back(other.get());  // by connection id: oldest first
         }
         if (other->remote_address() == s.remote_address()) {

@@ -32,7 +32,7 @@ struct server_config {
     std::string token_secret;
     std::string token_public_key;  // path of a PEM EC P-256 public key
     std::string world_id = "default";
-    // Joined connections per owner (player or resume key) at most: a newer one takes the seat
+    // With connect tokens, joined connections per player at most: a newer one takes the seat
     // of the oldest, which gets Disconnect "signed in elsewhere".
     std::size_t max_connections_per_player = 1;
     // Without connect tokens only: joined connections from one address at most.
