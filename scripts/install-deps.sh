@@ -31,6 +31,7 @@ build  libgmock-dev
 build  libbenchmark-dev
 build  libcli11-dev
 build  nlohmann-json3-dev
+build  libcpp-jwt-dev
 build  libxxhash-dev
 build  libreadline-dev
 build  libssl-dev

@@ -365,7 +365,9 @@ program_line parse_program(int argc, const char* const* argv) {
                    "Auth token, when the server requires one (also ECSNET_AUTH_TOKEN)")
         ->envname("ECSNET_TOKEN");
     app.add_option("--connect-token", g.connect_token,
-                   "Signed connect token from the game's backend (servers run with --token-secret)")
+                   "Connect token (a JWT) from the game's backend (servers run with --token-secret "
+                   "or --token-public-key); Welcome's resume key is kept for it, so a reconnect "
+                   "needs no new token")
         ->envname("ECSNET_CONNECT_TOKEN");
     app.add_flag("--tls", g.tls, "Connect with TLS, verifying the server's certificate and host name")
         ->envname("ECSNET_TLS");

@@ -1,4 +1,7 @@
 // ecsnet-client: parse the command line, connect and join, run one command or the shell.
+#include <openssl/sha.h>
+
+#include <array>
 #include <exception>
 #include <string>
 
@@ -10,6 +13,29 @@
 #include "output.hpp"
 #include "shell.hpp"
 
+namespace {
+
+// The name a resume key is kept under. With a connect token, the token's digest joins the
+// name: a reconnect with the same (used) token finds the key Welcome gave, and another
+// player's token never resumes this one's owner.
+std::string key_name(const std::string& client_name, const std::string& connect_token) {
+    if (connect_token.empty()) {
+        return client_name;
+    }
+    std::array<unsigned char, SHA256_DIGEST_LENGTH> digest{};
+    SHA256(reinterpret_cast<const unsigned char*>(connect_token.data()), connect_token.size(),
+           digest.data());
+    static constexpr char hex[] = "0123456789abcdef";
+    std::string out = client_name + "#token-";
+    for (std::size_t i = 0; i < 8; ++i) {
+        out += hex[digest[i] >> 4];
+        out += hex[digest[i] & 15];
+    }
+    return out;
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
     using namespace ecsnet::client_cli;
     const program_line parsed = parse_program(argc, argv);
@@ -19,11 +45,12 @@ int main(int argc, char** argv) {
     const global_options& g = parsed.options;
     printer out{g.json};
     try {
-        // Development identity: the key this server gave this user under this name before.
-        const auto store = g.connect_token.empty() ? identity_store::from_environment()
-                                                   : std::nullopt;
+        // The key this server gave this user under this name (and connect token) before: a
+        // reconnect needs no new token.
+        const auto store = identity_store::from_environment();
+        const std::string stored_as = key_name(g.client_name, g.connect_token);
         const std::vector<std::uint8_t> known_key =
-            store ? store->load(g.host, g.port, g.client_name) : std::vector<std::uint8_t>{};
+            store ? store->load(g.host, g.port, stored_as) : std::vector<std::uint8_t>{};
         ecsnet::client::connection conn{ecsnet::client::connect_options{
             .host = g.host,
             .port = g.port,
@@ -38,7 +65,7 @@ int main(int argc, char** argv) {
         }};
         if (store && !conn.welcome().resume_key.empty() && conn.welcome().resume_key != known_key) {
             try {
-                store->save(g.host, g.port, g.client_name, conn.welcome().resume_key);
+                store->save(g.host, g.port, stored_as, conn.welcome().resume_key);
             } catch (const std::exception& e) {
                 out.note(std::string{"cannot keep this identity for the next run: "} + e.what());
             }

@@ -64,6 +64,8 @@ nlohmann::json status_json(const server_health& h) {
           {"resyncs_requested", s.resyncs_requested},
           {"resyncs_coalesced", s.resyncs_coalesced},
           {"identity_refused", s.identity_refused},
+          {"seats_taken_over", s.seats_taken_over},
+          {"address_refused", s.address_refused},
           {"view_entered", s.view_entered},
           {"view_left", s.view_left},
           {"view_deferred", s.view_deferred}}},

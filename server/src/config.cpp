@@ -79,15 +79,37 @@ parsed_command_line parse_command_line(int argc, const char* const* argv) {
     env(app.add_option("--auth-token", c.auth_token, "Shared secret every Hello must carry (empty: none)"),
         "ECSNET_AUTH_TOKEN");
     env(app.add_option("--token-secret", c.token_secret,
-                       "HMAC-SHA256 secret shared with the backend that issues connect tokens; "
-                       "when set, every client needs a valid token and owners are its player ids "
-                       "(at least 16 bytes; empty: development identity by resume keys)"),
+                       "HS256 secret shared with the backend that issues connect tokens (JWTs); "
+                       "when set, every client needs a valid token or a resume key, and owners "
+                       "are its player ids (at least 16 bytes; empty: development identity by "
+                       "resume keys)"),
         "ECSNET_TOKEN_SECRET");
-    env(app.add_option("--world-id", c.world_id, "This server's world id: connect tokens must name it")
+    env(app.add_option("--token-public-key", c.token_public_key,
+                       "ES256 public key (PEM file) of the backend that issues connect tokens: "
+                       "this server verifies tokens but cannot mint them (instead of "
+                       "--token-secret)")
+            ->check(CLI::ExistingFile),
+        "ECSNET_TOKEN_PUBLIC_KEY");
+    env(app.add_option("--world-id", c.world_id, "This server's world id: connect tokens' \"aud\" must name it")
             ->check([](const std::string& v) {
                 return v.size() <= 64 ? std::string{} : std::string{"at most 64 bytes"};
             }),
         "ECSNET_WORLD_ID");
+    env(app.add_option("--max-connections-per-player", c.max_connections_per_player,
+                       "With connect tokens, joined connections per player at most; a newer one "
+                       "takes the oldest's seat, which gets Disconnect \"signed in elsewhere\"")
+            ->check(CLI::Range(1, 1024)),
+        "ECSNET_MAX_CONNECTIONS_PER_PLAYER");
+    env(app.add_option("--max-clients-per-address", c.max_clients_per_address,
+                       "Joined connections from one address at most, without connect tokens "
+                       "(with tokens, seats are per player)")
+            ->check(CLI::Range(1, 1'000'000)),
+        "ECSNET_MAX_CLIENTS_PER_ADDRESS");
+    env(app.add_option("--max-remembered-tokens", c.max_remembered_tokens,
+                       "Admitted, unexpired connect tokens remembered so each admits once; when "
+                       "full, new tokens are refused until some expire")
+            ->check(CLI::Range(1, 100'000'000)),
+        "ECSNET_MAX_REMEMBERED_TOKENS");
     env(app.add_option("--tls-cert", c.tls_cert, "TLS certificate chain (PEM); with --tls-key, clients must use TLS")
             ->check(CLI::ExistingFile),
         "ECSNET_TLS_CERT");
@@ -197,13 +219,21 @@ parsed_command_line parse_command_line(int argc, const char* const* argv) {
                  "else 1 (within 2 s)");
 
     issue_token_request token;
-    std::string ttl = "1h";
+    std::string ttl = "5m";
+    bool allow_long_ttl = false;
     CLI::App* issue = app.add_subcommand(
         "issue-token",
-        "Print a connect token for a player, signed with --token-secret (ECSNET_TOKEN_SECRET), "
-        "as a game backend would issue it (docs/PROTOCOL.md, Identity)");
+        "Print a connect token (a JWT) for a player, signed with --token-secret "
+        "(ECSNET_TOKEN_SECRET, HS256) or --private-key (ES256), as a game backend would issue "
+        "it (docs/PROTOCOL.md, Identity)");
     issue->add_option("--player", token.player, "Player id (1-64 bytes of UTF-8)")->required();
-    issue->add_option("--ttl", ttl, "Validity: 90s, 15m, 1h, 7d")->capture_default_str();
+    issue->add_option("--ttl", ttl, "Validity: 90s, 15m, 1h; at most 1d without --allow-long-ttl")
+        ->capture_default_str();
+    issue->add_flag("--allow-long-ttl", allow_long_ttl,
+                    "Allow a --ttl over one day (a stolen token is good that long)");
+    issue->add_option("--private-key", token.private_key,
+                      "ES256 private key (PEM file) to sign with, instead of --token-secret")
+        ->check(CLI::ExistingFile);
     issue->add_option("--world", token.world, "World id the token admits to (the server's --world-id)")
         ->envname("ECSNET_WORLD_ID")
         ->capture_default_str();
@@ -219,10 +249,28 @@ parsed_command_line parse_command_line(int argc, const char* const* argv) {
             } catch (const std::invalid_argument& e) {
                 throw CLI::ValidationError("--ttl", e.what());
             }
-            if (c.token_secret.empty()) {
-                throw CLI::RequiredError("--token-secret (or ECSNET_TOKEN_SECRET) for issue-token");
+            if (token.ttl > max_default_token_ttl && !allow_long_ttl) {
+                throw CLI::ValidationError(
+                    "--ttl", "'" + ttl + "' is over one day: a stolen token would admit that "
+                    "long; add --allow-long-ttl if you mean it");
+            }
+            if (token.private_key.empty() && c.token_secret.empty()) {
+                throw CLI::RequiredError(
+                    "--token-secret (or ECSNET_TOKEN_SECRET) or --private-key for issue-token "
+                    "(a public key verifies but cannot sign)");
             }
             out.issue_token = token;
+        }
+        if (!c.token_secret.empty() && !c.token_public_key.empty()) {
+            throw CLI::ValidationError("--token-secret/--token-public-key",
+                                       "give one: a secret (HS256) or a public key (ES256)");
+        }
+        if (!c.token_public_key.empty()) {
+            try {
+                (void)es256_verifier(read_key_file(c.token_public_key));
+            } catch (const std::invalid_argument& e) {
+                throw CLI::ValidationError("--token-public-key", e.what());
+            }
         }
         if (!c.token_secret.empty() && c.token_secret.size() < min_token_secret_bytes) {
             throw CLI::ValidationError("--token-secret", "must be at least " +
@@ -263,7 +311,8 @@ std::string describe(const server_config& c) {
     return fmt::format(
         "bind={} port={} tick_rate={} max_clients={} max_frame_bytes={} queue_bytes={} "
         "demo_entities={} max_entities={} max_entities_per_client={} command_rate={}/s "
-        "burst={} checksum_interval={} checksum_slice={} interest={} auth={} identity={} tls={} max_pending={} "
+        "burst={} checksum_interval={} checksum_slice={} interest={} auth={} identity={} "
+        "max_connections_per_player={} tls={} max_pending={} "
         "max_pending_per_address={} resync_interval={}ms on_disconnect={} world=[-{},{}] log={}/{} "
         "io_threads={} admin={} drain={}s",
         c.bind, c.port, c.tick_rate, c.max_clients, c.max_frame_bytes, c.queue_bytes,
@@ -274,7 +323,12 @@ std::string describe(const server_config& c) {
                           c.client_budget > 0.0 ? fmt::format("{} B/s", c.client_budget) : "unlimited")
             : std::string{"off"},
         c.auth_token.empty() ? "off" : "token",
-        c.token_secret.empty() ? std::string{"resume-keys"} : "connect-tokens(world=" + c.world_id + ")",
+        !uses_connect_tokens(c)
+            ? fmt::format("resume-keys(max_clients_per_address={})", c.max_clients_per_address)
+            : fmt::format("connect-tokens({} world={} remembered={})",
+                          c.token_secret.empty() ? "ES256" : "HS256", c.world_id,
+                          c.max_remembered_tokens),
+        c.max_connections_per_player,
         c.tls_cert.empty() ? "off" : "on", c.max_pending, c.max_pending_per_address,
         c.resync_interval.count(),
         c.keep_entities_on_disconnect

@@ -42,7 +42,8 @@ std::uint32_t owner_registry::allocate() {
     throw std::runtime_error("no free owner id");
 }
 
-owner_registry::claim owner_registry::claim_by_key(std::span<const std::uint8_t> presented) {
+std::optional<owner_registry::claim> owner_registry::find_by_key(
+    std::span<const std::uint8_t> presented) const {
     if (presented.size() == protocol::resume_key_bytes) {
         const auto found = by_key_digest_.find(digest_of(presented));
         if (found != by_key_digest_.end()) {
@@ -52,6 +53,18 @@ owner_registry::claim owner_registry::claim_by_key(std::span<const std::uint8_t>
                 return claim{found->second, it->second.key, true};
             }
         }
+    }
+    return std::nullopt;
+}
+
+std::string owner_registry::player_of(std::uint32_t owner) const {
+    const auto it = owners_.find(owner);
+    return it == owners_.end() ? std::string{} : it->second.player;
+}
+
+owner_registry::claim owner_registry::claim_by_key(std::span<const std::uint8_t> presented) {
+    if (auto found = find_by_key(presented)) {
+        return *found;
     }
     const std::uint32_t id = allocate();
     record r;
@@ -64,14 +77,18 @@ owner_registry::claim owner_registry::claim_by_key(std::span<const std::uint8_t>
 
 owner_registry::claim owner_registry::claim_by_player(const std::string& player) {
     if (const auto found = by_player_.find(player); found != by_player_.end()) {
-        return claim{found->second, std::nullopt, true};
+        const auto it = owners_.find(found->second);
+        return claim{found->second, it == owners_.end() ? std::nullopt : it->second.key, true};
     }
     const std::uint32_t id = allocate();
     record r;
     r.player = player;
+    r.key = fresh_key();
+    by_key_digest_.emplace(digest_of(*r.key), id);
+    const auto key = r.key;
     owners_.emplace(id, std::move(r));
     by_player_.emplace(player, id);
-    return claim{id, std::nullopt, false};
+    return claim{id, key, false};
 }
 
 void owner_registry::connected(std::uint32_t owner) {

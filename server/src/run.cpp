@@ -50,10 +50,16 @@ int run(int argc, char** argv, const game& g) {
     if (parsed.issue_token) {
         try {
             const auto& t = *parsed.issue_token;
-            std::printf("%s\n", issue_connect_token(
-                                     {t.player, t.world, std::chrono::system_clock::now() + t.ttl},
-                                     parsed.config.token_secret)
-                                     .c_str());
+            const auto now = std::chrono::system_clock::now();
+            const connect_token_claims claims{t.player, t.world, random_jti(), now + t.ttl,
+                                              std::nullopt};
+            const std::string token =
+                t.private_key.empty()
+                    ? issue_connect_token(claims, token_algorithm::hs256,
+                                          parsed.config.token_secret)
+                    : issue_connect_token(claims, token_algorithm::es256,
+                                          read_key_file(t.private_key));
+            std::printf("%s\n", token.c_str());
             return 0;
         } catch (const std::exception& e) {
             std::fprintf(stderr, "issue-token: %s\n", e.what());

@@ -88,7 +88,16 @@ server::server(asio::io_context& io, server_config config, const game& g)
       acceptor_{io},
       tick_timer_{io},
       stats_timer_{io},
-      owners_{[this](std::uint32_t id) { return commands_.owned_by(id) > 0; }} {
+      owners_{[this](std::uint32_t id) { return commands_.owned_by(id) > 0; }},
+      admitted_tokens_{config_.max_remembered_tokens} {
+    if (!config_.token_secret.empty() && !config_.token_public_key.empty()) {
+        throw std::invalid_argument("give --token-secret or --token-public-key, not both");
+    }
+    if (!config_.token_secret.empty()) {
+        tokens_ = hs256_verifier(config_.token_secret);
+    } else if (!config_.token_public_key.empty()) {
+        tokens_ = es256_verifier(read_key_file(config_.token_public_key));
+    }
     // An owner without connections whose last entity ends (lifetime, despawn) is forgotten.
     // Its interest settings (focus, relevance, budget) go with it.
     commands_.on_last_entity_gone = [this](std::uint32_t owner) {
@@ -133,6 +142,11 @@ void server::start() {
         tls_.emplace(make_server_tls_context(config_.tls_cert, config_.tls_key));
     }
     port_ = listen_on(acceptor_, config_.bind, config_.port, "--bind", "");
+    if (tokens_ && config_.world_id == "default") {
+        spdlog::warn("connect tokens are checked against world id 'default' (no --world-id): "
+                     "a token for any other server left at the default admits here too; give "
+                     "each world its own --world-id (ECSNET_WORLD_ID)");
+    }
 
     // The first snapshot carries what the game made at setup; the interest policy learns it
     // from the same changes.
@@ -322,33 +336,60 @@ void server::end_pending(session& s) {
     }
 }
 
-std::optional<std::string> server::identify(session& s, const protocol::hello& hello,
-                                            protocol::welcome& welcome) {
-    // Ownership follows a credential, never the name (display only): a verified connect
-    // token's player, or the resume key this server gave the owner.
+std::optional<std::string> server::identify(const protocol::hello& hello,
+                                            protocol::welcome& welcome,
+                                            std::optional<connect_token_claims>& token) {
+    // Ownership follows a credential, never the name (display only): the resume key this
+    // server gave the owner at an earlier Welcome, or a verified connect token's player.
     owner_registry::claim claim;
-    if (!config_.token_secret.empty()) {
-        if (hello.connect_token.empty()) {
-            return std::string{"connect token required (this server issues identities through "
-                               "its game backend)"};
-        }
-        auto verified = verify_connect_token(hello.connect_token, config_.token_secret,
-                                             config_.world_id);
+    if (!tokens_) {
+        claim = owners_.claim_by_key(hello.resume_key);
+    } else if (auto resumed = owners_.find_by_key(hello.resume_key)) {
+        claim = *resumed;  // a reconnect: no new token needed, a used one is not looked at
+    } else if (hello.connect_token.empty()) {
+        return std::string{hello.resume_key.empty()
+                               ? "connect token required (this server issues identities "
+                                 "through its game backend)"
+                               : "resume key unknown (its owner is gone) and no connect token: "
+                                 "get a new token from the game's backend"};
+    } else {
+        auto verified = verify_connect_token(hello.connect_token, *tokens_, config_.world_id);
         if (auto* why = std::get_if<std::string>(&verified)) {
             return std::move(*why);
         }
-        const auto& claims = std::get<connect_token_claims>(verified);
+        auto& claims = std::get<connect_token_claims>(verified);
+        switch (admitted_tokens_.check(claims.player, claims.jti,
+                                       std::chrono::system_clock::now())) {
+        case replay_cache::verdict::replayed:
+            return "connect token already used (jti " + printable(claims.jti) +
+                   "): reconnect with Welcome's resume key, or get a new token";
+        case replay_cache::verdict::full:
+            return "connect token refused: " + std::to_string(admitted_tokens_.capacity()) +
+                   " admitted tokens are remembered until they expire "
+                   "(--max-remembered-tokens); try again later";
+        case replay_cache::verdict::fresh:
+            break;
+        }
         claim = owners_.claim_by_player(claims.player);
-        welcome.player_id = claims.player;
-    } else {
-        claim = owners_.claim_by_key(hello.resume_key);
-        welcome.resume_key.assign(claim.key->begin(), claim.key->end());
+        token = std::move(claims);
     }
-    s.set_owner_id(claim.owner);
-    owners_.connected(claim.owner);
-    departed_.erase(claim.owner);  // back within its reconnect grace: its entities stay
+    welcome.player_id = owners_.player_of(claim.owner);
+    welcome.resume_key.assign(claim.key->begin(), claim.key->end());
     welcome.client_id = claim.owner;
     return std::nullopt;
+}
+
+void server::give_up_seat(session& s) {
+    replicator_.remove_client(s.id());
+    s.set_joined(false);
+    if (s.counted()) {
+        s.set_counted(false);
+        --active_;
+    }
+    ++stats_.seats_taken_over;
+    spdlog::info("client {} (owner {}) signed in elsewhere: its seat goes to a newer connection",
+                 s.id(), s.owner_id());
+    s.disconnect("signed in elsewhere");
 }
 
 void server::hello(const std::shared_ptr<session>& s, const protocol::hello& message) {
@@ -370,15 +411,62 @@ std::optional<std::string> server::admit(session& s, const protocol::hello& hell
     if (!config_.auth_token.empty() && !same_secret(hello.auth_token, config_.auth_token)) {
         return std::string{"bad auth token"};
     }
-    if (active_ >= config_.max_clients) {
-        return "server full (" + std::to_string(config_.max_clients) + " clients)";
-    }
     protocol::welcome welcome{0, protocol::protocol_version, static_cast<float>(config_.tick_rate),
                               tick_, config_.checksum_interval, {}, {}, types_.types()};
-    if (auto refused = identify(s, hello, welcome)) {
+    std::optional<connect_token_claims> token;
+    if (auto refused = identify(hello, welcome, token)) {
         ++stats_.identity_refused;
         return refused;
     }
+    const std::uint32_t owner = welcome.client_id;
+    // Seats: at most --max-connections-per-player joined connections per player (token
+    // identity; by token or by its resume key); past it the oldest (first connected) gives its
+    // seat to this one. Development owners are not players: a developer's shell and watch
+    // share a key; --max-clients-per-address bounds them instead.
+    std::vector<session*> seated;
+    std::size_t from_address = 0;
+    for (const auto& [id, other] : sessions_) {
+        if (!other->joined()) {
+            continue;
+        }
+        if (tokens_ && other->owner_id() == owner) {
+            seated.push_back(other.get());  // by connection id: oldest first
+        }
+        if (other->remote_address() == s.remote_address()) {
+            ++from_address;
+        }
+    }
+    const std::size_t seats_freed =
+        seated.size() >= config_.max_connections_per_player
+            ? seated.size() - config_.max_connections_per_player + 1
+            : 0;
+    const auto refuse = [&](std::string why) -> std::optional<std::string> {
+        (void)owners_.forget_if_idle(owner);  // a new owner this Hello created goes again
+        return why;
+    };
+    if (!tokens_) {
+        std::size_t freed_here = 0;
+        for (std::size_t i = 0; i < seats_freed; ++i) {
+            freed_here += seated[i]->remote_address() == s.remote_address() ? 1 : 0;
+        }
+        if (from_address - freed_here >= config_.max_clients_per_address) {
+            ++stats_.address_refused;
+            return refuse("too many clients from your address (" +
+                          std::to_string(config_.max_clients_per_address) + " joined at most)");
+        }
+    }
+    if (active_ - seats_freed >= config_.max_clients) {
+        return refuse("server full (" + std::to_string(config_.max_clients) + " clients)");
+    }
+    for (std::size_t i = 0; i < seats_freed; ++i) {
+        give_up_seat(*seated[i]);
+    }
+    if (token) {
+        admitted_tokens_.remember(token->player, token->jti, token->expires);
+    }
+    s.set_owner_id(owner);
+    owners_.connected(owner);
+    departed_.erase(owner);  // back within its reconnect grace: its entities stay
     if (interest_.enabled()) {
         const player_interest& p = interest_.player(welcome.client_id);
         welcome.interest_radius = p.radius;

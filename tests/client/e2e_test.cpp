@@ -537,25 +537,26 @@ result issue_token(const std::vector<std::string>& args, const environment& env)
     return run(argv, {}, env);
 }
 
-TEST(ClientConnectToken, IssuedTokenAdmitsMissingOrBadOnesAreRefused) {
+TEST(ClientConnectToken, IssuedTokenAdmitsOnceMissingOrBadOnesAreRefused) {
     const result issued = issue_token({"--player", "alice", "--ttl", "1h", "--world", "w"},
                                       {{"ECSNET_TOKEN_SECRET", token_secret}});
     ASSERT_EQ(issued.exit_code, 0) << describe(issued);
-    ASSERT_TRUE(matches(issued.out, R"([A-Za-z0-9_-]{40,}\n)")) << issued.out;
+    ASSERT_TRUE(matches(issued.out, R"([A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\n)"))
+        << issued.out;
     const std::string token = lines(issued.out).at(0);
 
     server s{{"--token-secret", token_secret, "--world-id", "w", "--keep-entities-on-disconnect"}};
-    const result admitted = client(s, {"--connect-token", token, "--json", "list"});
-    EXPECT_EQ(admitted.exit_code, 0) << describe(admitted);
-    EXPECT_EQ(events(json_lines(admitted.out), "list").at(0).at("entities"), demo_entities);
-    // The token is the identity: no resume key is written.
-    EXPECT_FALSE(fs::exists(state_home() / "ecsnet")) << "keys are for servers without tokens";
-
-    // The player owns what it spawned in the next run, through ECSNET_CONNECT_TOKEN too.
     const result spawned = client(s, {"--connect-token", token, "spawn"});
     ASSERT_EQ(spawned.out, "spawned 20:1\n") << describe(spawned);
+    // The next run reconnects with the resume key Welcome gave (kept for this token): the used
+    // token is not needed again, and the player still owns what it spawned. Through
+    // ECSNET_CONNECT_TOKEN too.
     const result destroyed = client(s, {"destroy", "20:1"}, {}, {{"ECSNET_CONNECT_TOKEN", token}});
     EXPECT_EQ(destroyed.exit_code, 0) << describe(destroyed);
+    // Someone else holding the token (no key): it admits once, and it was used.
+    const result replayed = client(s, {"--name", "mallory", "--connect-token", token, "list"});
+    EXPECT_EQ(replayed.exit_code, 1) << describe(replayed);
+    EXPECT_THAT(replayed.err, HasSubstr("connect token already used (jti "));
 
     const result without = client(s, {"list"});
     EXPECT_EQ(without.exit_code, 1) << describe(without);
@@ -569,7 +570,9 @@ TEST(ClientConnectToken, IssuedTokenAdmitsMissingOrBadOnesAreRefused) {
     EXPECT_THAT(forged.err, HasSubstr("signature does not match"));
 
     const std::string expired_token = ecsnet::server::issue_connect_token(
-        {"alice", "w", std::chrono::system_clock::now() - std::chrono::minutes{1}}, token_secret);
+        {"alice", "w", "n-1", std::chrono::system_clock::now() - std::chrono::minutes{1},
+         std::nullopt},
+        ecsnet::server::token_algorithm::hs256, token_secret);
     const result expired = client(s, {"--connect-token", expired_token, "list"});
     EXPECT_EQ(expired.exit_code, 1) << describe(expired);
     EXPECT_THAT(expired.err, HasSubstr("connect token expired at"));
@@ -580,6 +583,21 @@ TEST(ClientConnectToken, IssuedTokenAdmitsMissingOrBadOnesAreRefused) {
         client(s, {"--connect-token", lines(other_world_token.out).at(0), "list"});
     EXPECT_EQ(other_world.exit_code, 1) << describe(other_world);
     EXPECT_THAT(other_world.err, HasSubstr("for world 'elsewhere', this server is world 'w'"));
+}
+
+TEST(ClientConnectToken, IssueTokenIsShortLivedAndSignsES256WithAPrivateKey) {
+    const std::string jwt_dir = ECSNET_JWT_DIR;
+    const result too_long = issue_token({"--player", "alice", "--ttl", "2d"},
+                                        {{"ECSNET_TOKEN_SECRET", token_secret}});
+    EXPECT_EQ(too_long.exit_code, 2) << describe(too_long);
+    EXPECT_THAT(too_long.err, HasSubstr("--allow-long-ttl"));
+
+    const result issued = issue_token(
+        {"--player", "alice", "--world", "w", "--private-key", jwt_dir + "/es256-private.pem"}, {});
+    ASSERT_EQ(issued.exit_code, 0) << describe(issued);
+    server s{{"--token-public-key", jwt_dir + "/es256-public.pem", "--world-id", "w"}};
+    const result listed = client(s, {"--connect-token", lines(issued.out).at(0), "list"});
+    EXPECT_EQ(listed.exit_code, 0) << describe(listed);
 }
 
 TEST(ClientTls, VerifiesTheServerWithTheGivenCa) {

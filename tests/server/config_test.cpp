@@ -47,6 +47,10 @@ constexpr const char* all_variables[] = {"ECSNET_BIND",
                                          "ECSNET_DRAIN_SECONDS",
                                          "ECSNET_TOKEN_SECRET",
                                          "ECSNET_WORLD_ID",
+                                         "ECSNET_TOKEN_PUBLIC_KEY",
+                                         "ECSNET_MAX_CONNECTIONS_PER_PLAYER",
+                                         "ECSNET_MAX_CLIENTS_PER_ADDRESS",
+                                         "ECSNET_MAX_REMEMBERED_TOKENS",
                                          "ECSNET_IO_THREADS"};
 
 class ServerConfig : public testing::Test {
@@ -349,7 +353,8 @@ TEST_F(ServerConfig, IssueTokenWithoutASecretExitsTwoAndSaysSo) {
     testing::internal::CaptureStderr();
     EXPECT_EQ(parse({"issue-token", "--player", "alice"}).exit_code, 2);
     EXPECT_THAT(testing::internal::GetCapturedStderr(),
-                HasSubstr("--token-secret (or ECSNET_TOKEN_SECRET) for issue-token is required"));
+                HasSubstr("--token-secret (or ECSNET_TOKEN_SECRET) or --private-key for issue-token "
+                          "(a public key verifies but cannot sign) is required"));
 }
 
 TEST_F(ServerConfig, TooShortTokenSecretExitsTwo) {
@@ -364,3 +369,96 @@ TEST_F(ServerConfig, TooShortTokenSecretExitsTwo) {
     EXPECT_FALSE(sixteen.exit_code);
     EXPECT_EQ(sixteen.config.token_secret, "sixteen-bytes!!!");
 }
+
+namespace {
+
+const std::string jwt_dir = ECSNET_JWT_TEST_DIR;
+
+TEST_F(ServerConfig, IdentityLimitsHaveSaneDefaultsFlagsAndVariables) {
+    const server_config defaults = parse({}).config;
+    EXPECT_EQ(defaults.max_connections_per_player, 1U);
+    EXPECT_EQ(defaults.max_clients_per_address, 32U);
+    EXPECT_EQ(defaults.max_remembered_tokens, 65'536U);
+    EXPECT_EQ(defaults.token_public_key, "");
+
+    const auto flags = parse({"--max-connections-per-player", "3", "--max-clients-per-address",
+                              "4", "--max-remembered-tokens", "100"});
+    ASSERT_FALSE(flags.exit_code);
+    EXPECT_EQ(flags.config.max_connections_per_player, 3U);
+    EXPECT_EQ(flags.config.max_clients_per_address, 4U);
+    EXPECT_EQ(flags.config.max_remembered_tokens, 100U);
+
+    ::setenv("ECSNET_MAX_CONNECTIONS_PER_PLAYER", "2", 1);
+    ::setenv("ECSNET_MAX_CLIENTS_PER_ADDRESS", "5", 1);
+    ::setenv("ECSNET_MAX_REMEMBERED_TOKENS", "7", 1);
+    const auto from_env = parse({});
+    ASSERT_FALSE(from_env.exit_code);
+    EXPECT_EQ(from_env.config.max_connections_per_player, 2U);
+    EXPECT_EQ(from_env.config.max_clients_per_address, 5U);
+    EXPECT_EQ(from_env.config.max_remembered_tokens, 7U);
+
+    testing::internal::CaptureStderr();
+    EXPECT_EQ(parse({"--max-connections-per-player", "0"}).exit_code, 2);
+    EXPECT_EQ(parse({"--max-clients-per-address", "0"}).exit_code, 2);
+    EXPECT_EQ(parse({"--max-remembered-tokens", "0"}).exit_code, 2);
+    (void)testing::internal::GetCapturedStderr();
+}
+
+TEST_F(ServerConfig, TokenPublicKeyIsCheckedAndExcludesASecret) {
+    const std::string pub = jwt_dir + "/es256-public.pem";
+    const std::string priv = jwt_dir + "/es256-private.pem";
+    const auto ok = parse({"--token-public-key", pub.c_str()});
+    ASSERT_FALSE(ok.exit_code);
+    EXPECT_EQ(ok.config.token_public_key, pub);
+    EXPECT_TRUE(uses_connect_tokens(ok.config));
+    ::setenv("ECSNET_TOKEN_PUBLIC_KEY", pub.c_str(), 1);
+    EXPECT_EQ(parse({}).config.token_public_key, pub);
+    ::unsetenv("ECSNET_TOKEN_PUBLIC_KEY");
+
+    testing::internal::CaptureStderr();
+    EXPECT_EQ(parse({"--token-public-key", priv.c_str()}).exit_code, 2) << "a private key";
+    EXPECT_EQ(parse({"--token-public-key", "/nonexistent.pem"}).exit_code, 2);
+    EXPECT_EQ(parse({"--token-public-key", pub.c_str(), "--token-secret", secret_32}).exit_code, 2);
+    const std::string errors = testing::internal::GetCapturedStderr();
+    EXPECT_THAT(errors, HasSubstr("must be a PEM EC P-256 public key"));
+    EXPECT_THAT(errors, HasSubstr("give one: a secret (HS256) or a public key (ES256)"));
+}
+
+TEST_F(ServerConfig, IssueTokenDefaultsToMinutesAndRefusesOverADayUnlessAllowed) {
+    const auto short_lived = parse({"issue-token", "--player", "alice", "--token-secret", secret_32});
+    ASSERT_TRUE(short_lived.issue_token);
+    EXPECT_EQ(short_lived.issue_token->ttl, 300s);
+    EXPECT_TRUE(parse({"issue-token", "--player", "a", "--ttl", "1d", "--token-secret", secret_32})
+                    .issue_token)
+        << "one day is allowed";
+
+    testing::internal::CaptureStderr();
+    EXPECT_EQ(parse({"issue-token", "--player", "a", "--ttl", "25h", "--token-secret", secret_32})
+                  .exit_code,
+              2);
+    EXPECT_THAT(testing::internal::GetCapturedStderr(), HasSubstr("add --allow-long-ttl"));
+    const auto long_lived = parse({"issue-token", "--player", "a", "--ttl", "30d",
+                                   "--allow-long-ttl", "--token-secret", secret_32});
+    ASSERT_TRUE(long_lived.issue_token);
+    EXPECT_EQ(long_lived.issue_token->ttl, 30 * 24h);
+}
+
+TEST_F(ServerConfig, IssueTokenSignsWithAPrivateKeyWithoutASecret) {
+    const std::string priv = jwt_dir + "/es256-private.pem";
+    const auto parsed = parse({"issue-token", "--player", "alice", "--private-key", priv.c_str()});
+    ASSERT_FALSE(parsed.exit_code);
+    ASSERT_TRUE(parsed.issue_token);
+    EXPECT_EQ(parsed.issue_token->private_key, priv);
+}
+
+TEST_F(ServerConfig, DescribeNamesTheIdentityMode) {
+    server_config c;
+    EXPECT_THAT(describe(c), HasSubstr("identity=resume-keys(max_clients_per_address=32)"));
+    c.token_secret = secret_32;
+    c.world_id = "eu-1";
+    EXPECT_THAT(describe(c), HasSubstr("identity=connect-tokens(HS256 world=eu-1 remembered=65536)"));
+    EXPECT_THAT(describe(c), testing::Not(HasSubstr(secret_32)));
+    EXPECT_THAT(describe(c), HasSubstr("max_connections_per_player=1"));
+}
+
+}  // namespace

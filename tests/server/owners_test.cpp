@@ -47,7 +47,28 @@ TEST(OwnerRegistry, TheSamePlayerIsOneOwner) {
     const auto b = owners.claim_by_player("bob");
     EXPECT_EQ(a.owner, a2.owner);
     EXPECT_NE(a.owner, b.owner);
-    EXPECT_FALSE(a.key.has_value()) << "token owners need no resume key";
+    ASSERT_TRUE(a.key.has_value()) << "token owners reconnect by resume key too";
+    EXPECT_EQ(a2.key, a.key) << "one player, one key";
+    EXPECT_NE(b.key, a.key);
+    EXPECT_EQ(owners.player_of(a.owner), "alice");
+    EXPECT_EQ(owners.player_of(12345), "");
+}
+
+TEST(OwnerRegistry, FindByKeyResumesWithoutCreating) {
+    auto owners = no_entities();
+    const auto a = owners.claim_by_player("alice");
+    const auto found = owners.find_by_key(*a.key);
+    ASSERT_TRUE(found.has_value());
+    EXPECT_EQ(found->owner, a.owner);
+    EXPECT_TRUE(found->resumed);
+    auto guessed = *a.key;
+    guessed[31] ^= 1;
+    EXPECT_FALSE(owners.find_by_key(guessed).has_value());
+    EXPECT_FALSE(owners.find_by_key({}).has_value());
+    EXPECT_EQ(owners.size(), 1U) << "a lookup creates no owner";
+    // Forgotten with the owner: the key no longer resumes.
+    EXPECT_TRUE(owners.forget_if_idle(a.owner));
+    EXPECT_FALSE(owners.find_by_key(*a.key).has_value());
 }
 
 TEST(OwnerRegistry, AnIdleOwnerIsForgotten) {

@@ -405,3 +405,26 @@ TEST(ServerProcess, CannotListenExitsOne) {
 }
 
 }  // namespace
+
+namespace {
+
+// Both sides default to world id "default": a token for any server left at the default would
+// admit here too. The operator hears it at start-up, and not when the world has its own id.
+TEST(ServerProcess, TokensWithoutAWorldIdWarnAtStartUp) {
+    const std::string secret = "0123456789abcdef0123456789abcdef";
+    server_process unnamed{local_with({"--token-secret", secret})};
+    ASSERT_TRUE(unnamed.port().has_value()) << unnamed.log();
+    EXPECT_THAT(unnamed.log(), HasSubstr("connect tokens are checked against world id 'default' "
+                                         "(no --world-id)"));
+
+    server_process named{local_with({"--token-secret", secret, "--world-id", "eu-1"})};
+    ASSERT_TRUE(named.port().has_value()) << named.log();
+    EXPECT_THAT(named.log(), testing::Not(HasSubstr("no --world-id")));
+    EXPECT_THAT(named.log(), HasSubstr("connect-tokens(HS256 world=eu-1"));
+
+    server_process development{local_with({})};
+    ASSERT_TRUE(development.port().has_value()) << development.log();
+    EXPECT_THAT(development.log(), testing::Not(HasSubstr("no --world-id")));
+}
+
+}  // namespace

@@ -1676,6 +1676,32 @@ TEST(ServerIdentity, AnOwnerWithoutConnectionOrEntityIsForgotten) {
         << known() << " owners known; only the watcher is connected or owns anything";
 }
 
+// Connect tokens (issue 24.2): JWTs, HS256 here; ES256 below.
+std::string hs256_token(const std::string& secret, const std::string& player,
+                        const std::string& world,
+                        std::chrono::system_clock::time_point expires =
+                            std::chrono::system_clock::now() + 1h,
+                        const std::string& jti = ecsnet::server::random_jti()) {
+    return ecsnet::server::issue_connect_token({player, world, jti, expires, std::nullopt},
+                                               ecsnet::server::token_algorithm::hs256, secret);
+}
+
+std::string refusal_of(std::uint16_t port, connect_options options) {
+    try {
+        (void)join_with(port, std::move(options));
+    } catch (const client_error& e) {
+        return e.what();
+    }
+    return "admitted";
+}
+
+connect_options with_token(std::string token, std::string name = "player") {
+    connect_options options;
+    options.connect_token = std::move(token);
+    options.name = std::move(name);
+    return options;
+}
+
 TEST(ServerIdentity, ConnectTokensDecideTheOwner) {
     const std::string secret = "a-signing-secret-of-32-bytes...";
     server_config config = test_config();
@@ -1684,44 +1710,174 @@ TEST(ServerIdentity, ConnectTokensDecideTheOwner) {
     config.keep_entities_on_disconnect = true;
     test_server server{config};
     const auto now = std::chrono::system_clock::now();
-    const auto token = [&](const std::string& player, const std::string& world,
-                           std::chrono::system_clock::time_point expires) {
-        return ecsnet::server::issue_connect_token({player, world, expires}, secret);
-    };
-    const auto refused_with = [&](const std::string& connect_token) -> std::string {
-        connect_options options;
-        options.connect_token = connect_token;
-        try {
-            (void)join_with(server.port(), options);
-        } catch (const client_error& e) {
-            return e.what();
-        }
-        return "admitted";
-    };
-    EXPECT_THAT(refused_with(""), HasSubstr("connect token required"));
-    EXPECT_THAT(refused_with(token("alice", "eu-1", now - 1s)), HasSubstr("expired"));
-    EXPECT_THAT(refused_with(token("alice", "us-2", now + 1h)),
+    const auto port = server.port();
+    EXPECT_THAT(refusal_of(port, with_token("")), HasSubstr("connect token required"));
+    EXPECT_THAT(refusal_of(port, with_token(hs256_token(secret, "alice", "eu-1", now - 1s))),
+                HasSubstr("expired"));
+    EXPECT_THAT(refusal_of(port, with_token(hs256_token(secret, "alice", "us-2"))),
                 HasSubstr("for world 'us-2', this server is world 'eu-1'"));
-    EXPECT_THAT(refused_with(ecsnet::server::issue_connect_token({"alice", "eu-1", now + 1h},
-                                                                 "not-the-server's-secret-at-all")),
+    EXPECT_THAT(refusal_of(port, with_token(hs256_token("not-the-server's-secret-at-all",
+                                                        "alice", "eu-1"))),
                 HasSubstr("signature does not match"));
     EXPECT_EQ(server.stats().identity_refused, 4U);
 
-    connect_options as_alice;
-    as_alice.connect_token = token("alice", "eu-1", now + 1h);
-    as_alice.name = "display only";
-    auto alice = join_with(server.port(), as_alice);
+    auto alice = join_with(port, with_token(hs256_token(secret, "alice", "eu-1"), "display only"));
     EXPECT_EQ(alice->welcome().player_id, "alice");
-    EXPECT_TRUE(alice->welcome().resume_key.empty());
+    EXPECT_EQ(alice->welcome().resume_key.size(), protocol::resume_key_bytes)
+        << "token owners get a resume key too, to reconnect without a new token";
     const Entity hers = spawn_ok(*alice, component_set{}.set(Position{}));
-    connect_options as_bob;
-    as_bob.connect_token = token("bob", "eu-1", now + 1h);
-    as_bob.name = "alice";
-    const auto bob = join_with(server.port(), as_bob);
+    const auto bob = join_with(port, with_token(hs256_token(secret, "bob", "eu-1"), "alice"));
     EXPECT_EQ(destroy(*bob, hers).code, ErrorCode::NotOwner);
     alice.reset();
-    const auto alice_again = join_with(server.port(), as_alice);  // another device, same player
+    // Another device, the same player, a new token from the backend.
+    const auto alice_again = join_with(port, with_token(hs256_token(secret, "alice", "eu-1")));
     EXPECT_TRUE(destroy(*alice_again, hers).ok);
+}
+
+// The attack of issue 24: a second user replayed alice's token and destroyed her entity; three
+// connections holding one token filled a --max-clients 3 server.
+TEST(ServerIdentity, AConnectTokenAdmitsOnceAndReconnectsUseTheResumeKey) {
+    const std::string secret = "a-signing-secret-of-32-bytes...";
+    server_config config = test_config();
+    config.token_secret = secret;
+    config.world_id = "eu-1";
+    config.max_clients = 3;
+    config.keep_entities_on_disconnect = true;
+    test_server server{config};
+    const auto port = server.port();
+    const std::string token = hs256_token(secret, "alice", "eu-1", std::chrono::system_clock::now() + 1h, "nonce-1");
+    auto alice = join_with(port, with_token(token, "alice"));
+    const auto key = alice->welcome().resume_key;
+    const std::uint32_t owner = alice->welcome().client_id;
+    const Entity hers = spawn_ok(*alice, component_set{}.set(Position{}));
+    for (int i = 0; i < 3; ++i) {
+        EXPECT_THAT(refusal_of(port, with_token(token, "mallory")),
+                    testing::EndsWith("refused: connect token already used (jti nonce-1): "
+                                      "reconnect with Welcome's resume key, or get a new token"));
+    }
+    EXPECT_TRUE(alice->is_open()) << "the replays took nobody's seat";
+    EXPECT_EQ(server.stats().identity_refused, 3U);
+    alice.reset();
+    EXPECT_THAT(refusal_of(port, with_token(token)), HasSubstr("already used"))
+        << "nor after alice left";
+
+    // Alice reconnects with Welcome's key (her used token along, as ecsnet-client sends it).
+    connect_options resume = with_token(token, "alice");
+    resume.resume_key = key;
+    const auto again = join_with(port, resume);
+    EXPECT_EQ(again->welcome().client_id, owner);
+    EXPECT_EQ(again->welcome().player_id, "alice");
+    EXPECT_EQ(again->welcome().resume_key, key);
+    EXPECT_TRUE(destroy(*again, hers).ok);
+
+    // A key the server does not know, without a token, is no way in.
+    connect_options guessed;
+    guessed.resume_key = key;
+    guessed.resume_key[0] ^= 1;
+    EXPECT_THAT(refusal_of(port, guessed), HasSubstr("resume key unknown"));
+}
+
+TEST(ServerIdentity, ANewerConnectionOfAPlayerTakesTheSeat) {
+    const std::string secret = "a-signing-secret-of-32-bytes...";
+    server_config config = test_config();
+    config.token_secret = secret;
+    config.world_id = "eu-1";
+    config.max_clients = 2;
+    config.keep_entities_on_disconnect = true;
+    test_server server{config};
+    const auto port = server.port();
+    auto first = join_with(port, with_token(hs256_token(secret, "alice", "eu-1")));
+    const auto bob = join_with(port, with_token(hs256_token(secret, "bob", "eu-1")));
+    const Entity hers = spawn_ok(*first, component_set{}.set(Position{}));
+    // The server is full, but alice's newer connection takes her own seat.
+    const auto second = join_with(port, with_token(hs256_token(secret, "alice", "eu-1")));
+    EXPECT_EQ(second->welcome().client_id, first->welcome().client_id);
+    ASSERT_TRUE(first->poll_until([&] { return !first->is_open(); }, 5s));
+    EXPECT_EQ(first->closed_reason().value_or(""), "signed in elsewhere");
+    EXPECT_TRUE(destroy(*second, hers).ok) << "the entities stayed the player's";
+    EXPECT_TRUE(bob->is_open());
+    EXPECT_EQ(server.stats().seats_taken_over, 1U);
+    // By resume key as well.
+    connect_options by_key;
+    by_key.resume_key = second->welcome().resume_key;
+    const auto third = join_with(port, by_key);
+    ASSERT_TRUE(second->poll_until([&] { return !second->is_open(); }, 5s));
+    EXPECT_EQ(second->closed_reason().value_or(""), "signed in elsewhere");
+    EXPECT_TRUE(third->is_open());
+}
+
+TEST(ServerIdentity, MorePlayerConnectionsWhenConfiguredAndNoSeatsInDevelopmentMode) {
+    const std::string secret = "a-signing-secret-of-32-bytes...";
+    server_config config = test_config();
+    config.token_secret = secret;
+    config.max_connections_per_player = 2;
+    test_server server{config};
+    const auto port = server.port();
+    auto first = join_with(port, with_token(hs256_token(secret, "alice", "default")));
+    auto second = join_with(port, with_token(hs256_token(secret, "alice", "default")));
+    auto third = join_with(port, with_token(hs256_token(secret, "alice", "default")));
+    ASSERT_TRUE(first->poll_until([&] { return !first->is_open(); }, 5s));
+    EXPECT_EQ(first->closed_reason().value_or(""), "signed in elsewhere") << "the oldest goes";
+    second->poll_for(200ms);
+    EXPECT_TRUE(second->is_open());
+    EXPECT_TRUE(third->is_open());
+
+    // Development owners are not players: a developer's shell and watch share one key.
+    test_server development{test_config()};
+    auto shell = join(development.port(), "shell");
+    connect_options same;
+    same.resume_key = shell->welcome().resume_key;
+    auto watch = join_with(development.port(), same);
+    EXPECT_EQ(watch->welcome().client_id, shell->welcome().client_id);
+    shell->poll_for(200ms);
+    EXPECT_TRUE(shell->is_open());
+}
+
+TEST(ServerIdentity, JoinedClientsPerAddressAreBoundedWithoutTokens) {
+    server_config config = test_config();
+    config.max_clients_per_address = 2;
+    test_server server{config};
+    const auto a = join(server.port(), "a");
+    const auto b = join(server.port(), "b");
+    EXPECT_THAT(refusal_of(server.port(), connect_options{}),
+                testing::EndsWith("refused: too many clients from your address (2 joined at most)"));
+    EXPECT_EQ(server.stats().address_refused, 1U);
+    connect_options as_a;
+    as_a.resume_key = a->welcome().resume_key;
+    EXPECT_THAT(refusal_of(server.port(), as_a), HasSubstr("too many clients from your address"))
+        << "a known key is bounded the same";
+
+    // With connect tokens, seats are per player: the address bound does not apply.
+    const std::string secret = "a-signing-secret-of-32-bytes...";
+    server_config with_tokens = test_config();
+    with_tokens.max_clients_per_address = 1;
+    with_tokens.token_secret = secret;
+    test_server token_server{with_tokens};
+    const auto p1 = join_with(token_server.port(), with_token(hs256_token(secret, "p1", "default")));
+    const auto p2 = join_with(token_server.port(), with_token(hs256_token(secret, "p2", "default")));
+    EXPECT_TRUE(p1->is_open());
+    EXPECT_TRUE(p2->is_open());
+}
+
+TEST(ServerIdentity, APublicKeyServerVerifiesES256AndRefusesAlgorithmConfusion) {
+    const std::string dir = ECSNET_JWT_TEST_DIR;
+    server_config config = test_config();
+    config.token_public_key = dir + "/es256-public.pem";
+    config.world_id = "eu-1";
+    test_server server{config};
+    const auto token = ecsnet::server::issue_connect_token(
+        {"alice", "eu-1", ecsnet::server::random_jti(), std::chrono::system_clock::now() + 1h,
+         std::nullopt},
+        ecsnet::server::token_algorithm::es256,
+        ecsnet::server::read_key_file(dir + "/es256-private.pem"));
+    const auto alice = join_with(server.port(), with_token(token));
+    EXPECT_EQ(alice->welcome().player_id, "alice");
+    // HS256 "signed" with the public key, which anyone can read.
+    const std::string confused =
+        hs256_token(ecsnet::server::read_key_file(config.token_public_key), "mallory", "eu-1");
+    EXPECT_THAT(refusal_of(server.port(), with_token(confused)),
+                testing::EndsWith("refused: connect token is signed with HS256, this server "
+                                  "accepts ES256 only"));
 }
 
 // ---- pre-Hello connections (issue 12.3) -------------------------------------------------------

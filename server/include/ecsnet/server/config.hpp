@@ -26,10 +26,20 @@ struct server_config {
     std::string log_level = "info";
     log_format log_format_ = log_format::text;
     std::string auth_token;
-    // Identity (docs/SERVER.md): with a secret, owners come from signed connect tokens for
-    // this world id; without one, from the resume keys the server hands out.
+    // Identity (docs/SERVER.md): with a secret (HS256) or a public key file (ES256), owners
+    // come from connect tokens (JWTs) for this world id; without either, from the resume keys
+    // the server hands out.
     std::string token_secret;
+    std::string token_public_key;  // path of a PEM EC P-256 public key
     std::string world_id = "default";
+    // With connect tokens, joined connections per player at most: a newer one takes the seat
+    // of the oldest, which gets Disconnect "signed in elsewhere".
+    std::size_t max_connections_per_player = 1;
+    // Without connect tokens only: joined connections from one address at most.
+    std::size_t max_clients_per_address = 32;
+    // Connect tokens admitted and not yet expired that the server remembers (each admits once);
+    // when full, new tokens are refused until some expire.
+    std::size_t max_remembered_tokens = 65'536;
     // TLS: both set, or neither (plain TCP).
     std::string tls_cert;
     std::string tls_key;
@@ -84,8 +94,16 @@ struct server_config {
 struct issue_token_request {
     std::string player;
     std::string world = "default";
-    std::chrono::seconds ttl{3600};
+    std::chrono::seconds ttl{300};
+    std::string private_key;  // path of a PEM EC P-256 private key: ES256; else HS256 (secret)
 };
+// issue-token refuses a longer --ttl without --allow-long-ttl.
+inline constexpr std::chrono::seconds max_default_token_ttl{86'400};
+
+// Whether connect tokens decide identity (a secret or a public key is configured).
+[[nodiscard]] inline bool uses_connect_tokens(const server_config& c) noexcept {
+    return !c.token_secret.empty() || !c.token_public_key.empty();
+}
 
 struct parsed_command_line {
     server_config config;

@@ -13,7 +13,8 @@
 
 // Who owns what: the owner ids behind the Owner component and Welcome.client_id, bound to a
 // credential, never to a self-declared name (docs/SERVER.md, "Identity"):
-// - a verified connect token's player id: every connection of that player is one owner;
+// - a verified connect token's player id: every connection of that player is one owner
+//   (it too gets a resume key at Welcome, to reconnect without a new token);
 // - otherwise a resume key, random and 256 bits, that the server gave the owner at Welcome:
 //   a connection presenting it is that owner again; one without it is a new owner.
 // An owner with no connection and no entity is forgotten, so the table is bounded by the
@@ -29,7 +30,7 @@ public:
 
     struct claim {
         std::uint32_t owner{};
-        std::optional<resume_key> key;  // development identity only
+        std::optional<resume_key> key;  // for Welcome: reconnects present it
         bool resumed{false};            // an existing owner (key or player seen before)
     };
 
@@ -38,8 +39,14 @@ public:
     // Development identity: the owner of `presented` if it is a key this registry issued and
     // still knows (compared in constant time), else a new owner with a fresh key.
     [[nodiscard]] claim claim_by_key(std::span<const std::uint8_t> presented);
-    // Token identity: the owner of a verified player id, created on first sight.
+    // Token identity: the owner of a verified player id, created (with a resume key) on first
+    // sight.
     [[nodiscard]] claim claim_by_player(const std::string& player);
+    // The owner of a key this registry issued and still knows, if any; creates nothing. Token
+    // mode resumes by key this way: an unknown key then needs a token.
+    [[nodiscard]] std::optional<claim> find_by_key(std::span<const std::uint8_t> presented) const;
+    // The player id an owner was claimed by (empty for a development owner or an unknown id).
+    [[nodiscard]] std::string player_of(std::uint32_t owner) const;
 
     void connected(std::uint32_t owner);
     // Returns the connections the owner has left.

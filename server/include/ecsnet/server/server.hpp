@@ -28,11 +28,13 @@
 #include "ecsnet/protocol/replication.hpp"
 #include "ecsnet/server/commands.hpp"
 #include "ecsnet/server/config.hpp"
+#include "ecsnet/server/connect_token.hpp"
 #include "ecsnet/server/game.hpp"
 #include "ecsnet/server/interest.hpp"
 #include "ecsnet/server/io_pool.hpp"
 #include "ecsnet/server/logging.hpp"
 #include "ecsnet/server/owners.hpp"
+#include "ecsnet/server/replay_cache.hpp"
 #include "ecsnet/server/replicator.hpp"
 
 namespace ecsnet::server {
@@ -55,7 +57,9 @@ struct server_stats {
     std::uint64_t pending_refused{0};    // too many pre-Hello connections from one address
     std::uint64_t resyncs_requested{0};  // ResyncRequests received
     std::uint64_t resyncs_coalesced{0};  // ... that cost nothing: one was already due
-    std::uint64_t identity_refused{0};   // missing, forged, expired or wrong-world tokens
+    std::uint64_t identity_refused{0};   // missing, forged, expired, replayed, wrong-world tokens
+    std::uint64_t seats_taken_over{0};   // connections that got "signed in elsewhere"
+    std::uint64_t address_refused{0};    // --max-clients-per-address reached (no tokens)
     std::uint64_t skipped_ticks{0};      // missed in a stall and not replayed (tick_loop)
     std::uint64_t system_failures{0};    // system runs that threw (the tick went on)
     std::uint64_t command_failures{0};   // commands refused with GameFailed: the game's code threw
@@ -206,8 +210,14 @@ private:
     };
     void start_pending(const std::shared_ptr<session>& s);
     void end_pending(session& s);
-    [[nodiscard]] std::optional<std::string> identify(session& s, const protocol::hello& hello,
-                                                      protocol::welcome& welcome);
+    // The owner a Hello's credential names (resume key, or a connect token), or why it is
+    // refused; creates nothing the refusal would leave behind but an idle owner. A verified,
+    // fresh token's claims go to `token`, remembered once the connection is admitted.
+    [[nodiscard]] std::optional<std::string> identify(const protocol::hello& hello,
+                                                      protocol::welcome& welcome,
+                                                      std::optional<connect_token_claims>& token);
+    // A newer connection of the same owner took this one's seat.
+    void give_up_seat(session& s);
 
     boost::asio::io_context& io_;
     server_config config_;
@@ -238,6 +248,8 @@ private:
     std::size_t unfinished_sessions_{0};
     std::uint64_t next_session_id_{1};  // connection numbers, for logs; 64 bits never wrap
     owner_registry owners_;
+    std::optional<token_verifier> tokens_;  // set: identity by connect tokens
+    replay_cache admitted_tokens_;
     std::set<std::uint64_t> pending_ids_;  // before Hello, oldest first
     std::unordered_map<std::string, std::size_t> pending_per_address_;
     std::size_t active_{0};

@@ -49,9 +49,10 @@ struct connect_options {
     std::uint16_t port = 7777;
     std::string name = "ecsnet-client";
     std::string token;          // the shared --auth-token, when the server has one
-    std::string connect_token;  // a signed connect token from the game's backend
-    // Development identity: the key an earlier Welcome gave this owner (welcome().resume_key);
-    // empty: join as a new owner.
+    std::string connect_token;  // a connect token (JWT) from the game's backend; admits once
+    // The key an earlier Welcome gave this owner (welcome().resume_key), in both identity
+    // modes: a reconnect with it needs no new connect token. Empty: a new owner (development)
+    // or the connect token's player.
     std::vector<std::uint8_t> resume_key;
     std::chrono::milliseconds timeout = 5000ms;  // connect + handshake + snapshot
     std::size_t max_frame_bytes = protocol::default_max_server_frame;

@@ -1,0 +1,34 @@
+#include "ecsnet/server/replay_cache.hpp"
+
+namespace ecsnet::server {
+
+std::string replay_cache::key_of(const std::string& player, const std::string& jti) {
+    // Length-prefixed: no two (player, jti) pairs share a key.
+    return std::to_string(player.size()) + ':' + player + jti;
+}
+
+void replay_cache::forget_expired(time_point now) {
+    while (!by_expiry_.empty() && by_expiry_.begin()->first <= now) {
+        by_id_.erase(by_expiry_.begin()->second);
+        by_expiry_.erase(by_expiry_.begin());
+    }
+}
+
+replay_cache::verdict replay_cache::check(const std::string& player, const std::string& jti,
+                                          time_point now) {
+    forget_expired(now);
+    if (by_id_.contains(key_of(player, jti))) {
+        return verdict::replayed;
+    }
+    return by_id_.size() >= capacity_ ? verdict::full : verdict::fresh;
+}
+
+void replay_cache::remember(const std::string& player, const std::string& jti,
+                            time_point expires) {
+    auto key = key_of(player, jti);
+    if (by_id_.emplace(key, expires).second) {
+        by_expiry_.emplace(expires, std::move(key));
+    }
+}
+
+}  // namespace ecsnet::server
