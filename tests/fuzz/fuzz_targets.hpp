@@ -57,6 +57,8 @@ void fuzz_schema_one(const std::uint8_t* data, std::size_t size);
 //   bit 4      shut down the sending side after the last byte (the server reads EOF)
 //   bit 5      the server with interest management (the demo's grid, radius 200, a byte
 //              budget): Focus messages move the client's view
+//   bit 6      the server with connect tokens (HS256; over bit 5): bit 0's Hello carries a
+//              fresh token, or with bit 7 one whose signature has a character changed
 // Checks: every frame the server sends verifies and decodes; a client mirror fed with them
 // never finds an inconsistency or a checksum mismatch, and (whole-world server) equals the
 // world whenever it has caught up with the server's tick; the server logs no error, keeps

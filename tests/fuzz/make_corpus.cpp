@@ -217,6 +217,15 @@ void session_corpus(const fs::path& dir) {
     write(dir / "interest_roaming", session_input(interest | hello_first, roaming));
     write(dir / "interest_roaming_bytewise",
           session_input(interest | hello_first | chunks(1), roaming));
+    // The token server: the harness's Hello carries a fresh token (64), or a corrupt one (128).
+    constexpr std::uint8_t tokens = 64;
+    constexpr std::uint8_t corrupt_token = 128;
+    write(dir / "token_commands", session_input(tokens | hello_first, commands));
+    write(dir / "token_corrupt", session_input(tokens | corrupt_token | hello_first, commands));
+    write(dir / "token_own_hello",
+          session_input(tokens | chunks(2),
+                        frames({proto::hello{proto::protocol_version, "no token", ""},
+                                proto::spawn{1, {}}})));
     write(dir / "interest_focus_before_hello",
           session_input(interest | chunks(2),
                         frames({proto::focus{1.0F, 1.0F},

@@ -24,6 +24,7 @@
 #include <mutex>
 #include <span>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <variant>
 #include <vector>
@@ -34,6 +35,7 @@
 #include "ecsnet/protocol/frame.hpp"
 #include "ecsnet/protocol/messages.hpp"
 #include "ecsnet/protocol/mirror.hpp"
+#include "ecsnet/server/connect_token.hpp"
 #include "ecsnet/server/server.hpp"
 #include "fuzz_targets.hpp"
 
@@ -119,6 +121,17 @@ server::server_config fuzz_config() {
     return c;
 }
 
+constexpr std::string_view fuzz_token_secret = "fuzz-secret-of-at-least-32-bytes";
+
+// The same with connect tokens (HS256, flags bit 6): the Hello the harness sends carries a
+// fresh token, or (bit 7) one with a byte of its signature changed.
+server::server_config fuzz_token_config() {
+    server::server_config c = fuzz_config();
+    c.token_secret = std::string{fuzz_token_secret};
+    c.world_id = "fuzz";
+    return c;
+}
+
 // The same with interest management (the demo's grid; flags bit 5): each client receives what
 // lies near its Focus, its own and global entities, within a byte budget small enough to defer.
 server::server_config fuzz_interest_config() {
@@ -154,14 +167,41 @@ struct harness {
 
 // Created on first use and never destroyed: each serves every input of the process that
 // selects it (flags bit 5: the one with interest management).
-harness& the_server(bool interest) {
-    static harness* whole_world = nullptr;
-    static harness* with_interest = nullptr;
-    harness*& h = interest ? with_interest : whole_world;
+enum class server_kind { whole_world, interest, tokens };
+
+harness& the_server(server_kind kind) {
+    static harness* servers[3] = {};
+    harness*& h = servers[static_cast<int>(kind)];
     if (h == nullptr) {
-        h = new harness{interest ? fuzz_interest_config() : fuzz_config()};
+        h = new harness{kind == server_kind::tokens     ? fuzz_token_config()
+                        : kind == server_kind::interest ? fuzz_interest_config()
+                                                        : fuzz_config()};
     }
     return *h;
+}
+
+server_kind kind_of(std::uint8_t flags) noexcept {
+    return (flags & 64U) != 0   ? server_kind::tokens
+           : (flags & 32U) != 0 ? server_kind::interest
+                                : server_kind::whole_world;
+}
+
+// A token the token server admits once (a new player and jti each time), or with one
+// character of its signature changed.
+std::string connect_token(bool corrupt) {
+    static std::uint64_t players = 0;
+    server::connect_token_claims claims;
+    claims.player = "fuzz-player-" + std::to_string(++players);
+    claims.world = "fuzz";
+    claims.jti = server::random_jti();
+    claims.expires = std::chrono::system_clock::now() + std::chrono::seconds{10};
+    std::string token =
+        server::issue_connect_token(claims, server::token_algorithm::hs256, fuzz_token_secret);
+    if (corrupt) {
+        char& c = token[token.size() - 5];
+        c = c == 'A' ? 'B' : 'A';
+    }
+    return token;
 }
 
 // Runs the server's io_context until `done()` or `timeout`; false on timeout.
@@ -383,10 +423,11 @@ void run_session(harness& h, std::span<const std::uint8_t> input) {
         fuzz_client client{h};
         trace(started, "connected at tick " + std::to_string(h.service.tick()));
         if ((flags & 1U) != 0) {
-            const auto hello = proto::encode(
-                proto::client_message{proto::hello{proto::protocol_version, "fuzz", ""}},
-                h.service.types().types());
-            client.write(*hello);
+            proto::hello hello{proto::protocol_version, "fuzz", ""};
+            if (!h.service.config().token_secret.empty()) {
+                hello.connect_token = connect_token((flags & 128U) != 0);
+            }
+            client.write(*proto::encode(proto::client_message{hello}, h.service.types().types()));
         }
         for (std::size_t at = 0; at < payload.size(); at += chunk) {
             if (!client.write(payload.subspan(at, std::min(chunk, payload.size() - at)))) {
@@ -439,7 +480,7 @@ void run_session(harness& h, std::span<const std::uint8_t> input) {
 }  // namespace
 
 void fuzz_session_one(const std::uint8_t* data, std::size_t size) {
-    harness& h = the_server(size > 0 && (data[0] & 32U) != 0);
+    harness& h = the_server(kind_of(size > 0 ? data[0] : 0));
     try {
         run_session(h, {data, size});
     } catch (const check_failure&) {
