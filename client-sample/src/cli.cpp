@@ -125,8 +125,8 @@ void add_commands(CLI::App& app, bindings& b, bool in_shell) {
                      "A component by its wire name, its values in field order: "
                      "--set position=1.5,-2 --set name=ship; a string type takes the whole "
                      "text, where {n} becomes the entity's number 1..count. Repeatable. Checked "
-                     "against the types the server sends (a quantized float further than half a "
-                     "step outside its range is refused, not clamped)")
+                     "against the types the server sends (a quantized float half a step or more "
+                     "outside its range is refused, not clamped)")
         ->type_name("TYPE=V1,V2,...")
         ->check(component_text);
     b.x_opt = b.spawn
@@ -201,7 +201,7 @@ void add_commands(CLI::App& app, bindings& b, bool in_shell) {
         ->required()
         ->check(component_text);
     b.set->footer("Who may set a type is the server's rule (its writer: owner, any, or the "
-                  "server only). A quantized float further than half a step outside its type's "
+                  "server only). A quantized float half a step or more outside its type's "
                   "range is refused, not clamped to the edge (as for spawn --set).");
 
     b.remove = app.add_subcommand(
