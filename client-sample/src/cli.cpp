@@ -200,9 +200,10 @@ void add_commands(CLI::App& app, bindings& b, bool in_shell) {
         ->type_name("TYPE=V1,V2,...")
         ->required()
         ->check(component_text);
-    b.set->footer("Who may set a type is the server's rule (its writer: owner, any, or the "
-                  "server only). A quantized float half a step or more outside its type's "
-                  "range is refused, not clamped to the edge (as for spawn --set).");
+    b.set->footer(
+        "Who may set a type is the server's rule (its writer: owner, any, or the "
+        "server only). A quantized float half a step or more outside its type's "
+        "range is refused, not clamped to the edge (as for spawn --set).");
 
     b.remove = app.add_subcommand(
         "remove",

@@ -40,7 +40,8 @@ struct replicated<test::changed::PositionQuantized>
     : replicate<::changed::wire::PositionPlain, "position",
                 replicate_options{.quantized = {.min = 0.0, .max = 4096.0, .step = 1.0 / 64}}> {};
 template <>
-struct replicated<test::changed::HealthFloat> : replicate<::changed::wire::HealthFloat, "health"> {};
+struct replicated<test::changed::HealthFloat>
+    : replicate<::changed::wire::HealthFloat, "health"> {};
 }  // namespace ecsnet::protocol
 
 namespace ecsnet::test {
@@ -231,9 +232,9 @@ TEST(ConnectionSchema, ATypedCommandOfAChangedTypeIsNotSent) {
     connection c{options_for(s)};
     const std::uint32_t refused = c.next_request_id();
     EXPECT_EQ(mismatch_of([&] {
-                  (void)c.request(protocol::spawn{refused, component_set{}.set(
-                                                               changed::PositionSwapped{1, 2})},
-                                  refused);
+                  (void)c.request(
+                      protocol::spawn{refused, component_set{}.set(changed::PositionSwapped{1, 2})},
+                      refused);
               }),
               "the server's schema does not match this client: component 'position': field 0 is "
               "'x' float on the server, 'y' float in this client (fields may only be added at "
@@ -250,7 +251,8 @@ TEST(ConnectionSchema, ATypedCommandOfAChangedTypeIsNotSent) {
     const auto result =
         c.request(protocol::spawn{id, component_set{}.set(Position{1, 2}).set(Health{7})}, id);
     ASSERT_TRUE(result.ok) << result.message;
-    EXPECT_FALSE(c.take_result(refused).has_value()) << "the refused spawn never reached the server";
+    EXPECT_FALSE(c.take_result(refused).has_value())
+        << "the refused spawn never reached the server";
     ASSERT_TRUE(c.poll_until([&] { return c.mirror().contains(result.entity); }, 20s));
     EXPECT_EQ(c.mirror().get<Position>(result.entity), (Position{1, 2}));
 }

@@ -1162,12 +1162,14 @@ TEST(ClientAnyGame, QuantizedValuesOutOfRangeAreRefusedNotClamped) {
     const struct {
         std::string x;
         std::string shown;  // 9 significant digits
-    } outside[] = {{"2048.0078125", "2048.00781"}, {"-2048.0078125", "-2048.00781"}, {"3000", "3000"}};
+    } outside[] = {
+        {"2048.0078125", "2048.00781"}, {"-2048.0078125", "-2048.00781"}, {"3000", "3000"}};
     for (const auto& c : outside) {
         const result r = client(s, {"spawn", "--set", "beacon=" + c.x + ",0,0"});
         EXPECT_EQ(r.exit_code, 2) << c.x << "\n" << describe(r);
-        EXPECT_EQ(r.err, "error: value " + c.shown +
-                             " does not fit beacon.x, a float quantized to the range -2048 to 2048\n");
+        EXPECT_EQ(r.err,
+                  "error: value " + c.shown +
+                      " does not fit beacon.x, a float quantized to the range -2048 to 2048\n");
     }
     const result edge = client(s, {"spawn", "--set", "beacon=2048.0078,-2048.0078,1"});
     ASSERT_EQ(edge.exit_code, 0) << describe(edge);
@@ -1288,7 +1290,8 @@ TEST(ClientShell, SetAndRemove) {
     EXPECT_THAT(err[3], HasSubstr("COMPONENT is required"));
     // The mirror shows the changes at once: position 1,2 (x moved on until the velocity went),
     // no velocity, health 5.
-    EXPECT_TRUE(matches(out[4 + demo_entities], R"(20:1 +client \d+ +\(1\.\d\d, 2\.00\) +- +5 +- +-)"))
+    EXPECT_TRUE(
+        matches(out[4 + demo_entities], R"(20:1 +client \d+ +\(1\.\d\d, 2\.00\) +- +5 +- +-)"))
         << describe(r);
 
     const result help = client(s, {"shell"}, "help\nset --help\nremove --help\n");
@@ -1383,11 +1386,11 @@ TEST(ClientUsage, HelpEverywhere) {
     const result top = run({ECSNET_CLIENT_BIN, "--help"});
     EXPECT_EQ(top.exit_code, 0);
     for (const char* word : {"spawn", "destroy", "set", "remove", "list", "watch", "shell",
-                             "--host", "--port",
-                             "--json", "ECSNET_PORT", "Exit codes"}) {
+                             "--host", "--port", "--json", "ECSNET_PORT", "Exit codes"}) {
         EXPECT_THAT(top.out, HasSubstr(word));
     }
-    for (const std::string command : {"spawn", "destroy", "set", "remove", "list", "watch", "shell"}) {
+    for (const std::string command :
+         {"spawn", "destroy", "set", "remove", "list", "watch", "shell"}) {
         const result r = run({ECSNET_CLIENT_BIN, command, "--help"});
         EXPECT_EQ(r.exit_code, 0) << command;
         EXPECT_THAT(r.out, HasSubstr("Usage: ecsnet-client " + command)) << r.out;

@@ -100,8 +100,8 @@ TEST(Evolution, ATypedReadOrCommandOfAReorderedTypeThrows) {
     EXPECT_EQ(read->x, 2.0F);
     EXPECT_THROW((void)m.get<Spot>(e), proto::schema_mismatch);
     try {
-        (void)proto::encode(proto::client_message{proto::spawn{1, proto::component_set{}.set(Spot{})}},
-                            m.types());
+        (void)proto::encode(
+            proto::client_message{proto::spawn{1, proto::component_set{}.set(Spot{})}}, m.types());
         ADD_FAILURE() << "encoded";
     } catch (const proto::schema_mismatch& ex) {
         EXPECT_THAT(ex.what(), HasSubstr("component 'spot': field 0 is 'y' float quantized"));

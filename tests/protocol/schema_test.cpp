@@ -357,7 +357,7 @@ TEST(Quantizing, RoundsHalvesAwayCompiledSendersClampTheGenericPathRefuses) {
         std::uint64_t compiled;
         std::optional<std::uint64_t> generic;
     } cases[] = {
-        {static_cast<float>(2.5 * step), 3, 3},              // a tie rounds away from zero
+        {static_cast<float>(2.5 * step), 3, 3},  // a tie rounds away from zero
         {static_cast<float>(2.4 * step), 2, 2},
         {static_cast<float>(-0.4 * step), 0, 0},             // under half a step: the edge
         {static_cast<float>(-0.5 * step), 0, std::nullopt},  // a tie below min rounds to -1

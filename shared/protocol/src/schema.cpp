@@ -16,7 +16,9 @@ void set_why(std::string* why, std::string text) {
     }
 }
 
-std::string shortest(double v) { return to_string(field_value{v}); }
+std::string shortest(double v) {
+    return to_string(field_value{v});
+}
 
 std::uint64_t low_bits(unsigned bits) noexcept {
     return bits >= 64 ? ~std::uint64_t{0} : (std::uint64_t{1} << bits) - 1;
@@ -248,7 +250,9 @@ const component_info* schema::checked(const component_info& compiled) const {
 std::optional<std::string> incompatibility(const component_info& expected,
                                            const component_info& actual) {
     const auto named = [&] { return "component '" + expected.name + "': "; };
-    const auto kind = [](bool is_string) { return is_string ? "a string type" : "a fixed-size type"; };
+    const auto kind = [](bool is_string) {
+        return is_string ? "a string type" : "a fixed-size type";
+    };
     if (expected.is_string != actual.is_string) {
         return named() + kind(actual.is_string) + " on the server, " + kind(expected.is_string) +
                " in this client";

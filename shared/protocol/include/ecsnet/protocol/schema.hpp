@@ -147,7 +147,9 @@ public:
     // cost a name lookup and one comparison. Safe from several threads.
     [[nodiscard]] const component_info* checked(const component_info& compiled) const;
 
-    friend bool operator==(const schema& a, const schema& b) noexcept { return a.types_ == b.types_; }
+    friend bool operator==(const schema& a, const schema& b) noexcept {
+        return a.types_ == b.types_;
+    }
 
 private:
     std::vector<component_info> types_;
