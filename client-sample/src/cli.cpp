@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <map>
+#include <set>
 #include <sstream>
 
 #include "ecsnet/protocol/messages.hpp"
@@ -73,6 +74,9 @@ struct bindings {
     std::string focus;
     std::string move;
     std::vector<std::string> entities;
+    std::string entity;                       // set, remove
+    std::vector<std::string> set_components;  // set: TYPE=V1,V2,...
+    std::vector<std::string> remove_types;    // remove: TYPE...
 
     CLI::Option* x_opt = nullptr;
     CLI::Option* y_opt = nullptr;
@@ -87,6 +91,8 @@ struct bindings {
 
     CLI::App* spawn = nullptr;
     CLI::App* destroy = nullptr;
+    CLI::App* set = nullptr;
+    CLI::App* remove = nullptr;
     CLI::App* list = nullptr;
     CLI::App* watch = nullptr;
     CLI::App* shell = nullptr;
@@ -119,7 +125,8 @@ void add_commands(CLI::App& app, bindings& b, bool in_shell) {
                      "A component by its wire name, its values in field order: "
                      "--set position=1.5,-2 --set name=ship; a string type takes the whole "
                      "text, where {n} becomes the entity's number 1..count. Repeatable. Checked "
-                     "against the types the server sends")
+                     "against the types the server sends (a quantized float half a step or more "
+                     "outside its range is refused, not clamped)")
         ->type_name("TYPE=V1,V2,...")
         ->check(component_text);
     b.x_opt = b.spawn
@@ -176,6 +183,43 @@ void add_commands(CLI::App& app, bindings& b, bool in_shell) {
         ->required()
         ->check(entity_text);
 
+    b.set = app.add_subcommand(
+        "set",
+        "Set components of an entity (add them, or replace their values) with one command: "
+        "all of them or, when the server refuses one, none; prints 'set INDEX:VERSION TYPE...' "
+        "or the server's error; exit 1 if refused");
+    b.set->add_option("ENTITY", b.entity, "The entity as index:version, e.g. 5:1")
+        ->type_name("INDEX:VERSION")
+        ->required()
+        ->check(entity_text);
+    b.set
+        ->add_option("COMPONENT", b.set_components,
+                     "A component by its wire name, its values in field order, as spawn's --set: "
+                     "position=1.5,-2 name=ship (a string type takes the whole text). Each type "
+                     "once; checked against the types the server sends")
+        ->type_name("TYPE=V1,V2,...")
+        ->required()
+        ->check(component_text);
+    b.set->footer(
+        "Who may set a type is the server's rule (its writer: owner, any, or the "
+        "server only). A quantized float half a step or more outside its type's "
+        "range is refused, not clamped to the edge (as for spawn --set).");
+
+    b.remove = app.add_subcommand(
+        "remove",
+        "Remove components from an entity with one command (all or none); prints 'removed "
+        "INDEX:VERSION TYPE...' or the server's error; exit 1 if refused");
+    b.remove->add_option("ENTITY", b.entity, "The entity as index:version, e.g. 5:1")
+        ->type_name("INDEX:VERSION")
+        ->required()
+        ->check(entity_text);
+    b.remove
+        ->add_option("TYPE", b.remove_types,
+                     "Wire names of the components to remove, e.g. velocity name. Each once; "
+                     "checked against the types the server sends")
+        ->type_name("TYPE")
+        ->required();
+
     b.list = app.add_subcommand(
         "list", "Print the entities of the world (index:version, owner, components), by index");
 
@@ -223,6 +267,15 @@ void add_commands(CLI::App& app, bindings& b, bool in_shell) {
             "leave.\nExit code: 1 if the connection was lost. With input that is not a terminal "
             "(a script), also 1 if any command failed, else 2 if a line was a usage error.");
     }
+}
+
+ecs::Entity entity_of(const std::string& text) {
+    std::string why;
+    const auto e = parse_entity(text, &why);
+    if (!e) {
+        throw CLI::ValidationError("ENTITY", why);  // the check already passed
+    }
+    return *e;
 }
 
 // Turns the parsed values into the invocation. Throws CLI::ValidationError.
@@ -275,6 +328,32 @@ invocation finish(bindings& b) {
                 throw CLI::ValidationError("ENTITY", why);  // the check already passed
             }
             inv.destroy.entities.push_back(*e);
+        }
+    } else if (b.set->parsed()) {
+        inv.what = command::set;
+        inv.set.entity = entity_of(b.entity);
+        std::map<std::string, std::string> given;
+        for (const auto& text : b.set_components) {
+            std::string why;
+            auto arg = parse_component_arg(text, &why);
+            if (!arg) {
+                throw CLI::ValidationError("COMPONENT", why);  // the check already passed
+            }
+            if (!given.emplace(arg->type, text).second) {
+                throw CLI::ValidationError("COMPONENT",
+                                           "component '" + arg->type + "' is given twice");
+            }
+            inv.set.components.push_back(std::move(*arg));
+        }
+    } else if (b.remove->parsed()) {
+        inv.what = command::remove;
+        inv.remove.entity = entity_of(b.entity);
+        std::set<std::string> given;
+        for (const auto& type : b.remove_types) {
+            if (!given.insert(type).second) {
+                throw CLI::ValidationError("TYPE", "component '" + type + "' is given twice");
+            }
+            inv.remove.types.push_back(type);
         }
     } else if (b.list->parsed()) {
         inv.what = command::list;
@@ -338,7 +417,8 @@ program_line parse_program(int argc, const char* const* argv) {
 
     CLI::App app{
         "ecsnet-client: the sample client of ecsnet-server. Spawns, destroys, lists "
-        "and watches the entities of the replicated world.",
+        "and watches the entities of the replicated world, and sets and removes their "
+        "components.",
         "ecsnet-client"};
     app.set_version_flag("--version", std::string{"ecsnet-client "} + ECSNET_VERSION);
     app.failure_message(failure_message);
@@ -386,10 +466,11 @@ program_line parse_program(int argc, const char* const* argv) {
     add_commands(app, b, false);
     const std::string exit_codes =
         "Exit codes: 0 success; 1 runtime failure (cannot connect, refused command, lost "
-        "connection, desync); 2 usage error (also a spawn --set the server's types refuse).";
+        "connection, desync); 2 usage error (also a spawn --set, set or remove that the "
+        "server's types refuse before anything is sent).";
     app.footer("Commands take --help too, e.g. 'ecsnet-client spawn --help'.\n" + exit_codes);
     // Subcommands copied the (then empty) footer when created: give each its own.
-    for (CLI::App* sub : {b.spawn, b.destroy, b.list, b.watch, b.shell}) {
+    for (CLI::App* sub : {b.spawn, b.destroy, b.set, b.remove, b.list, b.watch, b.shell}) {
         const std::string own = sub->get_footer();
         sub->footer((own.empty() ? "" : own + "\n") +
                     "Global options (--host, --port, --name, --token, --connect-token, --tls, --ca, "
@@ -472,6 +553,11 @@ std::string shell_help() {
            "                              components given by wire name (demo shortcuts:\n"
            "                              --x --y --vx --vy --name --health --lifetime)\n"
            "  destroy INDEX:VERSION...    destroy entities this client owns\n"
+           "  set INDEX:VERSION TYPE=V1,V2,...\n"
+           "                              set components of an entity (several TYPE=...\n"
+           "                              in one command: all or none)\n"
+           "  remove INDEX:VERSION TYPE...\n"
+           "                              remove components of an entity (all or none)\n"
            "  list                        the entities of the world, by index\n"
            "  watch [--seconds S] [--every-update] [--focus X,Y] [--move VX,VY]\n"
            "                              stream changes and a summary every second; Ctrl-C "

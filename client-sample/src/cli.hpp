@@ -10,7 +10,7 @@
 #include "ecsnet/ecs/entity.hpp"
 
 // The command line of ecsnet-client (CLI11): global options and the subcommands spawn,
-// destroy, list, watch and shell. A shell line is parsed by the same code, without the
+// destroy, set, remove, list, watch and shell. A shell line is parsed by the same code, without the
 // global options.
 namespace ecsnet::client_cli {
 
@@ -39,6 +39,19 @@ struct destroy_args {
     std::vector<ecs::Entity> entities;
 };
 
+// set ENTITY TYPE=V1,V2,... [TYPE=...]: one SetComponent with every value (each type once),
+// parsed like spawn's --set and checked against the server's schema after Welcome.
+struct set_args {
+    ecs::Entity entity;
+    std::vector<component_arg> components;
+};
+
+// remove ENTITY TYPE...: one RemoveComponent of these wire names (each once).
+struct remove_args {
+    ecs::Entity entity;
+    std::vector<std::string> types;
+};
+
 // Two floats given as X,Y: a point or a velocity on the demo's plane.
 struct xy {
     float x = 0.0F;
@@ -57,13 +70,15 @@ struct watch_args {
 // "X,Y" as two finite 32-bit floats; nullopt (and *why) otherwise.
 [[nodiscard]] std::optional<xy> parse_xy(const std::string& text, std::string* why);
 
-enum class command { spawn, destroy, list, watch, shell, help, quit };
+enum class command { spawn, destroy, set, remove, list, watch, shell, help, quit };
 
 // One command to run, with its arguments.
 struct invocation {
     command what = command::help;
     spawn_args spawn;
     destroy_args destroy;
+    set_args set;
+    remove_args remove;
     watch_args watch;
     std::string help_topic;  // shell `help <command>`
 };

@@ -285,6 +285,87 @@ int run_destroy(context& ctx, const destroy_args& args) {
     return refused || unsent > 0 ? exit_failure : exit_ok;
 }
 
+namespace {
+
+// One command on one entity (set, remove): sent (again after a RateLimited answer), its
+// answer printed as `done` or as destroy prints a refusal.
+int run_entity_command(context& ctx, std::string_view name, ecs::Entity entity,
+                       const std::function<protocol::client_message(std::uint32_t)>& make,
+                       const std::function<void()>& done) {
+    bool refused = false;
+    const auto outcome = run_pipeline(
+        ctx.conn, ctx.endpoint, 1,
+        [&](std::size_t, std::uint32_t request_id) { return make(request_id); },
+        [&](std::size_t, const command_result& result) {
+            if (result.ok) {
+                done();
+            } else {
+                command_result named = result;
+                if (named.entity.is_null()) {
+                    named.entity = entity;
+                }
+                ctx.out.refused(name, named);
+                refused = true;
+            }
+            return true;
+        },
+        ctx.timeout);
+    if (outcome.answered == 0) {
+        ctx.out.not_attempted(name, 1, "interrupted");
+    }
+    (void)catch_up(ctx.conn, ctx.timeout);  // the change is in the mirror
+    return refused || outcome.answered == 0 ? exit_failure : exit_ok;
+}
+
+}  // namespace
+
+int run_set(context& ctx, const set_args& args) {
+    const protocol::schema& types = ctx.conn.mirror().types();
+    protocol::component_set values;
+    std::vector<std::string> names;
+    for (const component_arg& arg : args.components) {
+        std::string why;
+        auto value = resolve_component(types, arg, 1, &why);
+        // spawn's "{n}" is not numbered here: the text goes as written, and must fit as such.
+        if (const auto* type = value ? types.find(value->name) : nullptr;
+            type != nullptr && type->is_string && value->text.size() > type->max_bytes) {
+            why = "'" + value->text + "' is " + std::to_string(value->text.size()) +
+                  " bytes long; a " + type->name + " holds at most " +
+                  std::to_string(type->max_bytes);
+            value.reset();
+        }
+        if (!value) {
+            ctx.out.usage_error("error: " + why);
+            return exit_usage;
+        }
+        names.push_back(value->name);
+        values.set(std::move(*value));
+    }
+    return run_entity_command(
+        ctx, "set", args.entity,
+        [&](std::uint32_t request_id) {
+            return protocol::set_components{request_id, args.entity, values};
+        },
+        [&] { ctx.out.set_done(args.entity, names); });
+}
+
+int run_remove(context& ctx, const remove_args& args) {
+    const protocol::schema& types = ctx.conn.mirror().types();
+    for (const std::string& name : args.types) {
+        std::string why;
+        if (resolve_type(types, name, &why) == nullptr) {
+            ctx.out.usage_error("error: " + why);
+            return exit_usage;
+        }
+    }
+    return run_entity_command(
+        ctx, "remove", args.entity,
+        [&](std::uint32_t request_id) {
+            return protocol::remove_components{request_id, args.entity, args.types};
+        },
+        [&] { ctx.out.removed(args.entity, args.types); });
+}
+
 int run_list(context& ctx) {
     ctx.out.entity_list(ctx.conn.mirror(), ctx.conn.welcome().client_id);
     return exit_ok;
@@ -476,6 +557,10 @@ int run_command(context& ctx, const invocation& inv) {
             return run_spawn(ctx, inv.spawn);
         case command::destroy:
             return run_destroy(ctx, inv.destroy);
+        case command::set:
+            return run_set(ctx, inv.set);
+        case command::remove:
+            return run_remove(ctx, inv.remove);
         case command::list:
             return run_list(ctx);
         case command::watch:

@@ -20,11 +20,15 @@ struct context {
     bool in_shell = false;
 };
 
-// spawn, destroy, list or watch.
+// spawn, destroy, set, remove, list or watch.
 [[nodiscard]] int run_command(context& ctx, const invocation& inv);
 
 [[nodiscard]] int run_spawn(context& ctx, const spawn_args& args);
 [[nodiscard]] int run_destroy(context& ctx, const destroy_args& args);
+// One SetComponent / RemoveComponent; values and names checked against the server's schema
+// first (exit_usage, nothing sent), the server's refusal printed like destroy's (exit_failure).
+[[nodiscard]] int run_set(context& ctx, const set_args& args);
+[[nodiscard]] int run_remove(context& ctx, const remove_args& args);
 [[nodiscard]] int run_list(context& ctx);
 [[nodiscard]] int run_watch(context& ctx, const watch_args& args);
 

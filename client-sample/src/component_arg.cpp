@@ -104,13 +104,12 @@ std::optional<component_arg> parse_component_arg(std::string_view text, std::str
                          std::string{text.substr(equals + 1)}};
 }
 
-std::optional<protocol::component_value> resolve_component(const protocol::schema& types,
-                                                           const component_arg& arg,
-                                                           std::size_t count, std::string* why) {
-    const component_info* type = types.find(arg.type);
+const component_info* resolve_type(const protocol::schema& types, std::string_view name,
+                                   std::string* why) {
+    const component_info* type = types.find(name);
     if (type == nullptr) {
         std::string message = "the server has no component ";
-        message += quoted(arg.type);
+        message += quoted(name);
         message += "; it has: ";
         bool first = true;
         for (const component_info& t : types.types()) {
@@ -119,13 +118,23 @@ std::optional<protocol::component_value> resolve_component(const protocol::schem
             first = false;
         }
         fail(why, std::move(message));
-        return std::nullopt;
+        return nullptr;
     }
     if (type->written_by == protocol::writer::server) {
         std::string message = "component ";
         message += quoted(type->name);
         message += " is set by the server only";
         fail(why, std::move(message));
+        return nullptr;
+    }
+    return type;
+}
+
+std::optional<protocol::component_value> resolve_component(const protocol::schema& types,
+                                                           const component_arg& arg,
+                                                           std::size_t count, std::string* why) {
+    const component_info* type = resolve_type(types, arg.type, why);
+    if (type == nullptr) {
         return std::nullopt;
     }
     protocol::component_value out;

@@ -23,6 +23,11 @@ struct component_arg {
 [[nodiscard]] std::optional<component_arg> parse_component_arg(std::string_view text,
                                                                std::string* why);
 
+// The server's type of this wire name, when a client may write it; null with `why` for a
+// type the server lacks (listing those it has) or one only the server sets.
+[[nodiscard]] const protocol::component_info* resolve_type(const protocol::schema& types,
+                                                           std::string_view name, std::string* why);
+
 // The value to send for `arg`, for up to `count` entities: canonical bytes of the server's
 // type, or a string type's text with "{n}" left in it (substitute_number per entity; the
 // longest one, with n = count, must fit). Null with `why` naming the type, its fields and the

@@ -290,6 +290,33 @@ void printer::destroyed(ecs::Entity e) {
     }
 }
 
+namespace {
+
+void print_component_change(bool as_json, std::string_view what, ecs::Entity e,
+                            const std::vector<std::string>& types) {
+    if (as_json) {
+        json out = event(what, entity_ref(e));
+        out["components"] = types;
+        print_json(out);
+        return;
+    }
+    std::string line = std::string{what} + " " + ecs::to_string(e);
+    for (const std::string& type : types) {
+        line += " " + type;
+    }
+    print_line(line);
+}
+
+}  // namespace
+
+void printer::set_done(ecs::Entity e, const std::vector<std::string>& types) {
+    print_component_change(json_, "set", e, types);
+}
+
+void printer::removed(ecs::Entity e, const std::vector<std::string>& types) {
+    print_component_change(json_, "removed", e, types);
+}
+
 void printer::entity_list(const protocol::mirror& m, std::uint32_t client_id) {
     std::size_t owned = 0;
     m.each([&](ecs::Entity e) { owned += owner_of(m, e) == client_id ? 1 : 0; });

@@ -5,6 +5,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "cli.hpp"
 #include "ecsnet/ecs/entity.hpp"
@@ -66,6 +67,10 @@ public:
     // ---- command results ----
     void spawned(ecs::Entity e);
     void destroyed(ecs::Entity e);
+    // "set 20:1 position health" / "removed 20:1 velocity"; JSON {"event": "set" or
+    // "removed", "entity", "index", "version", "components": [names]}.
+    void set_done(ecs::Entity e, const std::vector<std::string>& types);
+    void removed(ecs::Entity e, const std::vector<std::string>& types);
     // The mirrored entities as a table sorted by index, then a count line.
     void entity_list(const protocol::mirror& mirror, std::uint32_t client_id);
     // A command the server refused: "error: MESSAGE".

@@ -11,8 +11,38 @@
 #include <string>
 #include <vector>
 
+#include "changed_types_generated.h"
 #include "ecsnet/demo/components.hpp"
 #include "process.hpp"
+
+// The demo's types as another build of the game would have them (changed_types.fbs): same
+// wire names, other layouts.
+namespace ecsnet::test::changed {
+struct PositionSwapped {
+    float y{};
+    float x{};
+};
+struct PositionQuantized {
+    float x{};
+    float y{};
+};
+struct HealthFloat {
+    float value{};
+};
+}  // namespace ecsnet::test::changed
+
+namespace ecsnet::protocol {
+template <>
+struct replicated<test::changed::PositionSwapped>
+    : replicate<::changed::wire::PositionSwapped, "position"> {};
+template <>
+struct replicated<test::changed::PositionQuantized>
+    : replicate<::changed::wire::PositionPlain, "position",
+                replicate_options{.quantized = {.min = 0.0, .max = 4096.0, .step = 1.0 / 64}}> {};
+template <>
+struct replicated<test::changed::HealthFloat>
+    : replicate<::changed::wire::HealthFloat, "health"> {};
+}  // namespace ecsnet::protocol
 
 namespace ecsnet::test {
 namespace {
@@ -35,9 +65,6 @@ connect_options options_for(const server& s) {
     options.port = s.port();
     options.name = "callbacks";
     options.timeout = 20s;
-    // What a client compiled with the demo's types checks at Welcome.
-    options.expected_types = {protocol::describe<Position>(), protocol::describe<Health>(),
-                              protocol::describe<Name>()};
     return options;
 }
 
@@ -151,8 +178,87 @@ TEST(ConnectionCallbacks, OnMessageMayReadMoreAndItsFrameStaysValid) {
     expect_in_sync(c);
 }
 
-// A client compiled with a game's types checks them against the server's schema at Welcome:
-// a type the server changed is refused with the field named, before any value is misread.
+// What a typed access of a changed type throws, or "" when it throws nothing.
+template <typename Fn>
+std::string mismatch_of(Fn&& access) {
+    try {
+        access();
+    } catch (const protocol::schema_mismatch& e) {
+        return e.what();
+    }
+    return "";
+}
+
+// Without expected_types, every typed read of a type the server changed fails on first use,
+// and on every use after it, with the type and its first difference named: a reordered type
+// of the same size, a requantized one, a same-size one of another field type. The matching
+// types read and the mirror stays in sync.
+TEST(ConnectionSchema, ATypedReadOfAChangedTypeFailsClearlyWithoutExpectedTypes) {
+    server s{{"--demo-entities", "3"}};
+    connection c{options_for(s)};
+    ASSERT_EQ(c.mirror().size(), 3U);
+    const std::uint32_t id = c.next_request_id();
+    const auto spawned =
+        c.request(protocol::spawn{id, component_set{}.set(Position{1, 2}).set(Health{7})}, id);
+    ASSERT_TRUE(spawned.ok) << spawned.message;
+    const Entity e = spawned.entity;
+    ASSERT_TRUE(c.poll_until([&] { return c.mirror().contains(e); }, 20s));
+    const auto& m = c.mirror();
+    const std::string swapped =
+        "the server's schema does not match this client: component 'position': field 0 is 'x' "
+        "float on the server, 'y' float in this client (fields may only be added at the end)";
+    EXPECT_EQ(mismatch_of([&] { (void)m.get<changed::PositionSwapped>(e); }), swapped);
+    EXPECT_EQ(mismatch_of([&] { (void)m.get<changed::PositionSwapped>(e); }), swapped)
+        << "the verdict stays: every later read fails the same";
+    EXPECT_EQ(mismatch_of([&] { (void)m.get<changed::PositionQuantized>(e); }),
+              "the server's schema does not match this client: component 'position': field 0 "
+              "is 'x' float on the server, 'x' float quantized 0 to 4096 by 0.015625 (19 bits) "
+              "in this client (fields may only be added at the end)");
+    EXPECT_EQ(mismatch_of([&] { (void)m.get<changed::HealthFloat>(e); }),
+              "the server's schema does not match this client: component 'health': field 0 is "
+              "'value' int32 on the server, 'value' float in this client (fields may only be "
+              "added at the end)");
+    // The real types read, before and after a failed one.
+    EXPECT_EQ(mismatch_of([&] { (void)m.get<Position>(e); }), "");
+    EXPECT_EQ(m.get<Position>(e), (Position{1, 2}));
+    EXPECT_EQ(m.get<Health>(e), (Health{7}));
+    expect_in_sync(c);
+}
+
+// A typed value of a changed type is never sent: the command fails before it leaves, the
+// connection stays open and the matching type's command goes through.
+TEST(ConnectionSchema, ATypedCommandOfAChangedTypeIsNotSent) {
+    server s;
+    connection c{options_for(s)};
+    const std::uint32_t refused = c.next_request_id();
+    EXPECT_EQ(mismatch_of([&] {
+                  (void)c.request(
+                      protocol::spawn{refused, component_set{}.set(changed::PositionSwapped{1, 2})},
+                      refused);
+              }),
+              "the server's schema does not match this client: component 'position': field 0 is "
+              "'x' float on the server, 'y' float in this client (fields may only be added at "
+              "the end)");
+    EXPECT_EQ(mismatch_of([&] {
+                  c.send(protocol::set_components{c.next_request_id(), Entity{1, 1},
+                                                  component_set{}.set(changed::HealthFloat{5})});
+              }),
+              "the server's schema does not match this client: component 'health': field 0 is "
+              "'value' int32 on the server, 'value' float in this client (fields may only be "
+              "added at the end)");
+    ASSERT_TRUE(c.is_open()) << c.closed_reason().value_or("");
+    const std::uint32_t id = c.next_request_id();
+    const auto result =
+        c.request(protocol::spawn{id, component_set{}.set(Position{1, 2}).set(Health{7})}, id);
+    ASSERT_TRUE(result.ok) << result.message;
+    EXPECT_FALSE(c.take_result(refused).has_value())
+        << "the refused spawn never reached the server";
+    ASSERT_TRUE(c.poll_until([&] { return c.mirror().contains(result.entity); }, 20s));
+    EXPECT_EQ(c.mirror().get<Position>(result.entity), (Position{1, 2}));
+}
+
+// A client compiled with a game's types may also check them at Welcome (expected_types): a
+// type the server changed is refused with the field named, before anything runs.
 TEST(ConnectionSchema, AClientCompiledWithAReorderedTypeRefusesTheServer) {
     server s;
     connect_options options = options_for(s);
@@ -166,8 +272,8 @@ TEST(ConnectionSchema, AClientCompiledWithAReorderedTypeRefusesTheServer) {
         EXPECT_THAT(e.what(), ::testing::HasSubstr(
                                   "cannot join 127.0.0.1:" + std::to_string(s.port()) +
                                   ": the server's schema does not match this client: component "
-                                  "'position' field 0 is 'x: float' on the server, 'y: float' "
-                                  "here (fields may only be added at the end)"));
+                                  "'position': field 0 is 'x' float on the server, 'y' float in "
+                                  "this client (fields may only be added at the end)"));
     }
 }
 

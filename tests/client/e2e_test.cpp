@@ -433,6 +433,168 @@ TEST(ClientDestroy, OwnershipFollowsTheSavedIdentity) {
         << foreign.err;
 }
 
+// ---- set and remove -------------------------------------------------------------------------
+
+// The list --json object of one entity, or null.
+json listed_entity(const server& s, const std::string& entity) {
+    for (const auto& e : events(json_lines(client(s, {"--json", "list"}).out), "entity")) {
+        if (e.at("entity") == entity) {
+            return e;
+        }
+    }
+    return nullptr;
+}
+
+TEST(ClientSet, SetsSeveralComponentsInOneCommand) {
+    server s{{"--keep-entities-on-disconnect"}};
+    ASSERT_EQ(client(s, {"spawn", "--set", "health=1"}).out, "spawned 20:1\n");
+    const result r = client(s, {"set", "20:1", "position=3.5,-4", "health=9", "name=a, b"});
+    ASSERT_EQ(r.exit_code, 0) << describe(r);
+    EXPECT_EQ(r.out, "set 20:1 position health name\n");
+    EXPECT_EQ(r.err, "");
+    const json e = listed_entity(s, "20:1");
+    ASSERT_FALSE(e.is_null());
+    EXPECT_EQ(e.at("position"), (json{{"x", 3.5}, {"y", -4.0}}));
+    EXPECT_EQ(e.at("health"), 9);
+    EXPECT_EQ(e.at("name"), "a, b") << "a string type takes the whole text";
+    EXPECT_TRUE(e.at("velocity").is_null());
+
+    const result as_json = client(s, {"--json", "set", "20:1", "velocity=1,0"});
+    ASSERT_EQ(as_json.exit_code, 0) << describe(as_json);
+    EXPECT_THAT(as_json.err, IsEmpty());
+    const auto objects = json_lines(as_json.out);
+    ASSERT_EQ(objects.size(), 1U) << describe(as_json);
+    EXPECT_EQ(objects[0], (json{{"event", "set"},
+                                {"entity", "20:1"},
+                                {"index", 20},
+                                {"version", 1},
+                                {"components", {"velocity"}}}));
+}
+
+// A refused set prints the server's error as destroy does, exits 1, and changes nothing.
+TEST(ClientSet, ServerErrorsAreDestroysErrors) {
+    server s;
+    const struct {
+        std::string entity;
+        std::string error;
+        std::string code;
+    } cases[] = {
+        {"5:2", "error: entity 5 is at version 1, not 2 (stale handle)\n", "StaleVersion"},
+        {"5:1", "error: entity 5:1 belongs to the server\n", "NotOwner"},
+        {"999:1", "error: entity 999:1 does not exist\n", "UnknownEntity"},
+    };
+    const json before = listed_entity(s, "5:1");
+    for (const auto& c : cases) {
+        const result r = client(s, {"set", c.entity, "health=3", "position=1,1"});
+        EXPECT_EQ(r.exit_code, 1) << c.entity << "\n" << describe(r);
+        EXPECT_EQ(r.out, "") << c.entity;
+        EXPECT_EQ(r.err, c.error) << c.entity;
+        const result destroyed = client(s, {"destroy", c.entity});
+        EXPECT_EQ(destroyed.err, c.error) << "the same words as destroy's";
+        const result as_json = client(s, {"--json", "set", c.entity, "health=3"});
+        EXPECT_EQ(as_json.exit_code, 1);
+        const auto objects = json_lines(as_json.out);
+        ASSERT_EQ(objects.size(), 1U) << describe(as_json);
+        EXPECT_EQ(objects[0].at("event"), "error");
+        EXPECT_EQ(objects[0].at("command"), "set");
+        EXPECT_EQ(objects[0].at("entity"), c.entity);
+        EXPECT_EQ(objects[0].at("code"), c.code);
+    }
+    const json after = listed_entity(s, "5:1");
+    EXPECT_EQ(after.at("health"), before.at("health")) << "nothing was set";
+}
+
+// What does not fit the server's types is a usage error (exit 2), said before anything is
+// sent, in spawn --set's words.
+TEST(ClientSet, ValuesAreCheckedAgainstTheServersSchema) {
+    server s{{"--keep-entities-on-disconnect"}};
+    ASSERT_EQ(client(s, {"spawn", "--set", "health=1"}).out, "spawned 20:1\n");
+    const struct {
+        std::vector<std::string> args;
+        std::string error;
+    } cases[] = {
+        {{"shield=1,2"},
+         "error: the server has no component 'shield'; it has: owner, position, velocity, "
+         "health, lifetime, name\n"},
+        {{"owner=3"}, "error: component 'owner' is set by the server only\n"},
+        {{"health=2", "position=1"}, "error: 'position' takes 2 values (x, y), not 1: '1'\n"},
+        {{"health=lots"},
+         "error: 'lots' is not a whole number: health.value is an int32 (health takes value)\n"},
+        {{"name=" + std::string(65, 'n')},
+         "error: '" + std::string(65, 'n') + "' is 65 bytes long; a name holds at most 64\n"},
+        // No numbering here: "{n}" is text, and counts as 3 bytes.
+        {{"name=" + std::string(62, 'n') + "{n}"},
+         "error: '" + std::string(62, 'n') + "{n}' is 65 bytes long; a name holds at most 64\n"},
+    };
+    for (const auto& c : cases) {
+        std::vector<std::string> args{"set", "20:1"};
+        args.insert(args.end(), c.args.begin(), c.args.end());
+        const result r = client(s, args);
+        EXPECT_EQ(r.exit_code, 2) << c.args.at(0) << "\n" << describe(r);
+        EXPECT_EQ(r.out, "") << c.args.at(0);
+        EXPECT_EQ(r.err, c.error) << c.args.at(0);
+    }
+    EXPECT_EQ(listed_entity(s, "20:1").at("health"), 1) << "nothing was set";
+    const result named = client(s, {"set", "20:1", "name=ship {n}"});
+    EXPECT_EQ(named.exit_code, 0) << describe(named);
+    EXPECT_EQ(listed_entity(s, "20:1").at("name"), "ship {n}");
+}
+
+TEST(ClientRemove, RemovesAllOrNothing) {
+    server s{{"--keep-entities-on-disconnect"}};
+    ASSERT_EQ(client(s, {"spawn", "--vx", "1", "--name", "ship", "--health", "3"}).out,
+              "spawned 20:1\n");
+    // lifetime is missing: nothing is removed.
+    const result missing = client(s, {"remove", "20:1", "velocity", "lifetime"});
+    EXPECT_EQ(missing.exit_code, 1) << describe(missing);
+    EXPECT_EQ(missing.out, "");
+    EXPECT_EQ(missing.err, "error: entity 20:1 has no lifetime\n");
+    EXPECT_FALSE(listed_entity(s, "20:1").at("velocity").is_null());
+
+    const result r = client(s, {"remove", "20:1", "velocity", "name"});
+    ASSERT_EQ(r.exit_code, 0) << describe(r);
+    EXPECT_EQ(r.out, "removed 20:1 velocity name\n");
+    const json e = listed_entity(s, "20:1");
+    EXPECT_TRUE(e.at("velocity").is_null()) << e;
+    EXPECT_TRUE(e.at("name").is_null()) << e;
+    EXPECT_EQ(e.at("health"), 3);
+
+    const result as_json = client(s, {"--json", "remove", "20:1", "health"});
+    ASSERT_EQ(as_json.exit_code, 0) << describe(as_json);
+    EXPECT_EQ(json_lines(as_json.out), (std::vector<json>{{{"event", "removed"},
+                                                           {"entity", "20:1"},
+                                                           {"index", 20},
+                                                           {"version", 1},
+                                                           {"components", {"health"}}}}));
+}
+
+TEST(ClientRemove, ErrorsAndExitCodesAsDestroy) {
+    server s;
+    const result stale = client(s, {"remove", "5:2", "velocity"});
+    EXPECT_EQ(stale.exit_code, 1) << describe(stale);
+    EXPECT_EQ(stale.err, "error: entity 5 is at version 1, not 2 (stale handle)\n");
+    const result foreign = client(s, {"remove", "5:1", "velocity"});
+    EXPECT_EQ(foreign.exit_code, 1);
+    EXPECT_EQ(foreign.err, "error: entity 5:1 belongs to the server\n");
+    const result gone = client(s, {"--json", "remove", "999:1", "velocity"});
+    EXPECT_EQ(gone.exit_code, 1);
+    const auto objects = json_lines(gone.out);
+    ASSERT_EQ(objects.size(), 1U) << describe(gone);
+    EXPECT_EQ(objects[0].at("command"), "remove");
+    EXPECT_EQ(objects[0].at("code"), "UnknownEntity");
+    EXPECT_EQ(objects[0].at("message"), "entity 999:1 does not exist");
+
+    const result unknown = client(s, {"remove", "5:1", "shield"});
+    EXPECT_EQ(unknown.exit_code, 2) << describe(unknown);
+    EXPECT_EQ(unknown.err,
+              "error: the server has no component 'shield'; it has: owner, position, velocity, "
+              "health, lifetime, name\n");
+    const result server_only = client(s, {"remove", "5:1", "velocity", "owner"});
+    EXPECT_EQ(server_only.exit_code, 2) << describe(server_only);
+    EXPECT_EQ(server_only.err, "error: component 'owner' is set by the server only\n");
+    EXPECT_FALSE(listed_entity(s, "5:1").at("velocity").is_null()) << "nothing was sent";
+}
+
 // ---- identity: resume keys, connect tokens, TLS ----------------------------------------------
 
 // Another local user: its own HOME, and no XDG_STATE_HOME (so the default ~/.local/state).
@@ -1054,6 +1216,35 @@ TEST(ClientAnyGame, ShieldsBeaconsAndShieldsByName) {
     EXPECT_EQ(listed_entities(client(s, {"--json", "list"})).size(), 3U) << "nothing more spawned";
 }
 
+// A quantized float (beacon.x: -2048 to 2048 by 1/64) within half a step of its range lands on
+// the edge; further out the stock client refuses it (a usage error, nothing sent) where a
+// compiled sender would clamp (docs/PROTOCOL.md, "Values").
+TEST(ClientAnyGame, QuantizedValuesOutOfRangeAreRefusedNotClamped) {
+    server s{ECSNET_SHIELDS_SERVER_BIN, {"--keep-entities-on-disconnect"}};
+    const struct {
+        std::string x;
+        std::string shown;  // 9 significant digits
+    } outside[] = {
+        {"2048.0078125", "2048.00781"}, {"-2048.0078125", "-2048.00781"}, {"3000", "3000"}};
+    for (const auto& c : outside) {
+        const result r = client(s, {"spawn", "--set", "beacon=" + c.x + ",0,0"});
+        EXPECT_EQ(r.exit_code, 2) << c.x << "\n" << describe(r);
+        EXPECT_EQ(r.err,
+                  "error: value " + c.shown +
+                      " does not fit beacon.x, a float quantized to the range -2048 to 2048\n");
+    }
+    const result edge = client(s, {"spawn", "--set", "beacon=2048.0078,-2048.0078,1"});
+    ASSERT_EQ(edge.exit_code, 0) << describe(edge);
+    const result tie = client(s, {"spawn", "--set", "beacon=0.0078125,-0.0078125,1"});
+    ASSERT_EQ(tie.exit_code, 0) << describe(tie);
+    const auto entities = listed_entities(client(s, {"--json", "list"}));
+    ASSERT_EQ(entities.count("2:1"), 1U);
+    ASSERT_EQ(entities.count("3:1"), 1U);
+    EXPECT_EQ(entities.at("2:1").at("beacon"), (json{{"x", 2048.0}, {"y", -2048.0}, {"team", 1}}));
+    // A tie rounds q = (v - min) / step away from zero: up, towards max, in both directions.
+    EXPECT_EQ(entities.at("3:1").at("beacon"), (json{{"x", 0.015625}, {"y", 0.0}, {"team", 1}}));
+}
+
 // Components defined in this test folder alone (probe.fbs, probe_server.cpp): every field kind
 // printed from the schema, float32 in its shortest form, a name that is a JSON key of the
 // entity object moved aside.
@@ -1141,6 +1332,38 @@ TEST(ClientShell, DestroyTwiceAndStaleHandles) {
         << "the destroy shows in the mirror: " << out.back();
 }
 
+TEST(ClientShell, SetAndRemove) {
+    server s;
+    const result r = client(s, {"shell"},
+                            "spawn --vx 1\nset 20:1 health=5 position=1,2\nremove 20:1 velocity\n"
+                            "set 20:2 health=1\nremove 5:1 velocity\nset 20:1 bogus=1\n"
+                            "set 20:1\nlist\n");
+    EXPECT_EQ(r.exit_code, 1) << "a command failed\n" << describe(r);
+    const auto out = lines(r.out);
+    ASSERT_GE(out.size(), 3U) << describe(r);
+    EXPECT_EQ(out[0], "spawned 20:1");
+    EXPECT_EQ(out[1], "set 20:1 health position");
+    EXPECT_EQ(out[2], "removed 20:1 velocity");
+    const auto err = lines(r.err);
+    ASSERT_EQ(err.size(), 4U) << describe(r);
+    EXPECT_EQ(err[0], "error: entity 20 is at version 1, not 2 (stale handle)");
+    EXPECT_EQ(err[1], "error: entity 5:1 belongs to the server");
+    EXPECT_THAT(err[2], HasSubstr("error: the server has no component 'bogus'"));
+    EXPECT_THAT(err[3], HasSubstr("COMPONENT is required"));
+    // The mirror shows the changes at once: position 1,2 (x moved on until the velocity went),
+    // no velocity, health 5.
+    EXPECT_TRUE(
+        matches(out[4 + demo_entities], R"(20:1 +client \d+ +\(1\.\d\d, 2\.00\) +- +5 +- +-)"))
+        << describe(r);
+
+    const result help = client(s, {"shell"}, "help\nset --help\nremove --help\n");
+    EXPECT_EQ(help.exit_code, 0) << describe(help);
+    EXPECT_THAT(help.out, HasSubstr("set INDEX:VERSION TYPE=V1,V2,..."));
+    EXPECT_THAT(help.out, HasSubstr("remove INDEX:VERSION TYPE..."));
+    EXPECT_THAT(help.out, HasSubstr("Usage: set [OPTIONS] ENTITY COMPONENT..."));
+    EXPECT_THAT(help.out, HasSubstr("Usage: remove [OPTIONS] ENTITY TYPE..."));
+}
+
 TEST(ClientShell, UsageErrorsDoNotEndTheShell) {
     server s;
     const result r = client(s, {"shell"},
@@ -1224,11 +1447,12 @@ TEST(ClientConnection, EnvironmentGivesHostPortAndToken) {
 TEST(ClientUsage, HelpEverywhere) {
     const result top = run({ECSNET_CLIENT_BIN, "--help"});
     EXPECT_EQ(top.exit_code, 0);
-    for (const char* word : {"spawn", "destroy", "list", "watch", "shell", "--host", "--port",
-                             "--json", "ECSNET_PORT", "Exit codes"}) {
+    for (const char* word : {"spawn", "destroy", "set", "remove", "list", "watch", "shell",
+                             "--host", "--port", "--json", "ECSNET_PORT", "Exit codes"}) {
         EXPECT_THAT(top.out, HasSubstr(word));
     }
-    for (const std::string command : {"spawn", "destroy", "list", "watch", "shell"}) {
+    for (const std::string command :
+         {"spawn", "destroy", "set", "remove", "list", "watch", "shell"}) {
         const result r = run({ECSNET_CLIENT_BIN, command, "--help"});
         EXPECT_EQ(r.exit_code, 0) << command;
         EXPECT_THAT(r.out, HasSubstr("Usage: ecsnet-client " + command)) << r.out;
@@ -1258,6 +1482,16 @@ TEST(ClientUsage, BadCommandLinesExit2) {
         {"watch", "--focus", "1,x"},
         {"watch", "--move", "1e40,0"},
         {"destroy", "1:1", "--timeout-ms", "0"},
+        {"set"},
+        {"set", "1:1"},
+        {"set", "1", "health=1"},
+        {"set", "1:1", "health"},
+        {"set", "1:1", "=1"},
+        {"set", "1:1", "health=1", "health=2"},
+        {"remove"},
+        {"remove", "1:1"},
+        {"remove", "1:0", "velocity"},
+        {"remove", "1:1", "velocity", "velocity"},
     };
     for (const auto& args : bad) {
         std::vector<std::string> argv{ECSNET_CLIENT_BIN};

@@ -76,8 +76,39 @@ TEST(Evolution, AReorderedTypeIsDetectedByName) {
     types.add<SpotSwapped>();
     const auto problem = proto::incompatibility(proto::describe<Spot>(), *types.types().find("spot"));
     ASSERT_TRUE(problem.has_value());
-    EXPECT_THAT(*problem, HasSubstr("component 'spot' field 0 is 'y: float quantized"));
-    EXPECT_THAT(*problem, HasSubstr("'x: float quantized"));
+    EXPECT_THAT(*problem, HasSubstr("component 'spot': field 0 is 'y' float quantized"));
+    EXPECT_THAT(*problem, HasSubstr("'x' float quantized"));
+}
+
+// Typed access checks itself: a mirror read of the reordered type, and a command carrying it,
+// fail with the difference named instead of swapping x and y.
+TEST(Evolution, ATypedReadOrCommandOfAReorderedTypeThrows) {
+    proto::component_registry types;
+    types.add<SpotSwapped>();
+    auto world = ecs::World::make();
+    const ecs::Entity e = world->create();
+    world->emplace<SpotSwapped>(e, 1.0F, 2.0F);
+    world->discard_changes();
+    proto::replication_encoder encoder{types};
+    proto::mirror m{types.types()};
+    for (const auto& f : encoder.encode_snapshot(*world, 1)) {
+        ASSERT_TRUE(apply_frame(m, f)) << m.error();
+    }
+    const auto read = m.get<SpotSwapped>(e);
+    ASSERT_TRUE(read.has_value());
+    EXPECT_EQ(read->y, 1.0F);
+    EXPECT_EQ(read->x, 2.0F);
+    EXPECT_THROW((void)m.get<Spot>(e), proto::schema_mismatch);
+    try {
+        (void)proto::encode(
+            proto::client_message{proto::spawn{1, proto::component_set{}.set(Spot{})}}, m.types());
+        ADD_FAILURE() << "encoded";
+    } catch (const proto::schema_mismatch& ex) {
+        EXPECT_THAT(ex.what(), HasSubstr("component 'spot': field 0 is 'y' float quantized"));
+    }
+    EXPECT_NO_THROW((void)proto::encode(
+        proto::client_message{proto::spawn{1, proto::component_set{}.set(SpotSwapped{})}},
+        m.types()));
 }
 
 TEST(Evolution, ACommandForATypeTheServerLacksFailsBeforeItIsSent) {

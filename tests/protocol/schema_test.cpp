@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -300,7 +301,8 @@ TEST(Compatibility, AddedFieldsAtTheEndAreCompatibleChangedOnesAreNot) {
     std::swap(swapped.fields[0], swapped.fields[1]);
     auto problem = proto::incompatibility(expected, swapped);
     ASSERT_TRUE(problem.has_value());
-    EXPECT_THAT(*problem, HasSubstr("component 'spot' field 0 is 'y: float"));
+    EXPECT_THAT(*problem, HasSubstr("component 'spot': field 0 is 'y' float quantized 0 to "
+                                    "4096 by 0.015625 (19 bits) on the server, 'x' float"));
     EXPECT_THAT(*problem, HasSubstr("fields may only be added at the end"));
 
     proto::component_info retyped = expected;
@@ -311,13 +313,106 @@ TEST(Compatibility, AddedFieldsAtTheEndAreCompatibleChangedOnesAreNot) {
     proto::component_info fewer = expected;
     fewer.fields.pop_back();
     EXPECT_THAT(proto::incompatibility(expected, fewer).value_or(""),
-                HasSubstr("1 fields on the server, 2 here"));
+                HasSubstr("component 'spot': 1 fields on the server, 2 in this client"));
 
     const proto::component_info text = proto::describe<ecsnet::testing::Tag>();
     proto::component_info named_like_text = expected;
     named_like_text.name = "tag";
     EXPECT_THAT(proto::incompatibility(text, named_like_text).value_or(""),
-                HasSubstr("fixed-size type on the server, a string type here"));
+                HasSubstr("component 'tag': a fixed-size type on the server, a string type in "
+                          "this client"));
+
+    // Who writes it, whom it goes to and a string's limit change no value's bytes.
+    proto::component_info loosened = expected;
+    loosened.written_by = proto::writer::any;
+    loosened.owner_only = !expected.owner_only;
+    EXPECT_FALSE(proto::incompatibility(expected, loosened).has_value());
+    proto::component_info longer = text;
+    longer.max_bytes = text.max_bytes * 2;
+    EXPECT_FALSE(proto::incompatibility(text, longer).has_value());
+}
+
+// docs/PROTOCOL.md, "Values": q = round((v - min) / step), halves away from zero; a compiled
+// sender clamps q to [0, q_max] (NaN to 0), the generic path (make_value, the stock client's)
+// refuses a q outside it instead.
+TEST(Quantizing, RoundsHalvesAwayCompiledSendersClampTheGenericPathRefuses) {
+    using ecsnet::testing::Spot;
+    const proto::component_info spot = proto::describe<Spot>();  // 0 to 4096 by 1/64, 19 bits
+    const double step = ecsnet::testing::spot_step;
+    const std::uint64_t q_max = 262144;
+    const auto compiled_q = [&](float x) {
+        const auto bytes = proto::pack(Spot{x, 0.0F});
+        return proto::bit_reader{bytes}.read(19);
+    };
+    const auto generic_q = [&](double x) -> std::optional<std::uint64_t> {
+        const std::vector<proto::field_value> fields{x, 0.0};
+        const auto bytes = proto::make_value(spot, fields);
+        if (!bytes) {
+            return std::nullopt;
+        }
+        return proto::bit_reader{*bytes}.read(19);
+    };
+    const struct {
+        float x;
+        std::uint64_t compiled;
+        std::optional<std::uint64_t> generic;
+    } cases[] = {
+        {static_cast<float>(2.5 * step), 3, 3},  // a tie rounds away from zero
+        {static_cast<float>(2.4 * step), 2, 2},
+        {static_cast<float>(-0.4 * step), 0, 0},             // under half a step: the edge
+        {static_cast<float>(-0.5 * step), 0, std::nullopt},  // a tie below min rounds to -1
+        {-3.0F, 0, std::nullopt},
+        {static_cast<float>(4096 + 0.4 * step), q_max, q_max},
+        {static_cast<float>(4096 + 0.5 * step), q_max, std::nullopt},
+        {5000.0F, q_max, std::nullopt},
+        {std::numeric_limits<float>::quiet_NaN(), 0, std::nullopt},
+    };
+    for (const auto& c : cases) {
+        EXPECT_EQ(compiled_q(c.x), c.compiled) << c.x;
+        EXPECT_EQ(generic_q(static_cast<double>(c.x)), c.generic) << c.x;
+    }
+
+    // A range under half a step: q_max is 0, the field takes 1 bit and always carries min.
+    proto::component_info tiny;
+    tiny.name = "tiny";
+    tiny.fields.push_back(proto::field_info{"v", proto::field_type::float32, 1, {1.0, 1.25, 1.0}});
+    const auto types = proto::schema::make({tiny});
+    ASSERT_TRUE(types.has_value());
+    const std::vector<proto::field_value> inside{1.2};
+    const auto bytes = proto::make_value(*types->find("tiny"), inside);
+    ASSERT_TRUE(bytes.has_value());
+    EXPECT_EQ(std::get<double>(proto::read_field(*types->find("tiny"), *bytes, 0)), 1.0);
+}
+
+// schema::checked: the typed access's check, its verdict cached per entry, thrown every time.
+TEST(Compatibility, CheckedComparesACompiledLayoutOnceAndThrowsOnEveryMismatch) {
+    const proto::component_info& compiled = proto::compiled_layout<ecsnet::testing::Spot>();
+    EXPECT_EQ(&compiled, &proto::compiled_layout<ecsnet::testing::Spot>()) << "one per type";
+    proto::component_info spot = compiled;
+    proto::component_info other = proto::describe<ecsnet::testing::Tag>();
+    other.id = 1;
+    const auto same = proto::schema::make({spot, other});
+    ASSERT_TRUE(same.has_value());
+    EXPECT_EQ(same->checked(compiled), same->find("spot"));
+    EXPECT_EQ(same->checked(compiled), same->find("spot"));
+    const proto::schema copy = *same;
+    EXPECT_EQ(copy.checked(compiled), copy.find("spot")) << "a copy's entries are its own";
+
+    std::swap(spot.fields[0], spot.fields[1]);
+    const auto swapped = proto::schema::make({spot});
+    ASSERT_TRUE(swapped.has_value());
+    for (int attempt = 0; attempt < 2; ++attempt) {
+        try {
+            (void)swapped->checked(compiled);
+            ADD_FAILURE() << "a reordered entry passed, attempt " << attempt;
+        } catch (const proto::schema_mismatch& e) {
+            EXPECT_THAT(e.what(), HasSubstr("the server's schema does not match this client: "
+                                            "component 'spot': field 0 is 'y' float"));
+        }
+    }
+    const auto none = proto::schema::make({});
+    ASSERT_TRUE(none.has_value());
+    EXPECT_EQ(none->checked(compiled), nullptr) << "a type the server lacks is no mismatch";
 }
 
 }  // namespace

@@ -44,6 +44,9 @@ columns_offset encode_set(flatbuffers::FlatBufferBuilder& fbb, const component_s
         if (type == nullptr) {
             throw std::invalid_argument("the server has no component '" + v.name + "'");
         }
+        if (v.layout != nullptr) {
+            (void)types.checked(*v.layout);  // a typed value: its compiled layout
+        }
         if (type->is_string) {
             const auto text = fbb.CreateString(v.text);
             const auto strings = fbb.CreateVector(&text, 1);

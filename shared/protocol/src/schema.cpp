@@ -16,6 +16,10 @@ void set_why(std::string* why, std::string text) {
     }
 }
 
+std::string shortest(double v) {
+    return to_string(field_value{v});
+}
+
 std::uint64_t low_bits(unsigned bits) noexcept {
     return bits >= 64 ? ~std::uint64_t{0} : (std::uint64_t{1} << bits) - 1;
 }
@@ -223,38 +227,58 @@ std::optional<schema> schema::make(std::vector<component_info> types, std::strin
     }
     schema out;
     out.types_ = std::move(types);
+    out.verified_ = std::vector<std::atomic<const component_info*>>(out.types_.size());
     return out;
+}
+
+const component_info* schema::checked(const component_info& compiled) const {
+    const component_info* actual = find(compiled.name);
+    if (actual == nullptr) {
+        return nullptr;
+    }
+    auto& verdict = verified_[actual->id];
+    if (verdict.load(std::memory_order_relaxed) == &compiled) [[likely]] {
+        return actual;
+    }
+    if (auto problem = incompatibility(compiled, *actual)) {
+        throw schema_mismatch("the server's schema does not match this client: " + *problem);
+    }
+    verdict.store(&compiled, std::memory_order_relaxed);
+    return actual;
 }
 
 std::optional<std::string> incompatibility(const component_info& expected,
                                            const component_info& actual) {
-    const std::string named = "component '" + expected.name + "'";
+    const auto named = [&] { return "component '" + expected.name + "': "; };
+    const auto kind = [](bool is_string) {
+        return is_string ? "a string type" : "a fixed-size type";
+    };
     if (expected.is_string != actual.is_string) {
-        return named + " is a " + (actual.is_string ? "string" : "fixed-size") +
-               " type on the server, a " + (expected.is_string ? "string" : "fixed-size") +
-               " type here";
+        return named() + kind(actual.is_string) + " on the server, " + kind(expected.is_string) +
+               " in this client";
     }
     if (actual.fields.size() < expected.fields.size()) {
-        return named + " has " + std::to_string(actual.fields.size()) + " fields on the server, " +
-               std::to_string(expected.fields.size()) + " here";
+        return named() + std::to_string(actual.fields.size()) + " fields on the server, " +
+               std::to_string(expected.fields.size()) + " in this client";
     }
     for (std::size_t i = 0; i < expected.fields.size(); ++i) {
         const field_info& e = expected.fields[i];
         const field_info& a = actual.fields[i];
         if (e != a) {
             const auto describe = [](const field_info& f) {
-                std::string s = f.name + ": " + std::string{to_string(f.type)};
+                std::string s = "'" + f.name + "' " + std::string{to_string(f.type)};
                 if (f.quantized.step != 0) {
-                    s += " quantized (" + std::to_string(f.quantized.min) + " to " +
-                         std::to_string(f.quantized.max) + " by " +
-                         std::to_string(f.quantized.step) + ", " + std::to_string(f.bits) +
-                         " bits)";
+                    s += " quantized " + shortest(f.quantized.min) + " to " +
+                         shortest(f.quantized.max) + " by " + shortest(f.quantized.step);
+                }
+                if (f.bits != natural_bits(f.type) || f.quantized.step != 0) {
+                    s += " (" + std::to_string(f.bits) + " bits)";
                 }
                 return s;
             };
-            return named + " field " + std::to_string(i) + " is '" + describe(a) +
-                   "' on the server, '" + describe(e) +
-                   "' here (fields may only be added at the end)";
+            return named() + "field " + std::to_string(i) + " is " + describe(a) +
+                   " on the server, " + describe(e) +
+                   " in this client (fields may only be added at the end)";
         }
     }
     return std::nullopt;

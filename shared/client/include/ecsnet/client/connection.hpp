@@ -60,10 +60,13 @@ struct connect_options {
     // TLS, verifying the server's certificate chain and its name (`host`) by default.
     bool tls = false;
     std::string ca_file;  // PEM; empty: the system's trusted certificates
-    // The component types this program was compiled with (protocol::describe<T>()), checked
-    // against the server's at Welcome: a type the server changed (a field reordered, retyped,
-    // requantized) fails the connection with a clear error, never a desync. Types the server
-    // lacks are fine (nothing arrives); fields and types it added are ignored.
+    // Optional, to fail early: component types this program was compiled with
+    // (protocol::describe<T>()), checked against the server's at Welcome, so that a type the
+    // server changed (a field reordered, retyped, requantized) refuses the connection before
+    // anything runs. Not needed to be safe: every typed access (mirror().get<T>, a
+    // component_set::set<T> sent) checks its type on first use and throws
+    // protocol::schema_mismatch instead of misreading. Types the server lacks are fine
+    // (nothing arrives); fields and types it added are ignored.
     std::vector<protocol::component_info> expected_types;
 };
 
@@ -83,6 +86,8 @@ public:
     [[nodiscard]] protocol::mirror& mirror() noexcept { return mirror_; }
     [[nodiscard]] const protocol::mirror& mirror() const noexcept { return mirror_; }
 
+    // Throws client_error, or protocol::schema_mismatch for a typed value whose compiled type
+    // differs from the server's (nothing is sent).
     void send(const protocol::client_message& message);
 
     // Reads and applies frames until pred() holds or the timeout passes; returns pred().

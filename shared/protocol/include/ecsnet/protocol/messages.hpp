@@ -35,6 +35,7 @@ public:
     component_set& set(const T& value) {
         component_value v;
         v.name = std::string{replicated<T>::name};
+        v.layout = &compiled_layout<T>();
         if constexpr (detail::is_string_v<T>) {
             v.text = text_of(value);
         } else {
@@ -46,7 +47,8 @@ public:
     // Replaces the value of the same name.
     component_set& set(component_value value);
 
-    // T's value, when the set has one.
+    // T's value, when the set has one. Not checked against a schema: a set holds values by
+    // name (the server reads decoded commands with its own types).
     template <replicated_component T>
     [[nodiscard]] std::optional<T> get() const {
         const component_value* v = find(replicated<T>::name);
@@ -141,7 +143,8 @@ using client_message = std::variant<hello, spawn, destroy, set_components, remov
 
 // Component values and names are resolved against the server's schema (Welcome). Throws
 // std::invalid_argument naming a component the schema does not have, or a value that does not
-// fit it.
+// fit it; schema_mismatch when a typed value's compiled type (component_set::set<T>) differs
+// from the schema's entry (schema::checked), as mirror::get<T> does.
 [[nodiscard]] frame encode(const client_message& message, const schema& types);
 
 struct decode_error {

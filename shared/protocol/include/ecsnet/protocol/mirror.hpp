@@ -117,10 +117,13 @@ public:
     [[nodiscard]] const std::string* text(entity_type e, std::uint32_t type) const noexcept;
 
     // e's value of a type this program was compiled with, looked up by its wire name; nullopt
-    // when e does not have it or the server has no such type.
+    // when e does not have it or the server has no such type. The first call for T (per
+    // schema) compares T's compiled layout with the server's entry: a type the server changed
+    // (a field reordered, retyped, requantized) throws schema_mismatch naming the type and the
+    // first difference, every time, instead of a misread value. Later calls cost one compare.
     template <replicated_component T>
     [[nodiscard]] std::optional<T> get(entity_type e) const {
-        const component_info* info = types_.find(replicated<T>::name);
+        const component_info* info = types_.checked(compiled_layout<T>());
         if (info == nullptr || contains(e) == false) {
             return std::nullopt;
         }

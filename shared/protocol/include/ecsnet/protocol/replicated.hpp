@@ -232,6 +232,15 @@ template <replicated_component T>
     return info;
 }
 
+// T's entry as this program was compiled with it, one object per type: what typed access
+// (mirror::get<T>, component_set::set<T>) checks against the server's entry of the same name
+// (schema::checked).
+template <replicated_component T>
+[[nodiscard]] const component_info& compiled_layout() {
+    static const component_info info = describe<T>();
+    return info;
+}
+
 // Writes value's canonical bytes into out (value_bytes_v<T> bytes or more, zeroed): field by
 // field, never the component's own bytes (its padding could hold anything).
 template <replicated_component T>

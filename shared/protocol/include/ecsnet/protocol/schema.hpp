@@ -2,11 +2,13 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <optional>
 #include <span>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <variant>
@@ -101,10 +103,30 @@ inline constexpr std::size_t max_fields = 64;
 inline constexpr std::size_t max_schema_name_bytes = 64;
 inline constexpr std::uint32_t max_string_bytes = 4096;
 
+// A type this program was compiled with does not match the server's type of the same wire
+// name (schema::checked): reading or writing it would misread values.
+class schema_mismatch : public std::runtime_error {
+public:
+    using std::runtime_error::runtime_error;
+};
+
 // The registered types, indexed by wire id (ids are 0..size-1).
 class schema {
 public:
     schema() = default;
+    // A copy compares compiled layouts afresh (the cache is per object); a move keeps them.
+    schema(const schema& other) : types_{other.types_}, verified_(other.types_.size()) {}
+    schema& operator=(const schema& other) {
+        if (this != &other) {
+            types_ = other.types_;
+            verified_ = std::vector<std::atomic<const component_info*>>(types_.size());
+        }
+        return *this;
+    }
+    schema(schema&&) noexcept = default;
+    schema& operator=(schema&&) noexcept = default;
+    ~schema() = default;
+
     // Checks everything a hostile peer could lie about (ids, names, types, bit widths, sizes);
     // nullopt with `why` set when the description is not usable.
     [[nodiscard]] static std::optional<schema> make(std::vector<component_info> types,
@@ -118,16 +140,31 @@ public:
     [[nodiscard]] const component_info* find(std::string_view name) const noexcept;
     [[nodiscard]] std::span<const component_info> types() const noexcept { return types_; }
 
-    friend bool operator==(const schema&, const schema&) = default;
+    // The entry of the compiled type's wire name, once `compiled` (protocol::compiled_layout<T>(),
+    // one object per type) was found able to read and write its values (incompatibility());
+    // null when the schema has no such name. Throws schema_mismatch naming the type and its
+    // first difference. The verdict is cached per entry: later calls with the same layout
+    // cost a name lookup and one comparison. Safe from several threads.
+    [[nodiscard]] const component_info* checked(const component_info& compiled) const;
+
+    friend bool operator==(const schema& a, const schema& b) noexcept {
+        return a.types_ == b.types_;
+    }
 
 private:
     std::vector<component_info> types_;
+    // Per wire id: the compiled layout last found compatible with the entry, or null.
+    mutable std::vector<std::atomic<const component_info*>> verified_;
 };
 
 // Why `expected` (what a client was compiled with) cannot read values of `actual` (what the
 // server sends), or nullopt when it can: same kind, and the expected fields are the first
-// fields of the actual ones with the same names, types and encodings. Fields the server added
-// at the end are fine: an older client ignores them.
+// fields of the actual ones with the same names, types and encodings (bits, quantization).
+// Fields the server added at the end are fine: an older client ignores them. Who may write
+// the type, whom it is replicated to and a string's size limit are not compared: they change
+// no value's bytes, and the server enforces them on every command. E.g. "component 'beacon':
+// field 2 is 'team' uint8 on the server, 'y' float in this client (fields may only be added
+// at the end)". Allocates only when it finds a difference.
 [[nodiscard]] std::optional<std::string> incompatibility(const component_info& expected,
                                                          const component_info& actual);
 
@@ -136,7 +173,12 @@ struct component_value {
     std::string name;
     std::vector<std::byte> bytes;
     std::string text;
-    friend bool operator==(const component_value&, const component_value&) = default;
+    // Set when a typed value made it (component_set::set<T>): the encoder checks it against
+    // the server's entry (schema::checked) before sending. Not part of the value.
+    const component_info* layout = nullptr;
+    friend bool operator==(const component_value& a, const component_value& b) noexcept {
+        return a.name == b.name && a.bytes == b.bytes && a.text == b.text;
+    }
 };
 
 // ---- bits -----------------------------------------------------------------------------------
