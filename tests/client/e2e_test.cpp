@@ -1245,6 +1245,46 @@ TEST(ClientAnyGame, QuantizedValuesOutOfRangeAreRefusedNotClamped) {
     EXPECT_EQ(entities.at("3:1").at("beacon"), (json{{"x", 0.015625}, {"y", 0.0}, {"team", 1}}));
 }
 
+// Issue 24.1: Spawn{beacon}, RemoveComponent{beacon}, SetComponent{beacon} stopped the tutorial
+// game's world for good (its listener emplaced a Shield already there; the exception ended the
+// tick loop). The tutorial's listener holds now, and the server guards the game's code anyway:
+// the three commands are served, the world ticks on and serves another client.
+TEST(ClientShields, TheThreeCommandsThatStoppedTheWorldAreServedAndItTicksOn) {
+    server s{ECSNET_SHIELDS_SERVER_BIN, {"--reconnect-grace", "60"}};
+    const result spawned = client(s, {"spawn", "--set", "beacon=10,20,1"});
+    ASSERT_EQ(spawned.exit_code, 0) << describe(spawned);
+    ASSERT_EQ(spawned.out, "spawned 2:1\n");
+    const result removed = client(s, {"remove", "2:1", "beacon"});
+    ASSERT_EQ(removed.exit_code, 0) << describe(removed);
+    EXPECT_EQ(removed.out, "removed 2:1 beacon\n");
+    const result set = client(s, {"set", "2:1", "beacon=30,40,0"});
+    ASSERT_EQ(set.exit_code, 0) << describe(set);
+    EXPECT_EQ(set.out, "set 2:1 beacon\n");
+
+    // Another client joins, and the world has gone on: its shields recharge tick after tick.
+    const auto list = [&] {
+        const result r = client(s, {"--name", "another player", "--json", "list"});
+        EXPECT_EQ(r.exit_code, 0) << describe(r);
+        return json_lines(r.out);
+    };
+    const auto first = list();
+    const auto tick_of = [](const std::vector<json>& objects) {
+        return events(objects, "list").at(0).at("tick").get<std::uint64_t>();
+    };
+    const std::uint64_t t1 = tick_of(first);
+    std::uint64_t t2 = t1;
+    for (int attempt = 0; attempt < 50 && t2 <= t1 + 5; ++attempt) {  // at most a few seconds
+        std::this_thread::sleep_for(100ms);
+        t2 = tick_of(list());
+    }
+    EXPECT_GT(t2, t1 + 5) << "the world stopped ticking at " << t1;
+    const auto entities = listed_entities(client(s, {"--name", "another player", "--json", "list"}));
+    ASSERT_EQ(entities.count("2:1"), 1U);
+    EXPECT_EQ(entities.at("2:1").at("beacon"), (json{{"x", 30.0}, {"y", 40.0}, {"team", 0}}));
+    EXPECT_EQ(entities.at("2:1").at("shield").at("capacity"), 100.0);
+    EXPECT_THAT(s.log(), Not(HasSubstr("tick loop failed")));
+}
+
 // Components defined in this test folder alone (probe.fbs, probe_server.cpp): every field kind
 // printed from the schema, float32 in its shortest form, a name that is a JSON key of the
 // entity object moved aside.
