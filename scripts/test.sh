@@ -82,12 +82,13 @@ groups=(build)
 scripts/install-deps.sh "${groups[@]}"
 
 # ccache (install-deps' build group) makes the three builds of the same sources, and the next
-# run, cheap; without it (a machine where it was removed) the builds just take longer.
-launcher=()
+# run, cheap; without it the builds just take longer. The launcher is always set, empty when
+# ccache is missing, so that a build directory configured with it earlier does not fail.
 if command -v ccache >/dev/null 2>&1; then
   launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
   echo "ccache: $(command -v ccache)"
 else
+  launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=)
   echo "ccache: not installed, building without it"
 fi
 
@@ -109,7 +110,7 @@ else
   echo "EnTT comparison skipped: ECSNET_ENTT_DIR is not set and ../shared/third_party/entt-3.16.0/src does not exist"
 fi
 cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Debug -DECSNET_SANITIZE=ON -DECSNET_WERROR=ON \
-  -DECSNET_ENTT_DIR="$entt_dir" ${launcher[@]+"${launcher[@]}"}
+  -DECSNET_ENTT_DIR="$entt_dir" "${launcher[@]}"
 cmake --build "$build" -j "$jobs"
 
 stage "ctest: Debug + ASan + UBSan"
@@ -131,7 +132,7 @@ if [ "$tsan" = 1 ]; then
   stage "ThreadSanitizer: the threaded tests (build/tsan)"
   tsan_build=${ECSNET_TSAN_BUILD_DIR:-build/tsan}
   cmake -S . -B "$tsan_build" -G Ninja -DCMAKE_BUILD_TYPE=Debug -DECSNET_SANITIZE_THREAD=ON \
-    -DECSNET_WERROR=ON -DECSNET_BUILD_BENCH=OFF ${launcher[@]+"${launcher[@]}"}
+    -DECSNET_WERROR=ON -DECSNET_BUILD_BENCH=OFF "${launcher[@]}"
   cmake --build "$tsan_build" -j "$jobs" --target "${tsan_targets[@]}"
   stage "ctest: ThreadSanitizer"
   TSAN_OPTIONS=${TSAN_OPTIONS:-halt_on_error=1:second_deadlock_stack=1} \
@@ -147,7 +148,7 @@ if [ "$release" = 1 ]; then
   stage "build: Release (build/release-tests)"
   release_build=${ECSNET_RELEASE_BUILD_DIR:-build/release-tests}
   cmake -S . -B "$release_build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DECSNET_WERROR=ON \
-    -DECSNET_BUILD_BENCH=OFF ${launcher[@]+"${launcher[@]}"}
+    -DECSNET_BUILD_BENCH=OFF "${launcher[@]}"
   cmake --build "$release_build" -j "$jobs"
   stage "ctest: Release, not slow (-LE slow)"
   run_ctest Release --test-dir "$release_build" --output-on-failure -j "$jobs" -LE slow
