@@ -147,7 +147,10 @@ asio::awaitable<void> admin_endpoint::accept_loop() {
         if (open_.size() >= options_.max_connections && !evict_oldest_reading()) {
             continue;  // every slot is answering a request (briefly): this one is closed at once
         }
+        // The slot is taken now, not when the coroutine first runs (co_spawn posts it): a burst
+        // of accepts cannot overshoot the cap.
         const std::uint64_t id = next_id_++;
+        open_.emplace(id, open_connection{});
         asio::co_spawn(io_, serve(std::move(socket), id), [](const std::exception_ptr& e) {
             if (e) {
                 try {
@@ -166,8 +169,10 @@ bool admin_endpoint::evict_oldest_reading() noexcept {
     // ends; its slot and file descriptor are free now.
     for (auto it = open_.begin(); it != open_.end(); ++it) {
         if (it->second.reading) {
-            boost::system::error_code ignored;
-            it->second.socket->close(ignored);
+            if (it->second.socket != nullptr) {  // else not started yet: it sees it is gone
+                boost::system::error_code ignored;
+                it->second.socket->close(ignored);
+            }
             open_.erase(it);
             return true;
         }
@@ -177,7 +182,11 @@ bool admin_endpoint::evict_oldest_reading() noexcept {
 
 asio::awaitable<void> admin_endpoint::serve(asio::ip::tcp::socket socket, std::uint64_t id) {
     beast::tcp_stream stream{std::move(socket)};
-    open_.emplace(id, open_connection{&stream.socket()});
+    const auto slot = open_.find(id);
+    if (slot == open_.end()) {
+        co_return;  // evicted before it started: the socket closes here
+    }
+    slot->second.socket = &stream.socket();
     // However the coroutine ends (eviction, error, answer), its slot is given back once.
     struct slot_release {
         std::map<std::uint64_t, open_connection>& open;

@@ -70,7 +70,7 @@ private:
 
     // A connection being served; `reading` until its request is complete.
     struct open_connection {
-        boost::asio::ip::tcp::socket* socket{nullptr};
+        boost::asio::ip::tcp::socket* socket{nullptr};  // null until its coroutine started
         bool reading{true};
     };
 
