@@ -35,6 +35,7 @@ build  libcpp-jwt-dev
 build  libxxhash-dev
 build  libreadline-dev
 build  libssl-dev
+build  ccache                  ccache
 build  coreutils               nproc mktemp tee timeout
 build  sed                     sed
 fuzz   clang-14                clang++-14
@@ -61,7 +62,8 @@ image  tar                     tar
 image  mawk                    awk
 '
 # Why some are here: libboost1.81-dev is Asio 1.26 (C++20 coroutines), not Debian's default
-# 1.74; libreadline-dev is the client shell's line editing; libssl-dev is OpenSSL. netavark,
+# 1.74; libreadline-dev is the client shell's line editing; libssl-dev is OpenSSL; ccache
+# makes test.sh's three builds of the same sources (ASan, TSan, Release) and later runs cheaper. netavark,
 # podman's network backend, runs iptables for every RUN step of a build ("netavark: No such file
 # or directory" without it); runc because crun fails on these hosts' hybrid cgroups; catatonit
 # is compose's init process; python3 parses the image's JSON configuration.

@@ -3,24 +3,28 @@
 # build, the fuzzers and the image test: scripts/install-deps.sh build fuzz image), builds Debug
 # with AddressSanitizer + UndefinedBehaviorSanitizer and runs every test through ctest
 # (including the fault, load and soak tests of tests/reliability), then the threaded tests (the
-# server's and tests/reliability) under ThreadSanitizer in build/tsan, then the fuzzers
-# (scripts/fuzz.sh: libFuzzer, clang, 60 s per target) and the Docker image test
-# (docker/test-image.sh, with podman).
-# Usage: scripts/test.sh [--no-image] [--no-fuzz] [--no-tsan] [ctest args, e.g. -R Server]
+# server's and tests/reliability) under ThreadSanitizer in build/tsan, then the Release build
+# (the README's, -O3, no sanitizer) in build/release-tests and every test not labelled `slow`
+# there (ctest -LE slow), then the fuzzers (scripts/fuzz.sh: libFuzzer, clang, 60 s per target)
+# and the Docker image test (docker/test-image.sh, with podman). Uses ccache when installed.
+# A failing ctest stage does not stop the others; the last line sums every ctest stage.
+# Usage: scripts/test.sh [--no-image] [--no-fuzz] [--no-tsan] [--no-release] [ctest args]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 image=1
 fuzz=1
 tsan=1
+release=1
 ctest_args=()
 for arg in "$@"; do
   case "$arg" in
     --no-image) image=0 ;;
     --no-fuzz) fuzz=0 ;;
     --no-tsan) tsan=0 ;;
+    --no-release) release=0 ;;
     --fuzz) fuzz=1 ;;  # the default; kept for old command lines
-    -h|--help) sed -n '2,9p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) ctest_args+=("$arg") ;;
   esac
 done
@@ -29,10 +33,45 @@ if [ ${#ctest_args[@]} -gt 0 ]; then
   image=0
   fuzz=0
   tsan=0
+  release=0
 fi
 
 started=$(date +%s)
-stage() { echo; echo "== $* ($(( $(date +%s) - started )) s)"; }
+stage_name=""
+stage_started=$started
+timings=()
+# Prints the stage's header with the time since the start, and records how long the previous
+# stage took (printed at the end).
+stage() {
+  local now
+  now=$(date +%s)
+  [ -n "$stage_name" ] && timings+=("$(printf '%5d s  %s' $((now - stage_started)) "$stage_name")")
+  stage_name=$*
+  stage_started=$now
+  echo; echo "== $* ($((now - started)) s)"
+}
+
+# Every ctest stage adds to these; a failing stage is recorded and the next one still runs.
+passed_total=0
+failed_total=0
+ctest_failures=()
+run_ctest() {  # stage label, then ctest arguments
+  local label=$1 log rc summary failed total
+  shift
+  log=$(mktemp /tmp/ecsnet-ctest.XXXXXX.log)
+  rc=0
+  ctest "$@" 2>&1 | tee "$log" || rc=$?
+  # "100% tests passed, 0 tests failed out of 812"; nothing when no test ran.
+  summary=$(sed -n 's/.*tests passed, \([0-9]*\) tests\{0,1\} failed out of \([0-9]*\).*/\1 \2/p' "$log" | tail -n 1)
+  rm -f "$log"
+  read -r failed total <<< "${summary:-0 0}"
+  passed_total=$((passed_total + total - failed))
+  failed_total=$((failed_total + failed))
+  echo "ctest ($label): $((total - failed)) passed, $failed failed"
+  if [ "$rc" != 0 ]; then
+    ctest_failures+=("$label (ctest exit $rc)")
+  fi
+}
 
 stage "dependencies"
 # Everything the selected stages run, installed at once (one apt-get update) and checked before
@@ -41,6 +80,17 @@ groups=(build)
 [ "$fuzz" = 1 ] && groups+=(fuzz)
 [ "$image" = 1 ] && groups+=(image)
 scripts/install-deps.sh "${groups[@]}"
+
+# ccache (install-deps' build group) makes the three builds of the same sources, and the next
+# run, cheap; without it the builds just take longer. The launcher is always set, empty when
+# ccache is missing, so that a build directory configured with it earlier does not fail.
+if command -v ccache >/dev/null 2>&1; then
+  launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
+  echo "ccache: $(command -v ccache)"
+else
+  launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=)
+  echo "ccache: not installed, building without it"
+fi
 
 stage "build: Debug + ASan + UBSan"
 build=${ECSNET_TEST_BUILD_DIR:-build/asan}
@@ -60,18 +110,14 @@ else
   echo "EnTT comparison skipped: ECSNET_ENTT_DIR is not set and ../shared/third_party/entt-3.16.0/src does not exist"
 fi
 cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Debug -DECSNET_SANITIZE=ON -DECSNET_WERROR=ON \
-  -DECSNET_ENTT_DIR="$entt_dir"
+  -DECSNET_ENTT_DIR="$entt_dir" "${launcher[@]}"
 cmake --build "$build" -j "$jobs"
 
-stage "ctest"
+stage "ctest: Debug + ASan + UBSan"
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1:strict_string_checks=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
-log=$(mktemp /tmp/ecsnet-ctest.XXXXXX.log)
-ctest --test-dir "$build" --output-on-failure -j "$jobs" ${ctest_args[@]+"${ctest_args[@]}"} \
-  | tee "$log"
-# "100% tests passed, 0 tests failed out of 812" -> repeated as the run's last line below.
-summary=$(sed -n 's/.*tests passed, \([0-9]*\) tests\{0,1\} failed out of \([0-9]*\).*/\1 \2/p' "$log" | tail -n 1)
-rm -f "$log"
+run_ctest ASan --test-dir "$build" --output-on-failure -j "$jobs" \
+  ${ctest_args[@]+"${ctest_args[@]}"}
 
 if [ "$tsan" = 1 ]; then
   # Sessions' I/O runs on --io-threads threads beside the world's (docs/SERVER.md, "Threads"):
@@ -86,10 +132,26 @@ if [ "$tsan" = 1 ]; then
   stage "ThreadSanitizer: the threaded tests (build/tsan)"
   tsan_build=${ECSNET_TSAN_BUILD_DIR:-build/tsan}
   cmake -S . -B "$tsan_build" -G Ninja -DCMAKE_BUILD_TYPE=Debug -DECSNET_SANITIZE_THREAD=ON \
-    -DECSNET_WERROR=ON -DECSNET_BUILD_BENCH=OFF
+    -DECSNET_WERROR=ON -DECSNET_BUILD_BENCH=OFF "${launcher[@]}"
   cmake --build "$tsan_build" -j "$jobs" --target "${tsan_targets[@]}"
+  stage "ctest: ThreadSanitizer"
   TSAN_OPTIONS=${TSAN_OPTIONS:-halt_on_error=1:second_deadlock_stack=1} \
-    ctest --test-dir "$tsan_build" --output-on-failure -j "$jobs" -R "$tsan_tests"
+    run_ctest TSan --test-dir "$tsan_build" --output-on-failure -j "$jobs" -R "$tsan_tests"
+fi
+
+if [ "$release" = 1 ]; then
+  # What users run (the README's build): -O3, NDEBUG, no sanitizer, so timing and the
+  # optimizer differ from the stages above; a Release-only failure is found here. Every test
+  # but those labelled `slow` (the flood and soak tests of tests/reliability: minutes of load,
+  # already run in the ASan stage). Its own build directory: scripts/demo.sh configures
+  # build/release without tests.
+  stage "build: Release (build/release-tests)"
+  release_build=${ECSNET_RELEASE_BUILD_DIR:-build/release-tests}
+  cmake -S . -B "$release_build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DECSNET_WERROR=ON \
+    -DECSNET_BUILD_BENCH=OFF "${launcher[@]}"
+  cmake --build "$release_build" -j "$jobs"
+  stage "ctest: Release, not slow (-LE slow)"
+  run_ctest Release --test-dir "$release_build" --output-on-failure -j "$jobs" -LE slow
 fi
 
 if [ "$fuzz" = 1 ]; then
@@ -103,5 +165,11 @@ if [ "$image" = 1 ]; then
 fi
 
 stage "done"
-read -r failed total <<< "${summary:-0 0}"
-echo "ctest: $((total - failed)) passed, $failed failed"
+echo "stage timings:"
+printf '  %s\n' "${timings[@]}"
+if [ ${#ctest_failures[@]} -gt 0 ]; then
+  echo "failed ctest stages: ${ctest_failures[*]}"
+fi
+# Every ctest stage together (ASan, TSan, Release): the run's last line.
+echo "ctest: $passed_total passed, $failed_total failed"
+[ ${#ctest_failures[@]} -eq 0 ]

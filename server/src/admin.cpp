@@ -41,6 +41,7 @@ nlohmann::json status_json(const server_health& h) {
         {"problem", h.problem},
         {"accepting", h.accepting},
         {"draining", h.draining},
+        {"full", h.full()},
         {"tick", h.tick},
         {"last_tick_age_ms", h.last_tick_age.count()},
         {"tick_limit_ms", h.tick_limit.count()},
@@ -88,6 +89,9 @@ admin_answer answer_admin_request(const server_health& health, std::string_view 
             a.body = "not ready: " + health.problem + "\n";
         } else if (health.draining) {
             a.body = "not ready: draining\n";
+        } else if (health.full()) {
+            a.body = "not ready: full, " + std::to_string(health.clients) + "/" +
+                     std::to_string(health.max_clients) + " clients\n";
         } else {
             a.body = "not ready: not accepting connections\n";
         }
@@ -142,24 +146,65 @@ asio::awaitable<void> admin_endpoint::accept_loop() {
             co_await backoff.async_wait(use_tuple);
             continue;
         }
-        if (connections_ >= options_.max_connections) {
-            continue;  // closed at once: probes are short, and this bounds the admin's memory
+        if (open_.size() >= options_.max_connections && !evict_oldest_reading()) {
+            continue;  // every slot is answering a request (briefly): this one is closed at once
         }
-        ++connections_;
-        asio::co_spawn(io_, serve(std::move(socket)),
-                       [this](const std::exception_ptr&) { --connections_; });
+        // The slot is taken now, not when the coroutine first runs (co_spawn posts it): a burst
+        // of accepts cannot overshoot the cap.
+        const std::uint64_t id = next_id_++;
+        open_.emplace(id, open_connection{});
+        asio::co_spawn(io_, serve(std::move(socket), id), [](const std::exception_ptr& e) {
+            if (e) {
+                try {
+                    std::rethrow_exception(e);
+                } catch (const std::exception& ex) {
+                    spdlog::warn("admin request failed: {}", ex.what());
+                }
+            }
+        });
     }
 }
 
-asio::awaitable<void> admin_endpoint::serve(asio::ip::tcp::socket socket) {
+bool admin_endpoint::evict_oldest_reading() noexcept {
+    // Probes send their request at once; a connection that has not, by the time open_ is full,
+    // is idle or trickling (slowloris) and gives way. Its coroutine sees the closed socket and
+    // ends; its slot and file descriptor are free now.
+    for (auto it = open_.begin(); it != open_.end(); ++it) {
+        if (it->second.reading) {
+            if (it->second.socket != nullptr) {  // else not started yet: it sees it is gone
+                boost::system::error_code ignored;
+                it->second.socket->close(ignored);
+            }
+            open_.erase(it);
+            return true;
+        }
+    }
+    return false;
+}
+
+asio::awaitable<void> admin_endpoint::serve(asio::ip::tcp::socket socket, std::uint64_t id) {
     beast::tcp_stream stream{std::move(socket)};
+    const auto slot = open_.find(id);
+    if (slot == open_.end()) {
+        co_return;  // evicted before it started: the socket closes here
+    }
+    slot->second.socket = &stream.socket();
+    // However the coroutine ends (eviction, error, answer), its slot is given back once.
+    struct slot_release {
+        std::map<std::uint64_t, open_connection>& open;
+        std::uint64_t id;
+        ~slot_release() { open.erase(id); }
+    } release{open_, id};
     beast::flat_buffer buffer{options_.max_request_bytes};
     http::request_parser<http::string_body> parser;
     parser.header_limit(static_cast<std::uint32_t>(options_.max_request_bytes));
     parser.body_limit(options_.max_request_bytes);
     stream.expires_after(options_.timeout);
     if (auto [ec, n] = co_await http::async_read(stream, buffer, parser, use_tuple); ec) {
-        co_return;  // timeout, oversize or malformed request: close without an answer
+        co_return;  // timeout, eviction, oversize or malformed request: close unanswered
+    }
+    if (const auto it = open_.find(id); it != open_.end()) {
+        it->second.reading = false;  // answering now: not evicted by newcomers
     }
     const auto& request = parser.get();
     http::response<http::string_body> response;

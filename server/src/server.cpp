@@ -300,6 +300,7 @@ awaitable<void> server::accept_loop() {
             ++stats_.pending_refused;
             ++stats_.refused;
             s->refuse("too many connections from " + s->remote_address() + " waiting for Hello");
+            publish_health();
             continue;
         }
         if (pending_ids_.size() >= config_.max_pending) {
@@ -315,6 +316,7 @@ awaitable<void> server::accept_loop() {
         start_pending(s);
         spdlog::debug("client {} connected from {}", id, s->remote());
         s->start();
+        publish_health();
     }
 }
 
@@ -401,6 +403,9 @@ void server::hello(const std::shared_ptr<session>& s, const protocol::hello& mes
         ++stats_.refused;
     }
     s->admitted(std::move(refusal));  // after Welcome and the snapshot, in the same queue
+    // /readyz and /status see a join or a refusal at once, not at the end of the next tick: a
+    // server that just became full must not be reported ready for another up to one period.
+    publish_health();
 }
 
 std::optional<std::string> server::admit(session& s, const protocol::hello& hello) {
@@ -556,6 +561,7 @@ void server::closed(session& s, const std::string& /*reason*/) {
         }
     }
     sessions_.erase(s.id());
+    publish_health();  // a freed slot makes a full server ready at once
 }
 
 void server::finished() {

@@ -198,7 +198,9 @@ using value_map = std::map<std::string, component_value>;
 std::string describe(const value_map& values) {
     std::string out = "{";
     for (const auto& [name, v] : values) {
-        out += " " + describe(demo_types().types(), v);
+        // Appended in two steps: `" " + std::string&&` trips GCC 12's -Wrestrict at -O3.
+        out += ' ';
+        out += describe(demo_types().types(), v);
     }
     return out + " }";
 }

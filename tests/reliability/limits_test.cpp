@@ -973,10 +973,11 @@ TEST(Caps, SilentSocketFloodLeavesPlayersJoining) {
     }
 }
 
-// Issue 12.5: a full server is healthy and ready. 8 of 8 players; 20 rounds of GET /healthz,
-// GET /readyz and `ecsnet-server --healthcheck` all answer 200 / exit 0, and none of them
-// touched the game port: the server counted no connection besides the players'.
-TEST(Caps, FullServerStaysHealthyAndReady) {
+// Issue 12.5, 24.7: a full server is healthy but not ready (no place for a new player). 8 of 8
+// players; 20 rounds of GET /healthz (200), GET /readyz (503 "full") and `ecsnet-server
+// --healthcheck` (exit 0), and none of them touched the game port: the server counted no
+// connection besides the players'.
+TEST(Caps, FullServerStaysHealthyButIsNotReady) {
     constexpr std::size_t players = 8;
     constexpr int rounds = 20;
     server s{{"--max-clients", std::to_string(players), "--admin-port", "0"}};
@@ -986,7 +987,7 @@ TEST(Caps, FullServerStaysHealthyAndReady) {
     for (std::size_t i = 0; i < players; ++i) {
         members.push_back(join(s.port(), "player-" + std::to_string(i)));
     }
-    // /status is what the server published at its last tick: wait for the one after the joins.
+    // /status follows each join as it happens (published on the join); bounded poll anyway.
     auto before = ecsnet::test::admin_status(*admin);
     const auto deadline = clock_type::now() + 5s;
     while (before && before->at("clients") != players && clock_type::now() < deadline) {
@@ -1013,8 +1014,9 @@ TEST(Caps, FullServerStaysHealthyAndReady) {
         started = clock_type::now();
         const auto ready = ecsnet::test::http_get(*admin, "/readyz");
         readyz_ms.push_back(ms_since(started));
-        readyz_ok += ready.status == 200 ? 1 : 0;
-        EXPECT_EQ(ready.status, 200U) << ready.error << ready.body;
+        readyz_ok += ready.status == 503 ? 1 : 0;
+        EXPECT_EQ(ready.status, 503U) << ready.error << ready.body;
+        EXPECT_THAT(ready.body, HasSubstr("not ready: full, 8/8 clients"));
 
         started = clock_type::now();
         const auto check = ecsnet::test::run(
@@ -1049,7 +1051,7 @@ TEST(Caps, FullServerStaysHealthyAndReady) {
         .add("clients", after->at("clients").get<std::uint64_t>())
         .add("rounds", rounds)
         .add("healthz_200", healthz_ok)
-        .add("readyz_200", readyz_ok)
+        .add("readyz_503_full", readyz_ok)
         .add("healthcheck_exit_0", healthcheck_ok)
         .add("healthz_p50_ms", percentile(healthz_ms, 0.5))
         .add("healthz_max_ms", percentile(healthz_ms, 1.0))

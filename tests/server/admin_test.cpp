@@ -9,9 +9,11 @@
 #include <boost/asio/post.hpp>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <future>
+#include <iostream>
 #include <memory>
 #include <string>
 #include <thread>
@@ -38,7 +40,7 @@ server_health healthy() {
     h.ticking = true;
     h.accepting = true;
     h.tick = 42;
-    h.clients = 3;
+    h.clients = 2;
     h.max_clients = 3;
     h.stats.skipped_ticks = 7;
     return h;
@@ -48,7 +50,16 @@ TEST(AdminAnswers, HealthzFollowsTheTickAndReadyzAlsoTheListenerAndTheDrain) {
     server_health h = healthy();
     EXPECT_EQ(answer_admin_request(h, "/healthz").status, 200U);
     EXPECT_THAT(answer_admin_request(h, "/healthz").body, HasSubstr("healthy: tick 42"));
-    EXPECT_EQ(answer_admin_request(h, "/readyz").status, 200U) << "a full server is still ready";
+    EXPECT_EQ(answer_admin_request(h, "/readyz").status, 200U);
+
+    // Full: alive (no restart) but not ready (no new players: route them elsewhere).
+    h.clients = 3;
+    EXPECT_TRUE(h.full());
+    EXPECT_EQ(answer_admin_request(h, "/healthz").status, 200U) << "a full server is healthy";
+    EXPECT_EQ(answer_admin_request(h, "/readyz").status, 503U);
+    EXPECT_EQ(answer_admin_request(h, "/readyz").body, "not ready: full, 3/3 clients\n");
+    h.clients = 2;
+    EXPECT_EQ(answer_admin_request(h, "/readyz").status, 200U) << "a freed slot: ready again";
 
     h.draining = true;
     EXPECT_EQ(answer_admin_request(h, "/healthz").status, 200U) << "draining is healthy";
@@ -76,8 +87,9 @@ TEST(AdminAnswers, StatusIsJsonWithTheStats) {
     EXPECT_EQ(a.content_type, "application/json");
     const auto j = nlohmann::json::parse(a.body);
     EXPECT_EQ(j.at("tick"), 42);
-    EXPECT_EQ(j.at("clients"), 3);
+    EXPECT_EQ(j.at("clients"), 2);
     EXPECT_EQ(j.at("ready"), true);
+    EXPECT_EQ(j.at("full"), false);
     EXPECT_EQ(j.at("stats").at("skipped_ticks"), 7);
 }
 
@@ -85,7 +97,8 @@ TEST(AdminAnswers, StatusIsJsonWithTheStats) {
 
 class running_server {
 public:
-    explicit running_server(server_config config) : server_{io_, std::move(config)} {
+    explicit running_server(server_config config, admin_options admin = {})
+        : server_{io_, std::move(config)}, admin_{server_, std::move(admin)} {
         spdlog::set_level(spdlog::level::warn);
         server_.start();
         admin_.start();
@@ -117,7 +130,7 @@ public:
 private:
     asio::io_context io_;
     ecsnet::server::server server_;
-    admin_endpoint admin_{server_, admin_options{}};
+    admin_endpoint admin_;
     std::thread thread_;
 };
 
@@ -197,34 +210,176 @@ TEST(AdminEndpoint, ReadyzTurns503AtOnceOnDrainWhileHealthzStays200) {
     EXPECT_EQ(status.at("accepting"), false);
 }
 
-TEST(AdminEndpoint, IdleConnectionsAreBoundedAndTimedOut) {
-    server_config config = local_config();
+// A connected socket to the admin port from this thread (blocking connect).
+asio::ip::tcp::socket connect_to(asio::io_context& io, std::uint16_t port) {
+    asio::ip::tcp::socket socket{io};
+    socket.connect({asio::ip::make_address("127.0.0.1"), port});
+    return socket;
+}
+
+// True once the peer closed the socket (end of file or reset); false while it is open and
+// silent. Never blocks.
+bool closed_by_peer(asio::ip::tcp::socket& socket) {
+    socket.non_blocking(true);
+    char byte = 0;
+    boost::system::error_code ec;
+    (void)socket.read_some(asio::buffer(&byte, 1), ec);
+    return ec && ec != asio::error::would_block && ec != asio::error::try_again;
+}
+
+// Waits (bounded) until at least `count` of the sockets were closed by the peer; how many were.
+std::size_t wait_until_closed(std::vector<asio::ip::tcp::socket>& sockets, std::size_t count,
+                              std::chrono::milliseconds timeout) {
+    const auto deadline = clock_type::now() + timeout;
+    std::vector<bool> closed(sockets.size(), false);
+    std::size_t n = 0;
+    for (;;) {
+        for (std::size_t i = 0; i < sockets.size(); ++i) {
+            if (!closed[i] && closed_by_peer(sockets[i])) {
+                closed[i] = true;
+                ++n;
+            }
+        }
+        if (n >= count || clock_type::now() >= deadline) {
+            return n;
+        }
+        std::this_thread::sleep_for(20ms);
+    }
+}
+
+struct timed_reply {
+    ecsnet::test::http_reply reply;
+    double best_ms = 1e9;  // the fastest of the attempts that answered 200
+};
+
+// GET path `attempts` times; the last reply, and the best time of a 200. The 100 ms bound is
+// a correctness bound (a probe that waits for a slot or a timeout takes seconds), and the best
+// of three keeps a preempted run on a loaded 2-core machine or under a sanitizer from failing it.
+timed_reply timed_get(std::uint16_t port, const std::string& path, int attempts = 3) {
+    timed_reply out;
+    for (int i = 0; i < attempts; ++i) {
+        const auto started = clock_type::now();
+        out.reply = http_get(port, path, 5s);
+        const double ms =
+            std::chrono::duration<double, std::milli>(clock_type::now() - started).count();
+        if (out.reply.status == 200) {
+            out.best_ms = std::min(out.best_ms, ms);
+        }
+    }
+    return out;
+}
+
+TEST(AdminEndpoint, HealthzAnswersWithin100MsWhile100IdleConnectionsAreHeldOpen) {
+    running_server server{local_config()};
+    ASSERT_EQ(get_until(
+                  server.admin_port(), "/healthz", [](const auto& r) { return r.status == 200; }, 5s)
+                  .status,
+              200U);
+    const std::size_t cap = admin_options{}.max_connections;
     asio::io_context io;
-    ecsnet::server::server service{io, config};
-    service.start();
+    std::vector<asio::ip::tcp::socket> idle;
+    for (int i = 0; i < 100; ++i) {
+        idle.push_back(connect_to(io, server.admin_port()));
+    }
+    // The endpoint accepted all of them: it keeps at most `cap` and closed the oldest others
+    // (its file descriptors stay bounded). The newest `cap` stay open, silent.
+    EXPECT_EQ(wait_until_closed(idle, idle.size() - cap, 5s), idle.size() - cap);
+
+    const auto health = timed_get(server.admin_port(), "/healthz");
+    EXPECT_EQ(health.reply.status, 200U) << health.reply.error << health.reply.body;
+    EXPECT_LT(health.best_ms, 100.0) << "best of 3";
+    const auto ready = timed_get(server.admin_port(), "/readyz");
+    EXPECT_EQ(ready.reply.status, 200U) << ready.reply.error << ready.reply.body;
+    EXPECT_LT(ready.best_ms, 100.0) << "best of 3";
+    std::cout << "[ admin ] 100 idle connections held: /healthz best of 3 " << health.best_ms
+              << " ms, /readyz " << ready.best_ms << " ms\n";
+
+    // Still bounded: of the 100, at most `cap` are open at the endpoint.
+    std::size_t open = 0;
+    for (auto& s : idle) {
+        open += closed_by_peer(s) ? 0 : 1;
+    }
+    EXPECT_LE(open, cap);
+}
+
+TEST(AdminEndpoint, SlowlorisConnectionsCannotHoldTheProbesOff) {
+    admin_options options;
+    options.timeout = 1000ms;
+    running_server server{local_config(), options};
+    ASSERT_EQ(get_until(
+                  server.admin_port(), "/healthz", [](const auto& r) { return r.status == 200; }, 5s)
+                  .status,
+              200U);
+    // More tricklers than slots, each sending a never-ending header a byte at a time.
+    asio::io_context io;
+    std::vector<asio::ip::tcp::socket> tricklers;
+    for (std::size_t i = 0; i < options.max_connections + 8; ++i) {
+        tricklers.push_back(connect_to(io, server.admin_port()));
+    }
+    const std::string request = "GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: ";
+    const auto trickle = [&](std::size_t round) {
+        for (auto& s : tricklers) {
+            boost::system::error_code ignored;  // the endpoint may have closed it
+            (void)s.write_some(asio::buffer(&request[round % request.size()], 1), ignored);
+        }
+    };
+    double best_ms = 1e9;
+    unsigned last_status = 0;
+    for (std::size_t round = 0; round < 5; ++round) {
+        trickle(round);
+        std::this_thread::sleep_for(100ms);
+        const auto probe = timed_get(server.admin_port(), "/healthz", 1);
+        last_status = probe.reply.status;
+        EXPECT_EQ(probe.reply.status, 200U) << "round " << round << ": " << probe.reply.error;
+        best_ms = std::min(best_ms, probe.best_ms);
+    }
+    EXPECT_EQ(last_status, 200U);
+    EXPECT_LT(best_ms, 100.0) << "best of 5";
+
+    // Bytes do not extend the deadline: a trickler still sending is cut off once the whole
+    // request was not in within the timeout (1 s here), not one byte interval after its last.
+    auto lone = connect_to(io, server.admin_port());
+    const auto started = clock_type::now();
+    bool cut = false;
+    for (std::size_t i = 0; i < 40 && !cut; ++i) {  // at most 4 s
+        boost::system::error_code ignored;
+        (void)lone.write_some(asio::buffer(&request[i % request.size()], 1), ignored);
+        std::this_thread::sleep_for(100ms);
+        cut = closed_by_peer(lone);
+    }
+    const auto held = std::chrono::duration_cast<std::chrono::milliseconds>(clock_type::now() -
+                                                                            started);
+    EXPECT_TRUE(cut) << "a trickler held its connection for " << held.count() << " ms";
+    EXPECT_LT(held, 2500ms);
+}
+
+TEST(AdminEndpoint, IdleConnectionsTimeOutAndOversizedRequestsAreCut) {
     admin_options options;
     options.max_connections = 2;
     options.timeout = 1000ms;
-    admin_endpoint admin{service, options};
-    admin.start();
+    running_server server{local_config(), options};
+    ASSERT_EQ(get_until(
+                  server.admin_port(), "/status", [](const auto& r) { return r.status == 200; }, 5s)
+                  .status,
+              200U);
 
-    // Two connections that send nothing take every slot: a third is closed without an answer.
+    // Two silent connections take every slot; a probe still gets in (the oldest gives way).
+    asio::io_context io;
     std::vector<asio::ip::tcp::socket> idle;
     for (int i = 0; i < 2; ++i) {
-        idle.emplace_back(io).connect({asio::ip::make_address("127.0.0.1"), admin.port()});
+        idle.push_back(connect_to(io, server.admin_port()));
     }
-    std::this_thread::sleep_for(100ms);  // let the endpoint accept them
-    const auto refused = http_get(admin.port(), "/status", 2s);
-    EXPECT_EQ(refused.status, 0U) << refused.body;
-    // After the read timeout the idle ones are closed, and the endpoint answers again.
-    const auto later = get_until(
-        admin.port(), "/status", [](const auto& r) { return r.status == 200; }, 5s);
-    EXPECT_EQ(later.status, 200U) << later.error;
+    std::this_thread::sleep_for(100ms);  // accepted, so that they really hold the slots
+    const auto probe = http_get(server.admin_port(), "/status", 2s);
+    EXPECT_EQ(probe.status, 200U) << probe.error;
+    // The other one, never evicted, is closed by the read timeout.
+    const auto started = clock_type::now();
+    EXPECT_EQ(wait_until_closed(idle, 2, 5s), 2U);
+    EXPECT_LT(clock_type::now() - started, 2500ms);
 
     // A request larger than max_request_bytes is cut off, not buffered.
-    const auto huge = http_get(admin.port(), "/healthz?" + std::string(16 * 1024, 'x'), 2s);
+    const auto huge = http_get(server.admin_port(), "/healthz?" + std::string(16 * 1024, 'x'), 2s);
     EXPECT_EQ(huge.status, 0U);
-    admin.stop();
 }
 
 }  // namespace

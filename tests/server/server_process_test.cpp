@@ -282,29 +282,47 @@ TEST(ServerProcess, HealthcheckSucceedsAgainstARunningServer) {
 
 TEST(ServerProcess, HealthcheckPassesOnAFullServerAndTakesNoPlayerSlot) {
     // The old check pinged the game port: a full server refused it ("server full", exit 1),
-    // and while it probed it held one of the slots.
-    server_process server{local_with({"--admin-port", "0", "--max-clients", "1"})};
+    // and while it probed it held one of the slots. One tick a second: the whole test runs
+    // between two ticks, so /status and /readyz must see the join itself, not the next tick's
+    // snapshot (a Release build ran it within one 33 ms period and saw 0 clients).
+    server_process server{
+        local_with({"--admin-port", "0", "--max-clients", "1", "--tick-rate", "1"})};
     const auto port = server.port();
     const auto admin = server.admin_port();
     ASSERT_TRUE(port && admin) << server.log();
-    const auto alice = join(*port, "alice");
+    auto alice = join(*port, "alice");
 
     server_process check{{"--healthcheck", "--admin-port", std::to_string(*admin)}};
     EXPECT_EQ(check.exit_code(10s), 0) << check.log();
     EXPECT_THAT(check.log(), HasSubstr("healthy: tick"));
     const auto health = ecsnet::test::http_get(*admin, "/healthz");
     EXPECT_EQ(health.status, 200U) << health.error << health.body;
+    // Full: alive, but no place for another player (an orchestrator routes newcomers elsewhere).
     const auto ready = ecsnet::test::http_get(*admin, "/readyz");
-    EXPECT_EQ(ready.status, 200U) << ready.error << ready.body;
+    EXPECT_EQ(ready.status, 503U) << ready.error << ready.body;
+    EXPECT_THAT(ready.body, HasSubstr("not ready: full, 1/1 clients"));
 
     const auto status = ecsnet::test::http_get(*admin, "/status");
     ASSERT_EQ(status.status, 200U) << status.error;
     const auto j = nlohmann::json::parse(status.body);
     EXPECT_EQ(j.at("clients"), 1);
+    EXPECT_EQ(j.at("full"), true);
+    EXPECT_EQ(j.at("ready"), false);
     EXPECT_EQ(j.at("stats").at("connections"), 1) << "the probes never touched the game port";
     EXPECT_EQ(j.at("stats").at("refused"), 0);
     EXPECT_TRUE(alice->poll_until([&] { return alice->mirror().statistics().deltas >= 1; }, 5s));
     EXPECT_TRUE(alice->is_open());
+
+    // Alice leaves: the slot is free and the server is ready again (published on the
+    // disconnect itself; polled, bounded, as the server notices the close asynchronously).
+    alice.reset();
+    auto again = ecsnet::test::http_get(*admin, "/readyz");
+    for (int i = 0; i < 100 && again.status != 200U; ++i) {
+        std::this_thread::sleep_for(50ms);
+        again = ecsnet::test::http_get(*admin, "/readyz");
+    }
+    EXPECT_EQ(again.status, 200U) << again.error << again.body;
+    EXPECT_THAT(again.body, HasSubstr("0/1 clients"));
 }
 
 TEST(ServerProcess, HealthcheckFailsWhenNothingListens) {

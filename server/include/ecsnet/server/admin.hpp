@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <map>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -18,9 +19,11 @@ namespace ecsnet::server {
 struct admin_options {
     std::string bind = "127.0.0.1";
     std::uint16_t port = 0;                    // 0: any free port
-    std::size_t max_connections = 8;           // more are closed at once
+    // At the cap a newcomer closes the oldest connection still waiting for its request; only
+    // when every one has its request (they are answering) is the newcomer closed at once.
+    std::size_t max_connections = 32;
     std::size_t max_request_bytes = 8 * 1024;  // header and body together
-    std::chrono::milliseconds timeout{2000};   // to read the request, and to write the answer
+    std::chrono::milliseconds timeout{2000};   // to read the whole request, and to write the answer
 };
 
 // One answer of the admin endpoint, computed from server::health() alone.
@@ -30,16 +33,19 @@ struct admin_answer {
     std::string body;
 };
 
-// GET /healthz: 200 while the tick loop runs on time (server_health::ticking), else 503 with
-// the reason. GET /readyz: 200 while it also accepts players and is not draining, else 503.
+// GET /healthz (liveness): 200 while the tick loop runs on time (server_health::ticking), else
+// 503 with the reason; a full or draining server is healthy. GET /readyz (readiness): 200 while
+// it also accepts connections, is not draining and has a free player slot, else 503.
 // GET /status: 200 and a JSON object (tick, clients, flags, stats). Anything else: 404.
 [[nodiscard]] admin_answer answer_admin_request(const server_health& health, std::string_view path);
 
 // The admin HTTP/1.1 endpoint (Boost.Beast), for orchestrators: probes must answer even while
 // the game thread is stuck in a tick, so it runs its own io_context on its own thread and reads
-// the server only through server::health() (thread-safe). Bounded: at most max_connections at
-// once, a request of at most max_request_bytes read within the timeout, one request per
-// connection (`Connection: close`).
+// the server only through server::health() (thread-safe). Bounded: at most max_connections
+// sockets at once, each with a request of at most max_request_bytes read within the timeout
+// (trickled bytes do not extend it), one request per connection (`Connection: close`). Idle or
+// slow connections cannot lock probes out: a newcomer at the cap evicts the oldest connection
+// that has not sent a complete request.
 class admin_endpoint {
 public:
     admin_endpoint(const server& service, admin_options options);
@@ -57,15 +63,27 @@ public:
 
 private:
     boost::asio::awaitable<void> accept_loop();
-    boost::asio::awaitable<void> serve(boost::asio::ip::tcp::socket socket);
+    boost::asio::awaitable<void> serve(boost::asio::ip::tcp::socket socket, std::uint64_t id);
+    // At the cap: closes the oldest connection still reading its request. False when every
+    // connection has its request (the newcomer is then closed).
+    bool evict_oldest_reading() noexcept;
+
+    // A connection being served; `reading` until its request is complete.
+    struct open_connection {
+        boost::asio::ip::tcp::socket* socket{nullptr};  // null until its coroutine started
+        bool reading{true};
+    };
 
     const server& service_;
     admin_options options_;
+    // On the admin thread only. By accept order (ids grow): begin() is the oldest. Declared
+    // before io_: coroutine frames that io_ destroys give their slot back into it.
+    std::map<std::uint64_t, open_connection> open_;
+    std::uint64_t next_id_{0};
     boost::asio::io_context io_{1};
     boost::asio::ip::tcp::acceptor acceptor_;
     std::thread thread_;
     std::uint16_t port_{0};
-    std::size_t connections_{0};  // on the admin thread only
 };
 
 }  // namespace ecsnet::server

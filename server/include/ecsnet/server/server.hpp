@@ -83,11 +83,17 @@ struct server_health {
     std::chrono::milliseconds last_tick_age{0};  // since the last tick ended (or the start)
     std::chrono::milliseconds tick_limit{0};     // max(1 s, 10 tick periods)
     std::uint64_t tick{0};
-    std::size_t clients{0};
+    std::size_t clients{0};  // joined; current (published on each join and disconnect)
     std::size_t max_clients{0};
-    server_stats stats;  // as of the last tick
+    server_stats stats;  // as of the last tick, join, refusal, disconnect or accept
 
-    [[nodiscard]] bool ready() const noexcept { return ticking && accepting && !draining; }
+    // Every player slot taken: a newcomer would get "server full".
+    [[nodiscard]] bool full() const noexcept { return clients >= max_clients; }
+    // Liveness is `ticking`; readiness (take new players here) also needs an open listener, no
+    // drain and a free slot. A full server is healthy but not ready.
+    [[nodiscard]] bool ready() const noexcept {
+        return ticking && accepting && !draining && !full();
+    }
 };
 
 // The ecsnet service. The world runs on the one thread that runs the io_context: the tick
