@@ -142,8 +142,8 @@ fi
 if [ "$release" = 1 ]; then
   # What users run (the README's build): -O3, NDEBUG, no sanitizer, so timing and the
   # optimizer differ from the stages above; a Release-only failure is found here. Every test
-  # but those labelled `slow` (the flood and soak tests of tests/reliability: minutes of load,
-  # already run in the ASan stage). Its own build directory: scripts/demo.sh configures
+  # but those whose label matches `slow` (`reliability-slow`: the flood and soak tests of
+  # tests/reliability, minutes of load, already run in the ASan stage). Its own build directory: scripts/demo.sh configures
   # build/release without tests.
   stage "build: Release (build/release-tests)"
   release_build=${ECSNET_RELEASE_BUILD_DIR:-build/release-tests}
