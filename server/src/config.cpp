@@ -150,6 +150,10 @@ parsed_command_line parse_command_line(int argc, const char* const* argv) {
                        "them again; 0 despawns them at the next tick")
             ->check(CLI::Range(0.0, 86400.0)),
         "ECSNET_RECONNECT_GRACE");
+    env(app.add_option("--connection-log-lines", c.connection_log_lines,
+                       "Join, leave and refusal lines logged per 10 s; past it they are counted "
+                       "in the stats line (0: log every one)"),
+        "ECSNET_CONNECTION_LOG_LINES");
     env(app.add_option("--checksum-interval", c.checksum_interval, "Send a world checksum every this many ticks")
             ->check(CLI::Range(1, 1'000'000)),
         "ECSNET_CHECKSUM_INTERVAL");

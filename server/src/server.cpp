@@ -89,7 +89,10 @@ server::server(asio::io_context& io, server_config config, const game& g)
       tick_timer_{io},
       stats_timer_{io},
       owners_{[this](std::uint32_t id) { return commands_.owned_by(id) > 0; }},
-      admitted_tokens_{config_.max_remembered_tokens} {
+      admitted_tokens_{config_.max_remembered_tokens},
+      connection_lines_{config_.connection_log_lines == 0 ? std::numeric_limits<std::size_t>::max()
+                                                          : config_.connection_log_lines,
+                        std::chrono::seconds{10}} {
     if (!config_.token_secret.empty() && !config_.token_public_key.empty()) {
         throw std::invalid_argument("give --token-secret or --token-public-key, not both");
     }
@@ -766,9 +769,9 @@ awaitable<void> server::stats_loop() {
             stats.rate_limited, stats.invalid_frames, stats.system_failures);
         tick_ms_.clear();
         if (const std::size_t unlogged = connection_lines_.take_suppressed(); unlogged > 0) {
-            spdlog::info("stats: {} join, leave and refusal lines not logged (more than 20 per "
-                         "10 s); {} joined clients now",
-                         unlogged, active_);
+            spdlog::info("stats: {} join, leave and refusal lines not logged (more than {} per "
+                         "10 s, --connection-log-lines); {} joined clients now",
+                         unlogged, config_.connection_log_lines, active_);
         }
         if (interest_.enabled()) {
             spdlog::info(

@@ -264,6 +264,11 @@ server::server(const std::string& binary, const std::vector<std::string>& extra_
     if (std::find(extra_args.begin(), extra_args.end(), "--reconnect-grace") == extra_args.end()) {
         argv.insert(argv.end(), {"--reconnect-grace", "0"});
     }
+    // Tests read the connection lines: every one is logged, unless the test asks otherwise.
+    if (std::find(extra_args.begin(), extra_args.end(), "--connection-log-lines") ==
+        extra_args.end()) {
+        argv.insert(argv.end(), {"--connection-log-lines", "0"});
+    }
     argv.insert(argv.end(), extra_args.begin(), extra_args.end());
     auto args = argv_pointers(argv);
     posix_spawn_file_actions_t actions;

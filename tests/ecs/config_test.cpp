@@ -75,7 +75,8 @@ TEST_F(UncheckedBuild, GetAndViewGetStillCheck) {
     EXPECT_THROW((void)(w_->get<Position, Velocity>(stale_)), invalid_entity);
     const auto view = w_->view<const Position, const Velocity>();
     EXPECT_THROW((void)view.get<const Position>(stale_), component_missing);
-    EXPECT_THROW((void)view.get<const Position>(e_[0]), component_missing) << "no Velocity";
+    EXPECT_THROW((void)view.get<const Velocity>(e_[0]), component_missing) << "no Velocity";
+    EXPECT_EQ(view.get<const Position>(e_[0]).x, 1) << "a Position, read in every build";
     EXPECT_EQ(view.get<const Velocity>(e_[1]).dy, 6);
     EXPECT_EQ(w_->get<Position>(e_[2]).x, 9);
     EXPECT_EQ(w_->try_get<Position>(stale_), nullptr);

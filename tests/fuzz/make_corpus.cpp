@@ -123,6 +123,17 @@ bytes frames(const std::vector<proto::client_message>& messages) {
     return out;
 }
 
+// Interest management (protocol 3): Focus before Hello (not joined), after it (no reply), then a
+// non-finite one (fatal) and a new connection. In both the client_frame and session corpora.
+bytes focus_frames() {
+    const float nan = std::numeric_limits<float>::quiet_NaN();
+    const float inf = std::numeric_limits<float>::infinity();
+    return frames({proto::focus{1.0F, 2.0F}, proto::hello{proto::protocol_version, "f", ""},
+                   proto::focus{-5.5F, 1.0e6F}, proto::spawn{1, full_set()},
+                   proto::focus{0.0F, 0.0F}, proto::ping{3}, proto::focus{nan, 0.0F},
+                   proto::hello{proto::protocol_version, "g", ""}, proto::focus{0.0F, -inf}});
+}
+
 void client_frame_corpus(const fs::path& dir) {
     const Entity first{0, 1};
     write(dir / "hello", frames({proto::hello{proto::protocol_version, "alice", ""}}));
@@ -159,13 +170,7 @@ void client_frame_corpus(const fs::path& dir) {
                 proto::remove_components{6, first, {"owner"}},
                 proto::hello{7, "w", ""}}));
     write(dir / "resync_before_hello", frames({proto::resync_request{"early"}}));
-    // Interest management (protocol 3): Focus before Hello (not joined), after it (no reply),
-    // then a non-finite one (fatal) and a new connection.
-    write(dir / "focus",
-          frames({proto::focus{1.0F, 2.0F}, proto::hello{proto::protocol_version, "f", ""},
-                  proto::focus{-5.5F, 1.0e6F}, proto::spawn{1, full_set()}, proto::focus{0.0F, 0.0F},
-                  proto::ping{3}, proto::focus{nan, 0.0F},
-                  proto::hello{proto::protocol_version, "g", ""}, proto::focus{0.0F, -inf}}));
+    write(dir / "focus", focus_frames());
 }
 
 // ---- session: u8 flags, then bytes for the real server ---------------------------------------
@@ -192,9 +197,10 @@ void session_corpus(const fs::path& dir) {
     write(dir / "commands", session_input(hello_first, commands));
     write(dir / "commands_bytewise", session_input(hello_first | chunks(1), commands));
     write(dir / "commands_then_eof", session_input(hello_first | chunks(3) | shutdown, commands));
-    write(dir / "own_hello",
-          session_input(chunks(4), frames({proto::hello{proto::protocol_version, "alice", ""}, proto::spawn{1, {}},
-                                           proto::ping{2}, proto::hello{proto::protocol_version, "again", ""}})));
+    const bytes own_hello =
+        frames({proto::hello{proto::protocol_version, "alice", ""}, proto::spawn{1, {}},
+                proto::ping{2}, proto::hello{proto::protocol_version, "again", ""}});
+    write(dir / "own_hello", session_input(chunks(4), own_hello));
     write(dir / "commands_before_hello",
           session_input(chunks(2), frames({proto::spawn{1, {}}, proto::ping{1}})));
     write(dir / "wrong_version", session_input(0, frames({proto::hello{99, "old", ""}})));
@@ -206,31 +212,18 @@ void session_corpus(const fs::path& dir) {
     write(dir / "garbage", session_input(hello_first | chunks(7),
                                          {0x08, 0x00, 0x00, 0x00, 0xDE, 0xAD, 0xBE, 0xEF, 0x00,
                                           0x11, 0x22, 0x33}));
-    // The interest server: the view follows Focus messages (also odd ones), spawns near and far.
+    // The interest server (32): Focus messages, and commands under a view; the token server
+    // (64): the harness's Hello carries a fresh token, or (128) one with an altered signature.
     constexpr std::uint8_t interest = 32;
-    const float nan = std::numeric_limits<float>::quiet_NaN();
-    const bytes roaming = frames(
-        {proto::focus{0.0F, 0.0F}, proto::spawn{1, full_set()},
-         proto::set_components{2, mine, component_set{}.set(Position{900.0F, -900.0F})},
-         proto::focus{900.0F, -900.0F}, proto::ping{3}, proto::focus{-1.0e30F, 5.0F},
-         proto::focus{nan, 0.0F}, proto::destroy{4, mine}, proto::focus{0.0F, 0.0F}});
-    write(dir / "interest_roaming", session_input(interest | hello_first, roaming));
-    write(dir / "interest_roaming_bytewise",
-          session_input(interest | hello_first | chunks(1), roaming));
-    // The token server: the harness's Hello carries a fresh token (64), or a corrupt one (128).
     constexpr std::uint8_t tokens = 64;
     constexpr std::uint8_t corrupt_token = 128;
+    write(dir / "interest_focus", session_input(interest | chunks(2), focus_frames()));
+    write(dir / "interest_commands", session_input(interest | hello_first, commands));
+    write(dir / "interest_commands_bytewise",
+          session_input(interest | hello_first | chunks(1), commands));
     write(dir / "token_commands", session_input(tokens | hello_first, commands));
     write(dir / "token_corrupt", session_input(tokens | corrupt_token | hello_first, commands));
-    write(dir / "token_own_hello",
-          session_input(tokens | chunks(2),
-                        frames({proto::hello{proto::protocol_version, "no token", ""},
-                                proto::spawn{1, {}}})));
-    write(dir / "interest_focus_before_hello",
-          session_input(interest | chunks(2),
-                        frames({proto::focus{1.0F, 1.0F},
-                                proto::hello{proto::protocol_version, "f", ""},
-                                proto::focus{5.0F, 5.0F}, proto::spawn{1, {}}})));
+    write(dir / "token_own_hello", session_input(tokens | chunks(4), own_hello));
 }
 
 // ---- commands: the script format of fuzz_commands -----------------------------------------

@@ -237,6 +237,27 @@ TEST(ServerProcess, SigtermExitsZeroAndClientsHearShuttingDown) {
         << " ms after SIGTERM\n";
 }
 
+// Issue 24.7: a flood of connections cannot flood the log: past --connection-log-lines per 10 s
+// the join and leave lines are counted, and the stats line says how many were not logged.
+TEST(ServerProcess, ConnectionLinesPastTheirRateAreCountedNotLogged) {
+    server_process server{local_with({"--connection-log-lines", "3", "--stats-interval-s", "1"})};
+    const auto port = server.port();
+    ASSERT_TRUE(port.has_value()) << server.log();
+    for (int i = 0; i < 8; ++i) {
+        (void)join(*port, "visitor-" + std::to_string(i));  // joins and leaves: 16 lines
+    }
+    ASSERT_TRUE(server.wait_for_log("join, leave and refusal lines not logged", 10s))
+        << server.log();
+    const std::string log = server.log();
+    std::size_t joins = 0;
+    for (std::size_t at = log.find("joined from"); at != std::string::npos;
+         at = log.find("joined from", at + 1)) {
+        ++joins;
+    }
+    EXPECT_LE(joins, 3U) << log;
+    EXPECT_THAT(log, HasSubstr("(more than 3 per 10 s, --connection-log-lines)"));
+}
+
 TEST(ServerProcess, SigtermExitsZeroWhileAClientDoesNotRead) {
     server_process server{local_with({"--demo-entities", "10000", "--tick-rate", "60",
                                       "--queue-bytes", "262144", "--stall-timeout-ms", "60000"})};

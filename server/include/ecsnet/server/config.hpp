@@ -58,6 +58,9 @@ struct server_config {
     // token of the same player) within it finds them, with the same handles. 0: gone at the
     // next tick. keep_entities_on_disconnect keeps them for ever.
     std::chrono::milliseconds reconnect_grace{30'000};
+    // Join, leave and refusal lines logged per 10 s; past it they are counted, and the stats
+    // line says how many were not logged. 0: every one (an audit log).
+    std::size_t connection_log_lines = 20;
     std::uint32_t checksum_interval = 30;
     std::uint32_t checksum_slice = 65'536;  // entity indices one checksum covers at most
     float world_half_extent = 1000.0F;  // entities stay inside [-e, e] on both axes

@@ -291,7 +291,7 @@ private:
     log_limiter server_warnings_{10, std::chrono::seconds{10}};   // accept errors, overruns
     log_limiter game_errors_{10, std::chrono::seconds{10}};       // the game's code failed
     log_limiter client_warnings_{10, std::chrono::seconds{10}};   // a client misbehaved
-    log_limiter connection_lines_{20, std::chrono::seconds{10}};  // joins, leaves, refusals
+    log_limiter connection_lines_;  // joins, leaves, refusals: --connection-log-lines
 
     // What health() reads from other threads.
     struct published_health {

@@ -165,9 +165,12 @@ public:
 
     // The component of an entity in the view. const T& when T or the view's declaration of it
     // is const; otherwise T&, and the component is marked updated (the caller may write).
-    // Checked in every build: component_missing when e is not in the view (not alive at its
-    // version, or without one of the view's types). each() hands its components over without
-    // a lookup; get_unchecked() is for callers that guarantee contains(e).
+    // Checked in every build: component_missing when e does not hold a T at its version (a
+    // stale, recycled or null id, or no T), so no build reads memory that is not e's T. That
+    // e also passes the view's other types and exclusions is contains(e), checked here too
+    // only with ECSNET_ECS_CHECKS (debug builds): in release it would be a random lookup per
+    // other type. each() hands its components over without a lookup; get_unchecked() is for
+    // callers that guarantee contains(e).
     template <typename T>
     [[nodiscard]] ECSNET_ECS_INLINE decltype(auto) get(entity_type e) const {
         return get_at<T>(e, checked_position<T>(e));
@@ -200,8 +203,13 @@ private:
     [[nodiscard]] ECSNET_ECS_INLINE std::size_t checked_position(entity_type e) const {
         const auto& storage = pool_for<T>(e)->storage;
         const auto pos = storage.position(e);
-        if (pos == storage.npos || !contains(e)) [[unlikely]] {
+        if (pos == storage.npos) [[unlikely]] {
             throw_not_in_view(e);
+        }
+        if constexpr (checks_enabled) {
+            if (!contains(e)) [[unlikely]] {
+                throw_not_in_view(e);
+            }
         }
         return pos;
     }
