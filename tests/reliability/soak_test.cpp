@@ -868,6 +868,9 @@ TEST(Soak, ManyClientsChurnReconnectsAndSlowReadersLeaveAnExactWorldAndFlatResou
          // 50 clients from 127.0.0.1 join at once: more than the default per-address bound of
          // connections waiting for Hello (32) may be in their handshake together.
          "--max-pending-per-address", "128",
+         // ... and all of them stay joined: more than the default bound of joined clients per
+         // address (32, issue 24.2) that a server without connect tokens keeps.
+         "--max-clients-per-address", "128",
          // The accounting relies on it (the default; not left to the
          // environment's ECSNET_KEEP_ENTITIES_ON_DISCONNECT).
          "--keep-entities-on-disconnect=false"}};
