@@ -181,7 +181,7 @@ void launch(const options& o, launched_server& out) {
                                   "1", "--max-clients", "4096",
                                   // Every simulated client comes from 127.0.0.1, hundreds at once.
                                   "--max-pending", "4096", "--max-pending-per-address", "4096",
-                                  nullptr};
+                                  "--max-clients-per-address", "4096", nullptr};
     // Before the terminating nullptr.
     argv.insert(argv.end() - 1, {"--world-half-extent", extent.c_str()});
     if (o.interest_radius > 0.0) {
