@@ -143,12 +143,14 @@ if [ "$release" = 1 ]; then
   # What users run (the README's build): -O3, NDEBUG, no sanitizer, so timing and the
   # optimizer differ from the stages above; a Release-only failure is found here. Every test
   # but those whose label matches `slow` (`reliability-slow`: the flood and soak tests of
-  # tests/reliability, minutes of load, already run in the ASan stage). Its own build directory: scripts/demo.sh configures
-  # build/release without tests.
+  # tests/reliability, minutes of load, already run in the ASan stage). The test drivers
+  # outside tests/ecs are built at -O1 (ECSNET_TEST_DRIVER_FLAGS, tests/CMakeLists.txt): what
+  # they test keeps -O3. Its own build directory: scripts/demo.sh configures build/release
+  # without tests.
   stage "build: Release (build/release-tests)"
   release_build=${ECSNET_RELEASE_BUILD_DIR:-build/release-tests}
   cmake -S . -B "$release_build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DECSNET_WERROR=ON \
-    -DECSNET_BUILD_BENCH=OFF "${launcher[@]}"
+    -DECSNET_BUILD_BENCH=OFF -DECSNET_TEST_DRIVER_FLAGS=-O1 "${launcher[@]}"
   cmake --build "$release_build" -j "$jobs"
   stage "ctest: Release, not slow (-LE slow)"
   run_ctest Release --test-dir "$release_build" --output-on-failure -j "$jobs" -LE slow

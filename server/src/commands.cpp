@@ -62,7 +62,7 @@ void command_processor::own(ecs::Entity e, std::uint32_t client) {
     if (owner_of_.size() <= e.index()) {
         owner_of_.resize(std::max<std::size_t>(e.index() + 1, owner_of_.size() * 2), 0);
     }
-    owner_of_[e.index()] = client;
+    owner_of_[e.index()] = std::uint64_t{client} + 1;
     owned_[client].insert(e.index());
 }
 
@@ -70,7 +70,7 @@ void command_processor::disown(ecs::Entity e) {
     if (e.index() >= owner_of_.size() || owner_of_[e.index()] == 0) {
         return;
     }
-    const std::uint32_t client = std::exchange(owner_of_[e.index()], 0);
+    const auto client = static_cast<std::uint32_t>(std::exchange(owner_of_[e.index()], 0) - 1);
     const auto it = owned_.find(client);
     if (it == owned_.end()) {
         return;

@@ -293,7 +293,9 @@ void interest_manager::update(const ecs::World& world, const ecs::World::change_
         return;
     }
     (void)guarded("update", [&] { policy_->update(world, changes); });
-    for (auto& [owner, p] : players_) {
+    for (auto& entry : players_) {
+        // A named reference, not a structured binding: clang 14 cannot capture bindings.
+        player_interest& p = entry.second;
         if (!p.follow.is_null()) {
             (void)guarded("position", [&] {
                 if (const auto at = policy_->position(world, p.follow)) {

@@ -270,6 +270,23 @@ TEST_F(CommandProcessor, ServerOwnedEntitiesBelongToNoClient) {
     EXPECT_TRUE(world_->valid(demo));
 }
 
+// Owner 0 is the server: the owner index must let go of its entities like any owner's (the
+// commands fuzzer found the index keeping a destroyed entity of owner 0).
+TEST_F(CommandProcessor, TheIndexForgetsDestroyedEntitiesOfOwnerZero) {
+    command_processor commands{*world_, types_, command_limits{}};
+    const Entity e = spawn_ok(commands, 0);
+    EXPECT_EQ(commands.owned_by(0), 1U);
+    EXPECT_EQ(commands.despawn_all_of(0), 1U);
+    EXPECT_FALSE(world_->valid(e));
+    EXPECT_EQ(commands.owned_by(0), 0U);
+
+    const Entity f = world_->create();
+    world_->emplace<Owner>(f, Owner{0});
+    EXPECT_EQ(commands.owned_by(0), 1U);
+    world_->destroy(f);
+    EXPECT_EQ(commands.owned_by(0), 0U);
+}
+
 TEST_F(CommandProcessor, SetAddsAndReplacesComponents) {
     command_processor commands{*world_, types_, command_limits{}};
     const Entity e = spawn_ok(commands, alice, component_set{}.set(Position{1.0F, 1.0F}));

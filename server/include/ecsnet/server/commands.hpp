@@ -119,9 +119,10 @@ private:
     ecs::World& world_;
     const protocol::component_registry& types_;
     command_limits limits_;
-    // Owner -> the entity indices it owns; entity index -> its owner (0: none).
+    // Owner -> the entity indices it owns; entity index -> its owner plus one (0: none, since
+    // owner 0, the server, is an owner like any other).
     std::unordered_map<std::uint32_t, boost::unordered_flat_set<std::uint32_t>> owned_;
-    std::vector<std::uint32_t> owner_of_;
+    std::vector<std::uint64_t> owner_of_;
     std::vector<ecs::Entity> survivors_;  // let go by on_destroy<Owner>, maybe still alive
     ecs::World::sink_type::connection construct_connection_{};
     ecs::World::sink_type::connection update_connection_{};
