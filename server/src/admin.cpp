@@ -69,7 +69,16 @@ nlohmann::json status_json(const server_health& h) {
           {"address_refused", s.address_refused},
           {"view_entered", s.view_entered},
           {"view_left", s.view_left},
-          {"view_deferred", s.view_deferred}}},
+          {"view_deferred", s.view_deferred},
+          {"command_failures", s.command_failures},
+          {"policy_failures", s.policy_failures},
+          {"despawn_failures", s.despawn_failures},
+          {"grace_despawns", s.grace_despawns},
+          {"inputs_applied", s.inputs_applied},
+          {"inputs_late", s.inputs_late},
+          {"inputs_repeated", s.inputs_repeated},
+          {"inputs_refused", s.inputs_refused},
+          {"input_failures", s.input_failures}}},
     };
 }
 

@@ -65,7 +65,7 @@ void tick_changes::build(const ecs::World& world, const ecs::World::change_set_t
         s.present = set ? s.present | bit : s.present & ~bit;
     };
     for (std::uint32_t id = 0; id < types.size(); ++id) {
-        const auto* c = changes.find(types.ops(id).type_hash);
+        const auto* c = types.info(id).replicated ? changes.find(types.ops(id).type_hash) : nullptr;
         if (c == nullptr) {
             continue;
         }
@@ -84,7 +84,7 @@ void tick_changes::build(const ecs::World& world, const ecs::World::change_set_t
 std::size_t client_view::entry_cost(const context& ctx, ecs::Entity e) const {
     std::size_t bytes = entity_bytes;
     for (std::uint32_t id = 0; id < ctx.types.size(); ++id) {
-        if (ctx.types.ops(id).contains(ctx.world, e)) {
+        if (ctx.types.info(id).replicated && ctx.types.ops(id).contains(ctx.world, e)) {
             bytes += value_cost(ctx.types, ctx.world, id, e);
         }
     }

@@ -140,6 +140,16 @@ parsed_command_line parse_command_line(int argc, const char* const* argv) {
     env(app.add_option("--command-burst", c.command_burst, "Commands a client may send at once (bucket size)")
             ->check(CLI::Range(1.0, 1e9)),
         "ECSNET_COMMAND_BURST");
+    env(app.add_option("--input-buffer-ticks", c.input_buffer_ticks,
+                       "How many ticks ahead of the server a player input may be stamped; "
+                       "further ahead is refused (InputTooEarly)")
+            ->check(CLI::Range(1, 1024)),
+        "ECSNET_INPUT_BUFFER_TICKS");
+    env(app.add_option("--input-rate", c.input_rate,
+                       "Input frames per second per client (token bucket of one second's worth; "
+                       "a client sends one per tick, or fewer batched)")
+            ->check(CLI::Range(1.0, 100'000.0)),
+        "ECSNET_INPUT_RATE");
     env(app.add_flag("--keep-entities-on-disconnect", c.keep_entities_on_disconnect,
                      "Keep a client's entities for ever when it disconnects (default: despawn "
                      "them after --reconnect-grace)"),
@@ -315,13 +325,14 @@ std::string describe(const server_config& c) {
     return fmt::format(
         "bind={} port={} tick_rate={} max_clients={} max_frame_bytes={} queue_bytes={} "
         "demo_entities={} max_entities={} max_entities_per_client={} command_rate={}/s "
-        "burst={} checksum_interval={} checksum_slice={} interest={} auth={} identity={} "
+        "burst={} input_buffer_ticks={} input_rate={}/s checksum_interval={} checksum_slice={} "
+        "interest={} auth={} identity={} "
         "max_connections_per_player={} tls={} max_pending={} "
         "max_pending_per_address={} resync_interval={}ms on_disconnect={} world=[-{},{}] log={}/{} "
         "io_threads={} admin={} drain={}s",
         c.bind, c.port, c.tick_rate, c.max_clients, c.max_frame_bytes, c.queue_bytes,
         c.demo_entities, c.max_entities, c.max_entities_per_client, c.command_rate,
-        c.command_burst, c.checksum_interval, c.checksum_slice,
+        c.command_burst, c.input_buffer_ticks, c.input_rate, c.checksum_interval, c.checksum_slice,
         c.interest_radius > 0.0F
             ? fmt::format("radius {} cell {} budget {}", c.interest_radius, c.interest_cell,
                           c.client_budget > 0.0 ? fmt::format("{} B/s", c.client_budget) : "unlimited")

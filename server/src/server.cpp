@@ -84,6 +84,7 @@ server::server(asio::io_context& io, server_config config, const game& g)
       replicator_{types_, interest_,
                   replicator_options{config_.tick_rate, config_.checksum_interval,
                                      config_.checksum_slice}},
+      inputs_{config_.input_buffer_ticks},
       pool_{config_.io_threads},
       acceptor_{io},
       tick_timer_{io},
@@ -137,6 +138,11 @@ server_stats server::stats() const noexcept {
     out.bytes_out = read(io_stats_.bytes_out);
     out.resyncs_requested = read(io_stats_.resyncs_requested);
     out.resyncs_coalesced = read(io_stats_.resyncs_coalesced);
+    const input_counters& inputs = inputs_.counters();
+    out.inputs_applied = inputs.applied;
+    out.inputs_late = inputs.late;
+    out.inputs_repeated = inputs.repeated;
+    out.inputs_refused = read(io_stats_.inputs_refused);
     return out;
 }
 
@@ -412,14 +418,17 @@ void server::hello(const std::shared_ptr<session>& s, const protocol::hello& mes
 }
 
 std::optional<std::string> server::admit(session& s, const protocol::hello& hello) {
-    if (hello.version != protocol::protocol_version) {
+    if (hello.version < protocol::oldest_protocol_version ||
+        hello.version > protocol::protocol_version) {
         return "protocol version " + std::to_string(hello.version) +
-               " not supported (server speaks " + std::to_string(protocol::protocol_version) + ")";
+               " not supported (server speaks " +
+               std::to_string(protocol::oldest_protocol_version) + " to " +
+               std::to_string(protocol::protocol_version) + ")";
     }
     if (!config_.auth_token.empty() && !same_secret(hello.auth_token, config_.auth_token)) {
         return std::string{"bad auth token"};
     }
-    protocol::welcome welcome{0, protocol::protocol_version, static_cast<float>(config_.tick_rate),
+    protocol::welcome welcome{0, hello.version, static_cast<float>(config_.tick_rate),
                               tick_, config_.checksum_interval, {}, {}, types_.types()};
     std::optional<connect_token_claims> token;
     if (auto refused = identify(hello, welcome, token)) {
@@ -527,6 +536,80 @@ void server::send_snapshot(session& s) {
     snapshot_bytes_ = replicator_.snapshot_bytes();
 }
 
+void server::queue_input(const std::shared_ptr<session>& s, protocol::input input) {
+    const std::uint32_t owner = s->owner_id();
+    const auto refuse = [&](wire::ErrorCode code, std::string why) {
+        io_stats_.inputs_refused.fetch_add(1, std::memory_order_relaxed);
+        s->refuse_input(protocol::input_rejected{input.first_tick, code, std::move(why), 1});
+    };
+    if (!s->joined() || owner == 0) {
+        return;  // closed meanwhile
+    }
+    const ecs::Entity e = input.entity;
+    const ecs::Entity current = world_->current(e.index());
+    if (current.is_null()) {
+        refuse(wire::ErrorCode::UnknownEntity, "no entity at index " + std::to_string(e.index()));
+        return;
+    }
+    if (current != e) {
+        refuse(wire::ErrorCode::StaleVersion,
+               "entity " + std::to_string(e.index()) + " is at version " +
+                   std::to_string(current.version()) + ", not " + std::to_string(e.version()));
+        return;
+    }
+    const Owner* o = world_->try_get<Owner>(e);
+    if (o == nullptr || o->client != owner) {
+        refuse(wire::ErrorCode::NotOwner,
+               "entity " + std::to_string(e.index()) + ":" + std::to_string(e.version()) +
+                   (o == nullptr ? " belongs to the server" : " belongs to another client"));
+        return;
+    }
+    // The game's own check (valid()) on every value, as for commands.
+    for (const protocol::component_set& values : input.ticks) {
+        for (const protocol::component_value& v : values.values()) {
+            const auto id = types_.id_of(v.name);
+            std::string why;
+            if (!id || !types_.ops(*id).accepts(v, &why)) {
+                refuse(wire::ErrorCode::InvalidValue, why.empty() ? v.name + " is refused" : why);
+                return;
+            }
+        }
+    }
+    const input_buffer::offered got = inputs_.offer(owner, input, tick_);
+    if (got.too_early > 0) {
+        refuse(wire::ErrorCode::InputTooEarly,
+               std::to_string(got.too_early) + " ticks of input stamped more than " +
+                   std::to_string(inputs_.ticks_ahead()) + " ticks ahead of tick " +
+                   std::to_string(tick_));
+    }
+}
+
+void server::apply_inputs() {
+    inputs_.run(tick_, [this](std::uint32_t owner, ecs::Entity e,
+                              const protocol::component_set& values) {
+        const Owner* o = world_->valid(e) ? world_->try_get<Owner>(e) : nullptr;
+        if (o == nullptr || o->client != owner) {
+            return false;  // destroyed, or changed hands, since it was sent
+        }
+        for (const protocol::component_value& v : values.values()) {
+            const auto id = types_.id_of(v.name);
+            try {
+                types_.ops(*id).assign(*world_, e, v);
+            } catch (const std::exception& ex) {
+                report_game_failure(stats_.input_failures,
+                                    "tick {}: owner {}'s input {} failed in the game's code: {}",
+                                    tick_, owner, v.name, printable(ex.what(), 200));
+            } catch (...) {
+                report_game_failure(stats_.input_failures,
+                                    "tick {}: owner {}'s input {} failed in the game's code: {}",
+                                    tick_, owner, v.name, "an exception that is not a std::exception");
+            }
+        }
+        return true;
+    });
+    commands_.settle();  // a throwing listener may have been an on_destroy<Owner> one
+}
+
 void server::set_focus(session& s, const protocol::focus& focus) {
     if (interest_.enabled() && interest_.accepts_client_focus() && s.owner_id() != 0) {
         interest_.set_focus(s.owner_id(), point{focus.x, focus.y});
@@ -552,6 +635,7 @@ void server::closed(session& s, const std::string& /*reason*/) {
         --active_;
     }
     if (s.owner_id() != 0 && owners_.disconnected(s.owner_id()) == 0) {
+        inputs_.forget(s.owner_id());  // a reconnect starts a new input stream
         if (owners_.forget_if_idle(s.owner_id())) {
             interest_.forget(s.owner_id());
         } else if (!config_.keep_entities_on_disconnect) {
@@ -682,6 +766,7 @@ void server::run_tick() {
 
     apply_pending_commands();
     despawn_departed();
+    apply_inputs();
 
     // A system that throws fails alone (the scheduler catches it): count it, say which one,
     // and keep ticking. Rate-limited, since a broken system fails every tick.
@@ -731,9 +816,16 @@ void server::broadcast_tick(const ecs::World::change_set_type& changes) {
                      [this](std::uint64_t id, const protocol::frame& delta,
                             const protocol::frame* checksum, const protocol::frame* owner_only) {
                          const auto it = sessions_.find(id);
-                         if (it != sessions_.end()) {
-                             it->second->send_tick(delta, checksum, owner_only);
+                         if (it == sessions_.end()) {
+                             return;
                          }
+                         // A client that sends input hears, with every tick, what became of it.
+                         protocol::frame ack;
+                         if (const protocol::input_ack* a = inputs_.ack(it->second->owner_id())) {
+                             ack = protocol::encode(protocol::server_control{*a});
+                         }
+                         it->second->send_tick(delta, checksum, owner_only,
+                                               ack == nullptr ? nullptr : &ack);
                      });
     const auto& after = replicator_.stats();
     stats_.view_entered += after.view_entered - before.view_entered;
@@ -772,6 +864,13 @@ awaitable<void> server::stats_loop() {
             spdlog::info("stats: {} join, leave and refusal lines not logged (more than {} per "
                          "10 s, --connection-log-lines); {} joined clients now",
                          unlogged, config_.connection_log_lines, active_);
+        }
+        if (inputs_.players() > 0 || stats.inputs_applied > 0) {
+            spdlog::info("stats: input: {} ticks applied, {} late, {} repeated, {} frames refused, "
+                         "{} failed in the game's code (totals); {} players, {} ticks held",
+                         stats.inputs_applied, stats.inputs_late, stats.inputs_repeated,
+                         stats.inputs_refused, stats.input_failures, inputs_.players(),
+                         inputs_.held());
         }
         if (interest_.enabled()) {
             spdlog::info(

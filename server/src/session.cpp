@@ -61,7 +61,8 @@ session::session(std::shared_ptr<asio::io_context> io, std::unique_ptr<byte_stre
       id_{id},
       wake_writer_{stream_->get_executor()},
       resume_reading_{stream_->get_executor()},
-      commands_{owner.config().command_rate, owner.config().command_burst} {
+      commands_{owner.config().command_rate, owner.config().command_burst},
+      inputs_{owner.config().input_rate, owner.config().input_rate} {
     hello_deadline_ = clock::now() + owner_.config().hello_timeout;
     read_deadline_ = hello_deadline_;
 }
@@ -147,12 +148,19 @@ void session::send_result(const protocol::command_result& result) {
 }
 
 void session::send_tick(const protocol::frame& delta, const protocol::frame* checksum,
-                        const protocol::frame* owner_only) {
+                        const protocol::frame* owner_only, const protocol::frame* ack) {
     // Copies of the shared pointers: every session holds the same bytes.
     on_io_thread([delta, checksum = checksum == nullptr ? protocol::frame{} : *checksum,
-                  owner_only = owner_only == nullptr ? protocol::frame{} : *owner_only](
-                     session& s) mutable {
-        s.queue_tick(std::move(delta), std::move(checksum), std::move(owner_only));
+                  owner_only = owner_only == nullptr ? protocol::frame{} : *owner_only,
+                  ack = ack == nullptr ? protocol::frame{} : *ack](session& s) mutable {
+        s.queue_tick(std::move(delta), std::move(checksum), std::move(owner_only),
+                     std::move(ack));
+    });
+}
+
+void session::refuse_input(protocol::input_rejected rejection) {
+    on_io_thread([rejection = std::move(rejection)](session& s) mutable {
+        s.answer_refused_input(std::move(rejection));
     });
 }
 
@@ -273,8 +281,9 @@ void session::queue_result(const protocol::command_result& result) {
 }
 
 void session::queue_tick(protocol::frame delta, protocol::frame checksum,
-                         protocol::frame owner_only) {
-    const std::size_t frames = 1 + (checksum == nullptr ? 0 : 1) + (owner_only == nullptr ? 0 : 1);
+                         protocol::frame owner_only, protocol::frame ack) {
+    const std::size_t frames = 1 + (checksum == nullptr ? 0 : 1) +
+                               (owner_only == nullptr ? 0 : 1) + (ack == nullptr ? 0 : 1);
     if (phase_ != phase::joined || resync_pending_) {
         if (resync_pending_) {
             owner_.io_stats_.dropped_frames += frames;
@@ -287,7 +296,8 @@ void session::queue_tick(protocol::frame delta, protocol::frame checksum,
     // lag by up to a snapshot's worth of deltas before it pays off: with smaller bounds, a
     // client joining a 1M-entity world (20 MB snapshot, 8 MB deltas) was resynced forever.
     const std::size_t tick_bytes = delta->size() + (checksum == nullptr ? 0 : checksum->size()) +
-                                   (owner_only == nullptr ? 0 : owner_only->size());
+                                   (owner_only == nullptr ? 0 : owner_only->size()) +
+                                   (ack == nullptr ? 0 : ack->size());
     const std::size_t waiting = droppable_bytes_ - in_flight_droppable_bytes_;
     const std::size_t bound = std::max(owner_.config().queue_bytes, owner_.snapshot_bytes());
     if (waiting > 0 && waiting + tick_bytes > bound) {
@@ -302,6 +312,32 @@ void session::queue_tick(protocol::frame delta, protocol::frame checksum,
     if (checksum != nullptr) {
         push(std::move(checksum), kind::tick);
     }
+    if (ack != nullptr) {
+        push(std::move(ack), kind::tick);
+    }
+}
+
+void session::answer_refused_input(protocol::input_rejected rejection) {
+    if (phase_ != phase::joined && phase_ != phase::handshake) {
+        return;
+    }
+    const auto now = clock::now();
+    if (now - input_abuse_start_ > abuse_window) {
+        input_abuse_start_ = now;
+        inputs_refused_in_window_ = 0;
+    }
+    if (++inputs_refused_in_window_ > abuse_limit) {
+        end("more than " + std::to_string(abuse_limit) + " inputs refused in " +
+            std::to_string(abuse_window.count()) + " s");
+        return;
+    }
+    ++inputs_refused_unanswered_;
+    if (now < next_input_answer_) {
+        return;  // counted in the next answer
+    }
+    next_input_answer_ = now + std::chrono::seconds{1};
+    rejection.refused = std::exchange(inputs_refused_unanswered_, 0);
+    queue_reply(protocol::encode(protocol::server_control{std::move(rejection)}));
 }
 
 void session::request_resync(const char* why) {
@@ -429,6 +465,16 @@ awaitable<void> session::read_frames() {
                 end(decoded.error.message);
                 co_return;
             }
+            if (decoded.error.input_tick) {
+                owner_.io_stats_.inputs_refused.fetch_add(1, std::memory_order_relaxed);
+                answer_refused_input(protocol::input_rejected{
+                    *decoded.error.input_tick,
+                    phase_ == phase::joined ? decoded.error.code : wire::ErrorCode::NotJoined,
+                    phase_ == phase::joined ? decoded.error.message
+                                            : std::string{"send Hello before Input"},
+                    1});
+                continue;
+            }
             reject_command(decoded.error);
             continue;
         }
@@ -501,6 +547,10 @@ void session::handle(protocol::client_message message) {
             protocol::server_control{protocol::pong{p->nonce, owner_.ticks_done()}}));
         return;
     }
+    if (auto* in = std::get_if<protocol::input>(&message)) {
+        handle_input(std::move(*in));
+        return;
+    }
     if (phase_ != phase::joined) {
         if (std::holds_alternative<protocol::resync_request>(message)) {
             end("ResyncRequest before Hello");
@@ -540,6 +590,27 @@ void session::handle(protocol::client_message message) {
     ++awaiting_results_;
     asio::post(owner_.io(), [self = shared_from_this(), message = std::move(message)]() mutable {
         self->owner_.queue_command(self, std::move(message));
+    });
+}
+
+void session::handle_input(protocol::input input) {
+    const auto refuse = [&](wire::ErrorCode code, std::string why) {
+        owner_.io_stats_.inputs_refused.fetch_add(1, std::memory_order_relaxed);
+        answer_refused_input(protocol::input_rejected{input.first_tick, code, std::move(why), 1});
+    };
+    if (phase_ != phase::joined) {
+        refuse(wire::ErrorCode::NotJoined, "send Hello before Input");
+        return;
+    }
+    if (!inputs_.try_take(clock::now())) {
+        refuse(wire::ErrorCode::RateLimited,
+               "more than " + std::to_string(static_cast<int>(owner_.config().input_rate)) +
+                   " Input frames per second");
+        return;
+    }
+    // No reply, and no place among the commands: the world keeps it for its tick.
+    asio::post(owner_.io(), [self = shared_from_this(), input = std::move(input)]() mutable {
+        self->owner_.queue_input(self, std::move(input));
     });
 }
 

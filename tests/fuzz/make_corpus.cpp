@@ -28,6 +28,7 @@
 #include "ecsnet/protocol/registry.hpp"
 #include "ecsnet/protocol/replication.hpp"
 #include "ecsnet/protocol/schema.hpp"
+#include "fuzz_input.hpp"
 #include "fuzz_targets.hpp"
 #include "shields_generated.h"  // flatc, from games/shields/shields.fbs
 
@@ -118,6 +119,18 @@ bytes frames(const std::vector<proto::client_message>& messages) {
     bytes out;
     for (const auto& m : messages) {
         const proto::frame f = proto::encode(m, demo_types().types());
+        out.insert(out.end(), f->begin(), f->end());
+    }
+    return out;
+}
+
+// Frames that may carry player input: encoded against the session fuzzer's game (the demo's
+// types and its input type, fuzz_input.hpp).
+bytes input_frames(const std::vector<proto::client_message>& messages) {
+    static const proto::component_registry types = ecsnet::fuzz::fuzz_types();
+    bytes out;
+    for (const auto& m : messages) {
+        const proto::frame f = proto::encode(m, types.types());
         out.insert(out.end(), f->begin(), f->end());
     }
     return out;
@@ -224,6 +237,20 @@ void session_corpus(const fs::path& dir) {
     write(dir / "token_commands", session_input(tokens | hello_first, commands));
     write(dir / "token_corrupt", session_input(tokens | corrupt_token | hello_first, commands));
     write(dir / "token_own_hello", session_input(tokens | chunks(4), own_hello));
+    // Player input (protocol 4; the harness rebases each Input's first_tick onto the server's
+    // tick): several ticks for the client's own entity, one for the server's, a stale handle.
+    const auto pad = [](float x, float y, bool fire) {
+        return component_set{}.set(ecsnet::fuzz::Pad{x, y, fire});
+    };
+    const bytes inputs = input_frames(
+        {proto::spawn{1, full_set()},
+         proto::input{mine, 2, {pad(0.5F, -0.5F, false), pad(1.0F, 0.0F, true), pad(0, 0, false)}},
+         proto::input{mine, 9, {pad(-1.0F, 1.0F, true)}}, proto::input{Entity{0, 1}, 4, {pad(0, 0, true)}},
+         proto::input{Entity{16, 7}, 5, {pad(0.25F, 0.25F, false)}}, proto::ping{4},
+         proto::input{mine, 12, std::vector<component_set>(16, pad(0.125F, -0.125F, true))}});
+    write(dir / "inputs", session_input(hello_first, inputs));
+    write(dir / "inputs_bytewise", session_input(hello_first | chunks(1), inputs));
+    write(dir / "interest_inputs", session_input(interest | hello_first, inputs));
 }
 
 // ---- commands: the script format of fuzz_commands -----------------------------------------

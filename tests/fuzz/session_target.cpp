@@ -37,6 +37,7 @@
 #include "ecsnet/protocol/mirror.hpp"
 #include "ecsnet/server/connect_token.hpp"
 #include "ecsnet/server/server.hpp"
+#include "fuzz_input.hpp"
 #include "fuzz_targets.hpp"
 
 namespace ecsnet::fuzz {
@@ -118,6 +119,7 @@ server::server_config fuzz_config() {
     c.shutdown_grace = 100ms;
     c.stats_interval = std::chrono::seconds{3600};
     c.reconnect_grace = 0ms;  // a departed client's entities go at the next tick (checked)
+    c.input_buffer_ticks = 64;  // rebase_inputs() stamps inputs up to 63 ticks ahead
     return c;
 }
 
@@ -160,7 +162,7 @@ struct harness {
     server::server service;
 
     explicit harness(server::server_config config)
-        : service{io, std::move(config), ecsnet::demo::game()} {
+        : service{io, std::move(config), fuzz_game()} {
         service.start();
     }
 };
@@ -365,6 +367,13 @@ public:
             mirror_.set_schema(w->components);  // as client::connection does
         } else if (std::holds_alternative<proto::disconnect>(*control)) {
             disconnected_ = true;
+        } else if (const auto* ack = std::get_if<proto::input_ack>(&*control)) {
+            // The last frame of its tick: the mirror has that tick's Delta (unless resyncing).
+            ECSNET_SESSION_CHECK(!disconnected_, "a frame after Disconnect");
+            ECSNET_SESSION_CHECK(!mirror_.ready() || ack->tick == mirror_.tick(),
+                                 "InputAck of tick " + std::to_string(ack->tick) +
+                                     " after the Delta of tick " + std::to_string(mirror_.tick()));
+            ECSNET_SESSION_CHECK(ack->applied_tick <= ack->tick, "an ack of a tick not run");
         } else {
             ECSNET_SESSION_CHECK(!disconnected_, "a frame after Disconnect");
         }
@@ -411,9 +420,42 @@ void drain(fuzz_client& client, observer& seen) {
     }
 }
 
+// The corpus cannot know the server's tick, so an Input's first_tick in it means "that many
+// ticks (mod 64) after the tick at which the connection starts": each whole frame of the
+// payload that decodes as an Input is re-encoded with its tick rebased; every other byte is
+// sent as it is.
+std::vector<std::uint8_t> rebase_inputs(std::span<const std::uint8_t> payload,
+                                        const proto::schema& types, std::uint64_t now) {
+    std::vector<std::uint8_t> out;
+    out.reserve(payload.size());
+    std::size_t at = 0;
+    while (payload.size() - at >= proto::frame_prefix_bytes) {
+        std::array<std::uint8_t, proto::frame_prefix_bytes> prefix{};
+        std::copy_n(payload.begin() + static_cast<std::ptrdiff_t>(at), prefix.size(), prefix.begin());
+        const std::size_t length = proto::read_prefix(prefix);
+        if (length > payload.size() - at - proto::frame_prefix_bytes) {
+            break;
+        }
+        const auto frame = payload.subspan(at, proto::frame_prefix_bytes + length);
+        at += frame.size();
+        proto::decoded_client decoded = proto::decode_client_frame(frame, types);
+        if (auto* in = decoded.message ? std::get_if<proto::input>(&*decoded.message) : nullptr) {
+            in->first_tick = now + 1 + in->first_tick % 64;
+            const proto::frame rebased = proto::encode(*decoded.message, types);
+            out.insert(out.end(), rebased->begin(), rebased->end());
+        } else {
+            out.insert(out.end(), frame.begin(), frame.end());
+        }
+    }
+    out.insert(out.end(), payload.begin() + static_cast<std::ptrdiff_t>(at), payload.end());
+    return out;
+}
+
 void run_session(harness& h, std::span<const std::uint8_t> input) {
     const std::uint8_t flags = input.empty() ? 0 : input[0];
-    const auto payload = input.empty() ? input : input.subspan(1);
+    const std::vector<std::uint8_t> rebased = rebase_inputs(
+        input.empty() ? input : input.subspan(1), h.service.types().types(), h.service.tick());
+    const std::span<const std::uint8_t> payload{rebased};
     const std::size_t chunk = session_chunks[(flags >> 1U) & 7U];
     const auto& config = h.service.config();
 

@@ -65,9 +65,47 @@ struct SpotSwapped {
     float x{};
 };
 
+// A player input: an analog stick and buttons; valid() refuses buttons past the fourth.
+inline constexpr double stick_step = 1.0 / 128.0;
+struct Stick {
+    float x{};
+    float y{};
+    std::uint8_t buttons{};
+    [[nodiscard]] bool valid() const noexcept { return buttons < 16; }
+    friend bool operator==(const Stick&, const Stick&) = default;
+};
+
+// Interpolated by clients: plain floats, an integer, a bool; and quantized floats.
+struct Glide {
+    float x{};
+    float y{};
+    std::int32_t frame{};
+    bool lit{};
+    friend bool operator==(const Glide&, const Glide&) = default;
+};
+inline constexpr double drift_step = 1.0 / 64.0;
+struct Drift {
+    float x{};
+    float y{};
+    friend bool operator==(const Drift&, const Drift&) = default;
+};
+
 }  // namespace ecsnet::testing
 
 namespace ecsnet::protocol {
+template <>
+struct replicated<testing::Glide>
+    : replicate<testing::wire::Glide, "glide", replicate_options{.interpolate = true}> {};
+template <>
+struct replicated<testing::Drift>
+    : replicate<testing::wire::Drift, "drift",
+                replicate_options{.quantized = {.min = 0.0, .max = 4096.0, .step = testing::drift_step},
+                                  .interpolate = true}> {};
+template <>
+struct replicated<testing::Stick>
+    : replicate<testing::wire::Stick, "stick",
+                replicate_options{.quantized = {.min = -1.0, .max = 1.0, .step = testing::stick_step},
+                                  .input = true}> {};
 template <>
 struct replicated<testing::Spot>
     : replicate<testing::wire::Spot, "spot",
@@ -139,6 +177,22 @@ inline void add_demo_types(protocol::component_registry& types) {
     types.add<Spot>();
     types.add<Mixed>();
     types.add<Tag>();
+    return types;
+}
+
+// test_types() and the input type Stick (wire id 9), for the input tests.
+[[nodiscard]] inline protocol::component_registry input_types() {
+    protocol::component_registry types = test_types();
+    types.add<Stick>();
+    return types;
+}
+
+// Interpolated types: owner (0), glide (1), drift (2), spot (3, not interpolated).
+[[nodiscard]] inline protocol::component_registry motion_types() {
+    protocol::component_registry types;
+    types.add<Glide>();
+    types.add<Drift>();
+    types.add<Spot>();
     return types;
 }
 

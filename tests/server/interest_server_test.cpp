@@ -22,6 +22,7 @@
 
 #include "ecsnet/client/connection.hpp"
 #include "ecsnet/demo/game.hpp"
+#include "test_server.hpp"
 #include "test_support.hpp"
 
 namespace {
@@ -35,6 +36,7 @@ using ecsnet::demo::Position;
 using ecsnet::ecs::Entity;
 using ecsnet::server::server_config;
 using ecsnet::test::raw_socket;
+using ecsnet::test::test_server;
 using protocol::component_set;
 using namespace std::chrono_literals;
 
@@ -50,60 +52,6 @@ server_config interest_config() {
     c.checksum_interval = 5;
     return c;
 }
-
-// The demo game's server on its own thread (as in server_test.cpp).
-class test_server {
-public:
-    explicit test_server(server_config config) {
-        spdlog::set_level(spdlog::level::warn);
-        server_.emplace(io_, std::move(config), ecsnet::demo::game());
-        std::promise<std::uint16_t> port;
-        auto port_future = port.get_future();
-        thread_ = std::thread([this, port = std::move(port)]() mutable {
-            try {
-                server_->start();
-                port.set_value(server_->port());
-            } catch (...) {
-                port.set_exception(std::current_exception());
-                return;
-            }
-            io_.run();
-        });
-        try {
-            port_ = port_future.get();
-        } catch (...) {
-            thread_.join();
-            throw;
-        }
-    }
-    test_server(const test_server&) = delete;
-    test_server& operator=(const test_server&) = delete;
-    ~test_server() {
-        asio::post(io_, [this] { server_->stop(); });
-        thread_.join();
-    }
-
-    [[nodiscard]] std::uint16_t port() const noexcept { return port_; }
-
-    template <typename F>
-    auto call(F f) -> std::invoke_result_t<F&, ecsnet::server::server&> {
-        using result = std::invoke_result_t<F&, ecsnet::server::server&>;
-        auto task = std::make_shared<std::packaged_task<result()>>(
-            [this, f = std::move(f)]() mutable { return f(*server_); });
-        auto future = task->get_future();
-        asio::post(io_, [task] { (*task)(); });
-        if (future.wait_for(5s) != std::future_status::ready) {
-            throw std::runtime_error("the server thread did not answer within 5 s");
-        }
-        return future.get();
-    }
-
-private:
-    asio::io_context io_;
-    std::optional<ecsnet::server::server> server_;
-    std::thread thread_;
-    std::uint16_t port_{0};
-};
 
 std::unique_ptr<connection> join(std::uint16_t port, const std::string& name) {
     connect_options options;

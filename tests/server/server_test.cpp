@@ -31,6 +31,7 @@
 #include "ecsnet/client/connection.hpp"
 #include "ecsnet/demo/game.hpp"
 #include "ecsnet/protocol/registry.hpp"
+#include "test_server.hpp"
 #include "test_support.hpp"
 
 namespace {
@@ -50,6 +51,7 @@ using ecsnet::server::server_config;
 using ecsnet::server::server_stats;
 using ecsnet::test::dump;
 using ecsnet::test::raw_socket;
+using ecsnet::test::test_server;
 using ecsnet::wire::ErrorCode;
 using protocol::component_set;
 using protocol::Owner;
@@ -80,102 +82,6 @@ server_config test_config() {
     c.reconnect_grace = 0ms;  // a leaving owner's entities go at once, unless a test says so
     return c;
 }
-
-// ---- the server under test -------------------------------------------------------------------
-
-class test_server {
-public:
-    // The demo game's server (what ecsnet-server runs), or with no_game the core alone.
-    enum class game_choice { demo, no_game };
-    explicit test_server(server_config config, game_choice game = game_choice::demo) {
-        spdlog::set_level(spdlog::level::warn);
-        if (game == game_choice::demo) {
-            server_.emplace(io_, std::move(config), ecsnet::demo::game());
-        } else {
-            server_.emplace(io_, std::move(config));
-        }
-        std::promise<std::uint16_t> port;
-        auto port_future = port.get_future();
-        thread_ = std::thread([this, port = std::move(port)]() mutable { run(port); });
-        try {
-            port_ = port_future.get();
-        } catch (...) {
-            thread_.join();
-            throw;
-        }
-    }
-    test_server(const test_server&) = delete;
-    test_server& operator=(const test_server&) = delete;
-    ~test_server() { (void)stop(); }
-
-    [[nodiscard]] std::uint16_t port() const noexcept { return port_; }
-
-    // Runs f(server) on the server's thread and returns its result.
-    template <typename F>
-    auto call(F f) -> std::invoke_result_t<F&, ecsnet::server::server&> {
-        using result = std::invoke_result_t<F&, ecsnet::server::server&>;
-        auto task = std::make_shared<std::packaged_task<result()>>(
-            [this, f = std::move(f)]() mutable { return f(*server_); });
-        auto future = task->get_future();
-        asio::post(io_, [task] { (*task)(); });
-        if (future.wait_for(5s) != std::future_status::ready) {
-            throw std::runtime_error("the server thread did not answer within 5 s");
-        }
-        return future.get();
-    }
-    server_stats stats() {
-        return call([](ecsnet::server::server& s) { return s.stats(); });
-    }
-    std::size_t clients() {
-        return call([](ecsnet::server::server& s) { return s.clients(); });
-    }
-    std::uint64_t tick() {
-        return call([](ecsnet::server::server& s) { return s.tick(); });
-    }
-
-    // Graceful stop: server::stop() on its thread, then run() must return by itself. Returns
-    // how long that took.
-    std::chrono::milliseconds stop() {
-        if (!thread_.joinable()) {
-            return 0ms;
-        }
-        const auto started = clock_type::now();
-        asio::post(io_, [this] { server_->stop(); });
-        if (finished_.wait_for(15s) != std::future_status::ready) {
-            ADD_FAILURE() << "io_context::run() did not return within 15 s of server::stop()";
-            io_.stop();
-        }
-        thread_.join();
-        EXPECT_EQ(run_error_, "") << "io_context::run() threw";
-        return std::chrono::duration_cast<std::chrono::milliseconds>(clock_type::now() - started);
-    }
-
-private:
-    void run(std::promise<std::uint16_t>& port) {
-        try {
-            server_->start();
-            port.set_value(server_->port());
-        } catch (...) {
-            port.set_exception(std::current_exception());
-            finished_promise_.set_value();
-            return;
-        }
-        try {
-            io_.run();
-        } catch (const std::exception& e) {
-            run_error_ = e.what();
-        }
-        finished_promise_.set_value();
-    }
-
-    asio::io_context io_;
-    std::optional<ecsnet::server::server> server_;
-    std::thread thread_;
-    std::uint16_t port_{0};
-    std::promise<void> finished_promise_;
-    std::future<void> finished_ = finished_promise_.get_future();
-    std::string run_error_;  // written by the server thread, read after join
-};
 
 // ---- client helpers --------------------------------------------------------------------------
 
@@ -1451,9 +1357,26 @@ TEST(ServerAdmission, ProtocolVersionMismatchIsRefusedWithAReason) {
     ASSERT_TRUE(c->poll_until([&] { return !c->is_open(); }, 5s));
     EXPECT_EQ(*c->closed_reason(), "protocol version " +
                                        std::to_string(protocol::protocol_version + 1) +
-                                       " not supported (server speaks " +
-                                       std::to_string(protocol::protocol_version) + ")");
-    EXPECT_EQ(server.stats().refused, 1U);
+                                       " not supported (server speaks 3 to 4)");
+    const auto old = connect_only(server.port());
+    old->send(protocol::hello{2, "from-the-past", ""});
+    ASSERT_TRUE(old->poll_until([&] { return !old->is_open(); }, 5s));
+    EXPECT_EQ(*old->closed_reason(), "protocol version 2 not supported (server speaks 3 to 4)");
+    EXPECT_EQ(server.stats().refused, 2U);
+}
+
+// Protocol 4 added player input; a version-3 client is served in its own version.
+TEST(ServerAdmission, AVersionThreeClientIsWelcomedInVersionThree) {
+    test_server server{test_config()};
+    raw_socket raw{server.port()};
+    raw.send(protocol::hello{3, "v3", ""});
+    std::vector<std::uint8_t> bytes;
+    ASSERT_EQ(raw.read_frame(bytes, 5s), raw_socket::read_status::frame);
+    const auto* message = protocol::verify_server_frame(bytes);
+    ASSERT_NE(message, nullptr);
+    const auto control = protocol::decode_server_control(*message);
+    ASSERT_TRUE(control.has_value());
+    EXPECT_EQ(std::get<protocol::welcome>(*control).version, 3U);
 }
 
 TEST(ServerAdmission, CommandRateLimit) {

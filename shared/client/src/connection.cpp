@@ -310,6 +310,10 @@ bool connection::record_control(const wire::ServerMessage& message) {
         results_[r->request_id] = std::move(*r);
     } else if (auto* p = std::get_if<protocol::pong>(&*control)) {
         last_pong_ = *p;
+    } else if (auto* a = std::get_if<protocol::input_ack>(&*control)) {
+        last_input_ack_ = *a;
+    } else if (auto* rejected = std::get_if<protocol::input_rejected>(&*control)) {
+        last_input_rejected_ = std::move(*rejected);
     } else if (auto* d = std::get_if<protocol::disconnect>(&*control)) {
         closed_ = d->reason.empty() ? "disconnected by the server" : d->reason;
     }

@@ -94,7 +94,7 @@ std::uint64_t of_world(const ecs::World& world, const component_registry& types)
     std::uint64_t sum = 0;
     world.each([&](ecs::Entity e) { sum += entity_term(e.index(), e.version()); });
     for (std::uint32_t id = 0; id < types.size(); ++id) {
-        if (types.info(id).owner_only) {
+        if (types.info(id).owner_only || !types.info(id).replicated) {
             continue;
         }
         const component_ops& ops = types.ops(id);
@@ -123,7 +123,8 @@ slice_sum of_world(const ecs::World& world, const component_registry& types, ind
         out.hash += entity_term(e.index(), e.version());
         ++out.entities;
         for (std::uint32_t id = 0; id < types.size(); ++id) {
-            if (!types.info(id).owner_only && types.ops(id).contains(world, e)) {
+            if (!types.info(id).owner_only && types.info(id).replicated &&
+                types.ops(id).contains(world, e)) {
                 out.hash += term_of(types, id, world, e);
             }
         }
@@ -135,7 +136,7 @@ std::unordered_map<std::uint32_t, std::uint64_t> owner_only_terms(
     const ecs::World& world, const component_registry& types, index_range range) {
     std::unordered_map<std::uint32_t, std::uint64_t> out;
     for (std::uint32_t id = 0; id < types.size(); ++id) {
-        if (!types.info(id).owner_only) {
+        if (!types.info(id).owner_only || !types.info(id).replicated) {
             continue;
         }
         for (const ecs::Entity e : types.ops(id).entities(world)) {
@@ -160,7 +161,8 @@ std::uint64_t of_entity(const ecs::World& world, const component_registry& types
     const Owner* owner = world.try_get<Owner>(e);
     const bool own = viewer != 0 && owner != nullptr && owner->client == viewer;
     for (std::uint32_t id = 0; id < types.size(); ++id) {
-        if ((own || !types.info(id).owner_only) && types.ops(id).contains(world, e)) {
+        const component_info& info = types.info(id);
+        if (info.replicated && (own || !info.owner_only) && types.ops(id).contains(world, e)) {
             sum += term_of(types, id, world, e);
         }
     }

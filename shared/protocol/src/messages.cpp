@@ -4,6 +4,7 @@
 #include <array>
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <stdexcept>
 #include <type_traits>
 
@@ -152,6 +153,9 @@ std::optional<decode_error> decode_values(
         if (type->written_by == writer::server) {
             return invalid(name + " is set by the server only");
         }
+        if (type->input) {
+            return invalid(name + " is an input type: it is sent with Input, per tick");
+        }
         out.set(std::move(value));
     }
     return std::nullopt;
@@ -178,6 +182,11 @@ std::optional<decode_error> decode_removal_types(const flatbuffers::Vector<std::
             return command_error(wire::ErrorCode::InvalidValue,
                                  type->name + " is set by the server only", request_id);
         }
+        if (type->input) {
+            return command_error(wire::ErrorCode::InvalidValue,
+                                 type->name + " is an input type: it is sent with Input, per tick",
+                                 request_id);
+        }
         out.push_back(type->name);
     }
     return std::nullopt;
@@ -188,6 +197,126 @@ std::optional<ecs::Entity> entity_of(const wire::EntityRef* ref) {
         return std::nullopt;
     }
     return ecs::Entity{ref->index(), ref->version()};
+}
+
+// An Input's columns: one per input type, each with one value per tick, bit-packed.
+columns_offset encode_input_columns(flatbuffers::FlatBufferBuilder& fbb, const input& m,
+                                    const schema& types) {
+    if (m.ticks.empty() || m.ticks.size() > max_input_ticks) {
+        throw std::invalid_argument("an Input carries 1 to " + std::to_string(max_input_ticks) +
+                                    " ticks, not " + std::to_string(m.ticks.size()));
+    }
+    std::vector<flatbuffers::Offset<wire::Column>> columns;
+    for (const component_value& first : m.ticks.front().values()) {
+        const component_info* type = types.find(first.name);
+        if (type == nullptr) {
+            throw std::invalid_argument("the server has no component '" + first.name + "'");
+        }
+        if (!type->input) {
+            throw std::invalid_argument("component '" + first.name + "' is not an input type");
+        }
+        if (first.layout != nullptr) {
+            (void)types.checked(*first.layout);
+        }
+        std::vector<std::byte> packed(column_bytes(*type, m.ticks.size()));
+        std::vector<std::byte> value(type->value_bytes());
+        for (std::size_t i = 0; i < m.ticks.size(); ++i) {
+            const component_value* v = m.ticks[i].find(first.name);
+            if (v == nullptr || m.ticks[i].size() != m.ticks.front().size()) {
+                throw std::invalid_argument("every tick of an Input holds the same input types");
+            }
+            if (v->bytes.size() > value.size()) {
+                throw std::invalid_argument("a '" + v->name + "' value of " +
+                                            std::to_string(v->bytes.size()) +
+                                            " bytes does not fit the server's " +
+                                            std::to_string(value.size()));
+            }
+            std::fill(value.begin(), value.end(), std::byte{0});
+            std::copy(v->bytes.begin(), v->bytes.end(), value.begin());
+            pack_value(*type, value, packed, i);
+        }
+        const auto values = fbb.CreateVector(reinterpret_cast<const std::uint8_t*>(packed.data()),
+                                             packed.size());
+        columns.push_back(wire::CreateColumn(fbb, type->id, 0, values));
+    }
+    return fbb.CreateVector(columns);
+}
+
+// Everything about an Input but ownership and timing (the server's): the entity named, 1 to
+// max_input_ticks ticks from tick 1 on, columns of distinct input types with exactly
+// tick_count packed values each, every value valid.
+std::optional<decode_error> decode_input(const wire::Input& m, const schema& types, input& out) {
+    const auto refuse = [&](wire::ErrorCode code, std::string text) {
+        decode_error e{code, std::move(text), std::nullopt, false};
+        e.input_tick = m.first_tick();
+        return e;
+    };
+    const auto e = entity_of(m.entity());
+    if (!e) {
+        return refuse(wire::ErrorCode::Malformed, "Input needs an entity with a non-zero version");
+    }
+    out.entity = *e;
+    out.first_tick = m.first_tick();
+    if (m.first_tick() == 0) {
+        return refuse(wire::ErrorCode::Malformed, "Input ticks start at 1");
+    }
+    const std::size_t count = m.tick_count();
+    if (count == 0 || count > max_input_ticks) {
+        return refuse(wire::ErrorCode::Malformed, "an Input carries 1 to " +
+                                                      std::to_string(max_input_ticks) +
+                                                      " ticks, not " + std::to_string(count));
+    }
+    if (m.first_tick() > std::numeric_limits<std::uint64_t>::max() - count) {
+        return refuse(wire::ErrorCode::Malformed, "Input ticks past the largest tick");
+    }
+    const auto* columns = m.columns();
+    if (columns == nullptr || columns->size() == 0) {
+        return refuse(wire::ErrorCode::Malformed, "Input carries no input type");
+    }
+    if (columns->size() > types.size()) {
+        return refuse(wire::ErrorCode::Malformed, "more columns than component types");
+    }
+    out.ticks.assign(count, component_set{});
+    std::vector<std::byte> value;
+    for (const wire::Column* column : *columns) {
+        const component_info* type = types.find(column->type());
+        if (type == nullptr) {
+            return refuse(wire::ErrorCode::Malformed,
+                          "unknown component type " + std::to_string(column->type()));
+        }
+        const std::string& name = type->name;
+        if (!type->input) {
+            return refuse(wire::ErrorCode::InvalidValue, name + " is not an input type");
+        }
+        if (out.ticks.front().find(name) != nullptr) {
+            return refuse(wire::ErrorCode::Malformed, "input type " + name + " given twice");
+        }
+        const auto* values = column->values();
+        const std::size_t expected = column_bytes(*type, count);
+        if (column->at() != nullptr || column->strings() != nullptr || values == nullptr ||
+            values->size() != expected) {
+            return refuse(wire::ErrorCode::Malformed,
+                          "column " + name + " must hold exactly " + std::to_string(count) +
+                              " packed values (" + std::to_string(expected) + " bytes), no entities");
+        }
+        const std::span<const std::byte> packed{reinterpret_cast<const std::byte*>(values->data()),
+                                                values->size()};
+        value.resize(type->value_bytes());
+        for (std::size_t i = 0; i < count; ++i) {
+            unpack_value(*type, packed, i, value);
+            std::string why;
+            if (!valid_value(*type, value, &why)) {
+                return refuse(wire::ErrorCode::InvalidValue,
+                              "invalid " + name + " value for tick " +
+                                  std::to_string(m.first_tick() + i) + ": " + why);
+            }
+            component_value v;
+            v.name = name;
+            v.bytes = value;
+            out.ticks[i].set(std::move(v));
+        }
+    }
+    return std::nullopt;
 }
 
 }  // namespace
@@ -259,6 +388,15 @@ frame encode(const client_message& message, const schema& types) {
             },
             [&](const focus& m) {
                 return std::pair{wire::ClientBody::Focus, wire::CreateFocus(fbb, m.x, m.y).Union()};
+            },
+            [&](const input& m) {
+                const auto columns = encode_input_columns(fbb, m, types);
+                const auto ref = to_wire(m.entity);
+                return std::pair{
+                    wire::ClientBody::Input,
+                    wire::CreateInput(fbb, &ref, m.first_tick,
+                                      static_cast<std::uint16_t>(m.ticks.size()), columns)
+                        .Union()};
             },
         },
         message);
@@ -391,6 +529,14 @@ decoded_client decode_client_frame(std::span<const std::uint8_t> bytes, const sc
             out.message = focus{m->x(), m->y()};
             return out;
         }
+        case wire::ClientBody::Input: {
+            input in;
+            if (auto e = decode_input(*root->body_as_Input(), types, in)) {
+                return fail(std::move(*e));
+            }
+            out.message = std::move(in);
+            return out;
+        }
         case wire::ClientBody::NONE:
         default:
             // The verifier passes unknown union tags on purpose (forward compatibility).
@@ -439,6 +585,19 @@ frame encode(const server_control& message) {
                 const auto reason = optional_string(fbb, m.reason);
                 return std::pair{wire::ServerBody::Disconnect,
                                  wire::CreateDisconnect(fbb, reason).Union()};
+            },
+            [&](const input_ack& m) {
+                return std::pair{wire::ServerBody::InputAck,
+                                 wire::CreateInputAck(fbb, m.tick, m.applied_tick, m.lead, m.late,
+                                                      m.repeated)
+                                     .Union()};
+            },
+            [&](const input_rejected& m) {
+                const auto text = optional_string(fbb, m.message);
+                return std::pair{wire::ServerBody::InputRejected,
+                                 wire::CreateInputRejected(fbb, m.first_tick, m.code, text,
+                                                           m.refused)
+                                     .Union()};
             },
         },
         message);
@@ -526,6 +685,21 @@ std::optional<server_control> decode_server_control(const wire::ServerMessage& m
             }
             return disconnect{std::move(text)};
         }
+        case wire::ServerBody::InputAck: {
+            const auto* m = message.body_as_InputAck();
+            if (m->applied_tick() > m->tick()) {
+                return fail("InputAck applied an input of a tick it has not run");
+            }
+            return input_ack{m->tick(), m->applied_tick(), m->lead(), m->late(), m->repeated()};
+        }
+        case wire::ServerBody::InputRejected: {
+            const auto* m = message.body_as_InputRejected();
+            std::string text = m->message() != nullptr ? m->message()->str() : "";
+            if (text.size() > 4096 || !valid_utf8(text)) {
+                return fail("InputRejected message is not UTF-8 of at most 4096 bytes");
+            }
+            return input_rejected{m->first_tick(), m->code(), std::move(text), m->refused()};
+        }
         case wire::ServerBody::Snapshot:
         case wire::ServerBody::Delta:
             return fail("Snapshot and Delta go to the mirror");
@@ -538,7 +712,7 @@ std::optional<server_control> decode_server_control(const wire::ServerMessage& m
 
 const char* message_name(const client_message& message) noexcept {
     static constexpr std::array names{"Hello", "Spawn", "Destroy", "SetComponent", "RemoveComponent",
-                                      "Ping", "ResyncRequest", "Focus"};
+                                      "Ping", "ResyncRequest", "Focus", "Input"};
     static_assert(names.size() == std::variant_size_v<client_message>,
                   "a name for every client message");
     return names[message.index()];

@@ -137,6 +137,11 @@ const component_info* mirror::check_column(const wire::Column& column, std::size
                      std::to_string(column.type()));
         return nullptr;
     }
+    if (!info->replicated) {
+        inconsistent(std::string{where} + " column of " + info->name +
+                     ", which the schema says is not replicated");
+        return nullptr;
+    }
     const std::string name = std::string{where} + " column " + info->name;
     if (info->is_string) {
         const auto* strings = column.strings();
@@ -219,6 +224,8 @@ bool mirror::apply_message(const wire::ServerMessage& message) {
         case wire::ServerBody::CommandResult:
         case wire::ServerBody::Pong:
         case wire::ServerBody::Disconnect:
+        case wire::ServerBody::InputAck:
+        case wire::ServerBody::InputRejected:
             return true;
         case wire::ServerBody::NONE:
         default:
@@ -436,6 +443,10 @@ bool mirror::apply_updates(const columns_type& columns) {
             return inconsistent("update column of unknown component type " +
                                 std::to_string(column->type()));
         }
+        if (!known->replicated) {
+            return inconsistent("update column of " + known->name +
+                                ", which the schema says is not replicated");
+        }
         const std::size_t count =
             known->is_string
                 ? (column->strings() == nullptr ? 0 : column->strings()->size())
@@ -550,6 +561,10 @@ bool mirror::apply_removals(const columns_type& columns) {
         if (info == nullptr) {
             return inconsistent("removal column of unknown component type " +
                                 std::to_string(column->type()));
+        }
+        if (!info->replicated) {
+            return inconsistent("removal column of " + info->name +
+                                ", which the schema says is not replicated");
         }
         if (column->values() != nullptr || column->strings() != nullptr) {
             return inconsistent("removal column " + info->name + " carries values");

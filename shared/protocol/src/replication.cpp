@@ -64,7 +64,8 @@ std::uint64_t replication_encoder::mask_of(const ecs::World& world, ecs::Entity 
     std::uint64_t mask = 0;
     const bool own = owned_by(world, e, viewer);
     for (std::uint32_t id = 0; id < types_->size(); ++id) {
-        if ((own || !types_->info(id).owner_only) && types_->ops(id).contains(world, e)) {
+        const component_info& info = types_->info(id);
+        if (info.replicated && (own || !info.owner_only) && types_->ops(id).contains(world, e)) {
             mask |= std::uint64_t{1} << id;
         }
     }
@@ -225,7 +226,7 @@ replication_encoder::columns_offset replication_encoder::encode_updates(
     std::vector<flatbuffers::Offset<wire::Column>> columns;
     for (std::uint32_t id = 0; id < types_->size(); ++id) {
         const auto* changed = changes.find(types_->ops(id).type_hash);
-        if (types_->info(id).owner_only || changed == nullptr ||
+        if (types_->info(id).owner_only || !types_->info(id).replicated || changed == nullptr ||
             (changed->added.empty() && changed->updated.empty())) {
             continue;
         }
@@ -246,7 +247,8 @@ replication_encoder::columns_offset replication_encoder::encode_removals(
     std::vector<flatbuffers::Offset<wire::Column>> columns;
     for (std::uint32_t id = 0; id < types_->size(); ++id) {
         const auto* changed = changes.find(types_->ops(id).type_hash);
-        if (types_->info(id).owner_only || changed == nullptr || changed->removed.empty()) {
+        if (types_->info(id).owner_only || !types_->info(id).replicated || changed == nullptr ||
+            changed->removed.empty()) {
             continue;
         }
         columns.push_back(encode_removal_column(id, changed->removed));
@@ -256,7 +258,7 @@ replication_encoder::columns_offset replication_encoder::encode_removals(
 
 bool replication_encoder::has_owner_only() const noexcept {
     for (const component_info& info : types_->types().types()) {
-        if (info.owner_only) {
+        if (info.owner_only && info.replicated) {
             return true;
         }
     }
@@ -290,7 +292,7 @@ std::vector<replication_encoder::owner_frame> replication_encoder::encode_owner_
     std::map<std::uint32_t, owner_changes> by_owner;
     const auto owner_of = [&](ecs::Entity e) -> const Owner* { return world.try_get<Owner>(e); };
     for (std::uint32_t id = 0; id < types_->size(); ++id) {
-        if (!types_->info(id).owner_only) {
+        if (!types_->info(id).owner_only || !types_->info(id).replicated) {
             continue;
         }
         const component_ops& ops = types_->ops(id);
@@ -331,7 +333,7 @@ std::optional<frame> replication_encoder::encode_owner_only_snapshot(const ecs::
     }
     owner_changes owned;
     for (std::uint32_t id = 0; id < types_->size(); ++id) {
-        if (!types_->info(id).owner_only) {
+        if (!types_->info(id).owner_only || !types_->info(id).replicated) {
             continue;
         }
         for (const ecs::Entity e : types_->ops(id).entities(world)) {
@@ -412,7 +414,7 @@ frame replication_encoder::encode_view_delta(const ecs::World& world, const view
         int own = -1;  // whether the viewer owns e, looked up for an owner-only type only
         std::uint64_t mask = due;
         for (std::uint32_t id = 0; mask != 0 && id < types_->size(); ++id, mask >>= 1U) {
-            if ((mask & 1U) == 0) {
+            if ((mask & 1U) == 0 || !types_->info(id).replicated) {
                 continue;
             }
             if (types_->info(id).owner_only) {
@@ -457,7 +459,7 @@ std::vector<frame> replication_encoder::encode_snapshot(const ecs::World& world,
     // Masks straight from the dense arrays: one pass per replicated storage.
     masks_.assign(world.entities().slots(), 0);
     for (std::uint32_t id = 0; id < types_->size(); ++id) {
-        if (types_->info(id).owner_only) {
+        if (types_->info(id).owner_only || !types_->info(id).replicated) {
             continue;
         }
         for (const ecs::Entity e : types_->ops(id).entities(world)) {

@@ -172,6 +172,18 @@ std::optional<schema> schema::make(std::vector<component_info> types, std::strin
             set_why(why, named + " has an unknown writer");
             return std::nullopt;
         }
+        if (t.input && t.written_by != writer::owner) {
+            set_why(why, named + " is an input type not written by its owner");
+            return std::nullopt;
+        }
+        if (!t.replicated && !t.input) {
+            set_why(why, named + " is not replicated but is not an input type");
+            return std::nullopt;
+        }
+        if (t.is_string && (t.input || t.interpolated)) {
+            set_why(why, named + " is a string type marked input or interpolated");
+            return std::nullopt;
+        }
         if (t.is_string) {
             if (!t.fields.empty() || t.max_bytes == 0 || t.max_bytes > max_string_bytes) {
                 set_why(why, named + " is a string type with fields or a max_bytes outside 1.." +
@@ -255,6 +267,11 @@ std::optional<std::string> incompatibility(const component_info& expected,
     };
     if (expected.is_string != actual.is_string) {
         return named() + kind(actual.is_string) + " on the server, " + kind(expected.is_string) +
+               " in this client";
+    }
+    if (expected.input != actual.input) {
+        const auto input = [](bool is_input) { return is_input ? "an input type" : "not an input type"; };
+        return named() + input(actual.input) + " on the server, " + input(expected.input) +
                " in this client";
     }
     if (actual.fields.size() < expected.fields.size()) {
@@ -606,7 +623,7 @@ flatbuffers::Offset<flatbuffers::Vector<flatbuffers::Offset<wire::ComponentType>
         out.push_back(wire::CreateComponentType(
             fbb, t.id, fbb.CreateString(t.name), static_cast<wire::Writer>(t.written_by),
             t.owner_only, t.is_string ? t.max_bytes : 0,
-            t.is_string ? 0 : fbb.CreateVector(fields)));
+            t.is_string ? 0 : fbb.CreateVector(fields), t.input, t.replicated, t.interpolated));
     }
     return fbb.CreateVector(out);
 }
@@ -635,6 +652,9 @@ std::optional<schema> decode_schema(
         info.owner_only = t->owner_only();
         info.is_string = t->max_bytes() > 0;
         info.max_bytes = t->max_bytes();
+        info.input = t->input();
+        info.replicated = t->replicated();
+        info.interpolated = t->interpolated();
         if (const auto* fields = t->fields()) {
             if (fields->size() > max_fields) {
                 set_why(why, "component '" + info.name + "' has more than " +

@@ -53,6 +53,10 @@ struct server_config {
     std::size_t max_entities = 2'000'000;
     double command_rate = 200.0;
     double command_burst = 400.0;
+    // Player input (docs/PROTOCOL.md, "Input"): how far ahead of the server's tick an input
+    // may be stamped, and Input frames per second per client (bucket of one second's worth).
+    std::uint32_t input_buffer_ticks = 32;
+    double input_rate = 120.0;
     bool keep_entities_on_disconnect = false;
     // An owner's entities outlive its last connection this long: a reconnect (resume key, or a
     // token of the same player) within it finds them, with the same handles. 0: gone at the

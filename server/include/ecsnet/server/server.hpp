@@ -30,6 +30,7 @@
 #include "ecsnet/server/config.hpp"
 #include "ecsnet/server/connect_token.hpp"
 #include "ecsnet/server/game.hpp"
+#include "ecsnet/server/input_buffer.hpp"
 #include "ecsnet/server/interest.hpp"
 #include "ecsnet/server/io_pool.hpp"
 #include "ecsnet/server/logging.hpp"
@@ -66,6 +67,15 @@ struct server_stats {
     std::uint64_t policy_failures{0};    // interest policy calls that threw (a fallback was used)
     std::uint64_t despawn_failures{0};   // entities an on_destroy listener kept from despawning
     std::uint64_t grace_despawns{0};     // owners whose entities went when their grace ended
+    // Player input (input_buffer.hpp): ticks of input applied, dropped for arriving after
+    // their tick, ticks run on an entity's previous input, Input frames refused (rate, shape,
+    // owner, too early: each answered by InputRejected), and applications the game's code
+    // failed (a listener threw).
+    std::uint64_t inputs_applied{0};
+    std::uint64_t inputs_late{0};
+    std::uint64_t inputs_repeated{0};
+    std::uint64_t inputs_refused{0};
+    std::uint64_t input_failures{0};
     // Interest management, summed over clients: entities that came into a view (spawns in
     // view included), went out of one, and sends put off for a byte budget (per tick).
     std::uint64_t view_entered{0};
@@ -175,6 +185,9 @@ private:
     // A resync's snapshot: send_snapshot(), then snapshot_sent().
     void resync(const std::shared_ptr<session>& s);
     void set_focus(session& s, const protocol::focus& focus);
+    // Checks an Input against the world (owner, entity) and the buffer (too early), keeps it
+    // for its ticks; a refusal goes back to the session (InputRejected).
+    void queue_input(const std::shared_ptr<session>& s, protocol::input input);
     void closed(session& s, const std::string& reason);
     void finished();
     // Called by sessions on their own threads. Clients' bad frames and resyncs go through
@@ -199,6 +212,8 @@ private:
     void apply_pending_commands();
     // Despawns the entities of owners whose reconnect grace ended without a connection.
     void despawn_departed();
+    // Applies this tick's player inputs (input_buffer), before the systems.
+    void apply_inputs();
     // Counts and logs (rate-limited, on game_errors_) a failure of the game's code.
     template <typename... Args>
     void report_game_failure(std::uint64_t& counter, fmt::format_string<Args...> text,
@@ -234,6 +249,7 @@ private:
     command_processor commands_;
     interest_manager interest_;
     replicator replicator_;
+    input_buffer inputs_;
 
     std::optional<boost::asio::ssl::context> tls_;
     // After what sessions use (config, types, TLS context), before the sessions: stopped first
@@ -283,6 +299,7 @@ private:
         std::atomic<std::uint64_t> bytes_out{0};
         std::atomic<std::uint64_t> resyncs_requested{0};
         std::atomic<std::uint64_t> resyncs_coalesced{0};
+        std::atomic<std::uint64_t> inputs_refused{0};
     };
     io_counters io_stats_;
     std::vector<double> tick_ms_;  // since the last stats line

@@ -78,8 +78,12 @@ public:
     // A tick's delta, this client's owner-only delta when it has one and, every N ticks, its
     // checksum: one unit, dropped together under the queue rule above. The frames are shared,
     // immutable buffers: the session's thread keeps a reference, never a copy.
+    // `ack` (an InputAck, for a client that sends input) comes last.
     void send_tick(const protocol::frame& delta, const protocol::frame* checksum,
-                   const protocol::frame* owner_only = nullptr);
+                   const protocol::frame* owner_only = nullptr,
+                   const protocol::frame* ack = nullptr);
+    // An Input the world refused (server::queue_input): InputRejected, throttled.
+    void refuse_input(protocol::input_rejected rejection);
 
     // ---- the server's view, read and written on its thread only --------------------------
     [[nodiscard]] std::uint64_t id() const noexcept { return id_; }
@@ -133,12 +137,17 @@ private:
     void spawn_coroutines();
     void handle(protocol::client_message message);
     void handle_resync(const protocol::resync_request& request);
+    void handle_input(protocol::input input);
     void reply_now_or_in_order(protocol::command_result result);
     void refuse_rate_limited(std::uint32_t request_id);
     void reject_command(const protocol::decode_error& error);
     void push(protocol::frame frame, kind what);
     void queue_reply(protocol::frame frame) { push(std::move(frame), kind::reply); }
-    void queue_tick(protocol::frame delta, protocol::frame checksum, protocol::frame owner_only);
+    void queue_tick(protocol::frame delta, protocol::frame checksum, protocol::frame owner_only,
+                    protocol::frame ack);
+    // At most one InputRejected per second, counting the refusals it stands for; a client
+    // refused more than 1,000 times in 10 s is disconnected, as for commands.
+    void answer_refused_input(protocol::input_rejected rejection);
     void queue_result(const protocol::command_result& result);
     void request_resync(const char* why);
     void end(std::string reason);    // disconnect()
@@ -199,6 +208,12 @@ private:
     bool resync_deferred_{false};
     clock::time_point resync_window_start_{};
     std::uint64_t resyncs_in_window_{0};
+    // Input frames: their own bucket (--input-rate), refusals answered at most once a second.
+    token_bucket inputs_;
+    clock::time_point next_input_answer_{};
+    std::uint32_t inputs_refused_unanswered_{0};
+    clock::time_point input_abuse_start_{};
+    std::uint64_t inputs_refused_in_window_{0};
     std::vector<std::uint8_t> read_buffer_;
 };
 

@@ -110,6 +110,13 @@ public:
     [[nodiscard]] std::uint64_t frames_received() const noexcept { return frames_received_; }
     [[nodiscard]] std::optional<protocol::checksum_report> last_checksum() const noexcept { return last_checksum_; }
     [[nodiscard]] std::optional<protocol::pong> last_pong() const noexcept { return last_pong_; }
+    // Player input (send(protocol::input{...})): the server's latest word on it.
+    [[nodiscard]] std::optional<protocol::input_ack> last_input_ack() const noexcept {
+        return last_input_ack_;
+    }
+    [[nodiscard]] const std::optional<protocol::input_rejected>& last_input_rejected() const noexcept {
+        return last_input_rejected_;
+    }
     // Called for every verified server message, after the mirror applied it (see above for
     // what it may do).
     std::function<void(const wire::ServerMessage&)> on_message;
@@ -155,6 +162,8 @@ private:
     bool refused_server_{false};  // closed_ is this client's verdict on what the server sent
     std::optional<protocol::checksum_report> last_checksum_;
     std::optional<protocol::pong> last_pong_;
+    std::optional<protocol::input_ack> last_input_ack_;
+    std::optional<protocol::input_rejected> last_input_rejected_;
     std::uint32_t last_request_id_{0};
     std::uint64_t last_ping_nonce_{0};
     clock::time_point last_send_{clock::now()};

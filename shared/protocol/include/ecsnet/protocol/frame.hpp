@@ -14,7 +14,10 @@
 // that many bytes, with file identifier "ECSC" (client -> server) or "ECSS" (server -> client).
 namespace ecsnet::protocol {
 
-inline constexpr std::uint32_t protocol_version = 3;
+// 4 added player input (Input, InputAck, InputRejected, ComponentType.input). A server speaks
+// every version from oldest_protocol_version on, and answers in the client's (Welcome).
+inline constexpr std::uint32_t protocol_version = 4;
+inline constexpr std::uint32_t oldest_protocol_version = 3;
 inline constexpr std::size_t frame_prefix_bytes = 4;
 // Client -> server frames are small commands.
 inline constexpr std::size_t default_max_client_frame = 64 * 1024;

@@ -136,8 +136,19 @@ struct focus {
     friend bool operator==(const focus&, const focus&) = default;
 };
 
+// Protocol 4. The player's input for `entity` (the sender owns it) for the ticks first_tick,
+// first_tick + 1, ...: one set of values per tick, of input types only (ComponentType.input),
+// the same types in every tick. Never answered by a CommandResult (docs/PROTOCOL.md, "Input").
+inline constexpr std::size_t max_input_ticks = 16;
+struct input {
+    ecs::Entity entity;
+    std::uint64_t first_tick{};
+    std::vector<component_set> ticks;  // 1 to max_input_ticks
+    friend bool operator==(const input&, const input&) = default;
+};
+
 using client_message = std::variant<hello, spawn, destroy, set_components, remove_components, ping,
-                                    resync_request, focus>;
+                                    resync_request, focus, input>;
 // The message's name on the wire: "Spawn", "SetComponent", ... (for logs).
 [[nodiscard]] const char* message_name(const client_message& message) noexcept;
 
@@ -152,8 +163,10 @@ struct decode_error {
     std::string message;
     std::optional<std::uint32_t> request_id;  // known when the command could be read that far
     // Fatal: the frame itself is bad (unverifiable, unknown type); close the connection.
-    // Otherwise one command is bad: answer it with a CommandResult and go on.
+    // Otherwise one command is bad: answer it with a CommandResult and go on, or, for an
+    // Input (input_tick set: its first tick), with an InputRejected.
     bool fatal{true};
+    std::optional<std::uint64_t> input_tick;
 };
 
 struct decoded_client {
@@ -227,8 +240,26 @@ struct disconnect {
     std::string reason;
     friend bool operator==(const disconnect&, const disconnect&) = default;
 };
+// Protocol 4, to a client that sends Input: the last of each tick's frames.
+struct input_ack {
+    std::uint64_t tick{};
+    std::uint64_t applied_tick{};  // the newest tick whose input was applied; 0: none yet
+    std::int32_t lead{};           // newest input held minus tick; negative: inputs arrive late
+    std::uint32_t late{};          // inputs dropped for arriving after their tick, in all
+    std::uint32_t repeated{};      // ticks run on the previous input, in all
+    friend bool operator==(const input_ack&, const input_ack&) = default;
+};
+// Protocol 4: an Input refused; `refused` counts the refusals since the previous one.
+struct input_rejected {
+    std::uint64_t first_tick{};
+    wire::ErrorCode code{wire::ErrorCode::Malformed};
+    std::string message;
+    std::uint32_t refused{1};
+    friend bool operator==(const input_rejected&, const input_rejected&) = default;
+};
 
-using server_control = std::variant<welcome, command_result, pong, checksum_report, disconnect>;
+using server_control = std::variant<welcome, command_result, pong, checksum_report, disconnect,
+                                    input_ack, input_rejected>;
 
 [[nodiscard]] frame encode(const server_control& message);
 

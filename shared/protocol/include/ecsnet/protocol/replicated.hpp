@@ -54,6 +54,13 @@ struct replicate_options {
     bool owner_only = false;   // replicated to the entity's owner only
     quantize quantized{};
     std::uint32_t max_bytes = 64;  // string components: longest value accepted
+    // A player input: its owner sends it per tick with Input messages (docs/EXTENDING.md,
+    // "Input types"), and it is replicated to nobody unless replicate_input is set (then like
+    // any type: to everyone, or to the owner with owner_only). Fixed-size types only.
+    bool input = false;
+    bool replicate_input = false;
+    // Clients interpolate its numeric fields between server ticks (docs/CLIENT.md).
+    bool interpolate = false;
 };
 
 // The wire type of a string component.
@@ -140,6 +147,10 @@ consteval bool check_options() {
                   "quantize needs max > min and a positive step");
     static_assert(q.step == 0 || (q.max - q.min) / q.step < 4294967295.0,
                   "quantized range too fine: more than 2^32 - 1 steps");
+    static_assert(!options.input || options.written_by == writer::owner,
+                  "an input type is written by its owner (written_by = writer::owner)");
+    static_assert(!options.replicate_input || options.input,
+                  "replicate_input is for input types (input = true)");
     static_assert(replicated<T>::name.size() > 0 &&
                       replicated<T>::name.size() <= max_schema_name_bytes,
                   "a wire name has 1 to 64 bytes");
@@ -149,6 +160,8 @@ consteval bool check_options() {
                       "a string component has exactly one std::string field");
         static_assert(options.max_bytes > 0 && options.max_bytes <= max_string_bytes,
                       "max_bytes is 1 to 4096");
+        static_assert(!options.input && !options.interpolate,
+                      "input and interpolated types are fixed-size, not strings");
     } else {
         static_assert(check_fields<T, typename replicated<T>::wire_type>());
     }
@@ -211,6 +224,9 @@ template <replicated_component T>
     info.name = std::string{replicated<T>::name};
     info.written_by = options.written_by;
     info.owner_only = options.owner_only;
+    info.input = options.input;
+    info.replicated = !options.input || options.replicate_input;
+    info.interpolated = options.interpolate;
     if constexpr (detail::is_string_v<T>) {
         info.is_string = true;
         info.max_bytes = options.max_bytes;

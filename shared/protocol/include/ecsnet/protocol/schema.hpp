@@ -88,6 +88,9 @@ struct component_info {
     bool is_string{false};    // a UTF-8 string of at most max_bytes, no fields
     std::uint32_t max_bytes{0};
     std::vector<field_info> fields;
+    bool input{false};         // a player input, sent per tick with Input messages
+    bool replicated{true};     // false: in no Snapshot, Delta or Checksum
+    bool interpolated{false};  // clients interpolate its numeric fields
 
     [[nodiscard]] std::size_t value_bits() const noexcept;
     // Canonical bytes of one value; 0 for a string.

@@ -1,0 +1,288 @@
+// Player input types (replicate_options::input) on the wire: the schema flags, the Input message
+// a client sends (encoded and checked against the server's schema), InputAck and InputRejected,
+// and that an input type replicates to nobody: no Snapshot, Delta or Checksum carries it, and a
+// mirror refuses a column of it.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "ecsnet/protocol/checksum.hpp"
+#include "ecsnet/protocol/messages.hpp"
+#include "ecsnet/protocol/mirror.hpp"
+#include "ecsnet/protocol/replication.hpp"
+#include "test_types.hpp"
+
+// Stick as an ordinary component (a server that would replicate it).
+namespace ecsnet::testing {
+struct LeakyStick {
+    float x{};
+    float y{};
+    std::uint8_t buttons{};
+};
+}  // namespace ecsnet::testing
+template <>
+struct ecsnet::protocol::replicated<ecsnet::testing::LeakyStick>
+    : replicate<ecsnet::testing::wire::Stick, "stick",
+                replicate_options{.quantized = {.min = -1.0,
+                                                .max = 1.0,
+                                                .step = ecsnet::testing::stick_step}}> {};
+
+namespace {
+
+namespace proto = ecsnet::protocol;
+namespace wire = ecsnet::wire;
+namespace ecs = ecsnet::ecs;
+using ::testing::HasSubstr;
+using ecsnet::testing::LeakyStick;
+using ecsnet::testing::Spot;
+using ecsnet::testing::Stick;
+
+const proto::component_registry& registry() {
+    static const proto::component_registry types = ecsnet::testing::input_types();
+    return types;
+}
+const proto::schema& types() { return registry().types(); }
+
+proto::input stick_input(ecs::Entity e, std::uint64_t first_tick, std::vector<Stick> sticks) {
+    proto::input in{e, first_tick, {}};
+    for (const Stick& s : sticks) {
+        in.ticks.push_back(proto::component_set{}.set(s));
+    }
+    return in;
+}
+
+proto::decoded_client decode(const proto::client_message& message) {
+    const proto::frame f = proto::encode(message, types());
+    return proto::decode_client_frame(*f, types());
+}
+
+// An Input built by hand, for the shapes encode() refuses to make.
+proto::frame raw_input(std::uint64_t first_tick, std::uint16_t tick_count,
+                       std::vector<std::uint8_t> values, std::uint16_t type) {
+    flatbuffers::FlatBufferBuilder fbb;
+    const auto bytes = fbb.CreateVector(values);
+    const auto column = wire::CreateColumn(fbb, type, 0, bytes);
+    const auto columns = fbb.CreateVector(&column, 1);
+    const wire::EntityRef ref{3, 1};
+    const auto body = wire::CreateInput(fbb, &ref, first_tick, tick_count, columns);
+    return proto::finish_frame(
+        fbb, wire::CreateClientMessage(fbb, wire::ClientBody::Input, body.Union()));
+}
+
+TEST(InputSchema, TheSchemaCarriesTheInputAndReplicationFlags) {
+    const proto::component_info* stick = types().find("stick");
+    ASSERT_NE(stick, nullptr);
+    EXPECT_TRUE(stick->input);
+    EXPECT_FALSE(stick->replicated);
+    EXPECT_FALSE(stick->interpolated);
+    const proto::component_info* spot = types().find("spot");
+    ASSERT_NE(spot, nullptr);
+    EXPECT_FALSE(spot->input);
+    EXPECT_TRUE(spot->replicated);
+
+    // Through Welcome and back.
+    proto::welcome w{1, proto::protocol_version, 30.0F, 5, 30, {}, {}, types()};
+    const proto::frame f = proto::encode(proto::server_control{w});
+    const auto* root = proto::verify_server_frame(*f);
+    ASSERT_NE(root, nullptr);
+    std::string why;
+    const auto back = proto::decode_server_control(*root, &why);
+    ASSERT_TRUE(back.has_value()) << why;
+    EXPECT_EQ(std::get<proto::welcome>(*back).components.find("stick")->input, true);
+    EXPECT_EQ(std::get<proto::welcome>(*back).components, types());
+}
+
+TEST(InputSchema, ASchemaThatBreaksTheInputRulesIsRefused) {
+    std::vector<proto::component_info> base = types().types();
+    std::string why;
+    auto server_written = base;
+    server_written.back().written_by = proto::writer::server;
+    EXPECT_FALSE(proto::schema::make(server_written, &why));
+    EXPECT_THAT(why, HasSubstr("input type not written by its owner"));
+
+    auto hidden = base;
+    hidden[1].replicated = false;  // position, not an input
+    EXPECT_FALSE(proto::schema::make(hidden, &why));
+    EXPECT_THAT(why, HasSubstr("not replicated but is not an input type"));
+
+    auto string_input = base;
+    string_input[5].input = true;  // name, a string
+    string_input[5].replicated = false;
+    EXPECT_FALSE(proto::schema::make(string_input, &why));
+    EXPECT_THAT(why, HasSubstr("string type marked input"));
+}
+
+TEST(InputMessage, RoundTripsSeveralTicksOfPackedValues) {
+    const ecs::Entity e{3, 1};
+    const proto::input in =
+        stick_input(e, 41, {Stick{0.5F, -1.0F, 1}, Stick{1.0F, 0.0F, 3}, Stick{-0.25F, 0.75F, 15}});
+    const proto::decoded_client decoded = decode(in);
+    ASSERT_TRUE(decoded.message.has_value()) << decoded.error.message;
+    const auto& back = std::get<proto::input>(*decoded.message);
+    EXPECT_EQ(back.entity, e);
+    EXPECT_EQ(back.first_tick, 41U);
+    ASSERT_EQ(back.ticks.size(), 3U);
+    EXPECT_EQ(back.ticks[0].get<Stick>(), (Stick{0.5F, -1.0F, 1}));
+    EXPECT_EQ(back.ticks[1].get<Stick>(), (Stick{1.0F, 0.0F, 3}));
+    EXPECT_EQ(back.ticks[2].get<Stick>(), (Stick{-0.25F, 0.75F, 15}));
+    EXPECT_STREQ(proto::message_name(in), "Input");
+}
+
+TEST(InputMessage, OneTickOfInputIsASmallFrame) {
+    // 26 bits of Stick: 4 bytes of values, and the frame around them.
+    const proto::frame f = proto::encode(stick_input({3, 1}, 7, {Stick{0.5F, 0.5F, 1}}), types());
+    EXPECT_LE(f->size(), 72U);
+}
+
+TEST(InputMessage, EncodingRefusesWhatTheServerWouldRefuse) {
+    const ecs::Entity e{3, 1};
+    EXPECT_THROW((void)proto::encode(proto::input{e, 5, {}}, types()), std::invalid_argument);
+    EXPECT_THROW((void)proto::encode(stick_input(e, 5, std::vector<Stick>(17)), types()),
+                 std::invalid_argument);
+    proto::input not_input{e, 5, {proto::component_set{}.set(Spot{1.0F, 1.0F})}};
+    EXPECT_THROW((void)proto::encode(not_input, types()), std::invalid_argument);
+    proto::input uneven = stick_input(e, 5, {Stick{}, Stick{}});
+    uneven.ticks[1] = proto::component_set{};
+    EXPECT_THROW((void)proto::encode(uneven, types()), std::invalid_argument);
+}
+
+TEST(InputMessage, BadInputsAreRefusedWithoutEndingTheConnection) {
+    const std::uint16_t stick = *registry().id_of<Stick>();
+    const std::uint16_t spot = *registry().id_of<Spot>();
+    const auto refused = [](const proto::frame& f) {
+        return proto::decode_client_frame(*f, types());
+    };
+    struct expectation {
+        proto::frame frame;
+        wire::ErrorCode code;
+        const char* says;
+    };
+    const std::vector<expectation> cases{
+        {raw_input(0, 1, {0, 0, 0, 0}, stick), wire::ErrorCode::Malformed, "ticks start at 1"},
+        {raw_input(5, 0, {}, stick), wire::ErrorCode::Malformed, "1 to 16 ticks"},
+        {raw_input(5, 17, std::vector<std::uint8_t>(56), stick), wire::ErrorCode::Malformed,
+         "1 to 16 ticks"},
+        {raw_input(5, 2, {0, 0, 0, 0}, stick), wire::ErrorCode::Malformed,
+         "exactly 2 packed values"},
+        {raw_input(5, 1, {0, 0, 0, 0, 0, 0, 0, 0}, spot), wire::ErrorCode::InvalidValue,
+         "spot is not an input type"},
+        {raw_input(5, 1, {0, 0, 0, 0}, 60), wire::ErrorCode::Malformed, "unknown component type"},
+        // x = 511 steps: past the 257 of [-1, 1] by 1/128.
+        {raw_input(5, 1, {0xFF, 0x01, 0, 0}, stick), wire::ErrorCode::InvalidValue,
+         "invalid stick value for tick 5"},
+        {raw_input(std::numeric_limits<std::uint64_t>::max(), 1, {0, 0, 0, 0}, stick),
+         wire::ErrorCode::Malformed, "past the largest tick"},
+    };
+    for (const expectation& c : cases) {
+        const proto::decoded_client d = refused(c.frame);
+        ASSERT_FALSE(d.message.has_value()) << c.says;
+        EXPECT_FALSE(d.error.fatal) << c.says;
+        EXPECT_EQ(d.error.code, c.code) << d.error.message;
+        EXPECT_THAT(d.error.message, HasSubstr(c.says));
+        ASSERT_TRUE(d.error.input_tick.has_value()) << c.says;
+    }
+}
+
+TEST(InputMessage, CommandsCannotWriteAnInputType) {
+    const ecs::Entity e{3, 1};
+    for (const proto::client_message& command :
+         {proto::client_message{proto::spawn{1, proto::component_set{}.set(Stick{})}},
+          proto::client_message{proto::set_components{2, e, proto::component_set{}.set(Stick{})}},
+          proto::client_message{proto::remove_components{3, e, {"stick"}}}}) {
+        const proto::decoded_client d = decode(command);
+        ASSERT_FALSE(d.message.has_value());
+        EXPECT_FALSE(d.error.fatal);
+        EXPECT_EQ(d.error.code, wire::ErrorCode::InvalidValue);
+        EXPECT_THAT(d.error.message, HasSubstr("stick is an input type"));
+        EXPECT_FALSE(d.error.input_tick.has_value());
+    }
+}
+
+TEST(InputMessage, AckAndRejectionRoundTrip) {
+    for (const proto::server_control& message :
+         {proto::server_control{proto::input_ack{90, 89, -2, 3, 4}},
+          proto::server_control{
+              proto::input_rejected{12, wire::ErrorCode::InputTooEarly, "too far ahead", 7}}}) {
+        const proto::frame f = proto::encode(message);
+        const auto* root = proto::verify_server_frame(*f);
+        ASSERT_NE(root, nullptr);
+        std::string why;
+        const auto back = proto::decode_server_control(*root, &why);
+        ASSERT_TRUE(back.has_value()) << why;
+        EXPECT_EQ(*back, message);
+    }
+    // An ack of a tick the server has not run is a lie.
+    const proto::frame bad = proto::encode(proto::server_control{proto::input_ack{5, 6, 0, 0, 0}});
+    std::string why;
+    EXPECT_FALSE(proto::decode_server_control(*proto::verify_server_frame(*bad), &why));
+    EXPECT_THAT(why, HasSubstr("has not run"));
+}
+
+// ---- replication ---------------------------------------------------------------------------
+
+bool apply_frame(proto::mirror& m, const proto::frame& f) {
+    const auto* root = proto::verify_server_frame(*f);
+    EXPECT_NE(root, nullptr);
+    return root != nullptr && m.apply(*root);
+}
+
+TEST(InputReplication, AnInputTypeIsInNoSnapshotDeltaOrChecksum) {
+    auto world = ecs::World::make();
+    proto::replication_encoder encoder{registry()};
+    const ecs::Entity ship = world->create();
+    world->emplace<proto::Owner>(ship, 1U);
+    world->emplace<Spot>(ship, 1.0F, 2.0F);
+    world->emplace<Stick>(ship, 0.5F, 0.5F, std::uint8_t{1});
+    world->discard_changes();
+
+    proto::mirror m{types()};
+    for (const auto& f : encoder.encode_snapshot(*world, 1)) {
+        ASSERT_TRUE(apply_frame(m, f)) << m.error();
+    }
+    EXPECT_EQ(m.size(), 1U);
+    EXPECT_FALSE(m.get<Stick>(ship).has_value());
+    EXPECT_EQ(m.checksum(), proto::checksum::of_world(*world, registry()));
+
+    // Changing only the input sends nothing about it; the checksums still agree.
+    world->patch<Stick>(ship, [](Stick& s) { s.x = -0.5F; });
+    world->patch<Spot>(ship, [](Spot& s) { s.x = 3.0F; });
+    auto changes = world->take_changes();
+    const proto::frame delta = encoder.encode_delta(*world, changes, 2);
+    ASSERT_TRUE(apply_frame(m, delta)) << m.error();
+    EXPECT_FALSE(m.get<Stick>(ship).has_value());
+    EXPECT_EQ(m.get<Spot>(ship), (Spot{3.0F, 2.0F}));
+    EXPECT_EQ(m.checksum(), proto::checksum::of_world(*world, registry()));
+    EXPECT_EQ(proto::checksum::of_entity(*world, registry(), ship, 1),
+              proto::checksum::of_entity(*world, registry(), ship, 2));
+
+    world->erase<Stick>(ship);
+    changes = world->take_changes();
+    const proto::frame removal = encoder.encode_delta(*world, changes, 3);
+    ASSERT_TRUE(apply_frame(m, removal)) << m.error();
+    EXPECT_EQ(m.checksum(), proto::checksum::of_world(*world, registry()));
+}
+
+TEST(InputReplication, AMirrorRefusesAColumnOfAnInputType) {
+    // A server that sends one anyway: its "stick" (same wire id and layout) is ordinary.
+    proto::component_registry leaking = ecsnet::testing::test_types();
+    leaking.add<LeakyStick>();
+    auto world = ecs::World::make();
+    const ecs::Entity ship = world->create();
+    world->emplace<LeakyStick>(ship, 0.5F, 0.5F, std::uint8_t{1});
+    proto::replication_encoder encoder{leaking};
+
+    proto::mirror m{types()};
+    bool applied = true;
+    for (const auto& f : encoder.encode_snapshot(*world, 1)) {
+        applied = applied && apply_frame(m, f);
+    }
+    EXPECT_FALSE(applied);
+    EXPECT_THAT(m.error(), HasSubstr("stick, which the schema says is not replicated"));
+}
+
+}  // namespace
