@@ -109,7 +109,11 @@ if [ -n "$entt_dir" ]; then
 else
   echo "EnTT comparison skipped: ECSNET_ENTT_DIR is not set and ../shared/third_party/entt-3.16.0/src does not exist"
 fi
+# -g1 (line tables) instead of Debug's -g: sanitizer reports keep their files and lines, and the
+# sanitized builds compile and link faster (CI time, docs/BENCHMARKS.md "CI time").
+debug_info=(-DCMAKE_CXX_FLAGS_DEBUG=-g1)
 cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Debug -DECSNET_SANITIZE=ON -DECSNET_WERROR=ON \
+  "${debug_info[@]}" \
   -DECSNET_ENTT_DIR="$entt_dir" "${launcher[@]}"
 cmake --build "$build" -j "$jobs"
 
@@ -132,6 +136,7 @@ if [ "$tsan" = 1 ]; then
   stage "ThreadSanitizer: the threaded tests (build/tsan)"
   tsan_build=${ECSNET_TSAN_BUILD_DIR:-build/tsan}
   cmake -S . -B "$tsan_build" -G Ninja -DCMAKE_BUILD_TYPE=Debug -DECSNET_SANITIZE_THREAD=ON \
+    "${debug_info[@]}" \
     -DECSNET_WERROR=ON -DECSNET_BUILD_BENCH=OFF "${launcher[@]}"
   cmake --build "$tsan_build" -j "$jobs" --target "${tsan_targets[@]}"
   stage "ctest: ThreadSanitizer"
