@@ -557,7 +557,7 @@ void server::queue_input(const std::shared_ptr<session>& s, protocol::input inpu
                    std::to_string(current.version()) + ", not " + std::to_string(e.version()));
         return;
     }
-    const Owner* o = world_->try_get<Owner>(e);
+    const protocol::Owner* o = world_->try_get<protocol::Owner>(e);
     if (o == nullptr || o->client != owner) {
         refuse(wire::ErrorCode::NotOwner,
                "entity " + std::to_string(e.index()) + ":" + std::to_string(e.version()) +
@@ -587,7 +587,7 @@ void server::queue_input(const std::shared_ptr<session>& s, protocol::input inpu
 void server::apply_inputs() {
     inputs_.run(tick_, [this](std::uint32_t owner, ecs::Entity e,
                               const protocol::component_set& values) {
-        const Owner* o = world_->valid(e) ? world_->try_get<Owner>(e) : nullptr;
+        const protocol::Owner* o = world_->valid(e) ? world_->try_get<protocol::Owner>(e) : nullptr;
         if (o == nullptr || o->client != owner) {
             return false;  // destroyed, or changed hands, since it was sent
         }

@@ -62,7 +62,8 @@ session::session(std::shared_ptr<asio::io_context> io, std::unique_ptr<byte_stre
       wake_writer_{stream_->get_executor()},
       resume_reading_{stream_->get_executor()},
       commands_{owner.config().command_rate, owner.config().command_burst},
-      inputs_{owner.config().input_rate, owner.config().input_rate} {
+      inputs_{owner.config().input_rate, owner.config().input_rate},
+      input_answer_timer_{stream_->get_executor()} {
     hello_deadline_ = clock::now() + owner_.config().hello_timeout;
     read_deadline_ = hello_deadline_;
 }
@@ -237,6 +238,7 @@ void session::close(std::string reason) {
     stream_->close();
     wake_writer_.cancel();
     resume_reading_.cancel();
+    input_answer_timer_.cancel();
     if (!announced && owner_.connection_lines().allow()) {
         spdlog::info("client {} ({}) closed: {}", id_, printable(name_), reason);
     }
@@ -333,7 +335,23 @@ void session::answer_refused_input(protocol::input_rejected rejection) {
     }
     ++inputs_refused_unanswered_;
     if (now < next_input_answer_) {
-        return;  // counted in the next answer
+        // Told when the second ends, with the count.
+        const bool armed = input_refusal_due_.has_value();
+        input_refusal_due_ = std::move(rejection);
+        if (!armed) {
+            input_answer_timer_.expires_at(next_input_answer_);
+            input_answer_timer_.async_wait([self = shared_from_this()](boost::system::error_code) {
+                if (self->input_refusal_due_) {
+                    protocol::input_rejected due = std::move(*self->input_refusal_due_);
+                    self->input_refusal_due_.reset();
+                    self->next_input_answer_ = clock::time_point{};
+                    --self->inputs_refused_unanswered_;  // counted again by the call below
+                    --self->inputs_refused_in_window_;
+                    self->answer_refused_input(std::move(due));
+                }
+            });
+        }
+        return;
     }
     next_input_answer_ = now + std::chrono::seconds{1};
     rejection.refused = std::exchange(inputs_refused_unanswered_, 0);
@@ -557,7 +575,7 @@ void session::handle(protocol::client_message message) {
             return;
         }
         reject_command(protocol::decode_error{wire::ErrorCode::NotJoined, "", request_id_of(message),
-                                              false});
+                                              false, std::nullopt});
         return;
     }
     // Commands and ResyncRequests share the per-client budget.

@@ -19,7 +19,7 @@ struct Pad {
 
 template <>
 struct ecsnet::protocol::replicated<ecsnet::fuzz::Pad>
-    : replicate<ecsnet::fuzz::wire::Pad, "pad",
+    : replicate<ecsnet::fuzz_input::wire::Pad, "pad",
                 replicate_options{.quantized = {.min = -1.0, .max = 1.0, .step = 1.0 / 32.0},
                                   .input = true}> {};
 

@@ -359,7 +359,10 @@ public:
                              "a control frame does not decode: " + control_why);
         if (const auto* w = std::get_if<proto::welcome>(&*control)) {
             ECSNET_SESSION_CHECK(!welcomed_, "a second Welcome");
-            ECSNET_SESSION_CHECK(w->version == proto::protocol_version, "Welcome version");
+            // The client's version (a seed's own Hello may be a version-3 one).
+            ECSNET_SESSION_CHECK(w->version >= proto::oldest_protocol_version &&
+                                     w->version <= proto::protocol_version,
+                                 "Welcome version " + std::to_string(w->version));
             ECSNET_SESSION_CHECK(w->components == service_.types().types(),
                                  "Welcome's schema differs from the server's registry");
             welcomed_ = true;
@@ -438,7 +441,9 @@ std::vector<std::uint8_t> rebase_inputs(std::span<const std::uint8_t> payload,
         }
         const auto frame = payload.subspan(at, proto::frame_prefix_bytes + length);
         at += frame.size();
-        proto::decoded_client decoded = proto::decode_client_frame(frame, types);
+        // A copy: FlatBuffers reads scalars in place, so the frame must start aligned.
+        const std::vector<std::uint8_t> aligned(frame.begin(), frame.end());
+        proto::decoded_client decoded = proto::decode_client_frame(aligned, types);
         if (auto* in = decoded.message ? std::get_if<proto::input>(&*decoded.message) : nullptr) {
             in->first_tick = now + 1 + in->first_tick % 64;
             const proto::frame rebased = proto::encode(*decoded.message, types);

@@ -371,6 +371,18 @@ golden_case client_case(std::string name, proto::client_message expected) {
             }};
 }
 
+// A client message of a game with an input type.
+golden_case input_client_case(std::string name, proto::client_message expected) {
+    static const proto::component_registry input_types = ecsnet::testing::input_types();
+    return {std::move(name), [expected] { return proto::encode(expected, input_types.types()); },
+            [expected](std::span<const std::uint8_t> frame) {
+                const proto::decoded_client decoded =
+                    proto::decode_client_frame(frame, input_types.types());
+                ASSERT_TRUE(decoded.message.has_value()) << decoded.error.message;
+                EXPECT_TRUE(*decoded.message == expected) << "decoded other values";
+            }};
+}
+
 golden_case server_case(std::string name, proto::server_control expected) {
     return {std::move(name), [expected] { return proto::encode(expected); },
             [expected](std::span<const std::uint8_t> frame) {
@@ -467,11 +479,30 @@ proto::welcome interest_welcome() {
 }
 
 std::vector<golden_case> golden_cases() {
-    static_assert(proto::protocol_version == 3, "new golden frames for the new version");
+    static_assert(proto::protocol_version == 4, "new golden frames for the new version");
     const Entity target{42, 3};
     return {
         client_case("client_hello",
                     proto::hello{proto::protocol_version, "golden-client", "secret-token"}),
+        // Version 3's Hello and Welcome (before player input): still served as they were.
+        client_case("v3/client_hello", proto::hello{3, "golden-client", "secret-token"}),
+        server_case("v3/server_welcome", [] {
+            proto::welcome w = interest_welcome();
+            w.version = 3;
+            return w;
+        }()),
+        // Version 4: player input, for a game with an input type (test_types.hpp: Stick).
+        input_client_case(
+            "client_input",
+            proto::input{target, 1000,
+                         {proto::component_set{}.set(ecsnet::testing::Stick{0.5F, -0.25F, 1}),
+                          proto::component_set{}.set(ecsnet::testing::Stick{1.0F, 0.0F, 3})}}),
+        server_case("server_input_ack", proto::input_ack{1235, 1234, 2, 5, 7}),
+        server_case("server_input_rejected",
+                    proto::input_rejected{1240, wire::ErrorCode::InputTooEarly,
+                                          "8 ticks of input stamped more than 32 ticks ahead "
+                                          "of tick 1200",
+                                          3}),
         // Version 2's Hello: a server refuses the version, but the frame still reads.
         client_case("v2/client_hello", proto::hello{2, "golden-client", "secret-token"}),
         client_case("client_spawn", proto::spawn{7, proto::component_set{}
@@ -551,7 +582,7 @@ TEST_P(GoldenFrame, EncodesToTheSameBytes) {
         << "tests/protocol/golden/.";
 }
 
-INSTANTIATE_TEST_SUITE_P(V3, GoldenFrame, ::testing::ValuesIn(golden_cases()),
+INSTANTIATE_TEST_SUITE_P(V4, GoldenFrame, ::testing::ValuesIn(golden_cases()),
                          [](const auto& info) {
                              std::string name = info.param.name;  // v2/x -> v2_x
                              std::replace(name.begin(), name.end(), '/', '_');

@@ -85,11 +85,12 @@ flatbuffers::Offset<flatbuffers::Vector<std::uint16_t>> encode_types(
 }
 
 decode_error command_error(wire::ErrorCode code, std::string message, std::uint32_t request_id) {
-    return decode_error{code, std::move(message), request_id, false};
+    return decode_error{code, std::move(message), request_id, false, std::nullopt};
 }
 
 decode_error fatal_error(std::string message) {
-    return decode_error{wire::ErrorCode::Malformed, std::move(message), std::nullopt, true};
+    return decode_error{wire::ErrorCode::Malformed, std::move(message), std::nullopt, true,
+                        std::nullopt};
 }
 
 // A command's component values: one column per type, each with exactly one value of the
@@ -247,9 +248,7 @@ columns_offset encode_input_columns(flatbuffers::FlatBufferBuilder& fbb, const i
 // tick_count packed values each, every value valid.
 std::optional<decode_error> decode_input(const wire::Input& m, const schema& types, input& out) {
     const auto refuse = [&](wire::ErrorCode code, std::string text) {
-        decode_error e{code, std::move(text), std::nullopt, false};
-        e.input_tick = m.first_tick();
-        return e;
+        return decode_error{code, std::move(text), std::nullopt, false, m.first_tick()};
     };
     const auto e = entity_of(m.entity());
     if (!e) {

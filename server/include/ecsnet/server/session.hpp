@@ -212,6 +212,10 @@ private:
     token_bucket inputs_;
     clock::time_point next_input_answer_{};
     std::uint32_t inputs_refused_unanswered_{0};
+    // Refusals within the second after an answer are told when it ends, the latest one with
+    // the count: nothing refused goes unsaid.
+    std::optional<protocol::input_rejected> input_refusal_due_;
+    boost::asio::steady_timer input_answer_timer_;
     clock::time_point input_abuse_start_{};
     std::uint64_t inputs_refused_in_window_{0};
     std::vector<std::uint8_t> read_buffer_;
