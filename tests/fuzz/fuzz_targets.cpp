@@ -588,6 +588,12 @@ public:
                 disconnect(error.message);
                 return;
             }
+            if (error.input_tick) {
+                // A refused Input: answered by InputRejected, never by a CommandResult.
+                ECSNET_FUZZ_CHECK(!error.request_id.has_value(), error.message);
+                sim_.send(proto::input_rejected{*error.input_tick, error.code, error.message, 1});
+                return;
+            }
             ECSNET_FUZZ_CHECK(error.request_id.has_value(), error.message);
             sim_.send(command_result{*error.request_id, false, error.code, error.message, {}});
             return;
@@ -613,7 +619,7 @@ private:
                 disconnect("Hello sent twice");
                 return;
             }
-            if (h->version != proto::protocol_version) {
+            if (h->version < proto::oldest_protocol_version || h->version > proto::protocol_version) {
                 disconnect("protocol version " + std::to_string(h->version) + " not supported");
                 return;
             }
@@ -625,7 +631,7 @@ private:
                 owner_ = it->second;
             }
             joined_ = true;
-            sim_.send(proto::welcome{owner_, proto::protocol_version, tick_rate, sim_.tick_count(), 1,
+            sim_.send(proto::welcome{owner_, h->version, tick_rate, sim_.tick_count(), 1,
                                      {}, {}, demo_types().types()});
             sim_.resync();
             return;
