@@ -28,7 +28,8 @@ std::size_t default_io_threads() noexcept {
     return cores > 1 ? cores - 1 : 1;
 }
 
-parsed_command_line parse_command_line(int argc, const char* const* argv) {
+parsed_command_line parse_command_line(int argc, const char* const* argv,
+                                       const std::function<void(CLI::App&)>& game_options) {
     parsed_command_line out;
     server_config& c = out.config;
 
@@ -231,6 +232,10 @@ parsed_command_line parse_command_line(int argc, const char* const* argv) {
     app.add_flag("--healthcheck", out.healthcheck,
                  "GET /healthz of the admin endpoint (--admin-port, --admin-bind); exit 0 on 200, "
                  "else 1 (within 2 s)");
+
+    if (game_options) {
+        game_options(app);
+    }
 
     issue_token_request token;
     std::string ttl = "5m";

@@ -43,7 +43,7 @@ int healthcheck(const ecsnet::server::server_config& config) {
 namespace ecsnet::server {
 
 int run(int argc, char** argv, const game& g) {
-    auto parsed = parse_command_line(argc, argv);
+    auto parsed = parse_command_line(argc, argv, g.add_options);
     if (parsed.exit_code) {
         return *parsed.exit_code;
     }

@@ -483,6 +483,9 @@ std::optional<std::string> server::admit(session& s, const protocol::hello& hell
     }
     s.set_owner_id(owner);
     owners_.connected(owner);
+    if (owners_.connections(owner) == 1) {
+        player_events_.push_back(player_event{owner, true, commands_.owned_by(owner) > 0});
+    }
     departed_.erase(owner);  // back within its reconnect grace: its entities stay
     if (interest_.enabled()) {
         const player_interest& p = interest_.player(welcome.client_id);
@@ -635,6 +638,7 @@ void server::closed(session& s, const std::string& /*reason*/) {
         --active_;
     }
     if (s.owner_id() != 0 && owners_.disconnected(s.owner_id()) == 0) {
+        player_events_.push_back(player_event{s.owner_id(), false, false});
         inputs_.forget(s.owner_id());  // a reconnect starts a new input stream
         if (owners_.forget_if_idle(s.owner_id())) {
             interest_.forget(s.owner_id());
@@ -731,6 +735,32 @@ void server::report_game_failure(std::uint64_t& counter, fmt::format_string<Args
     }
 }
 
+void server::tell_player_events() {
+    // Swapped out first: a hook that makes a player leave (a kick) queues for the next tick.
+    std::vector<player_event> events;
+    events.swap(player_events_);
+    for (const player_event& e : events) {
+        if (e.joined ? !on_player_joined : !on_player_left) {
+            continue;
+        }
+        const char* name = e.joined ? "on_player_joined" : "on_player_left";
+        try {
+            if (e.joined) {
+                on_player_joined(e.owner, e.resumed);
+            } else {
+                on_player_left(e.owner);
+            }
+        } catch (const std::exception& ex) {
+            report_game_failure(stats_.system_failures, "tick {}: {}({}) failed: {}", tick_,
+                                name, e.owner, printable(ex.what(), 200));
+        } catch (...) {
+            report_game_failure(stats_.system_failures, "tick {}: {}({}) failed: {}", tick_,
+                                name, e.owner, "an exception that is not a std::exception");
+        }
+        commands_.settle();  // what a listener of the hook's changes left to do
+    }
+}
+
 void server::despawn_departed() {
     const auto now = clock::now();
     while (!departures_.empty() && departures_.front().despawn_at <= now) {
@@ -765,6 +795,7 @@ void server::run_tick() {
     ticks_done_.store(tick_, std::memory_order_relaxed);
 
     apply_pending_commands();
+    tell_player_events();
     despawn_departed();
     apply_inputs();
 

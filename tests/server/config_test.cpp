@@ -1,6 +1,8 @@
 // parse_command_line: defaults, flags, ECSNET_* environment variables, exit codes.
 #include "ecsnet/server/config.hpp"
 
+#include <CLI/CLI.hpp>
+
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -462,3 +464,29 @@ TEST_F(ServerConfig, DescribeNamesTheIdentityMode) {
 }
 
 }  // namespace
+
+TEST_F(ServerConfig, AGamesOwnOptionsAreParsedAndListedBesideTheServers) {
+    float size = 4000.0F;
+    const auto game_options = [&size](CLI::App& app) {
+        app.add_option("--arena-size", size, "Side of the map")->check(CLI::PositiveNumber);
+    };
+    const auto parse_with = [&](std::initializer_list<const char*> args) {
+        std::vector<const char*> argv{"arena-server"};
+        argv.insert(argv.end(), args.begin(), args.end());
+        return parse_command_line(static_cast<int>(argv.size()), argv.data(), game_options);
+    };
+    const parsed_command_line parsed = parse_with({"--arena-size", "512", "--port", "9000"});
+    EXPECT_FALSE(parsed.exit_code.has_value());
+    EXPECT_EQ(size, 512.0F);
+    EXPECT_EQ(parsed.config.port, 9000);
+
+    testing::internal::CaptureStdout();
+    EXPECT_EQ(parse_with({"--help"}).exit_code, 0);
+    const std::string help = testing::internal::GetCapturedStdout();
+    EXPECT_THAT(help, HasSubstr("--arena-size"));
+    EXPECT_THAT(help, HasSubstr("--tick-rate"));
+
+    testing::internal::CaptureStderr();
+    EXPECT_EQ(parse_with({"--arena-size", "-1"}).exit_code, 2);
+    (void)testing::internal::GetCapturedStderr();
+}

@@ -2284,3 +2284,100 @@ TEST(ServerThreads, TwoIoThreadsServeClientsThatSendAndReceiveAtOnce) {
 }
 
 }  // namespace
+
+// ---- players coming and going: the game's hooks -----------------------------------------------
+
+namespace {
+
+struct player_log {
+    std::vector<std::string> events;  // "joined 3", "joined 3 resumed", "left 3": server thread
+};
+
+// Hooks that log on the server's thread and give every joining player an entity of its own,
+// as a game gives a player its ship.
+void log_players(test_server& server, const std::shared_ptr<player_log>& log) {
+    server.call([log](ecsnet::server::server& s) {
+        s.on_player_joined = [log, &s](std::uint32_t owner, bool resumed) {
+            log->events.push_back("joined " + std::to_string(owner) + (resumed ? " resumed" : ""));
+            if (!resumed) {
+                const Entity e = s.world().create();
+                s.world().emplace<Owner>(e, owner);
+                s.world().emplace<Position>(e, 1.0F, 2.0F);
+            }
+        };
+        s.on_player_left = [log](std::uint32_t owner) {
+            log->events.push_back("left " + std::to_string(owner));
+        };
+    });
+}
+
+std::vector<std::string> events_of(test_server& server, const std::shared_ptr<player_log>& log) {
+    return server.call([log](ecsnet::server::server&) { return log->events; });
+}
+
+}  // namespace
+
+TEST(ServerPlayers, AJoinIsToldOnceAtTheNextTickAndWhatTheHookSpawnsReachesThePlayer) {
+    server_config config = test_config();
+    config.reconnect_grace = 10s;
+    test_server server{config};
+    const auto log = std::make_shared<player_log>();
+    log_players(server, log);
+
+    auto alice = join(server.port(), "alice");
+    const std::uint32_t owner = alice->welcome().client_id;
+    const auto owned = [&] {
+        std::size_t n = 0;
+        alice->mirror().each([&](Entity e) {
+            const auto o = alice->mirror().get<Owner>(e);
+            n += o && o->client == owner ? 1 : 0;
+        });
+        return n;
+    };
+    ASSERT_TRUE(alice->poll_until([&] { return owned() == 1; }, 5s))
+        << "the entity the hook spawned did not reach its player";
+
+    // A second connection of the same player is no new player.
+    connect_options options;
+    options.port = server.port();
+    options.resume_key = alice->welcome().resume_key;
+    auto second = std::make_unique<connection>(options);
+    ASSERT_EQ(second->welcome().client_id, owner);
+    second->poll_for(100ms);
+    EXPECT_EQ(events_of(server, log), std::vector<std::string>{"joined " + std::to_string(owner)});
+
+    // Left once, when the last connection goes; back within the grace, resumed, entity kept.
+    alice.reset();
+    second->poll_for(100ms);
+    EXPECT_EQ(events_of(server, log).size(), 1U) << "one connection is still there";
+    second.reset();
+    const auto deadline = std::chrono::steady_clock::now() + 5s;
+    while (events_of(server, log).size() < 2 && std::chrono::steady_clock::now() < deadline) {
+        std::this_thread::sleep_for(10ms);
+    }
+    auto again = std::make_unique<connection>(options);
+    again->poll_for(100ms);
+    const std::string id = std::to_string(owner);
+    EXPECT_EQ(events_of(server, log),
+              (std::vector<std::string>{"joined " + id, "left " + id, "joined " + id + " resumed"}));
+    std::size_t mine = 0;
+    again->mirror().each([&](Entity e) {
+        const auto o = again->mirror().get<Owner>(e);
+        mine += o && o->client == owner ? 1 : 0;
+    });
+    EXPECT_EQ(mine, 1U) << "a resumed player keeps its entity, and the hook made no second one";
+}
+
+TEST(ServerPlayers, AHookThatThrowsIsCountedAndTheTicksGoOn) {
+    test_server server{test_config()};
+    server.call([](ecsnet::server::server& s) {
+        s.on_player_joined = [](std::uint32_t, bool) { throw std::runtime_error("no ship left"); };
+    });
+    const auto failures_before = server.stats().system_failures;
+    auto alice = join(server.port(), "alice");
+    const std::uint64_t tick = server.tick();
+    const Entity e = spawn_ok(*alice, component_set{}.set(Position{}));
+    EXPECT_TRUE(alice->poll_until([&] { return alice->mirror().contains(e); }, 5s));
+    EXPECT_GT(server.tick(), tick);
+    EXPECT_EQ(server.stats().system_failures, failures_before + 1);
+}

@@ -3,8 +3,13 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
+
+namespace CLI {
+class App;
+}
 
 namespace ecsnet::server {
 
@@ -119,7 +124,9 @@ struct parsed_command_line {
     std::optional<int> exit_code;
 };
 
-[[nodiscard]] parsed_command_line parse_command_line(int argc, const char* const* argv);
+// `game_options` adds a game's own options (game::add_options) beside the server's.
+[[nodiscard]] parsed_command_line parse_command_line(
+    int argc, const char* const* argv, const std::function<void(CLI::App&)>& game_options = {});
 
 // One line describing the effective configuration, for the start-up log.
 [[nodiscard]] std::string describe(const server_config& config);

@@ -5,6 +5,10 @@
 
 #include "ecsnet/protocol/registry.hpp"
 
+namespace CLI {
+class App;
+}
+
 namespace ecsnet::server {
 
 class server;
@@ -15,6 +19,10 @@ struct game {
     std::string name;
     // Adds the game's replicated types; the core's Owner is there already (wire id 0).
     std::function<void(protocol::component_registry&)> register_components;
+    // The game's own command-line options (run() parses them with the server's, --help lists
+    // them): called before parsing; setup() reads what they set, e.g. through a shared_ptr
+    // both lambdas hold.
+    std::function<void(CLI::App&)> add_options;
     // Called once the server is built, before start(): scheduler(), world() and config() are
     // ready. What it spawns goes to clients in their first snapshot.
     std::function<void(server&)> setup;

@@ -12,6 +12,7 @@
 #include <chrono>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -173,6 +174,15 @@ public:
     // Session ids of the joined connections, in connection order.
     [[nodiscard]] std::vector<std::uint64_t> joined_sessions() const;
 
+    // Players coming and going, for the game (set them in setup()): a player's first
+    // connection joined, or its last one left. Called at the start of the next tick, on the
+    // world thread, after the clients' commands: the game may change the world, and what it
+    // does goes out with that tick. `resumed`: the player still owns entities (it came back
+    // within the reconnect grace, or --keep-entities-on-disconnect kept them). A throw is
+    // counted with the systems' failures and the tick goes on.
+    std::function<void(std::uint32_t owner, bool resumed)> on_player_joined;
+    std::function<void(std::uint32_t owner)> on_player_left;
+
 private:
     friend class session;
 
@@ -278,6 +288,13 @@ private:
     std::vector<pending_command> pending_;
     // Owners whose last connection left, in the order their reconnect grace ends (the grace is
     // one length for all); an entry is stale when the owner came back or left again since.
+    struct player_event {
+        std::uint32_t owner;
+        bool joined;  // else left
+        bool resumed;
+    };
+    std::vector<player_event> player_events_;  // for on_player_joined/left at the next tick
+    void tell_player_events();
     struct departure {
         clock::time_point despawn_at;
         std::uint32_t owner;
