@@ -11,6 +11,11 @@
 // own area of interest: a focus that starts uniformly at random in [-E, E]^2, heads in a random
 // direction at --focus-speed and bounces off the edges, sent about 10 times per second. The
 // clients then also report entities in view and entered/left per second.
+//
+// With --game arena the server is arena-server (docs/ARENA.md) and every client is a bot: once
+// it finds its ship (Owner == its client id) it sends one Input per tick it receives, stamped
+// --input-lead ticks past that tick, with ecsnet::arena::bot's decision; --no-input runs the
+// same clients without sending any (the server's cost of input, side by side).
 #include <sched.h>
 #include <signal.h>
 #include <spawn.h>
@@ -38,6 +43,8 @@
 #include <thread>
 #include <vector>
 
+#include "ecsnet/arena/bot.hpp"
+#include "ecsnet/arena/components.hpp"
 #include "ecsnet/client/connection.hpp"
 #include "ecsnet/demo/components.hpp"
 
@@ -71,6 +78,10 @@ struct options {
     double interest_radius = 0.0;
     double interest_cell = 0.0;
     double client_budget = -1.0;
+    // "demo" (clients watch, one probes spawns) or "arena" (clients are bots that play).
+    std::string game = "demo";
+    bool no_input = false;
+    std::uint64_t input_lead = 2;
 };
 
 // How often a client tells the server where its focus is.
@@ -184,6 +195,11 @@ void launch(const options& o, launched_server& out) {
                                   "--max-clients-per-address", "4096", nullptr};
     // Before the terminating nullptr.
     argv.insert(argv.end() - 1, {"--world-half-extent", extent.c_str()});
+    const std::string arena_size = std::to_string(2.0 * o.world_half_extent);
+    if (o.game == "arena") {
+        argv.insert(argv.end() - 1,
+                    {"--arena-size", arena_size.c_str(), "--asteroids", entities.c_str()});
+    }
     if (o.interest_radius > 0.0) {
         argv.insert(argv.end() - 1,
                     {"--interest-radius", radius.c_str(), "--interest-cell", cell.c_str()});
@@ -269,6 +285,14 @@ struct client_result {
     std::uint64_t checksums_mismatched = 0;
     std::uint64_t inconsistencies = 0;
     std::vector<double> spawn_ms;
+    // Arena bots: whether the client found its ship, the Inputs it sent during the window, the
+    // size of one Input frame, and the server's count (its acks) of its inputs dropped for
+    // arriving late and of ticks run on its previous input, during the window.
+    bool found_ship = false;
+    std::uint64_t inputs = 0;
+    std::size_t input_frame_bytes = 0;
+    std::uint64_t inputs_late = 0;
+    std::uint64_t inputs_repeated = 0;
     std::string error;
 };
 
@@ -449,6 +473,91 @@ void run_client(const options& o, std::uint16_t port, std::size_t index,
     }
 }
 
+// An arena bot: plays its ship with one Input per tick received (none with --no-input).
+void run_arena_client(const options& o, std::uint16_t port, std::size_t index,
+                      const std::atomic<int>& current, client_result& result) {
+    namespace arena = ecsnet::arena;
+    try {
+        const auto started = clock_type::now();
+        ecsnet::client::connect_options co;
+        co.port = port;
+        co.name = "bot-" + std::to_string(index);
+        co.timeout = 60s;
+        co.expected_types = {protocol::describe<arena::Position>(),
+                             protocol::describe<arena::Pilot>(), protocol::describe<arena::Ship>()};
+        ecsnet::client::connection c(co);
+        result.join_ms = ms_since(started);
+        result.interest = c.welcome().interest_radius > 0.0F;
+        result.client_budget = c.welcome().client_budget;
+        result.interest_radius = c.welcome().interest_radius;
+        const std::uint32_t me = c.welcome().client_id;
+        const auto late = [&] { return c.last_input_ack() ? std::uint64_t{c.last_input_ack()->late} : 0; };
+        const auto repeated = [&] {
+            return c.last_input_ack() ? std::uint64_t{c.last_input_ack()->repeated} : 0;
+        };
+
+        arena::bot bot;
+        std::uint64_t played = 0;  // the last tick the bot decided on
+        bool measuring = false;
+        std::uint64_t bytes0 = 0;
+        std::uint64_t tick0 = 0;
+        std::uint64_t entered0 = 0;
+        std::uint64_t left0 = 0;
+        std::uint64_t late0 = 0;
+        std::uint64_t repeated0 = 0;
+        while (current.load() != static_cast<int>(phase::done)) {
+            if (!measuring && current.load() == static_cast<int>(phase::measure)) {
+                measuring = true;
+                bytes0 = c.bytes_received();
+                tick0 = c.mirror().tick();
+                entered0 = c.mirror().statistics().entered;
+                left0 = c.mirror().statistics().left;
+                late0 = late();
+                repeated0 = repeated();
+            }
+            (void)c.poll_until([&] { return c.mirror().tick() > played; }, 50ms);
+            if (!c.is_open()) {
+                throw std::runtime_error("connection closed: " + *c.closed_reason());
+            }
+            if (c.mirror().tick() <= played) {
+                continue;
+            }
+            played = c.mirror().tick();
+            if (measuring) {
+                result.in_view_sum += static_cast<double>(c.mirror().size());
+                ++result.in_view_samples;
+            }
+            const auto pilot = bot.play(c.mirror(), me);
+            if (!pilot) {
+                continue;
+            }
+            result.found_ship = true;
+            if (o.no_input) {
+                continue;
+            }
+            const protocol::input in{bot.ship(), played + o.input_lead,
+                                     {protocol::component_set{}.set(*pilot)}};
+            if (result.input_frame_bytes == 0) {
+                result.input_frame_bytes = protocol::encode(in, c.mirror().types())->size();
+            }
+            c.send(in);
+            result.inputs += measuring ? 1 : 0;
+        }
+        result.bytes = c.bytes_received() - bytes0;
+        result.ticks = c.mirror().tick() - tick0;
+        const auto& stats = c.mirror().statistics();
+        result.entered = stats.entered - entered0;
+        result.left = stats.left - left0;
+        result.inputs_late = late() - late0;
+        result.inputs_repeated = repeated() - repeated0;
+        result.checksums_matched = stats.checksums_matched;
+        result.checksums_mismatched = stats.checksums_mismatched;
+        result.inconsistencies = stats.inconsistencies;
+    } catch (const std::exception& e) {
+        result.error = e.what();
+    }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -457,7 +566,9 @@ int main(int argc, char** argv) {
     app.add_option("--server", o.server_binary, "ecsnet-server binary to start (pinned to --server-core)");
     app.add_option("--port", o.port, "Attach to a server already listening on 127.0.0.1:PORT");
     app.add_option("--server-pid", o.server_pid, "Its pid, for CPU and RSS (with --port)");
-    app.add_option("--entities", o.entities, "Moving demo entities (when starting the server)")->capture_default_str();
+    app.add_option("--entities", o.entities,
+                   "Moving demo entities, or the arena's --asteroids (when starting the server)")
+        ->capture_default_str();
     app.add_option("--clients", o.clients, "Client connections, each with a full mirror")->capture_default_str()->check(CLI::Range(1, 4096));
     app.add_option("--tick-rate", o.tick_rate, "Server tick rate")->capture_default_str();
     app.add_option("--warmup", o.warmup_s, "Seconds before measuring")->capture_default_str();
@@ -489,7 +600,24 @@ int main(int argc, char** argv) {
            "--client-budget", o.client_budget,
            "Started server's --client-budget, B/s per client (0: unlimited; default: the server's)")
         ->check(CLI::Range(0.0, 1e12));
+    app.add_option("--game", o.game,
+                   "demo: clients watch and one probes spawns (ecsnet-server); arena: every "
+                   "client is a bot playing its ship with one Input per tick (arena-server, "
+                   "--arena-size 2E)")
+        ->capture_default_str()
+        ->check(CLI::IsMember({"demo", "arena"}));
+    app.add_flag("--no-input", o.no_input,
+                 "Arena: the same bots, but sending no input (the server's cost of input, by "
+                 "difference)");
+    app.add_option("--input-lead", o.input_lead,
+                   "Arena: stamp each Input this many ticks past the last tick received")
+        ->capture_default_str()
+        ->check(CLI::Range(1, 30));
     CLI11_PARSE(app, argc, argv);
+    const bool arena = o.game == "arena";
+    if (arena) {
+        o.spawns = 0;  // the probe spawns the demo's types
+    }
     if (o.server_binary.empty() == (o.port == 0)) {
         std::cerr << "loadgen: give either --server PATH or --port P (see --help)\n";
         return 2;
@@ -518,8 +646,8 @@ int main(int argc, char** argv) {
         std::vector<std::thread> threads;
         threads.reserve(o.clients);
         for (std::size_t i = 0; i < o.clients; ++i) {
-            threads.emplace_back(run_client, std::cref(o), port, i, std::cref(current),
-                                 std::ref(results[i]));
+            threads.emplace_back(arena ? run_arena_client : run_client, std::cref(o), port, i,
+                                 std::cref(current), std::ref(results[i]));
         }
         std::this_thread::sleep_for(std::chrono::duration<double>(o.warmup_s));
 
@@ -581,6 +709,11 @@ int main(int argc, char** argv) {
         std::uint64_t mismatched = 0;
         std::uint64_t inconsistent = 0;
         std::vector<double> first_joins;
+        std::uint64_t inputs = 0;
+        std::uint64_t input_bytes = 0;
+        std::uint64_t inputs_late = 0;
+        std::uint64_t inputs_repeated = 0;
+        std::size_t shipless = 0;
         for (const auto& r : results) {
             if (!r.error.empty()) {
                 throw std::runtime_error("a client failed: " + r.error);
@@ -592,6 +725,11 @@ int main(int argc, char** argv) {
             mismatched += r.checksums_mismatched;
             inconsistent += r.inconsistencies;
             first_joins.push_back(r.join_ms);
+            inputs += r.inputs;
+            input_bytes += r.inputs * r.input_frame_bytes;
+            inputs_late += r.inputs_late;
+            inputs_repeated += r.inputs_repeated;
+            shipless += r.found_ship ? 0 : 1;
             client_bps.push_back(static_cast<double>(r.bytes) / window);
             entered_ps += static_cast<double>(r.entered) / window;
             left_ps += static_cast<double>(r.left) / window;
@@ -615,9 +753,18 @@ int main(int argc, char** argv) {
                                                   static_cast<double>(o.clients) /
                                                   static_cast<double>(ticks) / updated;
         const double cpu_pct = cpu0 && cpu1 ? (*cpu1 - *cpu0) / window * 100.0 : -1.0;
+        const double inputs_ps = static_cast<double>(inputs) / k / window;
+        const double input_bps = static_cast<double>(input_bytes) / k / window;
 
         nlohmann::json j{
             {"label", o.label},
+            {"game", o.game},
+            {"input", arena && !o.no_input},
+            {"inputs_per_s_per_client", inputs_ps},
+            {"input_bytes_per_s_per_client", input_bps},
+            {"inputs_late", inputs_late},
+            {"inputs_repeated", inputs_repeated},
+            {"clients_without_ship", shipless},
             {"entities", o.entities},
             {"clients", o.clients},
             {"tick_rate", o.tick_rate},
@@ -630,7 +777,8 @@ int main(int argc, char** argv) {
             {"interest_radius",
              interest ? nlohmann::json(interest_radius) : nlohmann::json(nullptr)},
             {"client_budget", interest ? nlohmann::json(client_budget) : nlohmann::json(nullptr)},
-            {"focus_speed", interest ? nlohmann::json(o.focus_speed) : nlohmann::json(nullptr)},
+            {"focus_speed",
+             interest && !arena ? nlohmann::json(o.focus_speed) : nlohmann::json(nullptr)},
             {"in_view_mean", in_view},
             {"entered_per_s_per_client", entered_ps},
             {"left_per_s_per_client", left_ps},
@@ -651,10 +799,22 @@ int main(int argc, char** argv) {
             {"tick_overruns", overruns},
         };
         std::printf("%-32s %s\n", "scenario", o.label.c_str());
-        std::printf("%-32s %zu moving entities, %zu clients, %.0f Hz, %.1f s window, %llu ticks\n",
-                    "load", o.entities, o.clients, o.tick_rate, window,
-                    static_cast<unsigned long long>(ticks));
-        if (interest) {
+        std::printf("%-32s %zu %s, %zu clients, %.0f Hz, %.1f s window, %llu ticks\n", "load",
+                    o.entities, arena ? "asteroids" : "moving entities", o.clients, o.tick_rate,
+                    window, static_cast<unsigned long long>(ticks));
+        if (arena) {
+            std::printf("%-32s %s: %.1f/s and %.0f B/s per client, %llu late, %llu ticks "
+                        "repeated, %zu clients without a ship\n",
+                        "bot input", o.no_input ? "off (--no-input)" : "on", inputs_ps, input_bps,
+                        static_cast<unsigned long long>(inputs_late),
+                        static_cast<unsigned long long>(inputs_repeated), shipless);
+        }
+        if (interest && arena) {
+            std::printf("%-32s radius %g, budget %s, following each ship\n",
+                        "interest per client", interest_radius,
+                        client_budget == 0 ? "unlimited"
+                                           : (std::to_string(client_budget) + " B/s").c_str());
+        } else if (interest) {
             std::printf(
                 "%-32s radius %g, budget %s, focus speed %g/s in [-%g, %g]^2\n",
                 "interest per client", interest_radius,

@@ -1,0 +1,79 @@
+// arena-client: a headless game client of the arena on the session SDK (docs/CLIENT.md). A game
+// loop at --fps frames per second: update() the session, steer the player's ship with the
+// arena's bot, print interpolated positions twice a second. What a game's loop on ecsnet is.
+#include <CLI/CLI.hpp>
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <thread>
+
+#include "ecsnet/arena/bot.hpp"
+#include "ecsnet/arena/components.hpp"
+#include "ecsnet/client/session.hpp"
+
+namespace arena = ecsnet::arena;
+namespace client = ecsnet::client;
+using namespace std::chrono_literals;
+
+int main(int argc, char** argv) {
+    client::session_options options;
+    options.connect.name = "arena-client";
+    double seconds = 10.0;
+    double fps = 60.0;
+    CLI::App app{"arena-client: joins an arena-server, flies a ship with the bot, prints what it sees"};
+    app.add_option("--host", options.connect.host, "Server address")->capture_default_str();
+    app.add_option("--port", options.connect.port, "Server port")->capture_default_str();
+    app.add_option("--seconds", seconds, "How long to play")->check(CLI::PositiveNumber)->capture_default_str();
+    app.add_option("--fps", fps, "Frames per second of the loop")->check(CLI::Range(1.0, 1000.0))->capture_default_str();
+    app.add_flag("--network-thread", options.network_thread, "Sockets on a thread of their own");
+    CLI11_PARSE(app, argc, argv);
+
+    client::session session{options};  // returns at once: connecting goes on inside update()
+    session.events().joined = [&](const ecsnet::protocol::welcome& w) {
+        std::printf("joined as player %u at tick %llu (%.0f ticks/s)\n", w.client_id,
+                    static_cast<unsigned long long>(w.current_tick), static_cast<double>(w.tick_rate));
+    };
+    session.events().disconnected = [](const std::string& reason, bool will_reconnect) {
+        std::printf("disconnected: %s%s\n", reason.c_str(), will_reconnect ? " (reconnecting)" : "");
+    };
+    session.events().reconnected = [](const ecsnet::protocol::welcome&) { std::printf("reconnected\n"); };
+
+    arena::bot pilot;
+    const auto frame = std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+        std::chrono::duration<double>(1.0 / fps));
+    const auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+    auto next_frame = std::chrono::steady_clock::now();
+    auto next_print = next_frame;
+    while (std::chrono::steady_clock::now() < end &&
+           session.state() != client::session_state::closed) {
+        session.update();  // applies what arrived, fires the events, sends the input due
+        if (session.state() == client::session_state::joined) {
+            if (const auto input = pilot.play(session.mirror(), session.client_id())) {
+                session.set_input(pilot.ship(), *input);
+            }
+        }
+        if (const auto now = std::chrono::steady_clock::now(); now >= next_print && !pilot.ship().is_null()) {
+            next_print = now + 500ms;
+            const auto at = session.sample<arena::Position>(pilot.ship());  // interpolated
+            const auto stats = session.mirror().get<arena::Stats>(pilot.ship());  // owner-only
+            if (at) {
+                std::printf("tick %.1f  ship (%.1f, %.1f)  score %u  ammo %u  in view %zu  acked input %llu\n",
+                            session.render_tick(), static_cast<double>(at->x), static_cast<double>(at->y),
+                            stats ? stats->score : 0U, stats ? unsigned{stats->ammo} : 0U,
+                            session.mirror().size(),
+                            static_cast<unsigned long long>(session.acked_input_tick()));
+            }
+        }
+        next_frame += frame;  // a game renders here; this one sleeps until the next frame
+        std::this_thread::sleep_until(next_frame);
+    }
+    if (session.state() == client::session_state::closed) {
+        std::fprintf(stderr, "arena-client: %s\n", session.closed_reason().c_str());
+        return 1;
+    }
+    std::printf("played %.0f s: %llu bytes received, %llu input frames sent\n", seconds,
+                static_cast<unsigned long long>(session.stats().bytes_received),
+                static_cast<unsigned long long>(session.stats().input_frames_sent));
+    return 0;
+}

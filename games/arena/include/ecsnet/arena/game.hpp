@@ -1,0 +1,100 @@
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <random>
+#include <unordered_map>
+#include <vector>
+
+#include "ecsnet/arena/components.hpp"
+#include "ecsnet/ecs/scheduler.hpp"
+#include "ecsnet/protocol/registry.hpp"
+#include "ecsnet/server/game.hpp"
+
+// The arena game (docs/ARENA.md), a module on the engine's public API: ships steered by their
+// players' input, bullets, drifting asteroids, score and respawn, on a big map whose view
+// follows each player's ship. arena-server runs it.
+namespace ecsnet::arena {
+
+// How far a player sees (half the side of its square of cells) unless --interest-radius says.
+inline constexpr float default_view_radius = 700.0F;
+
+// What --arena-size, --asteroids and --arena-seed set.
+struct settings {
+    float size = 4000.0F;  // the arena is the square [-size / 2, size / 2]^2
+    std::size_t asteroids = 120;
+    std::uint64_t seed = 1;
+};
+
+// Server-side only, never replicated: a ship's clocks, in seconds.
+struct ShipTimers {
+    float cooldown{};  // until the gun may fire again
+    float reload{};    // until the next round comes back
+    float status{};    // until a wreck respawns, or a shield drops
+    friend bool operator==(const ShipTimers&, const ShipTimers&) = default;
+};
+
+// Server-side only: a bullet's remaining flight and whose ship fired it.
+struct BulletLife {
+    float left{};
+    ecs::Entity ship;
+};
+
+// What the systems share: the settings, the random generator (the same seed and the same
+// inputs play the same game), each player's ship, and where the solid things were.
+struct state {
+    explicit state(settings s) : config{s}, rng{s.seed} {}
+
+    struct body {
+        ecs::Entity entity;
+        float x;
+        float y;
+        float radius;
+    };
+    // A uniform grid over the arena, rebuilt by the collision system each tick: bodies by
+    // cell (asteroids, and ships that can be hit).
+    struct grid {
+        float cell{128.0F};
+        float origin{};  // the arena's lower corner, on both axes
+        std::size_t side{0};
+        std::vector<std::vector<body>> cells;
+    };
+
+    settings config;
+    std::mt19937_64 rng;
+    std::unordered_map<std::uint32_t, ecs::Entity> players;  // connected players' ships
+    grid asteroids;
+    grid ships;  // those not wrecked
+    // Told of every ship spawn_ship() makes (the server's game follows it with the view).
+    std::function<void(std::uint32_t owner, ecs::Entity ship)> on_new_ship;
+};
+
+// Position, Velocity, Heading, Pilot, Ship, Asteroid, Bullet, Stats, in this order (their
+// wire ids follow Owner's).
+void register_components(protocol::component_registry& types);
+
+// The systems, in tick order: steer (the Pilot input turns, thrusts and fires), move (and
+// bounce off the walls), collide (bullets, ships, asteroids: score and deaths), lifecycle
+// (bullets expire, wrecks respawn, shields drop, ammo reloads, a player whose ship was
+// destroyed gets a new one, asteroids are topped up, and entities a client spawned are
+// removed). Entities that do not change are not written.
+void add_systems(ecs::Scheduler& scheduler, std::shared_ptr<state> game);
+
+// A new ship for `owner` at a free spot, shielded, with full ammo and its Pilot at rest; it
+// becomes the player's ship (state::ships, state::on_new_ship).
+ecs::Entity spawn_ship(ecs::World& world, state& game, std::uint32_t owner);
+// The live ship `owner` owns, or null.
+[[nodiscard]] ecs::Entity find_ship(ecs::World& world, std::uint32_t owner);
+// Large asteroids at free spots, drifting, until there are settings::asteroids.
+void top_up_asteroids(ecs::World& world, state& game, std::size_t at_most);
+// Rebuilds the grids of where asteroids and ships are, from the world.
+void locate_bodies(ecs::World& world, state& game);
+
+// All of it for a server: the options (--arena-size, --asteroids, --arena-seed), the
+// components, the systems, the asteroids, interest management that follows each player's
+// ship (clients cannot move their focus), and a ship for each player that joins.
+[[nodiscard]] server::game game(settings defaults = {});
+
+}  // namespace ecsnet::arena
