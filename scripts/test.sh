@@ -128,12 +128,15 @@ if [ "$tsan" = 1 ]; then
   # the tests that run a server, in this process (server_server_test, server_admin_test, two of
   # server_interest_server_test's: Focus messages cross threads too; server_input_server_test:
   # Input frames and their refusals too) or as
-  # ecsnet-server (server_process_test, tests/reliability's limits), under ThreadSanitizer.
+  # ecsnet-server (server_process_test, tests/reliability's limits), and the game-client SDK's
+  # (client_session_test with and without its network thread, client_bad_network_test through
+  # the latency proxy's thread, client_latency_proxy_test), under ThreadSanitizer.
   # Only their targets are built. The flood and soak tests (minutes of load, with CPU and
   # latency bounds that a 5-15x slower build does not hold) stay with the ASan stage.
   tsan_targets=(server_server_test server_admin_test server_process_test reliability_limits_test
-                server_interest_server_test server_input_server_test ecsnet-server ecsnet-client)
-  tsan_tests='^(Server[A-Z][A-Za-z]*|Admin[A-Za-z]*|Timeouts|Caps|Abuse|InputServer[A-Za-z]*)\.|^InterestServer\.(EachClient|TheChecksum)'
+                server_interest_server_test server_input_server_test ecsnet-server ecsnet-client
+                client_session_test client_bad_network_test client_latency_proxy_test)
+  tsan_tests='^(Server[A-Z][A-Za-z]*|Admin[A-Za-z]*|Timeouts|Caps|Abuse|InputServer[A-Za-z]*|BadNetwork|LatencyProxy|Threads/Session)\.|^InterestServer\.(EachClient|TheChecksum)'
   stage "ThreadSanitizer: the threaded tests (build/tsan)"
   tsan_build=${ECSNET_TSAN_BUILD_DIR:-build/tsan}
   cmake -S . -B "$tsan_build" -G Ninja -DCMAKE_BUILD_TYPE=Debug -DECSNET_SANITIZE_THREAD=ON \

@@ -264,7 +264,7 @@ std::optional<steady::duration> round_trip(const socket_fd& client, const socket
     return steady::now() - start;
 }
 
-TEST(delivery_schedule, TheSameSeedDrawsTheSameDelays) {
+TEST(DeliverySchedule, TheSameSeedDrawsTheSameDelays) {
     delivery_schedule a{100ms, 50ms, 7};
     delivery_schedule b{100ms, 50ms, 7};
     delivery_schedule other{100ms, 50ms, 8};
@@ -277,7 +277,7 @@ TEST(delivery_schedule, TheSameSeedDrawsTheSameDelays) {
     EXPECT_TRUE(differs);
 }
 
-TEST(delivery_schedule, DelaysSpanLatencyPlusOrMinusJitter) {
+TEST(DeliverySchedule, DelaysSpanLatencyPlusOrMinusJitter) {
     delivery_schedule schedule{100ms, 50ms, 1};
     std::chrono::microseconds lowest = 1h;
     std::chrono::microseconds highest = 0us;
@@ -292,14 +292,14 @@ TEST(delivery_schedule, DelaysSpanLatencyPlusOrMinusJitter) {
     EXPECT_GT(highest, 149ms);
 }
 
-TEST(delivery_schedule, WithoutJitterEveryDelayIsTheLatency) {
+TEST(DeliverySchedule, WithoutJitterEveryDelayIsTheLatency) {
     delivery_schedule schedule{80ms, 0ms, 3};
     for (int i = 0; i < 100; ++i) {
         EXPECT_EQ(schedule.draw(), 80ms);
     }
 }
 
-TEST(delivery_schedule, DelaysNeverGoBelowZero) {
+TEST(DeliverySchedule, DelaysNeverGoBelowZero) {
     delivery_schedule schedule{10ms, 50ms, 5};
     std::set<std::chrono::microseconds::rep> zero_or_more;
     for (int i = 0; i < 1000; ++i) {
@@ -310,7 +310,7 @@ TEST(delivery_schedule, DelaysNeverGoBelowZero) {
     EXPECT_TRUE(zero_or_more.contains(0));  // most of [-40 ms, 0] lands on zero
 }
 
-TEST(delivery_schedule, AChunkIsNeverDeliveredBeforeTheOneReadBeforeIt) {
+TEST(DeliverySchedule, AChunkIsNeverDeliveredBeforeTheOneReadBeforeIt) {
     delivery_schedule schedule{100ms, 100ms, 11};
     delivery_schedule same_draws{100ms, 100ms, 11};
     const auto start = steady::now();
@@ -327,7 +327,7 @@ TEST(delivery_schedule, AChunkIsNeverDeliveredBeforeTheOneReadBeforeIt) {
     EXPECT_TRUE(held_back);
 }
 
-TEST(latency_proxy, RelaysBytesCompleteAndInOrderBothWays) {
+TEST(LatencyProxy, RelaysBytesCompleteAndInOrderBothWays) {
     listener server;
     // A jitter as large as the latency and a small buffer: chunks read close together draw
     // delays in any order, and the reader keeps hitting the limit.
@@ -356,7 +356,7 @@ TEST(latency_proxy, RelaysBytesCompleteAndInOrderBothWays) {
     EXPECT_GE(counters.chunks_to_client, down.size() / (64 * 1024));
 }
 
-TEST(latency_proxy, ARoundTripTakesAtLeastTwiceTheShortestLatency) {
+TEST(LatencyProxy, ARoundTripTakesAtLeastTwiceTheShortestLatency) {
     listener server;
     latency_proxy proxy{{.target_port = server.port(), .latency = 60ms, .jitter = 20ms, .seed = 2}};
     const auto client = connect_to(proxy.port());
@@ -371,7 +371,7 @@ TEST(latency_proxy, ARoundTripTakesAtLeastTwiceTheShortestLatency) {
     EXPECT_EQ(proxy.counters().chunks_to_client, 5U);
 }
 
-TEST(latency_proxy, AStallHoldsAllTrafficUntilItEndsThenReleasesIt) {
+TEST(LatencyProxy, AStallHoldsAllTrafficUntilItEndsThenReleasesIt) {
     listener server;
     latency_proxy proxy{{.target_port = server.port(), .latency = 10ms, .seed = 3}};
     const auto client = connect_to(proxy.port());
@@ -403,7 +403,7 @@ TEST(latency_proxy, AStallHoldsAllTrafficUntilItEndsThenReleasesIt) {
     EXPECT_TRUE(round_trip(client, accepted).has_value());
 }
 
-TEST(latency_proxy, DropResetsEveryConnectionOnBothSidesAndKeepsAccepting) {
+TEST(LatencyProxy, DropResetsEveryConnectionOnBothSidesAndKeepsAccepting) {
     listener server;
     latency_proxy proxy{{.target_port = server.port(), .latency = 5ms, .seed = 4}};
     const auto first = connect_to(proxy.port());
@@ -428,7 +428,7 @@ TEST(latency_proxy, DropResetsEveryConnectionOnBothSidesAndKeepsAccepting) {
     EXPECT_EQ(proxy.counters().connections_accepted, 3U);
 }
 
-TEST(latency_proxy, ForwardsEachEndOfStreamAfterTheLastByte) {
+TEST(LatencyProxy, ForwardsEachEndOfStreamAfterTheLastByte) {
     listener server;
     latency_proxy proxy{{.target_port = server.port(), .latency = 30ms, .jitter = 10ms, .seed = 5}};
     const auto client = connect_to(proxy.port());
@@ -449,7 +449,7 @@ TEST(latency_proxy, ForwardsEachEndOfStreamAfterTheLastByte) {
     EXPECT_EQ(wait_for_end(client), ending::end_of_stream);
 }
 
-TEST(latency_proxy, AClientIsResetWhenTheServerRefuses) {
+TEST(LatencyProxy, AClientIsResetWhenTheServerRefuses) {
     std::uint16_t closed_port = 0;
     {
         const listener gone;
@@ -461,7 +461,7 @@ TEST(latency_proxy, AClientIsResetWhenTheServerRefuses) {
     EXPECT_EQ(proxy.counters().connections_accepted, 1U);
 }
 
-TEST(latency_proxy, BackpressureStopsReadingFromASenderWhoseReceiverDoesNotRead) {
+TEST(LatencyProxy, BackpressureStopsReadingFromASenderWhoseReceiverDoesNotRead) {
     listener server;
     latency_proxy proxy{
         {.target_port = server.port(), .latency = 1ms, .seed = 7, .buffer_limit = 64 * 1024}};
@@ -506,7 +506,7 @@ TEST(latency_proxy, BackpressureStopsReadingFromASenderWhoseReceiverDoesNotRead)
     EXPECT_EQ(checked, sent);
 }
 
-TEST(latency_proxy, DestructionResetsConnectionsWithoutWaitingForAStall) {
+TEST(LatencyProxy, DestructionResetsConnectionsWithoutWaitingForAStall) {
     listener server;
     auto proxy = std::make_unique<latency_proxy>(
         latency_proxy_config{.target_port = server.port(), .latency = 5ms});
@@ -525,7 +525,7 @@ TEST(latency_proxy, DestructionResetsConnectionsWithoutWaitingForAStall) {
     EXPECT_EQ(held_bytes_delivered, 0U);
 }
 
-TEST(latency_proxy, RejectsABufferLimitOfZero) {
+TEST(LatencyProxy, RejectsABufferLimitOfZero) {
     EXPECT_THROW(latency_proxy({.buffer_limit = 0}), std::invalid_argument);
 }
 
