@@ -29,6 +29,9 @@ int main(int argc, char** argv) {
     app.add_flag("--network-thread", options.network_thread, "Sockets on a thread of their own");
     CLI11_PARSE(app, argc, argv);
 
+    // A ship moves 12 units a tick at most, a bullet 32: a larger step is a respawn, shown as a
+    // jump rather than a sweep across the map.
+    options.interpolation_options.snap_distance = 100.0F;
     client::session session{options};  // returns at once: connecting goes on inside update()
     session.events().joined = [&](const ecsnet::protocol::welcome& w) {
         std::printf("joined as player %u at tick %llu (%.0f ticks/s)\n", w.client_id,
