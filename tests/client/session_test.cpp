@@ -824,3 +824,37 @@ TEST(SessionOptions, ASessionAlwaysJoins) {
 }
 
 }  // namespace
+
+namespace {
+
+TEST_P(Session, CloseReleasesTheConnectionWithoutAnotherUpdate) {
+    player p{options(server_.port())};
+    ASSERT_TRUE(p.join()) << p.s.closed_reason();
+    ASSERT_EQ(server_.clients(), 1U);
+    p.s.close();
+    // A game leaves its loop once the session is closed: no update() from here on, and the
+    // server must see the player go all the same.
+    const auto deadline = std::chrono::steady_clock::now() + 5s;
+    while (server_.clients() != 0 && std::chrono::steady_clock::now() < deadline) {
+        std::this_thread::sleep_for(10ms);
+    }
+    EXPECT_EQ(server_.clients(), 0U) << "the socket stayed open after close()";
+}
+
+TEST_P(Session, AnEntityThatStopsStandsStillInsteadOfDriftingOn) {
+    player p{options(server_.port())};
+    ASSERT_TRUE(p.join()) << p.s.closed_reason();
+    p.pump_for(500ms);  // a history of moves
+    // The drifters stop; nothing interpolated changes any more, but Deltas go on every tick.
+    const auto stopped = server_.call([log = log_](ecsnet::server::server&) {
+        return std::exchange(log->drifters, {});
+    });
+    ASSERT_FALSE(stopped.empty());
+    p.pump_for(1s);  // the render tick is well past the last move
+    const auto shown = p.s.sample<Glide>(stopped.front());
+    const auto latest = p.s.mirror().get<Glide>(stopped.front());
+    ASSERT_TRUE(shown && latest);
+    EXPECT_EQ(shown->x, latest->x) << "extrapolated past a tick that brought no move";
+}
+
+}  // namespace

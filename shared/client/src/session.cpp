@@ -540,7 +540,11 @@ void session::impl::start_attempt(time_point now) {
 
 void session::impl::drop_link() noexcept {
     try {
-        if (link) {
+        if (link && !options.network_thread) {
+            // Only update() runs the io_context here: a game that stops calling it once the
+            // session closed must not leave the socket open until the session goes.
+            link->stop();
+        } else if (link) {
             asio::post(io, [l = std::move(link)] { l->stop(); });
         }
     } catch (...) {  // NOLINT(bugprone-empty-catch): the link then stops when the session goes
@@ -632,6 +636,9 @@ void session::impl::receive() {
         last_received = std::max(last_received, channel->last_received);
     }
     if (resume && link) {
+        // Reading was paused by this side (the queue was full), not silent: the silence
+        // timeout counts from now.
+        last_received = std::max(last_received, std::chrono::steady_clock::now());
         asio::post(io, [l = link] { l->resume_reading(); });
     }
     if (std::exchange(join_pending, false)) {
@@ -730,6 +737,11 @@ void session::impl::replicate(const wire::ServerMessage& message, time_point at)
     }
     if (message.body_type() == wire::ServerBody::Delta) {
         clock.on_tick(message.body_as_Delta()->tick(), at);
+        if (history) {
+            // A tick with no interpolated change is news too: what did not move stands still
+            // instead of being extrapolated along its last step.
+            history->on_tick(message.body_as_Delta()->tick());
+        }
     }
     if (snapshot_done) {
         clock.on_tick(mirror.tick(), at);

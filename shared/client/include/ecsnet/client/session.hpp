@@ -80,7 +80,8 @@ struct session_events {
     // left for what is gone, spawned or entered for what is new, updated, removed).
     std::function<void(const protocol::welcome&)> reconnected;
     // Once per loss. will_reconnect: the session is reconnecting; else it is closed for good
-    // (refused, kicked, schema mismatch, or no reconnect within the policy).
+    // (refused, kicked, schema mismatch, or no reconnect within the policy). A loss whose
+    // reconnect fails is told twice: true, then false.
     std::function<void(const std::string& reason, bool will_reconnect)> disconnected;
     // The mirror's changes (protocol::mirror::callbacks for the details and order).
     std::function<void(ecs::Entity)> spawned;
