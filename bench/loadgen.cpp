@@ -16,6 +16,10 @@
 // it finds its ship (Owner == its client id) it sends one Input per tick it receives, stamped
 // --input-lead ticks past that tick, with ecsnet::arena::bot's decision; --no-input runs the
 // same clients without sending any (the server's cost of input, side by side).
+//
+// --transport ws: the clients connect over WebSocket (a server this program starts gets
+// --ws-port 0; with --port, P is the server's WebSocket port). Bytes then count each message's
+// WebSocket header beside the frames (connection::bytes_received).
 #include <sched.h>
 #include <signal.h>
 #include <spawn.h>
@@ -40,6 +44,7 @@
 #include <random>
 #include <sstream>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -82,6 +87,9 @@ struct options {
     std::string game = "demo";
     bool no_input = false;
     std::uint64_t input_lead = 2;
+    std::string transport = "tcp";  // or "ws"
+
+    [[nodiscard]] bool websocket() const noexcept { return transport == "ws"; }
 };
 
 // How often a client tells the server where its focus is.
@@ -149,7 +157,8 @@ std::optional<double> rss_mib(int pid) {
 struct launched_server {
     pid_t pid = 0;
     std::string log_path;
-    std::uint16_t port = 0;
+    std::uint16_t port = 0;     // TCP
+    std::uint16_t ws_port = 0;  // with --transport ws
 
     ~launched_server() {
         if (pid > 0) {
@@ -207,6 +216,9 @@ void launch(const options& o, launched_server& out) {
     if (o.client_budget >= 0.0) {
         argv.insert(argv.end() - 1, {"--client-budget", budget.c_str()});
     }
+    if (o.websocket()) {
+        argv.insert(argv.end() - 1, {"--ws-port", "0"});
+    }
     pid_t pid = 0;
     const int rc = posix_spawn(&pid, o.server_binary.c_str(), &actions, nullptr,
                                const_cast<char* const*>(argv.data()), environ);
@@ -222,11 +234,15 @@ void launch(const options& o, launched_server& out) {
         std::ifstream log(out.log_path);
         std::string line;
         while (std::getline(log, line)) {
-            const auto at = line.find("listening on 127.0.0.1:");
+            constexpr std::string_view listening = "listening on 127.0.0.1:";
+            const auto at = line.find(listening);
             if (at != std::string::npos) {
-                out.port = static_cast<std::uint16_t>(std::stoi(line.substr(at + 23)));
-                return;
+                const auto port = static_cast<std::uint16_t>(std::stoi(line.substr(at + listening.size())));
+                (line.find("WebSocket listening") != std::string::npos ? out.ws_port : out.port) = port;
             }
+        }
+        if (out.port != 0 && (out.ws_port != 0 || !o.websocket())) {
+            return;
         }
         int status = 0;
         if (waitpid(pid, &status, WNOHANG) == pid) {
@@ -360,6 +376,7 @@ void run_client(const options& o, std::uint16_t port, std::size_t index,
         const auto started = clock_type::now();
         ecsnet::client::connect_options co;
         co.port = port;
+        co.websocket = o.websocket();
         co.name = "loadgen-" + std::to_string(index);
         co.timeout = 60s;
         // The probe spawns the demo's Position and Name: a server without them is refused at
@@ -481,6 +498,7 @@ void run_arena_client(const options& o, std::uint16_t port, std::size_t index,
         const auto started = clock_type::now();
         ecsnet::client::connect_options co;
         co.port = port;
+        co.websocket = o.websocket();
         co.name = "bot-" + std::to_string(index);
         co.timeout = 60s;
         co.expected_types = {protocol::describe<arena::Position>(),
@@ -564,7 +582,9 @@ int main(int argc, char** argv) {
     options o;
     CLI::App app{"ecsnet-loadgen: measure an ecsnet-server with K real clients"};
     app.add_option("--server", o.server_binary, "ecsnet-server binary to start (pinned to --server-core)");
-    app.add_option("--port", o.port, "Attach to a server already listening on 127.0.0.1:PORT");
+    app.add_option("--port", o.port,
+                   "Attach to a server already listening on 127.0.0.1:PORT (with --transport ws, "
+                   "its --ws-port)");
     app.add_option("--server-pid", o.server_pid, "Its pid, for CPU and RSS (with --port)");
     app.add_option("--entities", o.entities,
                    "Moving demo entities, or the arena's --asteroids (when starting the server)")
@@ -613,6 +633,11 @@ int main(int argc, char** argv) {
                    "Arena: stamp each Input this many ticks past the last tick received")
         ->capture_default_str()
         ->check(CLI::Range(1, 30));
+    app.add_option("--transport", o.transport,
+                   "tcp, or ws: every client over WebSocket, one binary message per frame (a "
+                   "started server gets --ws-port 0); bytes then include the WebSocket headers")
+        ->capture_default_str()
+        ->check(CLI::IsMember({"tcp", "ws"}));
     CLI11_PARSE(app, argc, argv);
     const bool arena = o.game == "arena";
     if (arena) {
@@ -637,7 +662,7 @@ int main(int argc, char** argv) {
         int pid = o.server_pid;
         if (!o.server_binary.empty()) {
             launch(o, launched);
-            port = launched.port;
+            port = o.websocket() ? launched.ws_port : launched.port;
             pid = launched.pid;
         }
 
@@ -689,6 +714,7 @@ int main(int argc, char** argv) {
             const auto started = clock_type::now();
             ecsnet::client::connect_options co;
             co.port = port;
+            co.websocket = o.websocket();
             co.name = "joiner";
             co.timeout = 60s;
             ecsnet::client::connection c(co);
@@ -759,6 +785,7 @@ int main(int argc, char** argv) {
         nlohmann::json j{
             {"label", o.label},
             {"game", o.game},
+            {"transport", o.transport},
             {"input", arena && !o.no_input},
             {"inputs_per_s_per_client", inputs_ps},
             {"input_bytes_per_s_per_client", input_bps},
@@ -799,9 +826,10 @@ int main(int argc, char** argv) {
             {"tick_overruns", overruns},
         };
         std::printf("%-32s %s\n", "scenario", o.label.c_str());
-        std::printf("%-32s %zu %s, %zu clients, %.0f Hz, %.1f s window, %llu ticks\n", "load",
-                    o.entities, arena ? "asteroids" : "moving entities", o.clients, o.tick_rate,
-                    window, static_cast<unsigned long long>(ticks));
+        std::printf("%-32s %zu %s, %zu clients over %s, %.0f Hz, %.1f s window, %llu ticks\n",
+                    "load", o.entities, arena ? "asteroids" : "moving entities", o.clients,
+                    o.websocket() ? "WebSocket" : "TCP", o.tick_rate, window,
+                    static_cast<unsigned long long>(ticks));
         if (arena) {
             std::printf("%-32s %s: %.1f/s and %.0f B/s per client, %llu late, %llu ticks "
                         "repeated, %zu clients without a ship\n",

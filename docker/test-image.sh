@@ -298,10 +298,12 @@ check(c.get("Entrypoint") == ["/usr/local/bin/ecsnet-server"], "JSON-form entryp
 check(not c.get("Cmd"), "CMD empty (no inherited [\"bash\"]; defaults come from ENV)", c.get("Cmd"))
 hc = c.get("Healthcheck") or img.get("HealthCheck") or img.get("Healthcheck") or {}
 check(hc.get("Test", [])[:1] == ["CMD"] and "--healthcheck" in hc.get("Test", []), "healthcheck", hc)
-check("7777/tcp" in (c.get("ExposedPorts") or {}), "exposed port", list((c.get("ExposedPorts") or {}).keys()))
+check("7777/tcp" in (c.get("ExposedPorts") or {}) and "7779/tcp" in (c.get("ExposedPorts") or {}),
+      "exposed ports (TCP 7777, WebSocket 7779)", list((c.get("ExposedPorts") or {}).keys()))
 check(c.get("StopSignal") in ("SIGTERM", "15"), "stop signal", c.get("StopSignal"))
 env = dict(e.split("=", 1) for e in c.get("Env", []))
 check(env.get("ECSNET_PORT") == "7777" and env.get("ECSNET_BIND") == "0.0.0.0"
+      and env.get("ECSNET_WS_PORT") == "7779"
       and env.get("ECSNET_ADMIN_PORT") == "7778" and env.get("ECSNET_ADMIN_BIND") == "127.0.0.1",
       "ENV defaults",
       {k: v for k, v in env.items() if k.startswith("ECSNET_")})
@@ -356,8 +358,10 @@ wait_healthy() {  # NAME SECONDS: podman healthcheck run until healthy (no syste
   return 1
 }
 port=$(free_port)
-step "podman run -d --network=slirp4netns -p 127.0.0.1:$port:7777 $image (config by ECSNET_* env)"
+ws_port=$(free_port)
+step "podman run -d --network=slirp4netns -p 127.0.0.1:$port:7777 -p 127.0.0.1:$ws_port:7779 $image (config by ECSNET_* env)"
 pm run -d --name "$server_name" --network=slirp4netns -p "127.0.0.1:$port:7777" \
+  -p "127.0.0.1:$ws_port:7779" \
   -e ECSNET_DEMO_ENTITIES=20 -e ECSNET_TICK_RATE=20 -e ECSNET_KEEP_ENTITIES_ON_DISCONNECT=true \
   "$image" > /dev/null 2> "$cache/podman-run.log" \
   || { indent < "$cache/podman-run.log"; fail "podman run"; }
@@ -368,6 +372,7 @@ echo "$logs" | head -n 2 | indent
 grep -q 'tick_rate=20 .*demo_entities=20 .*on_disconnect=keep' <<< "$logs" \
   || fail "the ECSNET_* environment did not reach the server"
 grep -q 'listening on 0.0.0.0:7777' <<< "$logs" || fail "not listening on 0.0.0.0:7777"
+grep -q 'WebSocket listening on 0.0.0.0:7779' <<< "$logs" || fail "no WebSocket listener on 0.0.0.0:7779"
 ok "configuration from the environment: tick_rate=20 demo_entities=20 on_disconnect=keep"
 pid=$(pm inspect "$server_name" --format '{{.State.Pid}}')
 pid1=$("${as_root[@]}" cat "/proc/$pid/comm")

@@ -10,6 +10,8 @@
 #            fuzz:  clang 14 and its libFuzzer/sanitizer runtime (scripts/fuzz.sh)
 #            image: podman with runc, netavark and iptables, podman-compose, debootstrap,
 #                   python3 (docker/test-image.sh)
+#            web:   Node.js >= 20 with npm, flatc, Debian's chromium (sdk/ts: build, tests,
+#                   the browser test and bench)
 #   --check  install nothing: exit 1, naming each missing command and its package, if any
 #   --list   print the groups' packages, one a line
 set -euo pipefail
@@ -60,13 +62,19 @@ image  coreutils               timeout
 image  util-linux              flock
 image  tar                     tar
 image  mawk                    awk
+web    nodejs                  node npm
+web    flatbuffers-compiler    flatc
+web    chromium                /usr/bin/chromium
 '
 # Why some are here: libboost1.81-dev is Asio 1.26 (C++20 coroutines), not Debian's default
 # 1.74; libreadline-dev is the client shell's line editing; libssl-dev is OpenSSL; ccache
 # makes test.sh's three builds of the same sources (ASan, TSan, Release) and later runs cheaper. netavark,
 # podman's network backend, runs iptables for every RUN step of a build ("netavark: No such file
 # or directory" without it); runc because crun fails on these hosts' hybrid cgroups; catatonit
-# is compose's init process; python3 parses the image's JSON configuration.
+# is compose's init process; python3 parses the image's JSON configuration. web has no npm
+# package: these machines' nodejs is Node 20 and provides npm, and Debian's npm package conflicts
+# with it (installing it would bring back Debian 12's nodejs 18); node's version is checked below.
+# The browser test drives /usr/bin/chromium itself (playwright-core never downloads a browser).
 
 mode=install
 groups=()
@@ -74,9 +82,9 @@ for arg in "$@"; do
   case "$arg" in
     --check) mode=check ;;
     --list) mode=list ;;
-    -h|--help) sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
-    build|fuzz|image) groups+=("$arg") ;;
-    *) echo "install-deps: unknown group or option '$arg' (groups: build fuzz image; --check, --list)" >&2
+    -h|--help) sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    build|fuzz|image|web) groups+=("$arg") ;;
+    *) echo "install-deps: unknown group or option '$arg' (groups: build fuzz image web; --check, --list)" >&2
        exit 2 ;;
   esac
 done
@@ -116,13 +124,25 @@ check_commands() {
   return 1
 }
 
+# sdk/ts needs Node.js 20 or later; Debian 12's own nodejs is 18.
+check_node_version() {
+  case " ${groups[*]} " in *" web "*) ;; *) return 0 ;; esac
+  command -v node > /dev/null || return 0  # reported by check_commands
+  local major
+  major=$(node -p 'process.versions.node.split(".")[0]')
+  [ "$major" -ge 20 ] && return 0
+  echo "install-deps: node $(node --version) is too old: sdk/ts needs Node.js 20 or later" >&2
+  return 1
+}
+
 if [ "$mode" = check ]; then
-  if check_commands; then
-    echo "install-deps: every command of ${groups[*]} present (${#command_package[@]})"
-    exit 0
+  if ! check_commands; then
+    echo "install-deps: install them with: scripts/install-deps.sh ${groups[*]}" >&2
+    exit 1
   fi
-  echo "install-deps: install them with: scripts/install-deps.sh ${groups[*]}" >&2
-  exit 1
+  check_node_version || exit 1
+  echo "install-deps: every command of ${groups[*]} present (${#command_package[@]})"
+  exit 0
 fi
 
 missing=()
@@ -150,3 +170,4 @@ fi
 # Installed is not enough: a package present but a command not found (another PATH, a removed
 # alternative) must stop here, not minutes later in the middle of a build.
 check_commands || { echo "install-deps: the packages are installed but these commands are not found" >&2; exit 1; }
+check_node_version || exit 1

@@ -430,7 +430,7 @@ program_line parse_program(int argc, const char* const* argv) {
     app.add_option("--host", g.host, "Server host name or address")
         ->envname("ECSNET_HOST")
         ->capture_default_str();
-    app.add_option("--port", g.port, "Server TCP port")
+    app.add_option("--port", g.port, "Server TCP port (with --ws, its WebSocket port)")
         ->envname("ECSNET_PORT")
         ->check(CLI::Range(1, 65535))
         ->capture_default_str();
@@ -456,6 +456,10 @@ program_line parse_program(int argc, const char* const* argv) {
                    "(implies --tls)")
         ->envname("ECSNET_CA")
         ->check(CLI::ExistingFile);
+    app.add_flag("--ws", g.websocket,
+                 "Connect over WebSocket: --port is the server's --ws-port, one binary message "
+                 "per frame; with --tls, wss")
+        ->envname("ECSNET_WS");
     app.add_flag("--json", g.json,
                  "Print one JSON object per line (results and errors) instead of text");
     app.add_option("--timeout-ms", timeout_ms,
@@ -474,7 +478,7 @@ program_line parse_program(int argc, const char* const* argv) {
         const std::string own = sub->get_footer();
         sub->footer((own.empty() ? "" : own + "\n") +
                     "Global options (--host, --port, --name, --token, --connect-token, --tls, --ca, "
-                    "--json, --timeout-ms) go "
+                    "--ws, --json, --timeout-ms) go "
                     "before or after the command: see ecsnet-client --help.\n" +
                     exit_codes);
     }

@@ -22,6 +22,7 @@ struct global_options {
     std::string connect_token;
     bool tls = false;
     std::string ca_file;  // empty: the system's trusted certificates
+    bool websocket = false;  // --port is then the server's --ws-port; with tls, wss
     bool json = false;
     std::chrono::milliseconds timeout{5000};
 };

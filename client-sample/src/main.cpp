@@ -61,6 +61,7 @@ int main(int argc, char** argv) {
             .timeout = g.timeout,
             .tls = g.tls || !g.ca_file.empty(),
             .ca_file = g.ca_file,
+            .websocket = g.websocket,
             .expected_types = {},  // none: every type is read from the server's schema
         }};
         if (store && !conn.welcome().resume_key.empty() && conn.welcome().resume_key != known_key) {

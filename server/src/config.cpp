@@ -1,6 +1,7 @@
 #include "ecsnet/server/config.hpp"
 
 #include "ecsnet/server/connect_token.hpp"
+#include "ecsnet/server/websocket_stream.hpp"
 
 #include <CLI/CLI.hpp>
 #include <spdlog/fmt/fmt.h>
@@ -117,6 +118,18 @@ parsed_command_line parse_command_line(int argc, const char* const* argv,
     env(app.add_option("--tls-key", c.tls_key, "TLS private key (PEM) of --tls-cert")
             ->check(CLI::ExistingFile),
         "ECSNET_TLS_KEY");
+    env(app.add_option("--ws-port", c.ws_port,
+                       "WebSocket port (the same protocol, one binary message per frame; wss with "
+                       "--tls-cert); -1: off, 0: any free port (logged)")
+            ->check(CLI::Range(-1, 65535)),
+        "ECSNET_WS_PORT");
+    env(app.add_option("--ws-allowed-origins", c.ws_allowed_origins,
+                       "Origins browsers may connect from over WebSocket, comma-separated "
+                       "(https://game.example.com, * for any); default: the server's own host "
+                       "only. Requests without an Origin (not browsers) always pass")
+            ->delimiter(',')
+            ->check([](const std::string& origin) { return check_allowed_origin(origin); }),
+        "ECSNET_WS_ALLOWED_ORIGINS");
     env(app.add_option("--max-pending", c.max_pending,
                        "Connections waiting for their Hello at most (not counted in --max-clients); "
                        "past it the oldest is closed")
@@ -299,6 +312,13 @@ parsed_command_line parse_command_line(int argc, const char* const* argv,
         if (c.tls_cert.empty() != c.tls_key.empty()) {
             throw CLI::ValidationError("--tls-cert/--tls-key", "give both or neither");
         }
+        if (c.ws_port >= 0 && c.ws_port != 0 && c.ws_port == static_cast<std::int32_t>(c.port)) {
+            throw CLI::ValidationError("--ws-port", "must differ from --port (" +
+                                                        std::to_string(c.port) + ")");
+        }
+        if (!c.ws_allowed_origins.empty() && c.ws_port < 0) {
+            throw CLI::ValidationError("--ws-allowed-origins", "needs --ws-port");
+        }
     } catch (const CLI::ParseError& e) {
         // --help and --version exit 0; every usage error exits 2, whatever CLI11's own code.
         out.exit_code = app.exit(e) == 0 ? 0 : 2;
@@ -332,7 +352,7 @@ std::string describe(const server_config& c) {
         "demo_entities={} max_entities={} max_entities_per_client={} command_rate={}/s "
         "burst={} input_buffer_ticks={} input_rate={}/s checksum_interval={} checksum_slice={} "
         "interest={} auth={} identity={} "
-        "max_connections_per_player={} tls={} max_pending={} "
+        "max_connections_per_player={} tls={} ws={} max_pending={} "
         "max_pending_per_address={} resync_interval={}ms on_disconnect={} world=[-{},{}] log={}/{} "
         "io_threads={} admin={} drain={}s",
         c.bind, c.port, c.tick_rate, c.max_clients, c.max_frame_bytes, c.queue_bytes,
@@ -349,7 +369,13 @@ std::string describe(const server_config& c) {
                           c.token_secret.empty() ? "ES256" : "HS256", c.world_id,
                           c.max_remembered_tokens),
         c.max_connections_per_player,
-        c.tls_cert.empty() ? "off" : "on", c.max_pending, c.max_pending_per_address,
+        c.tls_cert.empty() ? "off" : "on",
+        c.ws_port < 0 ? std::string{"off"}
+                      : fmt::format("{}(origins {})", c.ws_port,
+                                    c.ws_allowed_origins.empty()
+                                        ? std::string{"same-host"}
+                                        : fmt::format("{}", fmt::join(c.ws_allowed_origins, ","))),
+        c.max_pending, c.max_pending_per_address,
         c.resync_interval.count(),
         c.keep_entities_on_disconnect
             ? std::string{"keep"}

@@ -1,5 +1,7 @@
 #include "ecsnet/server/server.hpp"
 
+#include <fmt/ranges.h>
+
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/use_awaitable.hpp>
@@ -85,8 +87,10 @@ server::server(asio::io_context& io, server_config config, const game& g)
                   replicator_options{config_.tick_rate, config_.checksum_interval,
                                      config_.checksum_slice}},
       inputs_{config_.input_buffer_ticks},
+      ws_options_{config_.ws_allowed_origins},
       pool_{config_.io_threads},
       acceptor_{io},
+      ws_acceptor_{io},
       tick_timer_{io},
       stats_timer_{io},
       owners_{[this](std::uint32_t id) { return commands_.owned_by(id) > 0; }},
@@ -151,6 +155,10 @@ void server::start() {
         tls_.emplace(make_server_tls_context(config_.tls_cert, config_.tls_key));
     }
     port_ = listen_on(acceptor_, config_.bind, config_.port, "--bind", "");
+    if (config_.ws_port >= 0) {
+        ws_port_ = listen_on(ws_acceptor_, config_.bind, static_cast<std::uint16_t>(config_.ws_port),
+                             "--bind", "WebSocket ");
+    }
     if (tokens_ && config_.world_id == "default") {
         spdlog::warn("connect tokens are checked against world id 'default' (no --world-id): "
                      "a token for any other server left at the default admits here too; give "
@@ -170,7 +178,16 @@ void server::start() {
     publish_health();
     spdlog::info("ecsnet-server starting: {}", describe(config_));
     spdlog::info("listening on {}:{} ({} I/O threads)", config_.bind, port_, pool_.size());
-    asio::co_spawn(io_, accept_loop(), [](const std::exception_ptr& e) { log_exception("accept loop", e); });
+    asio::co_spawn(io_, accept_loop(acceptor_, false),
+                   [](const std::exception_ptr& e) { log_exception("accept loop", e); });
+    if (ws_acceptor_.is_open()) {
+        spdlog::info("WebSocket listening on {}:{} ({}; Origin: {})", config_.bind, ws_port_,
+                     tls_ ? "wss" : "ws",
+                     config_.ws_allowed_origins.empty() ? std::string{"same host only"}
+                                                        : fmt::format("{}", fmt::join(config_.ws_allowed_origins, ", ")));
+        asio::co_spawn(io_, accept_loop(ws_acceptor_, true),
+                       [](const std::exception_ptr& e) { log_exception("WebSocket accept loop", e); });
+    }
     asio::co_spawn(io_, tick_loop(), [this](const std::exception_ptr& e) {
         log_exception("tick loop", e);
         tick_loop_ended(e);
@@ -186,6 +203,7 @@ void server::stop() {
     draining_ = true;
     boost::system::error_code ignored;
     acceptor_.close(ignored);
+    ws_acceptor_.close(ignored);
     tick_timer_.cancel();
     stats_timer_.cancel();
     publish_health();
@@ -208,6 +226,7 @@ void server::drain() {
     draining_ = true;
     boost::system::error_code ignored;
     acceptor_.close(ignored);
+    ws_acceptor_.close(ignored);
     publish_health();
     spdlog::info("draining: the listener is closed; {} clients stay connected, tick {}", active_,
                  tick_);
@@ -268,14 +287,14 @@ void server::tick_loop_ended(const std::exception_ptr& e) {
     published_.tick_loop_ended = why;
 }
 
-awaitable<void> server::accept_loop() {
+awaitable<void> server::accept_loop(asio::ip::tcp::acceptor& listener, bool websocket) {
     asio::steady_timer backoff{io_};
     while (running_) {
         // The socket is opened on the I/O thread its session will live on (round robin).
         auto context = pool_.next();
-        auto [ec, socket] = co_await acceptor_.async_accept(
+        auto [ec, socket] = co_await listener.async_accept(
             asio::any_io_executor{context->get_executor()}, use_tuple);
-        if (!running_ || !acceptor_.is_open()) {
+        if (!running_ || !listener.is_open()) {
             break;  // stop() or drain()
         }
         if (ec) {
@@ -293,8 +312,14 @@ awaitable<void> server::accept_loop() {
         socket.set_option(asio::ip::tcp::no_delay(true), ignored);
         ++stats_.connections;
         const std::uint64_t id = next_session_id_++;
-        auto stream = tls_ ? make_tls_stream(std::move(socket), *tls_)
-                           : make_tcp_stream(std::move(socket));
+        std::unique_ptr<byte_stream> stream;
+        if (websocket) {
+            stream = tls_ ? make_websocket_stream(std::move(socket), *tls_, ws_options_)
+                          : make_websocket_stream(std::move(socket), ws_options_);
+        } else {
+            stream = tls_ ? make_tls_stream(std::move(socket), *tls_)
+                          : make_tcp_stream(std::move(socket));
+        }
         auto s = std::make_shared<session>(std::move(context), std::move(stream), *this, id);
         if (unfinished_sessions_++ == 0) {
             sessions_work_.emplace(io_.get_executor());
@@ -323,7 +348,7 @@ awaitable<void> server::accept_loop() {
             }
         }
         start_pending(s);
-        spdlog::debug("client {} connected from {}", id, s->remote());
+        spdlog::debug("client {} connected from {} ({})", id, s->remote(), s->transport());
         s->start();
         publish_health();
     }

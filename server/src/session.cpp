@@ -388,7 +388,7 @@ awaitable<void> session::read_loop([[maybe_unused]] std::shared_ptr<session> sel
     // TLS: bounded by the Hello deadline (or a refusal's close deadline) like everything
     // before Hello; the writer waits for it.
     if (const auto ec = co_await stream_->handshake(); ec) {
-        close("TLS handshake failed: " + ec.message());
+        close(std::string{stream_->transport()} + " handshake failed: " + ec.message());
         co_return;
     }
     stream_ready_ = true;
@@ -436,6 +436,11 @@ awaitable<void> session::read_frames() {
             auto [ec, n] = co_await stream_->read_some(asio::buffer(prefix.data() + have,
                                                                     prefix.size() - have));
             if (ec) {
+                if (is_framing_violation(ec)) {
+                    ++owner_.io_stats_.invalid_frames;
+                    end(ec.message());
+                    co_return;
+                }
                 input_ended_ = true;
                 close(ec == asio::error::eof ? "client closed the connection" : ec.message());
                 co_return;
@@ -463,6 +468,11 @@ awaitable<void> session::read_frames() {
         auto [body_ec, body_n] = co_await stream_->read(
             asio::buffer(read_buffer_.data() + protocol::frame_prefix_bytes, length));
         if (body_ec) {
+            if (is_framing_violation(body_ec)) {
+                ++owner_.io_stats_.invalid_frames;
+                end(body_ec.message());
+                co_return;
+            }
             input_ended_ = true;
             close(body_ec == asio::error::eof ? "client closed the connection"
                                               : body_ec.message());
@@ -507,6 +517,9 @@ awaitable<void> session::discard_input() {
     std::array<std::uint8_t, 4096> sink{};
     while (phase_ != phase::closed && !input_ended_) {
         auto [ec, n] = co_await stream_->read_some(asio::buffer(sink));
+        if (is_framing_violation(ec)) {
+            continue;  // frames no longer matter: only the end of the input does
+        }
         if (ec) {
             input_ended_ = true;
             if (fin_sent_ || ec != asio::error::eof) {

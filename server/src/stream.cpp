@@ -55,6 +55,9 @@ public:
         socket().close(ignored);
     }
     asio::any_io_executor get_executor() override { return stream_.get_executor(); }
+    std::string_view transport() const noexcept override {
+        return std::is_same_v<Stream, asio::ip::tcp::socket> ? "TCP" : "TLS";
+    }
 
 private:
     asio::ip::tcp::socket& socket() {

@@ -285,13 +285,22 @@ server::server(const std::string& binary, const std::vector<std::string>& extra_
     }
 
     // "listening on 127.0.0.1:PORT", within 30 s (sanitizer builds start slowly).
+    // And "WebSocket listening on 127.0.0.1:PORT" (logged after it) with --ws-port.
     const std::regex listening{R"(listening on 127\.0\.0\.1:(\d+))"};
+    const std::regex ws_listening{R"(WebSocket listening on 127\.0\.0\.1:(\d+))"};
+    const bool websocket =
+        std::find(extra_args.begin(), extra_args.end(), "--ws-port") != extra_args.end();
     const auto deadline = clock::now() + 30s;
     while (clock::now() < deadline) {
         std::smatch m;
+        std::smatch ws;
         const std::string text = log();
-        if (std::regex_search(text, m, listening)) {
+        if (std::regex_search(text, m, listening) &&
+            (!websocket || std::regex_search(text, ws, ws_listening))) {
             port_ = static_cast<std::uint16_t>(std::stoi(m[1].str()));
+            if (websocket) {
+                ws_port_ = static_cast<std::uint16_t>(std::stoi(ws[1].str()));
+            }
             return;
         }
         if (auto code = wait_exit(pid_, 0ms)) {

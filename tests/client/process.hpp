@@ -85,6 +85,8 @@ public:
     ~server();
 
     [[nodiscard]] std::uint16_t port() const noexcept { return port_; }
+    // With --ws-port in the arguments: its port, from "WebSocket listening on"; else 0.
+    [[nodiscard]] std::uint16_t ws_port() const noexcept { return ws_port_; }
     [[nodiscard]] pid_t pid() const noexcept { return pid_; }
     [[nodiscard]] std::string log() const;
     // SIGTERM and a bounded wait; true when it exited.
@@ -93,6 +95,7 @@ public:
 private:
     pid_t pid_{-1};
     std::uint16_t port_{0};
+    std::uint16_t ws_port_{0};
     std::string log_path_;
 };
 

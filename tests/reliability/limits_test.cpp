@@ -212,7 +212,21 @@ std::unique_ptr<connection> join(std::uint16_t port, const std::string& name,
     options.port = port;
     options.name = name;
     options.timeout = timeout;  // sanitizer builds are slow
+    options.websocket = ecsnet::test::current_transport() == ecsnet::test::transport::websocket;
     return std::make_unique<connection>(options);
+}
+
+// The abuse tests run over each transport: the server also listens for WebSocket, and the
+// clients connect where the test's transport is served.
+using Abuse = ecsnet::test::transport_test;
+server abuse_server(std::vector<std::string> args) {
+    if (ecsnet::test::current_transport() == ecsnet::test::transport::websocket) {
+        args.insert(args.end(), {"--ws-port", "0"});
+    }
+    return server{args};
+}
+std::uint16_t port_of(const server& s) {
+    return s.ws_port() != 0 ? s.ws_port() : s.port();
 }
 
 // The end of the server log, for failure messages.
@@ -1070,14 +1084,14 @@ TEST(Caps, FullServerStaysHealthyButIsNotReady) {
 // --command-rate 50 --command-burst 100: a client sending as fast as it can gets at most
 // burst + rate * elapsed commands through, the rest RateLimited; more than 1000 rejections
 // within 10 s disconnect it (docs/SERVER.md). Its neighbour's bucket is its own.
-TEST(Abuse, CommandRateLimitHoldsAndPersistentAbuseDisconnects) {
+TEST_P(Abuse, CommandRateLimitHoldsAndPersistentAbuseDisconnects) {
     constexpr double rate = 50;
     constexpr double burst = 100;
     constexpr std::size_t first_batch = 400;  // < 1000 rejections: no disconnect yet
-    server s{{"--command-rate", "50", "--command-burst", "100", "--stats-interval-s", "1"}};
-    const auto neighbour = join(s.port(), "neighbour");
+    server s{abuse_server({"--command-rate", "50", "--command-burst", "100", "--stats-interval-s", "1"})};
+    const auto neighbour = join(port_of(s), "neighbour");
     const auto joining = clock_type::now();  // the flooder's bucket starts full after this
-    const auto flooder = join(s.port(), "flooder");
+    const auto flooder = join(port_of(s), "flooder");
 
     std::vector<protocol::client_message> batch;
     for (std::size_t i = 0; i < first_batch; ++i) {
@@ -1159,19 +1173,20 @@ TEST(Abuse, CommandRateLimitHoldsAndPersistentAbuseDisconnects) {
 // --max-entities-per-client 5 --max-entities 12: spawns past a client's quota get
 // EntityQuota (a second connection of the same owner, by its resume key, shares it), past the world cap
 // WorldFull; the world holds exactly the quotas.
-TEST(Abuse, EntityQuotaAndWorldCapHold) {
+TEST_P(Abuse, EntityQuotaAndWorldCapHold) {
     constexpr std::size_t quota = 5;
     constexpr std::size_t world_cap = 12;
-    server s{{"--demo-entities", "0", "--max-entities-per-client", "5", "--max-entities", "12"}};
-    const auto observer = join(s.port(), "observer");
-    const auto a = join(s.port(), "quota-a");
+    server s{abuse_server({"--demo-entities", "0", "--max-entities-per-client", "5", "--max-entities", "12"})};
+    const auto observer = join(port_of(s), "observer");
+    const auto a = join(port_of(s), "quota-a");
     connect_options same_owner;
-    same_owner.port = s.port();
+    same_owner.port = port_of(s);
     same_owner.name = "quota-a";
     same_owner.resume_key = a->welcome().resume_key;
+    same_owner.websocket = ecsnet::test::current_transport() == ecsnet::test::transport::websocket;
     const auto a_again = std::make_unique<connection>(same_owner);
-    const auto b = join(s.port(), "quota-b");
-    const auto c = join(s.port(), "quota-c");
+    const auto b = join(port_of(s), "quota-b");
+    const auto c = join(port_of(s), "quota-c");
 
     const auto spawns = [](std::size_t n) {
         std::vector<protocol::client_message> out;
@@ -1243,11 +1258,11 @@ TEST(Abuse, EntityQuotaAndWorldCapHold) {
 // Every mutating command kind (Destroy, SetComponent, RemoveComponent, each component) against
 // another client's entity: NotOwner, and a third client sees the entity unchanged; taking
 // it over by writing Owner is refused too. Server-owned entities are nobody's to touch.
-TEST(Abuse, ForeignEntitiesCannotBeDestroyedOrModified) {
-    server s{{"--demo-entities", "5", "--checksum-interval", "10"}};
-    const auto victim = join(s.port(), "victim");
-    const auto attacker = join(s.port(), "attacker");
-    const auto observer = join(s.port(), "observer");
+TEST_P(Abuse, ForeignEntitiesCannotBeDestroyedOrModified) {
+    server s{abuse_server({"--demo-entities", "5", "--checksum-interval", "10"})};
+    const auto victim = join(port_of(s), "victim");
+    const auto attacker = join(port_of(s), "attacker");
+    const auto observer = join(port_of(s), "observer");
 
     const Entity target = spawn_ok(*victim, component_set{}
                                                 .set(Position{10, 20})
@@ -1346,12 +1361,12 @@ TEST(Abuse, ForeignEntitiesCannotBeDestroyedOrModified) {
 
 // An owner's stale handle (the index destroyed and recycled) can neither destroy nor modify
 // the entity that now lives there: StaleVersion, and the new entity is untouched.
-TEST(Abuse, StaleHandleCannotTouchTheRecycledEntity) {
+TEST_P(Abuse, StaleHandleCannotTouchTheRecycledEntity) {
     // The ECS reuses an index only after 1024 others were freed: free 1100 first.
     constexpr std::size_t churn = 1100;
-    server s{{"--demo-entities", "0", "--command-rate", "1000000", "--command-burst", "1000000"}};
-    const auto owner = join(s.port(), "recycler");
-    const auto observer = join(s.port(), "observer");
+    server s{abuse_server({"--demo-entities", "0", "--command-rate", "1000000", "--command-burst", "1000000"})};
+    const auto owner = join(port_of(s), "recycler");
+    const auto observer = join(port_of(s), "observer");
 
     std::vector<protocol::client_message> spawns;
     for (std::size_t i = 0; i < churn; ++i) {
@@ -1419,5 +1434,8 @@ TEST(Abuse, StaleHandleCannotTouchTheRecycledEntity) {
         .print();
     expect_clean_stop(s);
 }
+
+INSTANTIATE_TEST_SUITE_P(Transports, Abuse, ecsnet::test::every_transport,
+                         ecsnet::test::transport_name);
 
 }  // namespace

@@ -23,6 +23,8 @@ using namespace std::chrono_literals;
 using testing::HasSubstr;
 
 constexpr const char* all_variables[] = {"ECSNET_BIND",
+                                         "ECSNET_WS_PORT",
+                                         "ECSNET_WS_ALLOWED_ORIGINS",
                                          "ECSNET_PORT",
                                          "ECSNET_TICK_RATE",
                                          "ECSNET_MAX_CLIENTS",
@@ -184,6 +186,39 @@ TEST_F(ServerConfig, FrameTimeoutFromFlagOrEnvironment) {
     testing::internal::CaptureStderr();
     EXPECT_EQ(parse({"--frame-timeout-ms", "99"}).exit_code, 2);
     EXPECT_EQ(parse({"--frame-timeout-ms", "600001"}).exit_code, 2);
+    (void)testing::internal::GetCapturedStderr();
+}
+
+TEST_F(ServerConfig, WebSocketIsOffByDefaultAndItsOriginsAreChecked) {
+    EXPECT_EQ(parse({}).config.ws_port, -1);
+    EXPECT_TRUE(parse({}).config.ws_allowed_origins.empty());
+    EXPECT_THAT(describe(parse({}).config), HasSubstr("ws=off"));
+    const auto on = parse({"--ws-port", "0", "--ws-allowed-origins",
+                           "https://game.example.com,http://localhost:5173"});
+    ASSERT_EQ(on.exit_code, std::nullopt);
+    EXPECT_EQ(on.config.ws_port, 0);
+    EXPECT_EQ(on.config.ws_allowed_origins,
+              (std::vector<std::string>{"https://game.example.com", "http://localhost:5173"}));
+    EXPECT_THAT(describe(on.config), HasSubstr("ws=0(origins https://game.example.com,http://localhost:5173)"));
+    ::setenv("ECSNET_WS_PORT", "7780", 1);
+    ::setenv("ECSNET_WS_ALLOWED_ORIGINS", "*", 1);
+    EXPECT_EQ(parse({}).config.ws_port, 7780);
+    EXPECT_EQ(parse({}).config.ws_allowed_origins, std::vector<std::string>{"*"});
+    clear_environment();
+
+    // Mistakes say what is wrong.
+    testing::internal::CaptureStderr();
+    EXPECT_EQ(parse({"--ws-port", "0", "--ws-allowed-origins", "game.example.com"}).exit_code, 2);
+    EXPECT_THAT(testing::internal::GetCapturedStderr(), HasSubstr("give the scheme"));
+    testing::internal::CaptureStderr();
+    EXPECT_EQ(parse({"--ws-allowed-origins", "https://game.example.com"}).exit_code, 2);
+    EXPECT_THAT(testing::internal::GetCapturedStderr(), HasSubstr("needs --ws-port"));
+    testing::internal::CaptureStderr();
+    EXPECT_EQ(parse({"--port", "7777", "--ws-port", "7777"}).exit_code, 2);
+    EXPECT_THAT(testing::internal::GetCapturedStderr(), HasSubstr("must differ from --port"));
+    testing::internal::CaptureStderr();
+    EXPECT_EQ(parse({"--ws-port", "65536"}).exit_code, 2);
+    EXPECT_EQ(parse({"--ws-port", "-2"}).exit_code, 2);
     (void)testing::internal::GetCapturedStderr();
 }
 

@@ -51,7 +51,11 @@ using ecsnet::server::server_config;
 using ecsnet::server::server_stats;
 using ecsnet::test::dump;
 using ecsnet::test::raw_socket;
+using ecsnet::test::current_transport;
+using ecsnet::test::every_transport;
 using ecsnet::test::test_server;
+using ecsnet::test::transport;
+using ecsnet::test::transport_name;
 using ecsnet::wire::ErrorCode;
 using protocol::component_set;
 using protocol::Owner;
@@ -77,6 +81,7 @@ server_config test_config() {
     server_config c;
     c.bind = "127.0.0.1";
     c.port = 0;
+    c.ws_port = current_transport() == transport::websocket ? 0 : -1;
     c.tick_rate = 50.0;
     c.shutdown_grace = 1000ms;
     c.reconnect_grace = 0ms;  // a leaving owner's entities go at once, unless a test says so
@@ -85,6 +90,28 @@ server_config test_config() {
 
 // ---- client helpers --------------------------------------------------------------------------
 
+// The session tests run over each transport (test_support.hpp): these suites are TEST_P, and
+// a test's server (test_config()), raw sockets and connections follow current_transport().
+using ServerHandshake = ecsnet::test::transport_test;
+using ServerReplication = ecsnet::test::transport_test;
+using ServerCommands = ecsnet::test::transport_test;
+using ServerSlowClient = ecsnet::test::transport_test;
+using ServerBadInput = ecsnet::test::transport_test;
+using ServerAdmission = ecsnet::test::transport_test;
+using ServerIdentity = ecsnet::test::transport_test;
+using ServerShutdown = ecsnet::test::transport_test;
+using ServerResync = ecsnet::test::transport_test;
+using ServerCommandResults = ecsnet::test::transport_test;
+using ServerDisconnect = ecsnet::test::transport_test;
+using ServerReconnectGrace = ecsnet::test::transport_test;
+using ServerWorkload = ecsnet::test::transport_test;
+using ServerTls = ecsnet::test::transport_test;
+
+connect_options over_current_transport(connect_options options) {
+    options.websocket = current_transport() == transport::websocket;
+    return options;
+}
+
 std::unique_ptr<connection> join(std::uint16_t port, const std::string& name,
                                  const std::string& token = {}) {
     connect_options options;
@@ -92,14 +119,14 @@ std::unique_ptr<connection> join(std::uint16_t port, const std::string& name,
     options.name = name;
     options.token = token;
     options.timeout = 10s;
-    return std::make_unique<connection>(options);
+    return std::make_unique<connection>(over_current_transport(options));
 }
 
 std::unique_ptr<connection> connect_only(std::uint16_t port) {
     connect_options options;
     options.port = port;
     options.join = false;
-    return std::make_unique<connection>(options);
+    return std::make_unique<connection>(over_current_transport(options));
 }
 
 // Polls every client in turn until pred() holds, at most `timeout`.
@@ -177,7 +204,7 @@ void expect_in_sync(const connection& c) {
 
 // ---- handshake and replication ---------------------------------------------------------------
 
-TEST(ServerHandshake, WelcomeAndSnapshotOfTheDemoEntities) {
+TEST_P(ServerHandshake, WelcomeAndSnapshotOfTheDemoEntities) {
     server_config config = test_config();
     config.demo_entities = 25;
     config.checksum_interval = 10;
@@ -220,7 +247,7 @@ TEST(ServerHandshake, WelcomeAndSnapshotOfTheDemoEntities) {
     expect_in_sync(*alice);
 }
 
-TEST(ServerHandshake, PingIsAnsweredBeforeHelloButCommandsAreNot) {
+TEST_P(ServerHandshake, PingIsAnsweredBeforeHelloButCommandsAreNot) {
     test_server server{test_config()};
     const auto c = connect_only(server.port());
     // No Welcome, so no schema from the server: the client knows the game's types itself.
@@ -248,7 +275,7 @@ TEST(ServerHandshake, PingIsAnsweredBeforeHelloButCommandsAreNot) {
 
 // Welcome describes the game's types, so a client that was not compiled with them decodes them
 // (and one that was is checked against them); without a game only the core's Owner replicates.
-TEST(ServerHandshake, WelcomeDescribesTheGamesTypesAndNoGameMeansOwnerOnly) {
+TEST_P(ServerHandshake, WelcomeDescribesTheGamesTypesAndNoGameMeansOwnerOnly) {
     {
         test_server server{test_config()};
         const auto alice = join(server.port(), "alice");
@@ -302,7 +329,7 @@ TEST(ServerHandshake, WelcomeDescribesTheGamesTypesAndNoGameMeansOwnerOnly) {
         options.expected_types = {protocol::describe<Position>(), protocol::describe<Velocity>(),
                                   protocol::describe<Health>(), protocol::describe<Lifetime>(),
                                   protocol::describe<Name>()};
-        const auto typed = std::make_unique<connection>(options);
+        const auto typed = std::make_unique<connection>(over_current_transport(options));
         EXPECT_TRUE(typed->mirror().ready());
     }
 
@@ -347,7 +374,7 @@ TEST(ServerHandshake, WelcomeDescribesTheGamesTypesAndNoGameMeansOwnerOnly) {
     expect_in_sync(*bob);
 }
 
-TEST(ServerReplication, SpawnAppearsInEveryClientsMirror) {
+TEST_P(ServerReplication, SpawnAppearsInEveryClientsMirror) {
     test_server server{test_config()};
     const auto alice = join(server.port(), "alice");
     const auto bob = join(server.port(), "bob");
@@ -387,7 +414,7 @@ TEST(ServerReplication, SpawnAppearsInEveryClientsMirror) {
     }
 }
 
-TEST(ServerReplication, DestroyRemovesFromEveryMirror) {
+TEST_P(ServerReplication, DestroyRemovesFromEveryMirror) {
     test_server server{test_config()};
     const auto alice = join(server.port(), "alice");
     const auto bob = join(server.port(), "bob");
@@ -406,7 +433,7 @@ TEST(ServerReplication, DestroyRemovesFromEveryMirror) {
     expect_in_sync(*bob);
 }
 
-TEST(ServerReplication, SetAndRemoveReachEveryMirror) {
+TEST_P(ServerReplication, SetAndRemoveReachEveryMirror) {
     test_server server{test_config()};
     const auto alice = join(server.port(), "alice");
     const auto bob = join(server.port(), "bob");
@@ -437,7 +464,7 @@ TEST(ServerReplication, SetAndRemoveReachEveryMirror) {
     EXPECT_EQ(missing.code, ErrorCode::ComponentMissing);
 }
 
-TEST(ServerCommands, ForeignUnknownAndServerEntitiesAreRejected) {
+TEST_P(ServerCommands, ForeignUnknownAndServerEntitiesAreRejected) {
     server_config config = test_config();
     config.demo_entities = 3;
     test_server server{config};
@@ -474,7 +501,7 @@ TEST(ServerCommands, ForeignUnknownAndServerEntitiesAreRejected) {
     EXPECT_TRUE(bob->is_open());
 }
 
-TEST(ServerCommands, StaleHandleIsRejected) {
+TEST_P(ServerCommands, StaleHandleIsRejected) {
     // The server reuses an index only after 1024 others were freed: free 1100, then spawn.
     constexpr std::size_t count = 1100;
     server_config config = test_config();
@@ -526,7 +553,7 @@ TEST(ServerCommands, StaleHandleIsRejected) {
 
 // Past --checksum-slice entity slots each Checksum covers one slice of the index space, in
 // turn; the mirror checks each slice against its own entities.
-TEST(ServerReplication, ChecksumsOfALargeWorldRotateThroughSlicesAndMatch) {
+TEST_P(ServerReplication, ChecksumsOfALargeWorldRotateThroughSlicesAndMatch) {
     server_config config = test_config();
     config.demo_entities = 2'500;  // three slices: [0, 1024), [1024, 2048), [2048, end)
     config.checksum_slice = 1'024;
@@ -553,7 +580,7 @@ TEST(ServerReplication, ChecksumsOfALargeWorldRotateThroughSlicesAndMatch) {
 // Commands apply at the start of a tick and the systems run after them: a spawn first appears
 // with the values of the end of its tick, moved by one step, its Lifetime already counted down
 // once, a position outside the world clamped (docs/PROTOCOL.md, "Edge cases").
-TEST(ServerReplication, SpawnAppearsWithTheValuesOfItsSpawnTick) {
+TEST_P(ServerReplication, SpawnAppearsWithTheValuesOfItsSpawnTick) {
     server_config config = test_config();
     config.world_half_extent = 1000.0F;
     test_server server{config};
@@ -600,7 +627,7 @@ TEST(ServerReplication, SpawnAppearsWithTheValuesOfItsSpawnTick) {
 
 // Lifetime 0 is destroyed by the lifetime system in the spawn's own tick: the spawn succeeds,
 // but the entity never appears in any Delta and the handle is unknown at once.
-TEST(ServerReplication, LifetimeZeroSpawnNeverAppears) {
+TEST_P(ServerReplication, LifetimeZeroSpawnNeverAppears) {
     test_server server{test_config()};
     const auto alice = join(server.port(), "alice");
     std::vector<Entity> spawned;
@@ -622,7 +649,7 @@ TEST(ServerReplication, LifetimeZeroSpawnNeverAppears) {
 
 // "Entity slots" are the indices ever handed out (the highest + 1), not the live entities: a
 // world that grew past --checksum-slice keeps being checked in slices after it emptied.
-TEST(ServerReplication, ChecksumSlicesFollowIndicesEverUsedNotLiveEntities) {
+TEST_P(ServerReplication, ChecksumSlicesFollowIndicesEverUsedNotLiveEntities) {
     server_config config = test_config();
     config.checksum_slice = 16;
     config.checksum_interval = 1;
@@ -659,7 +686,7 @@ TEST(ServerReplication, ChecksumSlicesFollowIndicesEverUsedNotLiveEntities) {
     EXPECT_EQ(alice->mirror().statistics().checksums_mismatched, 0U);
 }
 
-TEST(ServerReplication, LateJoinerSnapshotEqualsTheOtherMirrors) {
+TEST_P(ServerReplication, LateJoinerSnapshotEqualsTheOtherMirrors) {
     server_config config = test_config();
     config.demo_entities = 30;
     config.checksum_interval = 5;
@@ -879,7 +906,7 @@ std::set<std::uint32_t> components_in(const protocol::mirror& m, Entity e) {
     return out;
 }
 
-TEST(ServerWorkload, FourClientsRandomCommandsStayInSync) {
+TEST_P(ServerWorkload, FourClientsRandomCommandsStayInSync) {
     constexpr auto duration = 10s;
     server_config config = test_config();
     config.demo_entities = 40;
@@ -1022,7 +1049,7 @@ std::size_t heap_in_use() {
 }
 #endif
 
-TEST(ServerSlowClient, NonReaderIsResyncedThenCutOffWhileOthersKeepUp) {
+TEST_P(ServerSlowClient, NonReaderIsResyncedThenCutOffWhileOthersKeepUp) {
     server_config config = test_config();
     // Every tick moves them all: ~32 KB of delta per tick, ~1 MB/s per client. The kernel takes
     // ~3 MB for a client that does not read, even with a small SO_RCVBUF; then the queue fills.
@@ -1120,7 +1147,7 @@ TEST(ServerSlowClient, NonReaderIsResyncedThenCutOffWhileOthersKeepUp) {
 // The queue bound counts the droppable bytes waiting behind the current write, with a tick's
 // delta and checksum as one unit: a tick larger than --queue-bytes still reaches a client that
 // keeps up (before that rule: 0 deltas and 124 snapshots in 5 s).
-TEST(ServerSlowClient, DeltaLargerThanTheQueueLimitStillReachesAFastClient) {
+TEST_P(ServerSlowClient, DeltaLargerThanTheQueueLimitStillReachesAFastClient) {
     // 2000 moving entities make a delta of ~16 KB, over a queue limit of 8 KB: the limit must
     // not turn every tick into a resync (and a full snapshot) for a client that reads.
     server_config config = test_config();
@@ -1145,7 +1172,7 @@ TEST(ServerSlowClient, DeltaLargerThanTheQueueLimitStillReachesAFastClient) {
 // reading from its client (backpressure) while the snapshot drains. That pause is the server's
 // doing: the frame deadline of the client's last frame (its Hello) must not run meanwhile. It
 // did, and a client joining a 1M-entity world was cut off with "frame not completed in time".
-TEST(ServerSlowClient, JoiningABigWorldOutlastsTheFrameTimeout) {
+TEST_P(ServerSlowClient, JoiningABigWorldOutlastsTheFrameTimeout) {
     server_config config = test_config();
     config.demo_entities = 200'000;  // a ~4 MB snapshot: more than the kernel takes at once
     config.tick_rate = 5.0;
@@ -1167,7 +1194,7 @@ TEST(ServerSlowClient, JoiningABigWorldOutlastsTheFrameTimeout) {
 // --stall-timeout-ms cuts it off. Backpressure bounds them: past --queue-bytes of unsent
 // replies the session stops reading from that client. The kernel first absorbs ~3 MB of
 // replies; at the ~4k Pings/s an ASan build manages here, the test needs ~20 s to get past it.
-TEST(ServerSlowClient, PingFloodFromANonReaderDoesNotGrowServerMemory) {
+TEST_P(ServerSlowClient, PingFloodFromANonReaderDoesNotGrowServerMemory) {
     server_config config = test_config();
     config.queue_bytes = 64 * 1024;
     config.stall_timeout = 60'000ms;  // longer than the flood
@@ -1230,7 +1257,7 @@ void expect_others_unaffected(connection& alice, connection& bob) {
     expect_in_sync(bob);
 }
 
-TEST(ServerBadInput, GarbageFrameClosesOnlyThatConnection) {
+TEST_P(ServerBadInput, GarbageFrameClosesOnlyThatConnection) {
     test_server server{test_config()};
     const auto alice = join(server.port(), "alice");
     const auto bob = join(server.port(), "bob");
@@ -1255,7 +1282,7 @@ TEST(ServerBadInput, GarbageFrameClosesOnlyThatConnection) {
     expect_others_unaffected(*alice, *bob);
 }
 
-TEST(ServerBadInput, OversizeLengthPrefixClosesOnlyThatConnection) {
+TEST_P(ServerBadInput, OversizeLengthPrefixClosesOnlyThatConnection) {
     server_config config = test_config();
     config.max_frame_bytes = 4096;
     test_server server{config};
@@ -1280,7 +1307,7 @@ TEST(ServerBadInput, OversizeLengthPrefixClosesOnlyThatConnection) {
     expect_others_unaffected(*alice, *bob);
 }
 
-TEST(ServerBadInput, SilentConnectionIsClosedAfterTheHandshakeTimeout) {
+TEST_P(ServerBadInput, SilentConnectionIsClosedAfterTheHandshakeTimeout) {
     server_config config = test_config();
     config.hello_timeout = 300ms;
     test_server server{config};
@@ -1306,7 +1333,7 @@ TEST(ServerBadInput, SilentConnectionIsClosedAfterTheHandshakeTimeout) {
 
 // ---- admission -------------------------------------------------------------------------------
 
-TEST(ServerAdmission, ThirdClientGetsServerFull) {
+TEST_P(ServerAdmission, ThirdClientGetsServerFull) {
     server_config config = test_config();
     config.max_clients = 2;
     test_server server{config};
@@ -1330,7 +1357,7 @@ TEST(ServerAdmission, ThirdClientGetsServerFull) {
     EXPECT_TRUE(dave->mirror().ready());
 }
 
-TEST(ServerAdmission, AuthToken) {
+TEST_P(ServerAdmission, AuthToken) {
     server_config config = test_config();
     config.auth_token = "s3cret";
     test_server server{config};
@@ -1350,7 +1377,7 @@ TEST(ServerAdmission, AuthToken) {
     EXPECT_EQ(server.clients(), 1U);
 }
 
-TEST(ServerAdmission, ProtocolVersionMismatchIsRefusedWithAReason) {
+TEST_P(ServerAdmission, ProtocolVersionMismatchIsRefusedWithAReason) {
     test_server server{test_config()};
     const auto c = connect_only(server.port());
     c->send(protocol::hello{protocol::protocol_version + 1, "from-the-future", ""});
@@ -1366,7 +1393,7 @@ TEST(ServerAdmission, ProtocolVersionMismatchIsRefusedWithAReason) {
 }
 
 // Protocol 4 added player input; a version-3 client is served in its own version.
-TEST(ServerAdmission, AVersionThreeClientIsWelcomedInVersionThree) {
+TEST_P(ServerAdmission, AVersionThreeClientIsWelcomedInVersionThree) {
     test_server server{test_config()};
     raw_socket raw{server.port()};
     raw.send(protocol::hello{3, "v3", ""});
@@ -1379,7 +1406,7 @@ TEST(ServerAdmission, AVersionThreeClientIsWelcomedInVersionThree) {
     EXPECT_EQ(std::get<protocol::welcome>(*control).version, 3U);
 }
 
-TEST(ServerAdmission, CommandRateLimit) {
+TEST_P(ServerAdmission, CommandRateLimit) {
     server_config config = test_config();
     config.command_rate = 5.0;
     config.command_burst = 5.0;
@@ -1416,7 +1443,7 @@ TEST(ServerAdmission, CommandRateLimit) {
 
 // ---- disconnects -----------------------------------------------------------------------------
 
-TEST(ServerDisconnect, ClientsEntitiesAreDespawned) {
+TEST_P(ServerDisconnect, ClientsEntitiesAreDespawned) {
     server_config config = test_config();
     config.demo_entities = 5;
     test_server server{config};
@@ -1437,7 +1464,7 @@ TEST(ServerDisconnect, ClientsEntitiesAreDespawned) {
     expect_in_sync(*bob);
 }
 
-TEST(ServerDisconnect, KeepEntitiesOnDisconnect) {
+TEST_P(ServerDisconnect, KeepEntitiesOnDisconnect) {
     server_config config = test_config();
     config.keep_entities_on_disconnect = true;
     test_server server{config};
@@ -1518,7 +1545,7 @@ TEST(ServerSystems, AThrowingUserSystemIsCountedAndTheServerKeepsTicking) {
     ASSERT_TRUE(alice->poll_until([&] { return contains_all(*alice, {later}); }, 5s));
 }
 
-TEST(ServerShutdown, StopSendsShuttingDownToEveryClient) {
+TEST_P(ServerShutdown, StopSendsShuttingDownToEveryClient) {
     server_config config = test_config();
     config.demo_entities = 10;
     test_server server{config};
@@ -1546,10 +1573,10 @@ TEST(ServerShutdown, StopSendsShuttingDownToEveryClient) {
 std::unique_ptr<connection> join_with(std::uint16_t port, connect_options options) {
     options.port = port;
     options.timeout = 10s;
-    return std::make_unique<connection>(options);
+    return std::make_unique<connection>(over_current_transport(options));
 }
 
-TEST(ServerIdentity, TheNameIsNotAnIdentity) {
+TEST_P(ServerIdentity, TheNameIsNotAnIdentity) {
     server_config config = test_config();
     config.keep_entities_on_disconnect = true;
     test_server server{config};
@@ -1565,7 +1592,7 @@ TEST(ServerIdentity, TheNameIsNotAnIdentity) {
     EXPECT_EQ(destroy(*mallory, hers).code, ErrorCode::NotOwner) << "nor once alice has left";
 }
 
-TEST(ServerIdentity, TheResumeKeyFromWelcomeIsTheOwner) {
+TEST_P(ServerIdentity, TheResumeKeyFromWelcomeIsTheOwner) {
     server_config config = test_config();
     config.keep_entities_on_disconnect = true;
     test_server server{config};
@@ -1585,7 +1612,7 @@ TEST(ServerIdentity, TheResumeKeyFromWelcomeIsTheOwner) {
     EXPECT_TRUE(destroy(*again, hers).ok);
 }
 
-TEST(ServerIdentity, AnOwnerWithoutConnectionOrEntityIsForgotten) {
+TEST_P(ServerIdentity, AnOwnerWithoutConnectionOrEntityIsForgotten) {
     test_server server{test_config()};
     const auto known = [&] {
         return server.call([](ecsnet::server::server& s) { return s.owners().size(); });
@@ -1625,7 +1652,7 @@ connect_options with_token(std::string token, std::string name = "player") {
     return options;
 }
 
-TEST(ServerIdentity, ConnectTokensDecideTheOwner) {
+TEST_P(ServerIdentity, ConnectTokensDecideTheOwner) {
     const std::string secret = "a-signing-secret-of-32-bytes...";
     server_config config = test_config();
     config.token_secret = secret;
@@ -1659,7 +1686,7 @@ TEST(ServerIdentity, ConnectTokensDecideTheOwner) {
 
 // The attack of issue 24: a second user replayed alice's token and destroyed her entity; three
 // connections holding one token filled a --max-clients 3 server.
-TEST(ServerIdentity, AConnectTokenAdmitsOnceAndReconnectsUseTheResumeKey) {
+TEST_P(ServerIdentity, AConnectTokenAdmitsOnceAndReconnectsUseTheResumeKey) {
     const std::string secret = "a-signing-secret-of-32-bytes...";
     server_config config = test_config();
     config.token_secret = secret;
@@ -1700,7 +1727,7 @@ TEST(ServerIdentity, AConnectTokenAdmitsOnceAndReconnectsUseTheResumeKey) {
     EXPECT_THAT(refusal_of(port, guessed), HasSubstr("resume key unknown"));
 }
 
-TEST(ServerIdentity, ANewerConnectionOfAPlayerTakesTheSeat) {
+TEST_P(ServerIdentity, ANewerConnectionOfAPlayerTakesTheSeat) {
     const std::string secret = "a-signing-secret-of-32-bytes...";
     server_config config = test_config();
     config.token_secret = secret;
@@ -1729,7 +1756,7 @@ TEST(ServerIdentity, ANewerConnectionOfAPlayerTakesTheSeat) {
     EXPECT_TRUE(third->is_open());
 }
 
-TEST(ServerIdentity, MorePlayerConnectionsWhenConfiguredAndNoSeatsInDevelopmentMode) {
+TEST_P(ServerIdentity, MorePlayerConnectionsWhenConfiguredAndNoSeatsInDevelopmentMode) {
     const std::string secret = "a-signing-secret-of-32-bytes...";
     server_config config = test_config();
     config.token_secret = secret;
@@ -1756,7 +1783,7 @@ TEST(ServerIdentity, MorePlayerConnectionsWhenConfiguredAndNoSeatsInDevelopmentM
     EXPECT_TRUE(shell->is_open());
 }
 
-TEST(ServerIdentity, JoinedClientsPerAddressAreBoundedWithoutTokens) {
+TEST_P(ServerIdentity, JoinedClientsPerAddressAreBoundedWithoutTokens) {
     server_config config = test_config();
     config.max_clients_per_address = 2;
     test_server server{config};
@@ -1782,7 +1809,7 @@ TEST(ServerIdentity, JoinedClientsPerAddressAreBoundedWithoutTokens) {
     EXPECT_TRUE(p2->is_open());
 }
 
-TEST(ServerIdentity, APublicKeyServerVerifiesES256AndRefusesAlgorithmConfusion) {
+TEST_P(ServerIdentity, APublicKeyServerVerifiesES256AndRefusesAlgorithmConfusion) {
     const std::string dir = ECSNET_JWT_TEST_DIR;
     server_config config = test_config();
     config.token_public_key = dir + "/es256-public.pem";
@@ -1851,7 +1878,7 @@ TEST(ServerGameFailures, AListenerThatThrowsRefusesTheCommandAndTheWorldGoesOn) 
 
 // Issue 24.6: an owner's entities outlive its last connection for --reconnect-grace; a
 // reconnect with the resume key within it finds them with the same handles.
-TEST(ServerReconnectGrace, AReconnectWithinTheGraceFindsTheEntities) {
+TEST_P(ServerReconnectGrace, AReconnectWithinTheGraceFindsTheEntities) {
     server_config config = test_config();
     config.reconnect_grace = 60s;
     test_server server{config};
@@ -1873,7 +1900,7 @@ TEST(ServerReconnectGrace, AReconnectWithinTheGraceFindsTheEntities) {
     EXPECT_TRUE(destroy(*again, hers).ok) << "the same handle, the same owner";
 }
 
-TEST(ServerReconnectGrace, AfterTheGraceTheEntitiesGoAndTheOwnerIsForgotten) {
+TEST_P(ServerReconnectGrace, AfterTheGraceTheEntitiesGoAndTheOwnerIsForgotten) {
     server_config config = test_config();
     config.reconnect_grace = 300ms;
     test_server server{config};
@@ -1897,7 +1924,7 @@ TEST(ServerReconnectGrace, AfterTheGraceTheEntitiesGoAndTheOwnerIsForgotten) {
     EXPECT_EQ(destroy(*late, hers).code, ErrorCode::UnknownEntity);
 }
 
-TEST(ServerReconnectGrace, LeavingAgainRestartsTheGrace) {
+TEST_P(ServerReconnectGrace, LeavingAgainRestartsTheGrace) {
     server_config config = test_config();
     config.reconnect_grace = 600ms;
     test_server server{config};
@@ -1915,7 +1942,7 @@ TEST(ServerReconnectGrace, LeavingAgainRestartsTheGrace) {
     EXPECT_GE(clock_type::now() - left, 500ms) << "the first departure's deadline was stale";
 }
 
-TEST(ServerAdmission, SilentSocketsDoNotLockPlayersOut) {
+TEST_P(ServerAdmission, SilentSocketsDoNotLockPlayersOut) {
     server_config config = test_config();
     config.max_clients = 4;
     config.max_pending = 16;
@@ -1936,7 +1963,7 @@ TEST(ServerAdmission, SilentSocketsDoNotLockPlayersOut) {
     EXPECT_LE(server.call([](ecsnet::server::server& s) { return s.pending_connections(); }), 16U);
 }
 
-TEST(ServerAdmission, PreHelloConnectionsPerAddressAreBounded) {
+TEST_P(ServerAdmission, PreHelloConnectionsPerAddressAreBounded) {
     server_config config = test_config();
     config.max_pending_per_address = 3;
     config.hello_timeout = 30s;
@@ -1961,7 +1988,7 @@ TEST(ServerAdmission, PreHelloConnectionsPerAddressAreBounded) {
 
 // ---- ResyncRequest flood (issue 12.3) ----------------------------------------------------------
 
-TEST(ServerResync, RequestsAreCoalescedAndAFloodDisconnects) {
+TEST_P(ServerResync, RequestsAreCoalescedAndAFloodDisconnects) {
     server_config config = test_config();
     config.demo_entities = 2000;  // a snapshot of ~60 kB: each resync would cost that
     config.resync_interval = 2s;
@@ -1990,7 +2017,7 @@ TEST(ServerResync, RequestsAreCoalescedAndAFloodDisconnects) {
 
 // ---- the wire contract with docs/PROTOCOL.md (issue 12.10) -------------------------------------
 
-TEST(ServerCommandResults, ComeInCommandOrder) {
+TEST_P(ServerCommandResults, ComeInCommandOrder) {
     test_server server{test_config()};
     const auto c = join(server.port(), "orderly");
     std::vector<std::uint32_t> order;
@@ -2008,7 +2035,7 @@ TEST(ServerCommandResults, ComeInCommandOrder) {
     EXPECT_EQ(order, (std::vector<std::uint32_t>{1, 2, 3, 4}));
 }
 
-TEST(ServerCommandResults, ARateLimitDisconnectSendsEveryReplyOwedFirst) {
+TEST_P(ServerCommandResults, ARateLimitDisconnectSendsEveryReplyOwedFirst) {
     server_config config = test_config();
     config.command_rate = 5.0;
     config.command_burst = 5.0;
@@ -2035,7 +2062,7 @@ TEST(ServerCommandResults, ARateLimitDisconnectSendsEveryReplyOwedFirst) {
     EXPECT_EQ(*answered.rbegin(), answered.size()) << "no reply missing in between";
 }
 
-TEST(ServerBadInput, APartialLengthPrefixIsCutByTheFrameTimeout) {
+TEST_P(ServerBadInput, APartialLengthPrefixIsCutByTheFrameTimeout) {
     server_config config = test_config();
     config.frame_timeout = 300ms;
     config.idle_timeout = 60s;
@@ -2060,7 +2087,7 @@ server_config tls_config() {
     return config;
 }
 
-TEST(ServerTls, AClientThatVerifiesTheServerJoinsAndPlays) {
+TEST_P(ServerTls, AClientThatVerifiesTheServerJoinsAndPlays) {
     test_server server{tls_config()};
     connect_options options;
     options.tls = true;
@@ -2071,7 +2098,7 @@ TEST(ServerTls, AClientThatVerifiesTheServerJoinsAndPlays) {
     EXPECT_TRUE(destroy(*alice, e).ok);
 }
 
-TEST(ServerTls, AnUnknownCertificateIsRefusedByDefault) {
+TEST_P(ServerTls, AnUnknownCertificateIsRefusedByDefault) {
     test_server server{tls_config()};
     connect_options options;
     options.tls = true;  // the system's CAs do not know the test CA
@@ -2083,7 +2110,7 @@ TEST(ServerTls, AnUnknownCertificateIsRefusedByDefault) {
     }
 }
 
-TEST(ServerTls, APlainClientIsNotServedAndTheServerGoesOn) {
+TEST_P(ServerTls, APlainClientIsNotServedAndTheServerGoesOn) {
     test_server server{tls_config()};
     EXPECT_THROW((void)join(server.port(), "plain"), client_error);
     connect_options options;
@@ -2314,6 +2341,22 @@ void log_players(test_server& server, const std::shared_ptr<player_log>& log) {
 std::vector<std::string> events_of(test_server& server, const std::shared_ptr<player_log>& log) {
     return server.call([log](ecsnet::server::server&) { return log->events; });
 }
+
+
+INSTANTIATE_TEST_SUITE_P(Transports, ServerHandshake, every_transport, transport_name);
+INSTANTIATE_TEST_SUITE_P(Transports, ServerReplication, every_transport, transport_name);
+INSTANTIATE_TEST_SUITE_P(Transports, ServerCommands, every_transport, transport_name);
+INSTANTIATE_TEST_SUITE_P(Transports, ServerSlowClient, every_transport, transport_name);
+INSTANTIATE_TEST_SUITE_P(Transports, ServerBadInput, every_transport, transport_name);
+INSTANTIATE_TEST_SUITE_P(Transports, ServerAdmission, every_transport, transport_name);
+INSTANTIATE_TEST_SUITE_P(Transports, ServerIdentity, every_transport, transport_name);
+INSTANTIATE_TEST_SUITE_P(Transports, ServerShutdown, every_transport, transport_name);
+INSTANTIATE_TEST_SUITE_P(Transports, ServerResync, every_transport, transport_name);
+INSTANTIATE_TEST_SUITE_P(Transports, ServerCommandResults, every_transport, transport_name);
+INSTANTIATE_TEST_SUITE_P(Transports, ServerDisconnect, every_transport, transport_name);
+INSTANTIATE_TEST_SUITE_P(Transports, ServerReconnectGrace, every_transport, transport_name);
+INSTANTIATE_TEST_SUITE_P(Transports, ServerWorkload, every_transport, transport_name);
+INSTANTIATE_TEST_SUITE_P(Transports, ServerTls, every_transport, transport_name);
 
 }  // namespace
 

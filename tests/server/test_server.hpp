@@ -16,7 +16,9 @@
 #include <stdexcept>
 #include <string>
 #include <thread>
+#include <tuple>
 #include <type_traits>
+#include <utility>
 
 #include "ecsnet/demo/game.hpp"
 #include "ecsnet/server/game.hpp"
@@ -38,11 +40,11 @@ public:
     test_server(server::server_config config, const server::game& g) {
         spdlog::set_level(spdlog::level::warn);
         server_.emplace(io_, std::move(config), g);
-        std::promise<std::uint16_t> port;
-        auto port_future = port.get_future();
-        thread_ = std::thread([this, port = std::move(port)]() mutable { run(port); });
+        std::promise<std::pair<std::uint16_t, std::uint16_t>> ports;
+        auto ports_future = ports.get_future();
+        thread_ = std::thread([this, ports = std::move(ports)]() mutable { run(ports); });
         try {
-            port_ = port_future.get();
+            std::tie(port_, ws_port_) = ports_future.get();
         } catch (...) {
             thread_.join();
             throw;
@@ -52,7 +54,11 @@ public:
     test_server& operator=(const test_server&) = delete;
     ~test_server() { (void)stop(); }
 
-    [[nodiscard]] std::uint16_t port() const noexcept { return port_; }
+    // Where this test's clients connect: the WebSocket port when the config enables one
+    // (the session tests over each transport, test_support.hpp), else the TCP port.
+    [[nodiscard]] std::uint16_t port() const noexcept { return ws_port_ != 0 ? ws_port_ : port_; }
+    [[nodiscard]] std::uint16_t tcp_port() const noexcept { return port_; }
+    [[nodiscard]] std::uint16_t ws_port() const noexcept { return ws_port_; }
 
     // Runs f(server) on the server's thread and returns its result.
     template <typename F>
@@ -95,12 +101,12 @@ public:
     }
 
 private:
-    void run(std::promise<std::uint16_t>& port) {
+    void run(std::promise<std::pair<std::uint16_t, std::uint16_t>>& ports) {
         try {
             server_->start();
-            port.set_value(server_->port());
+            ports.set_value({server_->port(), server_->ws_port()});
         } catch (...) {
-            port.set_exception(std::current_exception());
+            ports.set_exception(std::current_exception());
             finished_promise_.set_value();
             return;
         }
@@ -116,6 +122,7 @@ private:
     std::optional<ecsnet::server::server> server_;
     std::thread thread_;
     std::uint16_t port_{0};
+    std::uint16_t ws_port_{0};
     std::promise<void> finished_promise_;
     std::future<void> finished_ = finished_promise_.get_future();
     std::string run_error_;  // written by the server thread, read after join

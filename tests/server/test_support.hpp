@@ -1,9 +1,12 @@
-// Helpers shared by the socket-level server tests: a bare TCP client for what
-// ecsnet::client::connection will not do (send arbitrary bytes, never read), and a canonical
-// text form of a mirror for comparing clients.
+// Helpers shared by the socket-level server tests: the transport a test runs over, a bare
+// client for what ecsnet::client::connection will not do (send arbitrary bytes, never read),
+// and a canonical text form of a mirror for comparing clients.
 #pragma once
 
 #include <boost/asio/connect.hpp>
+#include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/websocket.hpp>
+#include <gtest/gtest.h>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/read.hpp>
@@ -15,7 +18,9 @@
 #include <cstdint>
 #include <cstdio>
 #include <fstream>
+#include <memory>
 #include <optional>
+#include <ostream>
 #include <span>
 #include <sstream>
 #include <stdexcept>
@@ -33,7 +38,31 @@ namespace ecsnet::test {
 
 using namespace std::chrono_literals;
 
-// A plain blocking TCP connection to 127.0.0.1 with bounded reads.
+// The transport a session test runs over. Tests written once run over each (TEST_P with a
+// fixture from transport_test): the fixture sets current_transport(), which test_config()-style
+// helpers, raw_socket and the tests' connection helpers read.
+enum class transport { tcp, websocket };
+[[nodiscard]] inline const char* to_string(transport t) noexcept {
+    return t == transport::tcp ? "tcp" : "websocket";
+}
+// GoogleTest's name for a parameter ("websocket", not "4-byte object <01-00 00-00>").
+inline void PrintTo(transport t, std::ostream* out) { *out << to_string(t); }
+[[nodiscard]] inline transport& current_transport() noexcept {
+    static transport current = transport::tcp;
+    return current;
+}
+class transport_test : public testing::TestWithParam<transport> {
+protected:
+    void SetUp() override { current_transport() = GetParam(); }
+    void TearDown() override { current_transport() = transport::tcp; }
+};
+inline const auto every_transport = testing::Values(transport::tcp, transport::websocket);
+[[nodiscard]] inline std::string transport_name(const testing::TestParamInfo<transport>& info) {
+    return to_string(info.param);
+}
+
+// A blocking connection to 127.0.0.1 with bounded reads: plain TCP, or a WebSocket over which
+// every write() is one binary message and every frame read is one message.
 class raw_socket {
 public:
     using clock = std::chrono::steady_clock;
@@ -41,16 +70,31 @@ public:
 
     // A small `receive_buffer` (SO_RCVBUF, set before connecting so that the window is small
     // from the start) makes a client whose kernel buffer fills quickly.
-    explicit raw_socket(std::uint16_t port, std::optional<int> receive_buffer = std::nullopt)
+    explicit raw_socket(std::uint16_t port, std::optional<int> receive_buffer = std::nullopt,
+                        transport over = current_transport())
         : socket_{io_} {
         socket_.open(boost::asio::ip::tcp::v4());
         if (receive_buffer) {
             socket_.set_option(boost::asio::socket_base::receive_buffer_size{*receive_buffer});
         }
         socket_.connect({boost::asio::ip::make_address("127.0.0.1"), port});
+        if (over == transport::websocket) {
+            ws_ = std::make_unique<websocket>(socket_);
+            ws_->binary(true);
+            ws_->auto_fragment(false);
+            ws_->read_message_max(protocol::frame_prefix_bytes + protocol::default_max_server_frame);
+            ws_->handshake("127.0.0.1:" + std::to_string(port), "/");
+        }
     }
 
     void write(std::span<const std::uint8_t> bytes) {
+        if (ws_) {
+            // Asynchronously, so that a read left pending by a timeout goes on meanwhile.
+            if (!write_within(bytes, std::chrono::hours{1})) {
+                throw std::runtime_error("WebSocket write did not complete");
+            }
+            return;
+        }
         boost::asio::write(socket_, boost::asio::buffer(bytes.data(), bytes.size()));
     }
     // Components are encoded against `types` (the server's, as its Welcome describes them);
@@ -63,13 +107,20 @@ public:
     bool write_within(std::span<const std::uint8_t> bytes, std::chrono::milliseconds timeout) {
         bool done = false;
         boost::system::error_code error;
-        boost::asio::async_write(socket_, boost::asio::buffer(bytes.data(), bytes.size()),
-                                 [&](const boost::system::error_code& ec, std::size_t) {
-                                     error = ec;
-                                     done = true;
-                                 });
+        const auto on_written = [&](const boost::system::error_code& ec, std::size_t) {
+            error = ec;
+            done = true;
+        };
+        if (ws_) {
+            ws_->async_write(boost::asio::buffer(bytes.data(), bytes.size()), on_written);
+        } else {
+            boost::asio::async_write(socket_, boost::asio::buffer(bytes.data(), bytes.size()),
+                                     on_written);
+        }
+        const auto deadline = clock::now() + timeout;
         io_.restart();
-        io_.run_for(timeout);
+        while (!done && clock::now() < deadline && io_.run_one_until(deadline) > 0) {
+        }
         if (!done) {
             boost::system::error_code ignored;
             socket_.cancel(ignored);
@@ -87,6 +138,9 @@ public:
     // middle of a frame: treat it as the end.
     read_status read_frame(std::vector<std::uint8_t>& out, std::chrono::milliseconds timeout) {
         const auto deadline = clock::now() + timeout;
+        if (ws_) {
+            return read_message(out, deadline);
+        }
         std::array<std::uint8_t, protocol::frame_prefix_bytes> prefix{};
         if (const auto s = read_exactly(prefix.data(), prefix.size(), deadline);
             s != read_status::frame) {
@@ -147,6 +201,43 @@ public:
     [[nodiscard]] boost::asio::ip::tcp::socket& socket() noexcept { return socket_; }
 
 private:
+    using websocket = boost::beast::websocket::stream<boost::asio::ip::tcp::socket&>;
+
+    // One message; a read that times out stays pending (cancelling would fail the WebSocket)
+    // and the next call waits on it.
+    read_status read_message(std::vector<std::uint8_t>& out, clock::time_point deadline) {
+        if (!message_pending_) {
+            message_pending_ = true;
+            message_done_ = false;
+            message_.clear();
+            ws_->async_read(message_, [this](const boost::system::error_code& ec, std::size_t) {
+                message_error_ = ec;
+                message_done_ = true;
+            });
+        }
+        io_.restart();
+        while (!message_done_ && clock::now() < deadline && io_.run_one_until(deadline) > 0) {
+        }
+        if (!message_done_) {
+            return read_status::timeout;
+        }
+        message_pending_ = false;
+        if (message_error_) {
+            return read_status::closed;
+        }
+        const auto data = message_.cdata();
+        const auto* bytes = static_cast<const std::uint8_t*>(data.data());
+        out.assign(bytes, bytes + data.size());
+        if (out.size() < protocol::frame_prefix_bytes ||
+            protocol::read_prefix(std::span<const std::uint8_t, protocol::frame_prefix_bytes>{
+                out.data(), protocol::frame_prefix_bytes}) !=
+                out.size() - protocol::frame_prefix_bytes) {
+            throw std::runtime_error("the server sent a WebSocket message of " +
+                                     std::to_string(out.size()) + " bytes that is not one frame");
+        }
+        return read_status::frame;
+    }
+
     read_status read_exactly(std::uint8_t* data, std::size_t size, clock::time_point deadline) {
         bool done = false;
         boost::system::error_code error;
@@ -175,6 +266,11 @@ private:
 
     boost::asio::io_context io_;
     boost::asio::ip::tcp::socket socket_;
+    std::unique_ptr<websocket> ws_;
+    boost::beast::flat_buffer message_;
+    bool message_pending_ = false;
+    bool message_done_ = false;
+    boost::system::error_code message_error_;
 };
 
 // Bytes the kernel holds, not yet acknowledged, in the send queue of the TCP socket from

@@ -1,60 +1,28 @@
 #include "ecsnet/client/connection.hpp"
 
 #include <boost/asio/connect.hpp>
-#include <boost/asio/ssl/host_name_verification.hpp>
-#include <boost/asio/write.hpp>
+#include <boost/asio/ip/tcp.hpp>
 
-#include <cctype>
+#include "transport.hpp"
 
 namespace ecsnet::client {
 
 namespace asio = boost::asio;
+using detail::sentence_part;
 
 namespace {
 
 constexpr auto keepalive_interval = 15s;
 
-// Asio's messages start with a capital ("Connection refused"); ours continue a sentence.
-std::string sentence_part(std::string text) {
-    if (!text.empty()) {
-        text[0] = static_cast<char>(std::tolower(static_cast<unsigned char>(text[0])));
-    }
-    return text;
-}
-
 }  // namespace
 
 connection::connection(const connect_options& options)
     : work_{io_.get_executor()},
-      socket_{io_},
       endpoint_{options.host + ":" + std::to_string(options.port)},
       reader_{options.max_frame_bytes},
-      read_chunk_(64 * 1024),
       expected_types_{options.expected_types} {
     const auto deadline = clock::now() + options.timeout;
-    boost::system::error_code ec;
-    asio::ip::tcp::resolver resolver{io_};
-    const auto endpoints = resolver.resolve(options.host, std::to_string(options.port), ec);
-    if (ec) {
-        throw client_error("cannot resolve " + options.host + ": " + sentence_part(ec.message()));
-    }
-    bool connected = false;
-    asio::async_connect(socket_, endpoints, [&](const boost::system::error_code& e, const auto&) {
-        ec = e;
-        connected = true;
-    });
-    while (!connected && io_.run_one_until(deadline) != 0) {
-    }
-    if (!connected) {
-        throw client_error("cannot connect to " + endpoint_ + ": timed out");
-    }
-    if (ec) {
-        throw client_error("cannot connect to " + endpoint_ + ": " + sentence_part(ec.message()));
-    }
-    socket_.set_option(asio::ip::tcp::no_delay(true), ec);
-    if (options.tls) {
-        start_tls(options, deadline);
-    }
+    connect(options, deadline);
     if (!options.join) {
         return;
     }
@@ -64,15 +32,18 @@ connection::connection(const connect_options& options)
                                    std::chrono::duration_cast<std::chrono::milliseconds>(
                                        deadline - clock::now()));
     if (closed_) {
-        // A TLS server closes a plain client at its first bytes, without a word.
-        const bool maybe_tls = !options.tls && !welcome_ &&
-                               (*closed_ == "server closed the connection" ||
-                                *closed_ == "connection reset by peer");
+        // A TLS or WebSocket server closes a plain TCP client at its first bytes, without a
+        // word.
+        const bool other_transport = !options.tls && !options.websocket && !welcome_ &&
+                                     (*closed_ == "server closed the connection" ||
+                                      *closed_ == "connection reset by peer");
         if (refused_server_) {
             throw client_error("cannot join " + endpoint_ + ": " + *closed_);
         }
         throw client_error("server at " + endpoint_ + " refused: " + *closed_ +
-                           (maybe_tls ? " (if it serves TLS, connect with --tls)" : ""));
+                           (other_transport ? " (if it serves TLS, connect with --tls; if it is a "
+                                              "WebSocket port, with --ws)"
+                                            : ""));
     }
     if (!joined) {
         throw client_error("timed out joining " + endpoint_ +
@@ -80,50 +51,60 @@ connection::connection(const connect_options& options)
     }
 }
 
-void connection::start_tls(const connect_options& options, clock::time_point deadline) {
-    tls_context_.emplace(asio::ssl::context::tls_client);
-    auto& context = *tls_context_;
-    context.set_options(asio::ssl::context::default_workarounds | asio::ssl::context::no_sslv2 |
-                        asio::ssl::context::no_sslv3 | asio::ssl::context::no_tlsv1 |
-                        asio::ssl::context::no_tlsv1_1);
+void connection::connect(const connect_options& options, clock::time_point deadline) {
+    if (options.tls) {
+        tls_context_.emplace(detail::make_tls_context(options.ca_file));
+    }
+    transport_ = detail::make_transport(
+        io_, detail::transport_options{.host = options.host,
+                                       .port = options.port,
+                                       .tls = tls_context_ ? &*tls_context_ : nullptr,
+                                       .websocket = options.websocket,
+                                       .ws_path = options.ws_path,
+                                       .ca_option = "--ca"});
     boost::system::error_code ec;
-    if (options.ca_file.empty()) {
-        context.set_default_verify_paths(ec);
-    } else {
-        context.load_verify_file(options.ca_file, ec);
+    asio::ip::tcp::resolver resolver{io_};
+    const auto endpoints = resolver.resolve(options.host, std::to_string(options.port), ec);
+    if (ec) {
+        throw client_error("cannot resolve " + options.host + ": " + sentence_part(ec.message()));
+    }
+    bool connected = false;
+    asio::async_connect(transport_->socket(), endpoints,
+                        [&](const boost::system::error_code& e, const auto&) {
+                            ec = e;
+                            connected = true;
+                        });
+    while (!connected && io_.run_one_until(deadline) != 0) {
+    }
+    if (!connected) {
+        throw client_error("cannot connect to " + endpoint_ + ": timed out");
     }
     if (ec) {
-        throw client_error("cannot load CA certificates" +
-                           (options.ca_file.empty() ? std::string{} : " from " + options.ca_file) +
-                           ": " + sentence_part(ec.message()));
+        throw client_error("cannot connect to " + endpoint_ + ": " + sentence_part(ec.message()));
     }
-    context.set_verify_mode(asio::ssl::verify_peer);
-    tls_.emplace(socket_, context);
-    // The certificate must name the host we asked for (a DNS name or an IP address), and the
-    // server learns that name (SNI) to pick its certificate.
-    tls_->set_verify_callback(asio::ssl::host_name_verification(options.host));
-    if (SSL_set_tlsext_host_name(tls_->native_handle(), options.host.c_str()) != 1) {
-        throw client_error("cannot set the TLS server name " + options.host);
+    transport_->socket().set_option(asio::ip::tcp::no_delay(true), ec);
+    if (options.tls || options.websocket) {
+        handshake(deadline);
     }
+}
+
+void connection::handshake(clock::time_point deadline) {
     bool done = false;
-    tls_->async_handshake(asio::ssl::stream_base::client, [&](const boost::system::error_code& e) {
-        ec = e;
+    std::string failure;
+    transport_->async_handshake([&](const std::string& f) {
+        failure = f;
         done = true;
     });
     while (!done && io_.run_one_until(deadline) != 0) {
     }
     if (!done) {
-        boost::system::error_code ignored;
-        socket_.close(ignored);
+        const std::string stage = transport_->handshake_stage();
+        transport_->close();
         io_.run_for(100ms);  // the aborted handshake completes while its captures live
-        throw client_error("TLS handshake with " + endpoint_ + ": timed out");
+        throw client_error(stage + ": timed out");
     }
-    if (ec) {
-        throw client_error("TLS handshake with " + endpoint_ + " failed: " +
-                           sentence_part(ec.message()) +
-                           (ec.category() == asio::error::get_ssl_category()
-                                ? " (is it a TLS server, and does --ca hold its CA?)"
-                                : ""));
+    if (!failure.empty()) {
+        throw client_error(failure);
     }
 }
 
@@ -137,10 +118,8 @@ const protocol::welcome& connection::welcome() const {
 }
 
 void connection::close() {
-    if (socket_.is_open()) {
-        boost::system::error_code ignored;
-        socket_.shutdown(asio::ip::tcp::socket::shutdown_both, ignored);
-        socket_.close(ignored);
+    if (transport_) {
+        transport_->close();
     }
     if (!closed_) {
         closed_ = "closed by the client";
@@ -151,8 +130,7 @@ void connection::fail(std::string reason) {
     if (!closed_) {
         closed_ = std::move(reason);
     }
-    boost::system::error_code ignored;
-    socket_.close(ignored);
+    transport_->close();
 }
 
 void connection::send(const protocol::client_message& message) {
@@ -165,30 +143,29 @@ void connection::send(const protocol::client_message& message) {
     } catch (const std::invalid_argument& e) {
         throw client_error(e.what());
     }
-    bool done = false;
-    boost::system::error_code ec;
-    // The handler owns the frame: the write may outlive this call if it times out.
-    const auto on_written = [&done, &ec, keep = frame](const boost::system::error_code& e,
-                                                       std::size_t) {
-        ec = e;
-        done = true;
+    // Shared with the handler, which owns the frame: the write may outlive this call if it
+    // times out.
+    struct outcome {
+        bool done = false;
+        std::string failure;
     };
-    if (tls_) {
-        asio::async_write(*tls_, asio::buffer(*frame), on_written);
-    } else {
-        asio::async_write(socket_, asio::buffer(*frame), on_written);
-    }
+    const auto result = std::make_shared<outcome>();
+    transport_->async_write({asio::buffer(*frame)},
+                            [result, keep = frame](const std::string& failure, std::size_t) {
+                                result->failure = failure;
+                                result->done = true;
+                            });
     const auto deadline = clock::now() + 5s;
-    while (!done && io_.run_one_until(deadline) != 0) {
+    while (!result->done && io_.run_one_until(deadline) != 0) {
     }
-    if (!done) {
+    if (!result->done) {
         fail("server did not accept data for 5 s");
-        io_.run_for(100ms);  // let the aborted write complete while its captures live
+        io_.run_for(100ms);  // let the aborted write complete
         throw client_error("sending to " + endpoint_ + " timed out");
     }
-    if (ec) {
-        fail(sentence_part(ec.message()));
-        throw client_error("sending to " + endpoint_ + " failed: " + sentence_part(ec.message()));
+    if (!result->failure.empty()) {
+        fail(result->failure);
+        throw client_error("sending to " + endpoint_ + " failed: " + result->failure);
     }
     last_send_ = clock::now();
 }
@@ -198,23 +175,18 @@ void connection::start_read() {
         return;
     }
     reading_ = true;
-    const auto on_read = [this](const boost::system::error_code& ec, std::size_t n) {
+    transport_->async_read([this](const std::string& failure, std::span<const std::uint8_t> bytes,
+                                  std::size_t wire_bytes) {
         reading_ = false;
-        if (ec) {
-            fail(ec == asio::error::eof ? "server closed the connection"
-                                        : sentence_part(ec.message()));
+        if (!failure.empty()) {
+            fail(failure);
             return;
         }
-        bytes_received_ += n;
+        bytes_received_ += wire_bytes;
         detach_current_frame();  // a callback reads: feed() may move the reader's buffer
-        reader_.feed(std::span<const std::uint8_t>{read_chunk_.data(), n});
+        reader_.feed(bytes);
         (void)process_frames();
-    };
-    if (tls_) {
-        tls_->async_read_some(asio::buffer(read_chunk_), on_read);
-    } else {
-        socket_.async_read_some(asio::buffer(read_chunk_), on_read);
-    }
+    });
 }
 
 void connection::detach_current_frame() {

@@ -6,13 +6,8 @@
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/ssl/context.hpp>
-#include <boost/asio/ssl/error.hpp>
-#include <boost/asio/ssl/host_name_verification.hpp>
-#include <boost/asio/ssl/stream.hpp>
-#include <boost/asio/write.hpp>
 
 #include <algorithm>
-#include <cctype>
 #include <deque>
 #include <mutex>
 #include <stdexcept>
@@ -21,11 +16,14 @@
 #include <variant>
 #include <vector>
 
+#include "transport.hpp"
+
 namespace ecsnet::client {
 
 namespace asio = boost::asio;
 using tcp = asio::ip::tcp;
 using time_point = std::chrono::steady_clock::time_point;
+using detail::sentence_part;
 using std::chrono::milliseconds;
 
 const char* to_string(session_state state) noexcept {
@@ -43,14 +41,6 @@ const char* to_string(session_state state) noexcept {
 }
 
 namespace {
-
-// Asio's messages start with a capital ("Connection refused"); ours continue a sentence.
-std::string sentence_part(std::string text) {
-    if (!text.empty()) {
-        text[0] = static_cast<char>(std::tolower(static_cast<unsigned char>(text[0])));
-    }
-    return text;
-}
 
 std::string millis(milliseconds d) { return std::to_string(d.count()) + " ms"; }
 
@@ -73,6 +63,7 @@ struct link_failure {
 struct channel {
     struct chunk {
         std::vector<std::uint8_t> bytes;
+        std::size_t wire_bytes;  // bytes and what carried them (WebSocket headers)
         time_point at;
     };
 
@@ -90,20 +81,19 @@ struct channel {
     std::size_t unsent_bytes{0};  // queued or being written
 };
 
-// The sockets of one connection attempt: resolve, connect, TLS, then read and write until it
-// fails or is stopped. Runs only on the io_context's thread, once start() was posted there.
+// The sockets of one connection attempt: resolve, connect, TLS and/or the WebSocket upgrade,
+// then read and write until it fails or is stopped. Runs only on the io_context's thread, once
+// start() was posted there.
 class link : public std::enable_shared_from_this<link> {
 public:
-    link(asio::io_context& io, std::shared_ptr<channel> ch, std::string host, std::uint16_t port,
-         asio::ssl::context* tls)
-        : socket_{io},
+    link(asio::io_context& io, std::shared_ptr<channel> ch, const transport_options& options)
+        : transport_{make_transport(io, options)},
           resolver_{io},
           channel_{std::move(ch)},
-          host_{std::move(host)},
-          port_{port},
+          host_{options.host},
+          port_{options.port},
           endpoint_{host_ + ":" + std::to_string(port_)},
-          tls_context_{tls},
-          buffer_(64 * 1024) {}
+          handshake_{options.tls != nullptr || options.websocket} {}
 
     void start() {
         if (stopped_) {
@@ -112,10 +102,11 @@ public:
         boost::system::error_code ec;
         const auto address = asio::ip::make_address(host_, ec);
         if (!ec) {  // no lookup for an address
-            socket_.async_connect(tcp::endpoint{address, port_},
-                                  [self = shared_from_this()](const boost::system::error_code& e) {
-                                      self->connected(e);
-                                  });
+            transport_->socket().async_connect(
+                tcp::endpoint{address, port_},
+                [self = shared_from_this()](const boost::system::error_code& e) {
+                    self->connected(e);
+                });
             return;
         }
         resolver_.async_resolve(
@@ -130,7 +121,7 @@ public:
                                true);
                     return;
                 }
-                asio::async_connect(self->socket_, endpoints,
+                asio::async_connect(self->transport_->socket(), endpoints,
                                     [self](const boost::system::error_code& e2, const tcp::endpoint&) {
                                         self->connected(e2);
                                     });
@@ -152,20 +143,17 @@ public:
         if (writing_frames_.empty()) {
             return;
         }
-        buffers_.clear();
+        std::vector<asio::const_buffer> buffers;
+        buffers.reserve(writing_frames_.size());
         for (const auto& f : writing_frames_) {
-            buffers_.push_back(asio::buffer(*f));
+            buffers.push_back(asio::buffer(*f));
         }
         writing_ = true;
-        const auto on_written = [self = shared_from_this()](const boost::system::error_code& ec,
+        transport_->async_write(std::move(buffers),
+                                [self = shared_from_this()](const std::string& failure,
                                                             std::size_t n) {
-            self->written(ec, n);
-        };
-        if (tls_) {
-            asio::async_write(*tls_, buffers_, on_written);
-        } else {
-            asio::async_write(socket_, buffers_, on_written);
-        }
+                                    self->written(failure, n);
+                                });
     }
 
     void resume_reading() {
@@ -176,10 +164,8 @@ public:
 
     void stop() {
         stopped_ = true;
-        boost::system::error_code ignored;
         resolver_.cancel();
-        socket_.shutdown(tcp::socket::shutdown_both, ignored);
-        socket_.close(ignored);
+        transport_->close();
     }
 
 private:
@@ -192,37 +178,21 @@ private:
             return;
         }
         boost::system::error_code ignored;
-        socket_.set_option(tcp::no_delay(true), ignored);
-        if (tls_context_ == nullptr) {
+        transport_->socket().set_option(tcp::no_delay(true), ignored);
+        if (!handshake_) {
             ready();
             return;
         }
-        tls_.emplace(socket_, *tls_context_);
-        // The certificate must name the host we asked for, and the server learns that name
-        // (SNI) to pick its certificate.
-        tls_->set_verify_callback(asio::ssl::host_name_verification(host_));
-        if (SSL_set_tlsext_host_name(tls_->native_handle(), host_.c_str()) != 1) {
-            fail("cannot set the TLS server name " + host_, true);
-            return;
-        }
-        tls_->async_handshake(asio::ssl::stream_base::client,
-                              [self = shared_from_this()](const boost::system::error_code& e) {
-                                  if (self->stopped_) {
-                                      return;
-                                  }
-                                  if (e) {
-                                      self->fail(
-                                          "TLS handshake with " + self->endpoint_ + " failed: " +
-                                              sentence_part(e.message()) +
-                                              (e.category() == asio::error::get_ssl_category()
-                                                   ? " (is it a TLS server, and does the CA file "
-                                                     "hold its CA?)"
-                                                   : ""),
-                                          true);
-                                      return;
-                                  }
-                                  self->ready();
-                              });
+        transport_->async_handshake([self = shared_from_this()](const std::string& failure) {
+            if (self->stopped_) {
+                return;
+            }
+            if (!failure.empty()) {
+                self->fail(failure, true);
+                return;
+            }
+            self->ready();
+        });
     }
 
     void ready() {
@@ -240,25 +210,21 @@ private:
             return;
         }
         reading_ = true;
-        const auto on_read = [self = shared_from_this()](const boost::system::error_code& ec,
-                                                         std::size_t n) { self->received(ec, n); };
-        if (tls_) {
-            tls_->async_read_some(asio::buffer(buffer_), on_read);
-        } else {
-            socket_.async_read_some(asio::buffer(buffer_), on_read);
-        }
+        transport_->async_read([self = shared_from_this()](const std::string& failure,
+                                                           std::span<const std::uint8_t> bytes,
+                                                           std::size_t wire_bytes) {
+            self->received(failure, bytes, wire_bytes);
+        });
     }
 
-    void received(const boost::system::error_code& ec, std::size_t n) {
+    void received(const std::string& failure, std::span<const std::uint8_t> bytes,
+                  std::size_t wire_bytes) {
         reading_ = false;
         if (stopped_) {
             return;
         }
-        if (ec) {
-            fail(ec == asio::error::eof || ec == asio::ssl::error::stream_truncated
-                     ? "server closed the connection"
-                     : sentence_part(ec.message()),
-                 false);
+        if (!failure.empty()) {
+            fail(failure, false);
             return;
         }
         const auto now = std::chrono::steady_clock::now();
@@ -266,10 +232,8 @@ private:
         {
             const std::lock_guard lock{channel_->mutex};
             channel_->received.push_back(
-                {std::vector<std::uint8_t>(buffer_.begin(),
-                                           buffer_.begin() + static_cast<std::ptrdiff_t>(n)),
-                 now});
-            channel_->received_bytes += n;
+                {std::vector<std::uint8_t>(bytes.begin(), bytes.end()), wire_bytes, now});
+            channel_->received_bytes += bytes.size();
             channel_->last_received = now;
             pause = channel_->received_bytes >= channel_->max_received_bytes;
             channel_->read_paused = pause;
@@ -279,14 +243,14 @@ private:
         }
     }
 
-    void written(const boost::system::error_code& ec, std::size_t n) {
+    void written(const std::string& failure, std::size_t n) {
         writing_ = false;
         writing_frames_.clear();
         if (stopped_) {
             return;
         }
-        if (ec) {
-            fail("sending failed: " + sentence_part(ec.message()), false);
+        if (!failure.empty()) {
+            fail("sending failed: " + failure, false);
             return;
         }
         {
@@ -309,17 +273,14 @@ private:
         stop();
     }
 
-    tcp::socket socket_;
+    std::unique_ptr<transport> transport_;
     tcp::resolver resolver_;
     std::shared_ptr<channel> channel_;
     std::string host_;
     std::uint16_t port_;
     std::string endpoint_;
-    asio::ssl::context* tls_context_;
-    std::optional<asio::ssl::stream<tcp::socket&>> tls_;
-    std::vector<std::uint8_t> buffer_;
+    bool handshake_;  // TLS or WebSocket
     std::vector<protocol::frame> writing_frames_;
-    std::vector<asio::const_buffer> buffers_;
     bool open_{false};
     bool reading_{false};
     bool writing_{false};
@@ -462,23 +423,7 @@ session::impl::impl(session_options o)
             "reconnect.max_delay at least reconnect.first_delay");
     }
     if (options.connect.tls) {
-        tls.emplace(asio::ssl::context::tls_client);
-        tls->set_options(asio::ssl::context::default_workarounds | asio::ssl::context::no_sslv2 |
-                         asio::ssl::context::no_sslv3 | asio::ssl::context::no_tlsv1 |
-                         asio::ssl::context::no_tlsv1_1);
-        boost::system::error_code ec;
-        if (options.connect.ca_file.empty()) {
-            tls->set_default_verify_paths(ec);
-        } else {
-            tls->load_verify_file(options.connect.ca_file, ec);
-        }
-        if (ec) {
-            throw client_error("cannot load CA certificates" +
-                               (options.connect.ca_file.empty() ? std::string{}
-                                                                : " from " + options.connect.ca_file) +
-                               ": " + sentence_part(ec.message()));
-        }
-        tls->set_verify_mode(asio::ssl::verify_peer);
+        tls.emplace(detail::make_tls_context(options.connect.ca_file));
     }
     install_mirror_events();
     work.emplace(io.get_executor());
@@ -533,8 +478,13 @@ void session::impl::start_attempt(time_point now) {
     channel->unsent_bytes = frame->size();
     ++stats.frames_sent;
     stats.bytes_sent += frame->size();
-    link = std::make_shared<detail::link>(io, channel, options.connect.host, options.connect.port,
-                                          tls ? &*tls : nullptr);
+    link = std::make_shared<detail::link>(
+        io, channel,
+        detail::transport_options{.host = options.connect.host,
+                                  .port = options.connect.port,
+                                  .tls = tls ? &*tls : nullptr,
+                                  .websocket = options.connect.websocket,
+                                  .ws_path = options.connect.ws_path});
     asio::post(io, [l = link] { l->start(); });
 }
 
@@ -645,7 +595,7 @@ void session::impl::receive() {
         snapshot_completed();
     }
     for (const auto& c : chunks) {
-        stats.bytes_received += c.bytes.size();
+        stats.bytes_received += c.wire_bytes;
         reader.feed(c.bytes);
         fed += c.bytes.size();
         arrivals.emplace_back(fed, c.at);
@@ -851,14 +801,17 @@ void session::impl::snapshot_completed() {
 }
 
 void session::impl::lost(const detail::link_failure& f, time_point now) {
-    // A TLS server closes a plain client at its first bytes, without a word.
-    const bool tls_hint = !options.connect.tls && !welcome && !f.connecting &&
-                          (f.text == "server closed the connection" ||
-                           f.text == "connection reset by peer");
+    // A TLS or WebSocket server closes a plain TCP client at its first bytes, without a word.
+    const bool other_transport = !options.connect.tls && !options.connect.websocket && !welcome &&
+                                 !f.connecting &&
+                                 (f.text == "server closed the connection" ||
+                                  f.text == "connection reset by peer");
     const std::string joining =
         f.connecting ? f.text
                      : "cannot join " + endpoint + ": " + f.text +
-                           (tls_hint ? " (if it serves TLS, connect with tls)" : "");
+                           (other_transport ? " (if it serves TLS, connect with tls; if it is a "
+                                              "WebSocket port, with websocket)"
+                                            : "");
     drop_link();
     switch (state) {
         case session_state::connecting:

@@ -6,6 +6,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace CLI {
 class App;
@@ -48,6 +49,13 @@ struct server_config {
     // TLS: both set, or neither (plain TCP).
     std::string tls_cert;
     std::string tls_key;
+    // The WebSocket transport (websocket_stream.hpp): the same sessions over one binary message
+    // per frame, on --bind at this port; wss with the TLS certificate. -1: off; 0: any free port.
+    std::int32_t ws_port = -1;
+    // Origins a browser may connect from ("https://game.example.com", "*" for any). Empty: only
+    // the server's own host (the Origin's host:port equals the request's Host), and clients
+    // that send no Origin (not browsers).
+    std::vector<std::string> ws_allowed_origins;
     // Connections that have not sent Hello yet: a bound of their own (past it the oldest is
     // closed, so a prompt player still gets in) and a bound per remote address.
     std::size_t max_pending = 256;

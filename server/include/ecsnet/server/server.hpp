@@ -38,6 +38,7 @@
 #include "ecsnet/server/owners.hpp"
 #include "ecsnet/server/replay_cache.hpp"
 #include "ecsnet/server/replicator.hpp"
+#include "ecsnet/server/websocket_stream.hpp"
 
 namespace ecsnet::server {
 
@@ -148,6 +149,8 @@ public:
     [[nodiscard]] server_health health() const;
 
     [[nodiscard]] std::uint16_t port() const noexcept { return port_; }
+    // The WebSocket port (--ws-port); 0 when off.
+    [[nodiscard]] std::uint16_t ws_port() const noexcept { return ws_port_; }
     [[nodiscard]] std::uint64_t tick() const noexcept { return tick_; }
     [[nodiscard]] const ecs::World& world() const noexcept { return *world_; }
     [[nodiscard]] ecs::World& world() noexcept { return *world_; }
@@ -214,7 +217,8 @@ private:
     [[nodiscard]] std::optional<std::string> admit(session& s, const protocol::hello& hello);
     void send_snapshot(session& s);
 
-    boost::asio::awaitable<void> accept_loop();
+    // Sessions over `listener`: TCP (or TLS), or WebSocket (wss with the TLS context).
+    boost::asio::awaitable<void> accept_loop(boost::asio::ip::tcp::acceptor& listener, bool websocket);
     boost::asio::awaitable<void> tick_loop();
     boost::asio::awaitable<void> stats_loop();
     void run_tick();
@@ -262,13 +266,16 @@ private:
     input_buffer inputs_;
 
     std::optional<boost::asio::ssl::context> tls_;
+    websocket_options ws_options_;
     // After what sessions use (config, types, TLS context), before the sessions: stopped first
     // (in ~server), its contexts outlive every session.
     io_pool pool_;
     boost::asio::ip::tcp::acceptor acceptor_;
+    boost::asio::ip::tcp::acceptor ws_acceptor_;
     boost::asio::steady_timer tick_timer_;
     boost::asio::steady_timer stats_timer_;
     std::uint16_t port_{0};
+    std::uint16_t ws_port_{0};
     bool running_{false};
     bool draining_{false};
 

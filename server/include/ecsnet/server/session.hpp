@@ -104,6 +104,7 @@ public:
 
     // Fixed at accept: any thread.
     [[nodiscard]] const std::string& remote() const noexcept { return stream_->remote(); }
+    [[nodiscard]] std::string_view transport() const noexcept { return stream_->transport(); }
     [[nodiscard]] const std::string& remote_address() const noexcept {
         return stream_->remote_address();
     }

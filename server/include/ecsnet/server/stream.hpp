@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <tuple>
 #include <vector>
 
@@ -26,7 +27,7 @@ public:
     byte_stream& operator=(const byte_stream&) = delete;
     virtual ~byte_stream() = default;
 
-    // The TLS handshake; nothing for plain TCP.
+    // What comes before frames: the TLS handshake, the WebSocket upgrade; nothing for plain TCP.
     [[nodiscard]] virtual boost::asio::awaitable<boost::system::error_code> handshake() = 0;
     [[nodiscard]] virtual boost::asio::awaitable<result> read_some(boost::asio::mutable_buffer buffer) = 0;
     // Reads exactly buffer.size() bytes.
@@ -38,6 +39,8 @@ public:
     virtual void close() noexcept = 0;
 
     [[nodiscard]] virtual boost::asio::any_io_executor get_executor() = 0;
+    // "TCP", "TLS", "WebSocket", "WebSocket+TLS": for logs and /status.
+    [[nodiscard]] virtual std::string_view transport() const noexcept = 0;
     // "203.0.113.7:51234", and the address alone: limits are per address.
     [[nodiscard]] const std::string& remote() const noexcept { return remote_; }
     [[nodiscard]] const std::string& remote_address() const noexcept { return remote_address_; }

@@ -36,6 +36,10 @@ struct connect_options {
     // TLS, verifying the server's certificate chain and its name (`host`) by default.
     bool tls = false;
     std::string ca_file;  // PEM; empty: the system's trusted certificates
+    // WebSocket (the server's --ws-port, `port` then names it): each frame one binary message.
+    // With `tls` it is wss. ws_path is the request target of the upgrade.
+    bool websocket = false;
+    std::string ws_path = "/";
     // Optional, to fail early: component types this program was compiled with
     // (protocol::describe<T>()), checked against the server's at Welcome, so that a type the
     // server changed (a field reordered, retyped, requantized) refuses the connection before

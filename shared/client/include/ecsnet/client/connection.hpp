@@ -2,15 +2,14 @@
 
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
-#include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/ssl/context.hpp>
-#include <boost/asio/ssl/stream.hpp>
 
 #include <chrono>
 #include <cstdint>
 #include <deque>
 #include <functional>
 #include <map>
+#include <memory>
 #include <optional>
 #include <span>
 #include <stdexcept>
@@ -40,13 +39,18 @@ namespace ecsnet::client {
 
 using namespace std::chrono_literals;
 
+namespace detail {
+class transport;  // TCP, TLS, WebSocket or wss (src/transport.hpp)
+}
+
 class connection {
 public:
     using clock = std::chrono::steady_clock;
 
-    // Connects and, with options.join, completes the handshake: Hello, Welcome, the whole
-    // snapshot. Throws client_error ("cannot connect to 127.0.0.1:7777: Connection refused",
-    // "server refused: bad auth token", "timed out ...").
+    // Connects (TCP, TLS, WebSocket or wss, as options say) and, with options.join, completes
+    // the handshake: Hello, Welcome, the whole snapshot. Throws client_error ("cannot connect
+    // to 127.0.0.1:7777: connection refused", "server refused: bad auth token", "WebSocket
+    // upgrade at ... refused: HTTP 403 Forbidden ...", "timed out ...").
     explicit connection(const connect_options& options);
     connection(const connection&) = delete;
     connection& operator=(const connection&) = delete;
@@ -76,6 +80,8 @@ public:
     // Set once the server sent Disconnect or the connection ended.
     [[nodiscard]] const std::optional<std::string>& closed_reason() const noexcept { return closed_; }
     [[nodiscard]] bool is_open() const noexcept { return !closed_.has_value(); }
+    // The frames' bytes and, over WebSocket, each message's header (2 to 10 bytes, as the
+    // server sends a message: one WebSocket frame); TLS records are not counted.
     [[nodiscard]] std::uint64_t bytes_received() const noexcept { return bytes_received_; }
     [[nodiscard]] std::uint64_t frames_received() const noexcept { return frames_received_; }
     [[nodiscard]] std::optional<protocol::checksum_report> last_checksum() const noexcept { return last_checksum_; }
@@ -94,7 +100,8 @@ public:
     void close();
 
 private:
-    void start_tls(const connect_options& options, std::chrono::steady_clock::time_point deadline);
+    void connect(const connect_options& options, clock::time_point deadline);
+    void handshake(clock::time_point deadline);
     void start_read();
     // Handles the complete frames read so far, in order (held ones first); from inside a
     // callback it only holds them. Returns how many it handled.
@@ -112,12 +119,10 @@ private:
     // Without it the context stops whenever no operation is pending, and every later
     // run_one() would return at once.
     boost::asio::executor_work_guard<boost::asio::io_context::executor_type> work_;
-    boost::asio::ip::tcp::socket socket_;
-    std::optional<boost::asio::ssl::context> tls_context_;
-    std::optional<boost::asio::ssl::stream<boost::asio::ip::tcp::socket&>> tls_;
+    std::optional<boost::asio::ssl::context> tls_context_;  // outlives the transport
+    std::unique_ptr<detail::transport> transport_;
     std::string endpoint_;
     protocol::frame_reader reader_;
-    std::vector<std::uint8_t> read_chunk_;
     bool reading_{false};
     int handling_{0};              // frames being handled: > 0 while a callback runs
     bool frame_in_reader_{false};  // the frame being handled lives in reader_'s buffer

@@ -36,7 +36,8 @@ enum class session_state {
 [[nodiscard]] const char* to_string(session_state state) noexcept;
 
 struct session_options {
-    // Where and who. `timeout` bounds each attempt: connect, TLS, Welcome and the snapshot.
+    // Where and who (TCP, TLS, WebSocket or wss). `timeout` bounds each attempt: connect, TLS,
+    // the WebSocket upgrade, Welcome and the snapshot.
     // `join` must stay true: a session always joins.
     connect_options connect;
     // Sockets on a thread of the session's own; else they run inside update().
@@ -62,6 +63,7 @@ struct session_options {
 
 // Sent, received, reconnected: for a game's network graph.
 struct session_stats {
+    // The frames' bytes and, over WebSocket, each message's header (connection::bytes_received).
     std::uint64_t bytes_received{0};
     std::uint64_t frames_received{0};
     std::uint64_t bytes_sent{0};   // queued for the connection

@@ -1,0 +1,425 @@
+// Server messages decoded into plain objects (defensively: frame.ts), and client messages
+// encoded; docs/PROTOCOL.md "Messages".
+import * as flatbuffers from 'flatbuffers';
+import * as wire from './generated/server_generated';
+import * as cwire from './generated/client_generated';
+import { MalformedFrameError, openFrame, DEFAULT_MAX_SERVER_FRAME_BYTES } from './frame';
+import { ComponentInfo, FieldType, Schema, Writer, isString, makeValue, packColumn, FixedValue } from './schema';
+
+export const PROTOCOL_VERSION = 4;
+export const MAX_INPUT_TICKS = 16;
+export const MAX_REASON_BYTES = 256;
+
+export interface Entity {
+  readonly index: number;
+  readonly version: number;
+}
+
+export enum ErrorCode {
+  None = 0, Malformed, InvalidValue, UnknownEntity, StaleVersion, NotOwner, ComponentMissing,
+  EntityQuota, WorldFull, RateLimited, NotJoined, GameFailed, InputTooEarly,
+}
+export function errorCodeName(code: number): string {
+  return ErrorCode[code] ?? 'unknown error';
+}
+
+export interface IndexSet {
+  readonly runs: readonly { first: number; count: number }[];
+  readonly list: readonly number[];
+}
+export interface Column {
+  readonly type: number;
+  readonly at: IndexSet | null;
+  readonly values: Uint8Array | null;
+  readonly strings: readonly string[] | null;
+}
+export interface EntityGroup {
+  readonly at: IndexSet | null;
+  readonly versions: readonly number[];
+  readonly columns: readonly Column[];
+}
+
+export interface Welcome {
+  readonly kind: 'welcome';
+  readonly clientId: number;
+  readonly protocolVersion: number;
+  readonly tickRate: number;
+  readonly currentTick: bigint;
+  readonly checksumInterval: number;
+  readonly resumeKey: Uint8Array;
+  readonly playerId: string;
+  readonly components: Schema;
+  readonly interestRadius: number;
+  readonly clientBudget: number;
+}
+export interface Snapshot {
+  readonly kind: 'snapshot';
+  readonly tick: bigint;
+  readonly chunk: number;
+  readonly chunkCount: number;
+  readonly entityCount: number;
+  readonly groups: readonly EntityGroup[];
+}
+export interface Delta {
+  readonly kind: 'delta';
+  readonly tick: bigint;
+  readonly destroyed: readonly Entity[];
+  readonly spawned: readonly EntityGroup[];
+  readonly updated: readonly Column[];
+  readonly removed: readonly Column[];
+  readonly ownerOnly: boolean;
+  readonly entered: readonly EntityGroup[];
+  readonly left: readonly Entity[];
+  // Which optional vectors were present (an owner-only Delta must have none of these).
+  readonly hasSpawnsOrDestroys: boolean;
+}
+export interface CommandResult {
+  readonly kind: 'commandResult';
+  readonly requestId: number;
+  readonly ok: boolean;
+  readonly code: number;
+  readonly message: string;
+  readonly entity: Entity | null;
+}
+export interface Pong { readonly kind: 'pong'; readonly nonce: bigint; readonly tick: bigint }
+export interface Checksum {
+  readonly kind: 'checksum';
+  readonly tick: bigint;
+  readonly hash: bigint;
+  readonly entityCount: number;
+  readonly firstIndex: number;
+  readonly endIndex: number;
+  readonly excluded: readonly number[];
+}
+export interface Disconnect { readonly kind: 'disconnect'; readonly reason: string }
+export interface InputAck {
+  readonly kind: 'inputAck';
+  readonly tick: bigint;
+  readonly appliedTick: bigint;
+  readonly lead: number;
+  readonly late: number;
+  readonly repeated: number;
+}
+export interface InputRejected {
+  readonly kind: 'inputRejected';
+  readonly firstTick: bigint;
+  readonly code: number;
+  readonly message: string;
+  readonly refused: number;
+}
+export type ServerMessage = Welcome | Snapshot | Delta | CommandResult | Pong | Checksum |
+  Disconnect | InputAck | InputRejected;
+
+// ---- decoding -----------------------------------------------------------------------------------
+
+function indexSet(set: wire.IndexSet | null): IndexSet | null {
+  if (set === null) return null;
+  const runs: { first: number; count: number }[] = [];
+  for (let i = 0, n = set.runsLength(); i < n; ++i) {
+    const r = set.runs(i)!;
+    runs.push({ first: r.first(), count: r.count() });
+  }
+  const list: number[] = [];
+  for (let i = 0, n = set.listLength(); i < n; ++i) list.push(set.list(i)!);
+  return { runs, list };
+}
+
+function column(c: wire.Column): Column {
+  const hasValues = c.bb!.__offset(c.bb_pos, 8) !== 0;
+  const hasStrings = c.bb!.__offset(c.bb_pos, 10) !== 0;
+  let strings: string[] | null = null;
+  if (hasStrings) {
+    strings = [];
+    for (let i = 0, n = c.stringsLength(); i < n; ++i) strings.push(c.strings(i));
+  }
+  let values: Uint8Array | null = null;
+  if (hasValues) {
+    const n = c.valuesLength();
+    values = new Uint8Array(n);
+    for (let i = 0; i < n; ++i) values[i] = c.values(i)!;
+  }
+  return { type: c.type(), at: indexSet(c.at()), values, strings };
+}
+
+function columns(n: number, get: (i: number) => wire.Column | null): Column[] {
+  const out: Column[] = [];
+  for (let i = 0; i < n; ++i) out.push(column(get(i)!));
+  return out;
+}
+
+function group(g: wire.EntityGroup): EntityGroup {
+  const versions: number[] = [];
+  for (let i = 0, n = g.versionsLength(); i < n; ++i) versions.push(g.versions(i)!);
+  return { at: indexSet(g.at()), versions, columns: columns(g.columnsLength(), (i) => g.columns(i)) };
+}
+
+function groups(n: number, get: (i: number) => wire.EntityGroup | null): EntityGroup[] {
+  const out: EntityGroup[] = [];
+  for (let i = 0; i < n; ++i) out.push(group(get(i)!));
+  return out;
+}
+
+function refs(n: number, get: (i: number) => wire.EntityRef | null): Entity[] {
+  const out: Entity[] = [];
+  for (let i = 0; i < n; ++i) {
+    const r = get(i)!;
+    out.push({ index: r.index(), version: r.version() });
+  }
+  return out;
+}
+
+function schemaOf(w: wire.Welcome): Schema {
+  const types: ComponentInfo[] = [];
+  const n = w.componentsLength();
+  if (n > 64) throw new MalformedFrameError(`schema lists ${n} component types, more than 64`);
+  for (let i = 0; i < n; ++i) {
+    const t = w.components(i)!;
+    const fields = [];
+    const fieldCount = t.fieldsLength();
+    if (fieldCount > 64) throw new MalformedFrameError(`component type ${i} has more than 64 fields`);
+    for (let k = 0; k < fieldCount; ++k) {
+      const f = t.fields(k)!;
+      fields.push({ name: f.name() ?? '', type: f.type() as number as FieldType, bits: f.bits(), min: f.min(), max: f.max(), step: f.step() });
+    }
+    types.push({
+      id: t.id(), name: t.name() ?? '', writer: t.writer() as number as Writer, ownerOnly: t.ownerOnly(),
+      maxBytes: t.maxBytes(), fields, input: t.input(), replicated: t.replicated(), interpolated: t.interpolated(),
+    });
+  }
+  return new Schema(types); // SchemaError when it breaks a rule
+}
+
+function finite(x: number, what: string): number {
+  if (!Number.isFinite(x)) throw new MalformedFrameError(`${what} is not a finite number`);
+  return x;
+}
+
+// Decodes one whole server frame (prefix included). Throws MalformedFrameError (or
+// SchemaError for a Welcome whose schema breaks the rules); never reads outside the frame.
+export function decodeServerFrame(frame: Uint8Array, maxFrameBytes = DEFAULT_MAX_SERVER_FRAME_BYTES): ServerMessage {
+  const bb = openFrame(frame, 'ECSS', maxFrameBytes);
+  try {
+    return decodeBody(wire.ServerMessage.getSizePrefixedRootAsServerMessage(bb));
+  } catch (e) {
+    if (e instanceof MalformedFrameError || (e instanceof Error && e.name === 'SchemaError')) throw e;
+    throw new MalformedFrameError(`cannot decode the frame: ${(e as Error).message}`);
+  }
+}
+
+function decodeBody(m: wire.ServerMessage): ServerMessage {
+  const type = m.bodyType();
+  switch (type) {
+    case wire.ServerBody.Welcome: {
+      const w = m.body(new wire.Welcome()) as wire.Welcome;
+      const key = new Uint8Array(w.resumeKeyLength());
+      for (let i = 0; i < key.length; ++i) key[i] = w.resumeKey(i)!;
+      return {
+        kind: 'welcome', clientId: w.clientId(), protocolVersion: w.protocolVersion(),
+        tickRate: finite(w.tickRate(), 'tick_rate'), currentTick: w.currentTick(),
+        checksumInterval: w.checksumInterval(), resumeKey: key, playerId: w.playerId() ?? '',
+        components: schemaOf(w), interestRadius: finite(w.interestRadius(), 'interest_radius'),
+        clientBudget: w.clientBudget(),
+      };
+    }
+    case wire.ServerBody.Snapshot: {
+      const s = m.body(new wire.Snapshot()) as wire.Snapshot;
+      return {
+        kind: 'snapshot', tick: s.tick(), chunk: s.chunk(), chunkCount: s.chunkCount(),
+        entityCount: s.entityCount(), groups: groups(s.groupsLength(), (i) => s.groups(i)),
+      };
+    }
+    case wire.ServerBody.Delta: {
+      const d = m.body(new wire.Delta()) as wire.Delta;
+      const present = (slot: number) => d.bb!.__offset(d.bb_pos, slot) !== 0;
+      return {
+        kind: 'delta', tick: d.tick(),
+        destroyed: refs(d.destroyedLength(), (i) => d.destroyed(i)),
+        spawned: groups(d.spawnedLength(), (i) => d.spawned(i)),
+        updated: columns(d.updatedLength(), (i) => d.updated(i)),
+        removed: columns(d.removedLength(), (i) => d.removed(i)),
+        ownerOnly: d.ownerOnly(),
+        entered: groups(d.enteredLength(), (i) => d.entered(i)),
+        left: refs(d.leftLength(), (i) => d.left(i)),
+        // vtable slots: destroyed 6, spawned 8, entered 16, left 18
+        hasSpawnsOrDestroys: present(6) || present(8) || present(16) || present(18),
+      };
+    }
+    case wire.ServerBody.CommandResult: {
+      const r = m.body(new wire.CommandResult()) as wire.CommandResult;
+      const e = r.entity();
+      return {
+        kind: 'commandResult', requestId: r.requestId(), ok: r.ok(), code: r.code(),
+        message: r.message() ?? '', entity: e === null ? null : { index: e.index(), version: e.version() },
+      };
+    }
+    case wire.ServerBody.Pong: {
+      const p = m.body(new wire.Pong()) as wire.Pong;
+      return { kind: 'pong', nonce: p.nonce(), tick: p.tick() };
+    }
+    case wire.ServerBody.Checksum: {
+      const c = m.body(new wire.Checksum()) as wire.Checksum;
+      const excluded: number[] = [];
+      for (let i = 0, n = c.excludedLength(); i < n; ++i) excluded.push(c.excluded(i)!);
+      return {
+        kind: 'checksum', tick: c.tick(), hash: c.hash(), entityCount: c.entityCount(),
+        firstIndex: c.firstIndex(), endIndex: c.endIndex(), excluded,
+      };
+    }
+    case wire.ServerBody.Disconnect: {
+      const d = m.body(new wire.Disconnect()) as wire.Disconnect;
+      return { kind: 'disconnect', reason: d.reason() ?? '' };
+    }
+    case wire.ServerBody.InputAck: {
+      const a = m.body(new wire.InputAck()) as wire.InputAck;
+      return {
+        kind: 'inputAck', tick: a.tick(), appliedTick: a.appliedTick(), lead: a.lead(),
+        late: a.late(), repeated: a.repeated(),
+      };
+    }
+    case wire.ServerBody.InputRejected: {
+      const r = m.body(new wire.InputRejected()) as wire.InputRejected;
+      return { kind: 'inputRejected', firstTick: r.firstTick(), code: r.code(), message: r.message() ?? '', refused: r.refused() };
+    }
+    default:
+      throw new MalformedFrameError(`unknown server message type ${type}`);
+  }
+}
+
+// ---- encoding -----------------------------------------------------------------------------------
+
+export interface Hello {
+  protocolVersion?: number;
+  clientName?: string;
+  authToken?: string;
+  resumeKey?: Uint8Array | null;
+  connectToken?: string;
+}
+
+// A component value to send: by type name or wire id.
+export type ComponentValues = Record<string, FixedValue | string>;
+
+function finishClient(builder: flatbuffers.Builder, type: cwire.ClientBody, body: flatbuffers.Offset): Uint8Array {
+  const root = cwire.ClientMessage.createClientMessage(builder, type, body);
+  builder.finishSizePrefixed(root, 'ECSC');
+  return builder.asUint8Array().slice();
+}
+
+export function encodeHello(h: Hello): Uint8Array {
+  const b = new flatbuffers.Builder(256);
+  const name = b.createString(h.clientName ?? '');
+  const auth = h.authToken ? b.createString(h.authToken) : 0;
+  const key = h.resumeKey ? cwire.Hello.createResumeKeyVector(b, h.resumeKey) : 0;
+  const token = h.connectToken ? b.createString(h.connectToken) : 0;
+  cwire.Hello.startHello(b);
+  cwire.Hello.addProtocolVersion(b, h.protocolVersion ?? PROTOCOL_VERSION);
+  cwire.Hello.addClientName(b, name);
+  if (auth) cwire.Hello.addAuthToken(b, auth);
+  if (key) cwire.Hello.addResumeKey(b, key);
+  if (token) cwire.Hello.addConnectToken(b, token);
+  return finishClient(b, cwire.ClientBody.Hello, cwire.Hello.endHello(b));
+}
+
+// One column per type with exactly one value each (Spawn, SetComponent); throws TypeError for
+// an unknown type, a server-written one is left to the server to refuse.
+function valueColumns(b: flatbuffers.Builder, schema: Schema, values: ComponentValues, count = 1,
+                      perTick?: readonly ComponentValues[]): flatbuffers.Offset {
+  const offsets: flatbuffers.Offset[] = [];
+  for (const name of Object.keys(values)) {
+    const info = schema.find(name);
+    if (info === undefined) throw new TypeError(`the server has no component type '${name}'`);
+    const all = perTick ? perTick.map((v) => v[name]!) : Array.from({ length: count }, () => values[name]!);
+    let vec: flatbuffers.Offset;
+    if (isString(info)) {
+      const texts = all.map((v) => {
+        if (typeof v !== 'string') throw new TypeError(`'${name}' is a string type: give a string`);
+        return b.createString(v);
+      });
+      vec = cwire.Column.createStringsVector(b, texts);
+    } else {
+      const packed = packColumn(info, all.map((v) => {
+        if (typeof v !== 'object') throw new TypeError(`'${name}' takes an object of its fields`);
+        return makeValue(info, v);
+      }));
+      vec = cwire.Column.createValuesVector(b, packed);
+    }
+    cwire.Column.startColumn(b);
+    cwire.Column.addType(b, info.id);
+    if (isString(info)) cwire.Column.addStrings(b, vec); else cwire.Column.addValues(b, vec);
+    offsets.push(cwire.Column.endColumn(b));
+  }
+  return cwire.Spawn.createComponentsVector(b, offsets);
+}
+
+export function encodeSpawn(schema: Schema, requestId: number, values: ComponentValues): Uint8Array {
+  const b = new flatbuffers.Builder(256);
+  const cols = valueColumns(b, schema, values);
+  cwire.Spawn.startSpawn(b);
+  cwire.Spawn.addRequestId(b, requestId);
+  cwire.Spawn.addComponents(b, cols);
+  return finishClient(b, cwire.ClientBody.Spawn, cwire.Spawn.endSpawn(b));
+}
+
+export function encodeDestroy(requestId: number, entity: Entity): Uint8Array {
+  const b = new flatbuffers.Builder(64);
+  cwire.Destroy.startDestroy(b);
+  cwire.Destroy.addRequestId(b, requestId);
+  cwire.Destroy.addEntity(b, cwire.EntityRef.createEntityRef(b, entity.index, entity.version));
+  return finishClient(b, cwire.ClientBody.Destroy, cwire.Destroy.endDestroy(b));
+}
+
+export function encodeSet(schema: Schema, requestId: number, entity: Entity, values: ComponentValues): Uint8Array {
+  const b = new flatbuffers.Builder(256);
+  const cols = valueColumns(b, schema, values);
+  cwire.SetComponent.startSetComponent(b);
+  cwire.SetComponent.addRequestId(b, requestId);
+  cwire.SetComponent.addEntity(b, cwire.EntityRef.createEntityRef(b, entity.index, entity.version));
+  cwire.SetComponent.addComponents(b, cols);
+  return finishClient(b, cwire.ClientBody.SetComponent, cwire.SetComponent.endSetComponent(b));
+}
+
+export function encodeRemove(schema: Schema, requestId: number, entity: Entity, types: readonly string[]): Uint8Array {
+  const b = new flatbuffers.Builder(64);
+  const ids = cwire.RemoveComponent.createTypesVector(b, types.map((t) => schema.get(t).id));
+  cwire.RemoveComponent.startRemoveComponent(b);
+  cwire.RemoveComponent.addRequestId(b, requestId);
+  cwire.RemoveComponent.addEntity(b, cwire.EntityRef.createEntityRef(b, entity.index, entity.version));
+  cwire.RemoveComponent.addTypes(b, ids);
+  return finishClient(b, cwire.ClientBody.RemoveComponent, cwire.RemoveComponent.endRemoveComponent(b));
+}
+
+export function encodePing(nonce: bigint): Uint8Array {
+  const b = new flatbuffers.Builder(32);
+  return finishClient(b, cwire.ClientBody.Ping, cwire.Ping.createPing(b, nonce));
+}
+
+export function encodeResyncRequest(reason: string): Uint8Array {
+  const b = new flatbuffers.Builder(64);
+  let text = reason;
+  while (new TextEncoder().encode(text).length > MAX_REASON_BYTES) text = text.slice(0, -1);
+  const s = b.createString(text);
+  return finishClient(b, cwire.ClientBody.ResyncRequest, cwire.ResyncRequest.createResyncRequest(b, s));
+}
+
+export function encodeFocus(x: number, y: number): Uint8Array {
+  if (!Number.isFinite(x) || !Number.isFinite(y)) throw new TypeError('Focus needs finite coordinates');
+  const b = new flatbuffers.Builder(32);
+  return finishClient(b, cwire.ClientBody.Focus, cwire.Focus.createFocus(b, x, y));
+}
+
+// One Input for `ticks.length` consecutive ticks from firstTick (1 to 16), each tick's values
+// by input type name.
+export function encodeInput(schema: Schema, entity: Entity, firstTick: bigint, ticks: readonly ComponentValues[]): Uint8Array {
+  if (ticks.length < 1 || ticks.length > MAX_INPUT_TICKS) throw new RangeError(`an Input holds 1 to ${MAX_INPUT_TICKS} ticks`);
+  for (const name of Object.keys(ticks[0]!)) {
+    const info = schema.find(name);
+    if (info === undefined || !info.input) throw new TypeError(`'${name}' is not one of the server's input types`);
+  }
+  const b = new flatbuffers.Builder(256);
+  const cols = valueColumns(b, schema, ticks[0]!, ticks.length, ticks);
+  cwire.Input.startInput(b);
+  cwire.Input.addEntity(b, cwire.EntityRef.createEntityRef(b, entity.index, entity.version));
+  cwire.Input.addFirstTick(b, firstTick);
+  cwire.Input.addTickCount(b, ticks.length);
+  cwire.Input.addColumns(b, cols);
+  return finishClient(b, cwire.ClientBody.Input, cwire.Input.endInput(b));
+}

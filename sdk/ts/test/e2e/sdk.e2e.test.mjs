@@ -1,0 +1,188 @@
+// End to end against real servers, one test list run over each transport: TCP (node:net) and
+// WebSocket (the `ws` package; the server with --ws-port 0).
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import WebSocket from 'ws';
+import { CommandError, ErrorCode, Session, sameEntity, tcp, webSocket } from '../../dist/ecsnet.node.js';
+import { serverBinary, startServer } from '../support/servers.mjs';
+
+const serverBin = serverBinary('ECSNET_SERVER_BIN');
+const arenaBin = serverBinary('ECSNET_ARENA_SERVER_BIN');
+
+const transports = [
+  { name: 'tcp', args: [], connector: (s) => tcp('127.0.0.1', s.port) },
+  { name: 'websocket', args: ['--ws-port', '0'], connector: (s) => webSocket(`ws://127.0.0.1:${s.wsPort}/`, { WebSocket }) },
+];
+
+// Waits until cond() holds, polling; fails after timeoutMs with `what`.
+async function waitFor(cond, what, timeoutMs = 15_000) {
+  const end = Date.now() + timeoutMs;
+  while (!cond()) {
+    if (Date.now() > end) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 10));
+  }
+}
+
+async function join(connector, options = {}) {
+  const session = await Session.connect({ transport: connector, name: 'e2e', autoUpdate: 5, ...options });
+  const closed = [];
+  session.events.disconnected = (reason, will) => closed.push([reason, will]);
+  await waitFor(() => session.state !== 'connecting', 'the join');
+  assert.equal(session.state, 'joined', closed.join('; '));
+  return session;
+}
+
+for (const transport of transports) {
+  describe(`over ${transport.name}`, () => {
+    const sessions = [];
+    const servers = [];
+    const server = async (bin, args) => {
+      const s = await startServer(bin, [...transport.args, ...args]);
+      servers.push(s);
+      return s;
+    };
+    const session = async (s, options) => {
+      const out = await join(transport.connector(s), options);
+      sessions.push(out);
+      return out;
+    };
+    after(async () => {
+      for (const s of sessions) s.close();
+      await Promise.all(servers.map((s) => s.stop()));
+    });
+
+    test('checksums agree for 10 s while entities spawn and die', async () => {
+      const s = await server(serverBin, ['--demo-entities', '40', '--checksum-interval', '10']);
+      const client = await session(s);
+      let spawned = 0;
+      let destroyed = 0;
+      client.events.spawned = () => ++spawned;
+      client.events.destroyed = () => ++destroyed;
+      const started = Date.now();
+      const mine = [];
+      let n = 0;
+      while (Date.now() - started < 10_000) {
+        ++n;
+        // short lives end by the server's lifetime system, every third one by our Destroy
+        const e = await client.spawn({ position: { x: n % 50, y: -n % 30 }, velocity: { x: 5, y: -3 }, lifetime: { ticks: 5 + (n % 40) }, name: `e${n}` });
+        if (n % 3 === 0) mine.push(e);
+        if (mine.length > 2) {
+          const victim = mine.shift();
+          await client.destroy(victim).catch((err) => assert.equal(err.code, ErrorCode.UnknownEntity));
+        }
+        await new Promise((r) => setTimeout(r, 30));
+      }
+      await waitFor(() => client.mirror.stats.checksumsMatched >= 25, '25 matched checksums');
+      const stats = client.mirror.stats;
+      assert.equal(stats.checksumsMismatched, 0);
+      assert.equal(stats.inconsistencies, 0);
+      assert.ok(spawned > 50 && destroyed > 50, `spawned ${spawned}, destroyed ${destroyed}`);
+      assert.equal(client.state, 'joined');
+    });
+
+    test('commands resolve, and the server refusals reject with their codes', async () => {
+      const s = await server(serverBin, []);
+      const a = await session(s);
+      const b = await session(s);
+      const e = await a.spawn({ position: { x: 1, y: 2 }, health: { value: 10 }, name: 'a-1' });
+      await waitFor(() => a.mirror.contains(e) && b.mirror.contains(e), 'the spawn in both mirrors');
+      assert.deepEqual(a.mirror.get(e, 'owner'), { client: a.clientId });
+      await a.set(e, { health: { value: 11 } });
+      await waitFor(() => b.mirror.get(e, 'health')?.value === 11, 'the update at the other client');
+      await a.remove(e, ['health']);
+      const code = (p) => p.then(() => 'ok', (err) => { assert.ok(err instanceof CommandError, String(err)); return err.codeName; });
+      assert.equal(await code(a.remove(e, ['health'])), 'ComponentMissing');
+      assert.equal(await code(b.set(e, { health: { value: 1 } })), 'NotOwner');
+      assert.equal(await code(a.set(e, { owner: { client: 99 } })), 'InvalidValue');
+      assert.equal(await code(a.set(e, { name: 'x'.repeat(65) })), 'InvalidValue');
+      assert.equal(await code(a.destroy({ index: e.index, version: e.version + 1 })), 'StaleVersion');
+      await a.destroy(e);
+      assert.equal(await code(a.destroy(e)), 'UnknownEntity');
+      await waitFor(() => !b.mirror.contains(e), 'the destroy at the other client');
+    });
+
+    test('interest: an entity enters the view when the focus comes near and leaves when it goes', async () => {
+      const s = await server(serverBin, ['--interest-radius', '50']);
+      const owner = await session(s);
+      const viewer = await session(s);
+      assert.ok(viewer.welcome.interestRadius > 0);
+      const seen = [];
+      viewer.events.entered = (e) => seen.push(['entered', e]);
+      viewer.events.left = (e) => seen.push(['left', e]);
+      const target = await owner.spawn({ position: { x: 500, y: 500 }, name: 'far away' });
+      viewer.focus(-500, -500);
+      await new Promise((r) => setTimeout(r, 300));
+      assert.equal(viewer.mirror.contains(target), false);
+      assert.ok(viewer.focus(500, 500));
+      await waitFor(() => seen.some(([k, e]) => k === 'entered' && sameEntity(e, target)), 'the entry');
+      assert.equal(viewer.mirror.get(target, 'name'), 'far away');
+      viewer.focus(-500, -500);
+      await waitFor(() => seen.some(([k, e]) => k === 'left' && sameEntity(e, target)), 'the leave');
+      assert.equal(viewer.mirror.contains(target), false);
+      await waitFor(() => viewer.mirror.stats.checksumsMatched >= 2, 'checksums of the view');
+      assert.equal(viewer.mirror.stats.checksumsMismatched, 0);
+    });
+
+    test('arena: input is stamped per tick and acknowledged, the ship moves', async () => {
+      const s = await server(arenaBin, ['--checksum-interval', '10']);
+      const pilot = await session(s);
+      let ship = null;
+      await waitFor(() => (ship = pilot.mirror.entities().find((e) => pilot.mirror.get(e, 'ship') !== undefined &&
+        pilot.mirror.get(e, 'owner')?.client === pilot.clientId) ?? null) !== null, 'our ship');
+      const start = pilot.mirror.get(ship, 'position');
+      pilot.setInput(ship, { pilot: { thrust: 1, turn: 0.25, fire: false } });
+      await waitFor(() => pilot.ackedInputTick > 0n && pilot.stats.inputFramesSent >= 30, 'acknowledged input');
+      assert.ok(pilot.lastInputAck.appliedTick <= pilot.lastInputAck.tick);
+      assert.equal(pilot.lastInputRejected, null, pilot.lastInputRejected?.message);
+      await waitFor(() => {
+        const p = pilot.mirror.get(ship, 'position');
+        return p !== undefined && (p.x !== start.x || p.y !== start.y);
+      }, 'the ship to move under thrust');
+      const shown = pilot.sample(ship, 'position');
+      assert.ok(Number.isFinite(shown.x) && Number.isFinite(shown.y));
+      assert.ok(pilot.mirror.get(ship, 'stats') !== undefined, 'our owner-only stats');
+      await waitFor(() => pilot.mirror.stats.checksumsMatched >= 3, 'arena checksums');
+      assert.equal(pilot.mirror.stats.checksumsMismatched, 0);
+    });
+
+    test('reconnect: a cut connection resumes with the resume key, same owner, same entities', async () => {
+      const s = await server(serverBin, []);
+      let cut = null;
+      const base = transport.connector(s);
+      const connector = (handlers, max) => {
+        const t = base(handlers, max);
+        cut = () => { t.close(); handlers.closed('cut by the test', false); };
+        return t;
+      };
+      const keys = [];
+      const client = await session(s, { transport: connector, onResumeKey: (k) => keys.push(k) });
+      assert.equal(keys.length, 1);
+      assert.equal(keys[0].length, 32);
+      const id = client.clientId;
+      const e = await client.spawn({ position: { x: 3, y: 4 }, name: 'kept' });
+      const events = [];
+      client.events.disconnected = (reason, will) => events.push(`disconnected ${will}`);
+      client.events.reconnected = () => events.push('reconnected');
+      cut();
+      await waitFor(() => events.includes('reconnected'), 'the reconnect');
+      assert.deepEqual(events, ['disconnected true', 'reconnected']);
+      assert.equal(client.clientId, id);
+      assert.equal(client.stats.reconnects, 1);
+      assert.equal(client.mirror.get(e, 'name'), 'kept');
+      await client.set(e, { name: 'still mine' });
+      // A new session that presents the stored key (a browser's localStorage) is that owner too.
+      client.close();
+      const again = await session(s, { resumeKey: keys[0] });
+      assert.equal(again.clientId, id);
+      await again.destroy(e);
+    });
+
+    test('a refused Hello closes the session with the server reason', async () => {
+      const s = await server(serverBin, ['--auth-token', 'right']);
+      const refused = await Session.connect({ transport: transport.connector(s), authToken: 'wrong', autoUpdate: 5 });
+      sessions.push(refused);
+      await waitFor(() => refused.state === 'closed', 'the refusal');
+      assert.match(refused.closedReason, /the server refused: bad auth token/);
+    });
+  });
+}

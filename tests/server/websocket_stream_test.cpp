@@ -1,0 +1,284 @@
+// The WebSocket transport (server/src/websocket_stream.cpp): the Origin rules alone, then the
+// upgrade and the "one binary message per frame" rule against a server in this process. The
+// session behaviour over WebSocket (joins, limits, slow clients, identity...) is the session
+// tests' own, run over each transport (server_test.cpp).
+#include "ecsnet/server/websocket_stream.hpp"
+
+#include <boost/asio/read.hpp>
+#include <boost/asio/write.hpp>
+#include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/http.hpp>
+#include <boost/beast/websocket.hpp>
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <functional>
+#include <memory>
+#include <span>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "ecsnet/client/connection.hpp"
+#include "test_server.hpp"
+#include "test_support.hpp"
+
+namespace {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
+namespace websocket = beast::websocket;
+namespace protocol = ecsnet::protocol;
+using ecsnet::server::check_allowed_origin;
+using ecsnet::server::origin_allowed;
+using ecsnet::server::server_config;
+using ecsnet::test::raw_socket;
+using ecsnet::test::test_server;
+using ecsnet::test::transport;
+using testing::HasSubstr;
+using namespace std::chrono_literals;
+
+const std::vector<std::string> same_host{};
+
+TEST(WebSocketOrigin, NoOriginIsNotABrowserAndPasses) {
+    EXPECT_TRUE(origin_allowed(std::nullopt, "game.example.com", same_host));
+    EXPECT_TRUE(origin_allowed(std::nullopt, "", {"https://other.example.com"}));
+}
+
+TEST(WebSocketOrigin, ByDefaultOnlyTheServersOwnHost) {
+    EXPECT_TRUE(origin_allowed("https://game.example.com", "game.example.com", same_host));
+    EXPECT_TRUE(origin_allowed("http://127.0.0.1:8080", "127.0.0.1:8080", same_host));
+    EXPECT_TRUE(origin_allowed("HTTPS://Game.Example.com/", "game.example.COM", same_host));
+    EXPECT_FALSE(origin_allowed("https://evil.example.com", "game.example.com", same_host));
+    EXPECT_FALSE(origin_allowed("http://127.0.0.1:8081", "127.0.0.1:8080", same_host))
+        << "another port is another origin";
+    EXPECT_FALSE(origin_allowed("https://game.example.com.evil.net", "game.example.com", same_host));
+    EXPECT_FALSE(origin_allowed("null", "game.example.com", same_host));
+    EXPECT_FALSE(origin_allowed("https://game.example.com", "", same_host));
+}
+
+TEST(WebSocketOrigin, AListAllowsExactlyItsOrigins) {
+    const std::vector<std::string> allowed{"https://game.example.com", "http://localhost:5173"};
+    EXPECT_TRUE(origin_allowed("https://game.example.com", "ws.example.com", allowed));
+    EXPECT_TRUE(origin_allowed("http://LOCALHOST:5173", "ws.example.com", allowed));
+    EXPECT_FALSE(origin_allowed("http://game.example.com", "ws.example.com", allowed))
+        << "the scheme is part of the origin";
+    EXPECT_FALSE(origin_allowed("https://game.example.com:8443", "ws.example.com", allowed));
+    EXPECT_FALSE(origin_allowed("https://ws.example.com", "ws.example.com", allowed))
+        << "a list replaces the same-host default";
+    EXPECT_TRUE(origin_allowed("https://anything.example", "ws.example.com", {"*"}));
+    EXPECT_TRUE(origin_allowed("null", "ws.example.com", {"null"}));
+}
+
+TEST(WebSocketOrigin, MalformedAllowedOriginsAreExplained) {
+    EXPECT_EQ(check_allowed_origin("https://game.example.com"), "");
+    EXPECT_EQ(check_allowed_origin("http://127.0.0.1:8080/"), "");
+    EXPECT_EQ(check_allowed_origin("*"), "");
+    EXPECT_THAT(check_allowed_origin("game.example.com"), HasSubstr("give the scheme"));
+    EXPECT_THAT(check_allowed_origin("https://game.example.com/play"), HasSubstr("no path"));
+    EXPECT_THAT(check_allowed_origin("https://"), HasSubstr("no host"));
+}
+
+server_config ws_config() {
+    server_config c;
+    c.bind = "127.0.0.1";
+    c.port = 0;
+    c.ws_port = 0;
+    c.tick_rate = 50.0;
+    c.shutdown_grace = 1000ms;
+    return c;
+}
+
+// An HTTP request on a plain socket, and the server's answer (status line and all) until it
+// closes, or until the headers of a 101 (an upgraded connection stays open), at most 5 s.
+std::string http_exchange(std::uint16_t port, const std::string& request) {
+    asio::io_context io;
+    asio::ip::tcp::socket socket{io};
+    socket.connect({asio::ip::make_address("127.0.0.1"), port});
+    asio::write(socket, asio::buffer(request));
+    std::string answer;
+    std::array<char, 4096> chunk{};
+    bool done = false;
+    std::function<void()> read_more = [&] {
+        socket.async_read_some(asio::buffer(chunk), [&](const boost::system::error_code& ec, std::size_t n) {
+            answer.append(chunk.data(), n);
+            const bool upgraded = answer.starts_with("HTTP/1.1 101") &&
+                                  answer.find("\r\n\r\n") != std::string::npos;
+            if (ec || upgraded) {
+                done = true;
+            } else {
+                read_more();
+            }
+        });
+    };
+    read_more();
+    io.run_for(5s);
+    EXPECT_TRUE(done) << "the server neither upgraded nor closed the connection within 5 s";
+    return answer;
+}
+
+std::string upgrade_request(std::uint16_t port, const std::string& origin_line) {
+    return "GET / HTTP/1.1\r\nHost: 127.0.0.1:" + std::to_string(port) +
+           "\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+           "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n" +
+           origin_line + "\r\n";
+}
+
+TEST(WebSocketUpgrade, AnOriginFromElsewhereIsRefusedWith403AndTheServerGoesOn) {
+    test_server server{ws_config()};
+    const auto port = server.ws_port();
+    const std::string refused =
+        http_exchange(port, upgrade_request(port, "Origin: https://evil.example.com\r\n"));
+    EXPECT_THAT(refused, testing::StartsWith("HTTP/1.1 403"));
+    EXPECT_THAT(refused, HasSubstr("--ws-allowed-origins"));
+    const std::string same =
+        http_exchange(port, upgrade_request(port, "Origin: http://127.0.0.1:" + std::to_string(port) + "\r\n"));
+    EXPECT_THAT(same, testing::StartsWith("HTTP/1.1 101")) << "the same host is allowed by default";
+    raw_socket player{port, std::nullopt, transport::websocket};
+    player.send(protocol::hello{protocol::protocol_version, "player", ""});
+    std::vector<std::uint8_t> frame;
+    EXPECT_EQ(player.read_frame(frame, 5s), raw_socket::read_status::frame) << "Welcome";
+}
+
+TEST(WebSocketUpgrade, ListedOriginsAreAllowed) {
+    server_config config = ws_config();
+    config.ws_allowed_origins = {"https://game.example.com"};
+    test_server server{config};
+    const auto port = server.ws_port();
+    EXPECT_THAT(http_exchange(port, upgrade_request(port, "Origin: https://game.example.com\r\n")),
+                testing::StartsWith("HTTP/1.1 101"));
+    EXPECT_THAT(http_exchange(port, upgrade_request(port, "Origin: http://127.0.0.1:" +
+                                                              std::to_string(port) + "\r\n")),
+                testing::StartsWith("HTTP/1.1 403"));
+}
+
+TEST(WebSocketUpgrade, APlainHttpRequestGets426AndAnOversizeOneIsCut) {
+    test_server server{ws_config()};
+    const auto port = server.ws_port();
+    EXPECT_THAT(http_exchange(port, "GET / HTTP/1.1\r\nHost: x\r\n\r\n"),
+                testing::StartsWith("HTTP/1.1 426"));
+    const std::string huge = "GET / HTTP/1.1\r\nHost: x\r\nX-Padding: " + std::string(20'000, 'a') +
+                             "\r\n\r\n";
+    EXPECT_THAT(http_exchange(port, huge), testing::Not(HasSubstr("HTTP/1.1 101")));
+    EXPECT_EQ(server.clients(), 0U);
+}
+
+TEST(WebSocketUpgrade, AnUpgradeNeverFinishedIsClosedAtTheHelloTimeout) {
+    server_config config = ws_config();
+    config.hello_timeout = 300ms;
+    test_server server{config};
+    const auto started = std::chrono::steady_clock::now();
+    const std::string answer = http_exchange(server.ws_port(), "GET / HTTP/1.1\r\nHost: x\r\n");
+    EXPECT_EQ(answer, "");
+    EXPECT_LT(std::chrono::steady_clock::now() - started, 3s);
+}
+
+// A joined WebSocket client that breaks the message rule is told why, like a malformed frame.
+class WebSocketMessages : public testing::Test {
+protected:
+    test_server server_{ws_config()};
+    std::unique_ptr<raw_socket> joined(const char* name) {
+        auto s = std::make_unique<raw_socket>(server_.ws_port(), std::nullopt, transport::websocket);
+        s->send(protocol::hello{protocol::protocol_version, name, ""});
+        return s;
+    }
+};
+
+std::vector<std::uint8_t> ping_frame(std::uint32_t id) {
+    return *protocol::encode(protocol::client_message{protocol::ping{id}}, {});
+}
+
+TEST_F(WebSocketMessages, TwoFramesInOneMessageEndTheConnectionWithAReason) {
+    auto s = joined("two");
+    std::vector<std::uint8_t> two = ping_frame(1);
+    const auto second = ping_frame(2);
+    two.insert(two.end(), second.begin(), second.end());
+    s->write(two);
+    const auto closed = s->read_until_closed(5s);
+    EXPECT_TRUE(closed.closed);
+    ASSERT_TRUE(closed.reason.has_value());
+    EXPECT_THAT(*closed.reason, HasSubstr("more than one frame"));
+    EXPECT_EQ(server_.stats().invalid_frames, 1U);
+}
+
+TEST_F(WebSocketMessages, AFrameSplitOverTwoMessagesEndsTheConnection) {
+    auto s = joined("split");
+    const auto frame = ping_frame(1);
+    s->write(std::span{frame}.first(6));
+    s->write(std::span{frame}.subspan(6));
+    const auto closed = s->read_until_closed(5s);
+    EXPECT_TRUE(closed.closed);
+    ASSERT_TRUE(closed.reason.has_value());
+    EXPECT_THAT(*closed.reason, HasSubstr("ended inside a frame"));
+}
+
+TEST(WebSocketMessagesRaw, TextIsRefusedAndFragmentsOfOneMessageAreOneFrame) {
+    test_server server{ws_config()};
+    asio::io_context io;
+    websocket::stream<asio::ip::tcp::socket> ws{io};
+    ws.next_layer().connect({asio::ip::make_address("127.0.0.1"), server.ws_port()});
+    ws.handshake("127.0.0.1", "/");
+    ws.binary(true);
+    const auto hello = *protocol::encode(
+        protocol::client_message{protocol::hello{protocol::protocol_version, "fragments", ""}}, {});
+    // Hello in three WebSocket fragments: one message, one frame, joined.
+    ws.write_some(false, asio::buffer(hello.data(), 3));
+    ws.write_some(false, asio::buffer(hello.data() + 3, 5));
+    ws.write_some(true, asio::buffer(hello.data() + 8, hello.size() - 8));
+    beast::flat_buffer welcome;
+    ws.read(welcome);
+    const auto* message = protocol::verify_server_frame(
+        std::span{static_cast<const std::uint8_t*>(welcome.cdata().data()), welcome.size()});
+    ASSERT_NE(message, nullptr);
+    EXPECT_EQ(message->body_type(), ecsnet::wire::ServerBody::Welcome);
+
+    ws.text(true);
+    ws.write(asio::buffer(std::string{"{\"hello\":1}"}));
+    bool disconnected = false;
+    for (int i = 0; i < 1000 && !disconnected; ++i) {
+        beast::flat_buffer next;
+        boost::system::error_code ec;
+        ws.read(next, ec);
+        if (ec) {
+            break;
+        }
+        const auto* m = protocol::verify_server_frame(
+            std::span{static_cast<const std::uint8_t*>(next.cdata().data()), next.size()});
+        ASSERT_NE(m, nullptr);
+        if (m->body_type() == ecsnet::wire::ServerBody::Disconnect) {
+            const auto control = protocol::decode_server_control(*m);
+            ASSERT_TRUE(control.has_value());
+            EXPECT_THAT(std::get<protocol::disconnect>(*control).reason, HasSubstr("text message"));
+            disconnected = true;
+        }
+    }
+    EXPECT_TRUE(disconnected);
+}
+
+TEST(WebSocketClose, AClientsCloseFrameEndsItsSessionCleanly) {
+    test_server server{ws_config()};
+    {
+        asio::io_context io;
+        websocket::stream<asio::ip::tcp::socket> ws{io};
+        ws.next_layer().connect({asio::ip::make_address("127.0.0.1"), server.ws_port()});
+        ws.handshake("127.0.0.1", "/");
+        ws.binary(true);
+        ws.write(asio::buffer(*protocol::encode(
+            protocol::client_message{protocol::hello{protocol::protocol_version, "leaver", ""}}, {})));
+        beast::flat_buffer welcome;
+        ws.read(welcome);
+        for (int i = 0; i < 200 && server.clients() != 1; ++i) {
+            std::this_thread::sleep_for(10ms);
+        }
+        EXPECT_EQ(server.clients(), 1U);
+        ws.close(websocket::close_code::normal);
+    }
+    for (int i = 0; i < 300 && server.clients() != 0; ++i) {
+        std::this_thread::sleep_for(10ms);
+    }
+    EXPECT_EQ(server.clients(), 0U);
+    EXPECT_EQ(server.stats().invalid_frames, 0U);
+}
+
+}  // namespace
