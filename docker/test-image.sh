@@ -434,6 +434,21 @@ if grep -Eq "(^|[^0-9:])${ids[0]}([^0-9:]|$)" <<< "$listed"; then fail "${ids[0]
 grep -Eq "(^|[^0-9:])${ids[1]}([^0-9:]|$)" <<< "$listed" || fail "${ids[1]} no longer listed"
 ok "destroyed ${ids[0]}; the stale handle is refused (exit 1); list no longer shows it"
 
+step "the same world over WebSocket (ws://127.0.0.1:$ws_port, the image's 7779)"
+if [ -n "$client" ]; then
+  ws_listed=$(XDG_STATE_HOME=$client_state timeout 30 "$client" --host 127.0.0.1 \
+    --port "$ws_port" --ws --name image-test list 2>&1) || { echo "$ws_listed" | indent; fail "list over WebSocket"; }
+else
+  ws_listed=$(pmt 60 run --rm --name "$run_id-wsclient" --no-healthcheck \
+    --network=slirp4netns:allow_host_loopback=true --entrypoint /usr/local/bin/ecsnet-client \
+    -v "$client_volume:/var/lib/ecsnet-client" \
+    "$image" --host 10.0.2.2 --port "$ws_port" --ws --name image-test list 2>&1) \
+    || { echo "$ws_listed" | indent; fail "list over WebSocket"; }
+fi
+echo "$ws_listed" | tail -n 1 | indent
+grep -Eq "(^|[^0-9:])${ids[1]}([^0-9:]|$)" <<< "$ws_listed" || fail "list over WebSocket does not show ${ids[1]}"
+ok "list over WebSocket shows ${ids[1]}, spawned over TCP"
+
 step "podman healthcheck run $server_name"
 hc=$(pm healthcheck run "$server_name" 2>&1) || { echo "$hc" | indent; fail "unhealthy"; }
 status=$(pm inspect "$server_name" --format '{{.State.Healthcheck.Status}}' 2> /dev/null || true)
@@ -465,7 +480,8 @@ pm rm "$server_name" > /dev/null 2>> "$cache/podman-run.log"
 
 # ---- 5. docker/compose.yaml with podman-compose ---------------------------------------------
 port2=$(free_port)
-compose_env=(ECSNET_IMAGE="$image" ECSNET_PUBLISH="127.0.0.1:$port2" ECSNET_CLIENT_NAME=compose-test)
+compose_env=(ECSNET_IMAGE="$image" ECSNET_PUBLISH="127.0.0.1:$port2"
+             ECSNET_WS_PUBLISH="127.0.0.1:$(free_port)" ECSNET_CLIENT_NAME=compose-test)
 compose=(-p "$project" -f docker/compose.yaml)
 step "podman-compose -p $project -f docker/compose.yaml up -d server (published 127.0.0.1:$port2)"
 pc "${compose[@]}" up -d server > "$cache/compose.log" 2>&1 || { indent < "$cache/compose.log"; fail "compose up"; }
