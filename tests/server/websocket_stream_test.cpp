@@ -213,13 +213,18 @@ TEST_F(WebSocketMessages, AFrameSplitOverTwoMessagesEndsTheConnection) {
     EXPECT_THAT(*closed.reason, HasSubstr("ended inside a frame"));
 }
 
+// A Beast client of our own, upgraded, for what raw_socket does not do (fragments, text, close).
+void open_websocket(websocket::stream<asio::ip::tcp::socket>& ws, std::uint16_t port) {
+    ws.next_layer().connect({asio::ip::make_address("127.0.0.1"), port});
+    ws.handshake("127.0.0.1", "/");
+    ws.binary(true);
+}
+
 TEST(WebSocketMessagesRaw, TextIsRefusedAndFragmentsOfOneMessageAreOneFrame) {
     test_server server{ws_config()};
     asio::io_context io;
     websocket::stream<asio::ip::tcp::socket> ws{io};
-    ws.next_layer().connect({asio::ip::make_address("127.0.0.1"), server.ws_port()});
-    ws.handshake("127.0.0.1", "/");
-    ws.binary(true);
+    open_websocket(ws, server.ws_port());
     const auto hello = *protocol::encode(
         protocol::client_message{protocol::hello{protocol::protocol_version, "fragments", ""}}, {});
     // Hello in three WebSocket fragments: one message, one frame, joined.
@@ -261,9 +266,7 @@ TEST(WebSocketClose, AClientsCloseFrameEndsItsSessionCleanly) {
     {
         asio::io_context io;
         websocket::stream<asio::ip::tcp::socket> ws{io};
-        ws.next_layer().connect({asio::ip::make_address("127.0.0.1"), server.ws_port()});
-        ws.handshake("127.0.0.1", "/");
-        ws.binary(true);
+        open_websocket(ws, server.ws_port());
         ws.write(asio::buffer(*protocol::encode(
             protocol::client_message{protocol::hello{protocol::protocol_version, "leaver", ""}}, {})));
         beast::flat_buffer welcome;
