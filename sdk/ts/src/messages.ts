@@ -134,9 +134,11 @@ function column(c: wire.Column): Column {
   }
   let values: Uint8Array | null = null;
   if (hasValues) {
-    const n = c.valuesLength();
-    values = new Uint8Array(n);
-    for (let i = 0; i < n; ++i) values[i] = c.values(i)!;
+    // one copy of the bytes; __vector_len has checked that they lie inside the frame
+    const bb = c.bb!;
+    const slot = c.bb_pos + bb.__offset(c.bb_pos, 8);
+    const start = bb.__vector(slot);
+    values = bb.bytes().slice(start, start + bb.__vector_len(slot));
   }
   return { type: c.type(), at: indexSet(c.at()), values, strings };
 }

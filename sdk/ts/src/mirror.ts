@@ -2,10 +2,10 @@
 // (shared/protocol/src/mirror.cpp): entities by index and version from Snapshot and Delta
 // messages, checked against the server's Checksum. Anything inconsistent is reported and the
 // mirror waits for a fresh snapshot (the caller sends ResyncRequest with takeResyncReason()).
-import { ChecksumHasher, add64, sub64 } from './checksum';
+import { ChecksumHasher, Sum64 } from './checksum';
 import type { Checksum, Column, Delta, Entity, EntityGroup, IndexSet, Snapshot } from './messages';
 import {
-  ComponentInfo, ComponentValue, Schema, columnBytes, invalidValue, isString, readValue, unpackValue, valueBits,
+  ComponentInfo, ComponentValue, Schema, columnBytes, invalidValue, isString, readValue, unpackValueOfBits, valueBits,
 } from './schema';
 
 export interface MirrorEvents {
@@ -31,12 +31,46 @@ export interface MirrorStats {
 
 type Value = Uint8Array | string;
 
+// One type's values by entity index: an array rather than a Map, as the indices are small and
+// mostly dense (a Map costs a hash per update).
+class Store {
+  private readonly slots: (Value | undefined)[] = [];
+
+  get(index: number): Value | undefined { return index < this.slots.length ? this.slots[index] : undefined; }
+  has(index: number): boolean { return this.get(index) !== undefined; }
+  set(index: number, value: Value): void { this.slots[index] = value; }
+  delete(index: number): void { if (index < this.slots.length) this.slots[index] = undefined; }
+}
+
+// The entities' versions by index: a Map (for its size and iteration) that answers lookups,
+// which every update makes, from an array by index.
+class Versions extends Map<number, number> {
+  private readonly byIndex: (number | undefined)[] = [];
+
+  override get(index: number): number | undefined {
+    return index < this.byIndex.length ? this.byIndex[index] : undefined;
+  }
+  override has(index: number): boolean { return this.get(index) !== undefined; }
+  override set(index: number, version: number): this {
+    this.byIndex[index] = version;
+    return super.set(index, version);
+  }
+  override delete(index: number): boolean {
+    if (index < this.byIndex.length) this.byIndex[index] = undefined;
+    return super.delete(index);
+  }
+  override clear(): void {
+    this.byIndex.length = 0;
+    super.clear();
+  }
+}
+
 class State {
-  versions = new Map<number, number>();
-  stores: Map<number, Value>[] = [];
+  versions = new Versions();
+  stores: Store[] = [];
 
   constructor(types: number) {
-    for (let i = 0; i < types; ++i) this.stores.push(new Map());
+    for (let i = 0; i < types; ++i) this.stores.push(new Store());
   }
   find(index: number): Entity | null {
     const version = this.versions.get(index);
@@ -141,9 +175,9 @@ export class Mirror {
   }
 
   checksum(): bigint {
-    let sum = 0n;
-    for (const index of this.live.versions.keys()) sum = add64(sum, this.entityTerms(index));
-    return sum;
+    const sum = new Sum64();
+    for (const index of this.live.versions.keys()) this.addEntityTerms(sum, 1, index);
+    return sum.value;
   }
 
   // Applies a Snapshot, Delta or Checksum. False: inconsistent (or waiting for a snapshot);
@@ -212,12 +246,13 @@ export class Mirror {
   // Values of a checked column, validated: null after inconsistent().
   private columnValues(info: ComponentInfo, column: Column, count: number, what: (i: number) => string): Value[] | null {
     const out: Value[] = [];
+    const bits = valueBits(info);
     for (let i = 0; i < count; ++i) {
       if (isString(info)) {
         out.push(column.strings![i]!);
         continue;
       }
-      const value = unpackValue(info, column.values!, i);
+      const value = unpackValueOfBits(bits, column.values!, i);
       const why = invalidValue(info, value);
       if (why !== null) {
         this.inconsistent(`invalid ${what(i)} value: ${why}`);
@@ -299,7 +334,7 @@ export class Mirror {
     }
     this.eventTick_ = this.stagingTick;
     const before = this.live;
-    const byIndex = (m: Map<number, number>) => [...m.entries()].sort((a, b) => a[0] - b[0]);
+    const byIndex = (m: Versions) => [...m.entries()].sort((a, b) => a[0] - b[0]);
     if (this.active.onDestroy) {
       for (const [index, version] of byIndex(before.versions)) {
         if (next.versions.get(index) !== version) this.active.onDestroy({ index, version });
@@ -407,19 +442,24 @@ export class Mirror {
       const info = this.checkColumn(column, indices.length, 'update');
       if (info === null) return false;
       const store = this.live.stores[info.id]!;
+      const versions = this.live.versions;
+      const strings = isString(info) ? column.strings! : null;
+      const bytes = column.values!;
+      const onUpdate = this.active.onUpdate;
       for (let i = 0; i < indices.length; ++i) {
-        const e = this.live.find(indices[i]!);
-        if (e === null) return this.inconsistent(`update of ${info.name} for unknown entity index ${indices[i]}`);
+        const index = indices[i]!;
+        const version = versions.get(index);
+        if (version === undefined) return this.inconsistent(`update of ${info.name} for unknown entity index ${index}`);
         let value: Value;
-        if (isString(info)) {
-          value = column.strings![i]!;
+        if (strings !== null) {
+          value = strings[i]!;
         } else {
-          value = unpackValue(info, column.values!, i);
+          value = unpackValueOfBits(bits, bytes, i);
           const why = invalidValue(info, value);
-          if (why !== null) return this.inconsistent(`invalid ${info.name} value for ${entityName(e)}: ${why}`);
+          if (why !== null) return this.inconsistent(`invalid ${info.name} value for ${entityName({ index, version })}: ${why}`);
         }
-        store.set(e.index, value);
-        this.active.onUpdate?.(e, info.id);
+        store.set(index, value);
+        if (onUpdate !== undefined) this.active.onUpdate!({ index, version }, info.id);
       }
     }
     return true;
@@ -453,11 +493,11 @@ export class Mirror {
     if (!this.ready || c.tick !== this.tick_) return true; // not comparable now
     if (c.firstIndex >= c.endIndex) return this.inconsistent('Checksum covers an empty index range');
     const inRange = (index: number) => index >= c.firstIndex && index < c.endIndex;
-    let hash = 0n;
+    const sum = new Sum64();
     let entities = 0;
     for (const index of this.live.versions.keys()) {
       if (!inRange(index)) continue;
-      hash = add64(hash, this.entityTerms(index));
+      this.addEntityTerms(sum, 1, index);
       ++entities;
     }
     for (let i = 1; i < c.excluded.length; ++i) {
@@ -465,32 +505,30 @@ export class Mirror {
     }
     for (const index of c.excluded) {
       if (inRange(index) && this.live.versions.has(index)) {
-        hash = sub64(hash, this.entityTerms(index));
+        this.addEntityTerms(sum, -1, index);
         --entities;
       }
     }
-    const matched = hash === c.hash && entities === c.entityCount;
+    const matched = sum.value === c.hash && entities === c.entityCount;
     if (matched) ++this.stats.checksumsMatched; else ++this.stats.checksumsMismatched;
     this.eventTick_ = c.tick;
     this.active.onChecksum?.(c.tick, matched);
     return matched || this.inconsistent(`checksum mismatch at tick ${c.tick} (desync)`);
   }
 
-  private entityTerms(index: number): bigint {
+  // Adds (sign 1) or subtracts (sign -1) the terms of the entity at `index` to `sum`.
+  private addEntityTerms(sum: Sum64, sign: 1 | -1, index: number): void {
     const version = this.live.versions.get(index);
-    if (version === undefined) return 0n;
-    let sum = this.hasher.entityTerm(index, version);
-    this.live.stores.forEach((store, id) => {
-      const v = store.get(index);
-      if (v !== undefined) {
-        sum = add64(sum, this.hasher.componentTerm(id, index, version, typeof v === 'string' ? utf8.encode(v) : v));
-      }
-    });
-    return sum;
+    if (version === undefined) return;
+    this.hasher.addEntityTerm(sum, sign, index, version);
+    const stores = this.live.stores;
+    for (let id = 0; id < stores.length; ++id) {
+      const v = stores[id]!.get(index);
+      if (v !== undefined) this.hasher.addComponentTerm(sum, sign, id, index, version, v);
+    }
   }
 }
 
-const utf8 = new TextEncoder();
 
 function sameValue(a: Value, b: Value): boolean {
   if (typeof a === 'string' || typeof b === 'string') return a === b;

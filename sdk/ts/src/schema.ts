@@ -200,21 +200,36 @@ export function writeBits(bytes: Uint8Array, at: number, bits: number, value: bi
   }
 }
 
+// Up to 32 bits at bit `at`, as a number (readBits without bigint, for the hot paths).
+function readSmallBits(bytes: Uint8Array, at: number, bits: number): number {
+  let out = 0;
+  for (let i = 0; i < bits;) {
+    const bit = at + i;
+    const shift = bit & 7;
+    const n = Math.min(8 - shift, bits - i);
+    out |= ((bytes[bit >> 3]! >> shift) & ((1 << n) - 1)) << i;
+    i += n;
+  }
+  return out >>> 0;
+}
+
 // Value i of a column, as canonical bytes (its bits, zero-padded to whole bytes); padding
 // bits of the column are never read.
 export function unpackValue(info: ComponentInfo, column: Uint8Array, i: number): Uint8Array {
-  const bits = valueBits(info);
+  return unpackValueOfBits(valueBits(info), column, i);
+}
+
+// unpackValue for a type of `bits` bits: the fields lie back to back, so the value is the
+// column's bits [i * bits, (i + 1) * bits) copied to bit 0.
+export function unpackValueOfBits(bits: number, column: Uint8Array, i: number): Uint8Array {
   const size = (bits + 7) >> 3;
   if ((bits & 7) === 0) {
     return column.slice(i * size, i * size + size);
   }
   const out = new Uint8Array(size);
-  let from = i * bits;
-  let to = 0;
-  for (const f of info.fields) {
-    writeBits(out, to, f.bits, readBits(column, from, f.bits));
-    from += f.bits;
-    to += f.bits;
+  const from = i * bits;
+  for (let j = 0, left = bits; j < size; ++j, left -= 8) {
+    out[j] = readSmallBits(column, from + j * 8, left < 8 ? left : 8);
   }
   return out;
 }
@@ -271,15 +286,15 @@ export function readValue(info: ComponentInfo, value: Uint8Array): FixedValue {
 export function invalidValue(info: ComponentInfo, value: Uint8Array): string | null {
   let at = 0;
   for (const f of info.fields) {
-    const raw = readBits(value, at, f.bits);
-    at += f.bits;
     if (isQuantized(f)) {
-      if (Number(raw) > quantizedSteps(f.min, f.max, f.step)) return `${info.name}.${f.name} is beyond its quantized range`;
+      // a quantized field takes at most 32 bits (at most 2^32 - 1 steps: checkSchema)
+      if (readSmallBits(value, at, f.bits) > quantizedSteps(f.min, f.max, f.step)) return `${info.name}.${f.name} is beyond its quantized range`;
     } else if (f.type === FieldType.Float) {
-      if (((raw >> 23n) & 0xffn) === 0xffn) return `${info.name}.${f.name} is not a finite number`;
+      if (readSmallBits(value, at + 23, 8) === 0xff) return `${info.name}.${f.name} is not a finite number`;
     } else if (f.type === FieldType.Double) {
-      if (((raw >> 52n) & 0x7ffn) === 0x7ffn) return `${info.name}.${f.name} is not a finite number`;
+      if (readSmallBits(value, at + 52, 11) === 0x7ff) return `${info.name}.${f.name} is not a finite number`;
     }
+    at += f.bits;
   }
   return null;
 }
