@@ -16,7 +16,9 @@
 #                   exit 1 naming each missing one and its Debian package; installs nothing
 # Environment: ECSNET_PODMAN_CACHE (default /var/tmp/ecsnet-podman): private podman state,
 #   configuration, base images and build cache, reused between runs; ECSNET_REFRESH_BASE=1
-#   rebuilds the Debian base images; ECSNET_BUILD_TIMEOUT (s, default 3600).
+#   rebuilds the Debian base images; ECSNET_BUILD_TIMEOUT (s, default 3600); ECSNET_NPM_CA: the CA
+#   bundle the image's npm ci trusts (default $NODE_EXTRA_CA_CERTS, else the host's
+#   /etc/ssl/certs/ca-certificates.crt), passed as a build secret.
 # Needs root (or sudo) for apt-get and podman. First installs what is missing
 # (scripts/install-deps.sh image) and stops at once, naming command and package, if a
 # prerequisite is still not found. Removes what it creates (containers, the tag,
@@ -269,7 +271,13 @@ trap 'exit 130' INT TERM
 # ---- 2. build the real Dockerfile -----------------------------------------------------------
 step "podman build --pull=never --format docker -f docker/Dockerfile -t $image ."
 build_log=$cache/build.log
-if ! pmt "${ECSNET_BUILD_TIMEOUT:-3600}" build --pull=never --format docker \
+# The web stage runs npm ci: behind a TLS-intercepting proxy (these machines) the registry's
+# certificate is signed by a CA the host trusts and the build container does not. The host's CA
+# bundle goes in as a build secret (never a layer); NODE_EXTRA_CA_CERTS adds it to node's.
+ca_secret=()
+npm_ca=${ECSNET_NPM_CA:-${NODE_EXTRA_CA_CERTS:-/etc/ssl/certs/ca-certificates.crt}}
+[ -s "$npm_ca" ] && ca_secret=(--secret "id=npm_ca,src=$npm_ca")
+if ! pmt "${ECSNET_BUILD_TIMEOUT:-3600}" build --pull=never --format docker "${ca_secret[@]}" \
        -f docker/Dockerfile -t "$image" . > "$build_log" 2>&1; then
   tail -n 40 "$build_log" >&2
   fail "podman build (log: $build_log)"
@@ -326,6 +334,9 @@ fs_out=$(pm run --rm --name "$check_name" --network=none --no-healthcheck --entr
   test -w /usr/local/bin/ecsnet-server && echo "writable: ecsnet-server"
   echo "client state: $(stat -c "%u:%g %a" /var/lib/ecsnet-client) XDG_STATE_HOME=$XDG_STATE_HOME"
   echo "packages: $(dpkg-query -W | wc -l)"
+  for page in inspector arena; do
+    test -s /usr/local/share/ecsnet/web/$page/index.html && echo "web page: $page"
+  done
   echo "done"
 ' 2>&1) || { echo "$fs_out" | indent; fail "the check container failed"; }
 echo "$fs_out" | indent
@@ -345,6 +356,9 @@ grep -Eq '^healthcheck without a server: exit 1 after [0-9]{1,4} ms$' <<< "$fs_o
   && [ "$(sed -n 's/^healthcheck without a server: exit 1 after \([0-9]*\) ms$/\1/p' <<< "$fs_out")" -lt 3000 ] \
   || fail "the health check must report unhealthy (exit 1) within 2 s when no server answers"
 ok "with no server, the health check exits 1 within 2 s"
+grep -qx 'web page: inspector' <<< "$fs_out" && grep -qx 'web page: arena' <<< "$fs_out" \
+  || fail "the web pages (/usr/local/share/ecsnet/web/inspector and arena) are not in the image"
+ok "the inspector's and the arena's pages are in /usr/local/share/ecsnet/web"
 
 # ---- 4. the server in a container, the client from the host --------------------------------
 free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
@@ -387,8 +401,10 @@ wait_healthy "$run_id-port" 30 || { pm logs "$run_id-port" 2>&1 | indent; fail "
 port_logs=$(pm logs "$run_id-port" 2>&1)
 grep -q 'listening on 0.0.0.0:7878' <<< "$port_logs" || fail "not listening on 7878"
 grep -q 'admin endpoint on http://127.0.0.1:7879' <<< "$port_logs" || fail "no admin endpoint on 7879"
+grep -q 'web inspector on http://127.0.0.1:7879/inspector/ (files from /usr/local/share/ecsnet/web/inspector)' \
+  <<< "$port_logs" || { echo "$port_logs" | indent; fail "the inspector is not served from the image's files"; }
 pm rm -f -t 10 "$run_id-port" > /dev/null 2>> "$cache/podman-run.log"
-ok "listening on 0.0.0.0:7878, admin endpoint on 127.0.0.1:7879, healthy"
+ok "listening on 0.0.0.0:7878, admin endpoint on 127.0.0.1:7879 with the inspector, healthy"
 
 if [ -n "$client" ]; then
   step "the host's client ($client) through 127.0.0.1:$port"

@@ -4,8 +4,8 @@
 # with AddressSanitizer + UndefinedBehaviorSanitizer and runs every test through ctest
 # (including the fault, load and soak tests of tests/reliability), then the threaded tests (the
 # server's and tests/reliability) under ThreadSanitizer in build/tsan, then the Release build
-# (the README's, -O3, no sanitizer) in build/release-tests and every test not labelled `slow`
-# there (ctest -LE slow), then the fuzzers (scripts/fuzz.sh: libFuzzer, clang, 30 s per target)
+# (the README's, -O3, no sanitizer) in build/release-tests and its tests but the socket-level
+# suites the sanitizer stages run (see the stage), then the fuzzers (scripts/fuzz.sh: libFuzzer, clang, 30 s per target)
 # and the Docker image test (docker/test-image.sh, with podman). Uses ccache when installed.
 # A failing ctest stage does not stop the others; the last line sums every ctest stage.
 # Usage: scripts/test.sh [--no-image] [--no-fuzz] [--no-tsan] [--no-release] [ctest args]
@@ -92,10 +92,12 @@ else
   echo "ccache: not installed, building without it"
 fi
 
-stage "npm ci: the TypeScript SDK (sdk/ts)"
-# Its tests run under ctest in the ASan build (sdk/ts/CMakeLists.txt): unit, end to end against
-# this build's ecsnet-server and arena-server, and the bundle in headless chromium.
-(cd sdk/ts && npm ci --no-audit --no-fund)
+stage "npm ci: the TypeScript SDK, the inspector, the arena's page"
+# Their tests run under ctest in the ASan build (sdk/ts, inspector/, games/arena/web/
+# CMakeLists.txt): unit, end to end against this build's ecsnet-server and arena-server, and the
+# pages in headless chromium. The ASan build bundles the pages (ECSNET_WEB) into
+# build/asan/share/ecsnet/web, where its servers find them.
+scripts/web-deps.sh
 
 stage "build: Debug + ASan + UBSan"
 build=${ECSNET_TEST_BUILD_DIR:-build/asan}
@@ -136,19 +138,20 @@ if [ "$tsan" = 1 ]; then
   # ecsnet-server (server_process_test, tests/reliability's limits), and the game-client SDK's
   # (client_session_test with and without its network thread, client_bad_network_test through
   # the latency proxy's thread, client_latency_proxy_test), under ThreadSanitizer; the session
-  # tests run over TCP and WebSocket (Transports/...), and the WebSocket transport's own.
+  # tests run over TCP and WebSocket (Transports/...), and the WebSocket transport's own; the
+  # observers (server_observer_test: a socket handed from the admin thread to the server).
   # Only their targets are built. The flood and soak tests (minutes of load, with CPU and
   # latency bounds that a 5-15x slower build does not hold) stay with the ASan stage.
   tsan_targets=(server_server_test server_admin_test server_process_test reliability_limits_test
                 server_interest_server_test server_input_server_test ecsnet-server ecsnet-client
                 client_session_test client_bad_network_test client_latency_proxy_test
-                server_websocket_stream_test client_websocket_test)
-  tsan_tests='^(Transports/)?(Server[A-Z][A-Za-z]*|Admin[A-Za-z]*|Timeouts|Caps|Abuse|InputServer[A-Za-z]*|WebSocket[A-Za-z]*|ConnectionOverWebSocket|BadNetwork|LatencyProxy|Threads/Session[A-Za-z]*)\.|^InterestServer\.(EachClient|TheChecksum)'
+                server_websocket_stream_test client_websocket_test server_observer_test)
+  tsan_tests='^(Transports/)?(Server[A-Z][A-Za-z]*|Admin[A-Za-z]*|Timeouts|Caps|Abuse|InputServer[A-Za-z]*|WebSocket[A-Za-z]*|Observer[A-Za-z]*|ConnectionOverWebSocket|BadNetwork|LatencyProxy|Threads/Session[A-Za-z]*)\.|^InterestServer\.(EachClient|TheChecksum)'
   stage "ThreadSanitizer: the threaded tests (build/tsan)"
   tsan_build=${ECSNET_TSAN_BUILD_DIR:-build/tsan}
   cmake -S . -B "$tsan_build" -G Ninja -DCMAKE_BUILD_TYPE=Debug -DECSNET_SANITIZE_THREAD=ON \
     "${debug_info[@]}" \
-    -DECSNET_WERROR=ON -DECSNET_BUILD_BENCH=OFF -DECSNET_SDK_TS_TESTS=OFF "${launcher[@]}"
+    -DECSNET_WERROR=ON -DECSNET_BUILD_BENCH=OFF -DECSNET_SDK_TS_TESTS=OFF -DECSNET_WEB=OFF "${launcher[@]}"
   cmake --build "$tsan_build" -j "$jobs" --target "${tsan_targets[@]}"
   stage "ctest: ThreadSanitizer"
   TSAN_OPTIONS=${TSAN_OPTIONS:-halt_on_error=1:second_deadlock_stack=1} \
@@ -157,19 +160,23 @@ fi
 
 if [ "$release" = 1 ]; then
   # What users run (the README's build): -O3, NDEBUG, no sanitizer, so timing and the
-  # optimizer differ from the stages above; a Release-only failure is found here. Every test
-  # but those whose label matches `slow` (`reliability-slow`: the flood and soak tests of
-  # tests/reliability, minutes of load, already run in the ASan stage). The test drivers
+  # optimizer differ from the stages above; a Release-only failure is found here. The test drivers
   # outside tests/ecs are built at -O1 (ECSNET_TEST_DRIVER_FLAGS, tests/CMakeLists.txt): what
   # they test keeps -O3. Its own build directory: scripts/demo.sh configures build/release
-  # without tests.
+  # without tests. CI time: the socket-level suites that the ASan and TSan stages both run
+  # (admin, input and interest over a live server, the WebSocket stream, the client session,
+  # WebSocket and bad-network suites, tests/reliability) are not built here; every unit suite,
+  # the whole session suite over TCP and WebSocket (server_server_test) and the real processes
+  # (server_process_test, client_e2e_test) are.
   stage "build: Release (build/release-tests)"
   release_build=${ECSNET_RELEASE_BUILD_DIR:-build/release-tests}
+  release_skip='^(server_(admin|input_server|interest_server|websocket_stream)_test|client_(session|websocket|bad_network|latency_proxy)_test|reliability_.*)$'
   cmake -S . -B "$release_build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DECSNET_WERROR=ON \
-    -DECSNET_BUILD_BENCH=OFF -DECSNET_SDK_TS_TESTS=OFF -DECSNET_TEST_DRIVER_FLAGS=-O1 "${launcher[@]}"
+    -DECSNET_BUILD_BENCH=OFF -DECSNET_SDK_TS_TESTS=OFF -DECSNET_WEB=OFF -DECSNET_TEST_DRIVER_FLAGS=-O1 \
+    -DECSNET_SKIP_TEST_TARGETS="$release_skip" "${launcher[@]}"
   cmake --build "$release_build" -j "$jobs"
-  stage "ctest: Release, not slow (-LE slow)"
-  run_ctest Release --test-dir "$release_build" --output-on-failure -j "$jobs" -LE slow
+  stage "ctest: Release"
+  run_ctest Release --test-dir "$release_build" --output-on-failure -j "$jobs"
 fi
 
 if [ "$fuzz" = 1 ]; then

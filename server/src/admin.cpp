@@ -13,8 +13,12 @@
 #include <boost/beast/http/read.hpp>
 #include <boost/beast/http/string_body.hpp>
 #include <boost/beast/http/write.hpp>
+#include <boost/beast/websocket/rfc6455.hpp>
 #include <nlohmann/json.hpp>
+#include <openssl/crypto.h>
+#include <openssl/sha.h>
 
+#include <array>
 #include <stdexcept>
 
 namespace ecsnet::server {
@@ -26,6 +30,87 @@ namespace http = beast::http;
 namespace {
 
 constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
+
+// Constant time in the content (digests also hide the length): a wrong token says nothing of
+// how much of it matched.
+bool same_secret(std::string_view a, std::string_view b) {
+    std::array<unsigned char, SHA256_DIGEST_LENGTH> x{};
+    std::array<unsigned char, SHA256_DIGEST_LENGTH> y{};
+    SHA256(reinterpret_cast<const unsigned char*>(a.data()), a.size(), x.data());
+    SHA256(reinterpret_cast<const unsigned char*>(b.data()), b.size(), y.data());
+    return CRYPTO_memcmp(x.data(), y.data(), x.size()) == 0;
+}
+
+// The value of `name` in the target's query, percent-decoded ("?token=a%2Bb" -> "a+b").
+std::optional<std::string> query_value(std::string_view target, std::string_view name) {
+    const auto start = target.find('?');
+    if (start == std::string_view::npos) {
+        return std::nullopt;
+    }
+    std::string_view query = target.substr(start + 1);
+    while (!query.empty()) {
+        const auto end = query.find('&');
+        const std::string_view pair = query.substr(0, end);
+        query = end == std::string_view::npos ? std::string_view{} : query.substr(end + 1);
+        const auto eq = pair.find('=');
+        if (pair.substr(0, eq) != name) {
+            continue;
+        }
+        const std::string_view raw = eq == std::string_view::npos ? std::string_view{} : pair.substr(eq + 1);
+        std::string value;
+        for (std::size_t i = 0; i < raw.size(); ++i) {
+            const auto hex = [](char c) {
+                return c >= '0' && c <= '9' ? c - '0'
+                       : c >= 'a' && c <= 'f' ? c - 'a' + 10
+                       : c >= 'A' && c <= 'F' ? c - 'A' + 10
+                                              : -1;
+            };
+            if (raw[i] == '%' && i + 2 < raw.size() && hex(raw[i + 1]) >= 0 && hex(raw[i + 2]) >= 0) {
+                value += static_cast<char>(hex(raw[i + 1]) * 16 + hex(raw[i + 2]));
+                i += 2;
+            } else {
+                value += raw[i] == '+' ? ' ' : raw[i];
+            }
+        }
+        return value;
+    }
+    return std::nullopt;
+}
+
+// Whether the request carries the inspector's token (none configured: every request does).
+bool has_inspector_token(const http::request<http::string_body>& req, const std::string& token,
+                         bool header_too) {
+    if (token.empty()) {
+        return true;
+    }
+    if (header_too) {
+        const auto auth = req[http::field::authorization];
+        constexpr std::string_view bearer = "Bearer ";
+        if (std::string_view{auth.data(), auth.size()}.starts_with(bearer)) {
+            return same_secret(std::string_view{auth.data(), auth.size()}.substr(bearer.size()), token);
+        }
+    }
+    const auto given = query_value(req.target(), "token");
+    return given && same_secret(*given, token);
+}
+
+constexpr std::string_view inspector_missing =
+    "the inspector is not built: build with -DECSNET_WEB=ON (node and npm) or pass "
+    "--inspector-dir";
+
+// A short text answer; to HEAD without its body (Content-Length still says its size).
+http::response<http::string_body> text_response(http::status status,
+                                                const http::request<http::string_body>& req,
+                                                std::string body) {
+    http::response<http::string_body> r{status, req.version()};
+    r.set(http::field::content_type, "text/plain; charset=utf-8");
+    r.set(http::field::cache_control, "no-store");
+    r.content_length(body.size());
+    if (req.method() != http::verb::head) {
+        r.body() = std::move(body);
+    }
+    return r;
+}
 
 std::string health_line(const server_health& h) {
     return "tick " + std::to_string(h.tick) + ", last tick " +
@@ -58,6 +143,7 @@ nlohmann::json status_json(const server_health& h) {
           {"rate_limited", s.rate_limited},
           {"invalid_frames", s.invalid_frames},
           {"bytes_out", s.bytes_out},
+          {"bytes_in", s.bytes_in},
           {"accept_errors", s.accept_errors},
           {"system_failures", s.system_failures},
           {"pending_evicted", s.pending_evicted},
@@ -79,7 +165,52 @@ nlohmann::json status_json(const server_health& h) {
           {"inputs_repeated", s.inputs_repeated},
           {"inputs_refused", s.inputs_refused},
           {"input_failures", s.input_failures}}},
+        {"entities", h.entities},
+        {"observers", h.observers},
+        {"tick_rate", h.tick_rate},
+        {"tick_ms",
+         {{"p50", h.tick_ms.p50},
+          {"p99", h.tick_ms.p99},
+          {"max", h.tick_ms.max},
+          {"window_ticks", h.tick_ms.window_ticks}}},
+        {"bytes_out_per_s", h.bytes_out_per_s},
+        {"bytes_in_per_s", h.bytes_in_per_s},
+        {"inspector", {{"writes", h.inspector_writes}, {"token", h.inspector_token}}},
+        {"interest",
+         {{"enabled", h.interest.enabled},
+          {"cell_size", h.interest.cell_size},
+          {"radius", h.interest.radius},
+          {"budget_bytes_per_tick", h.interest.budget_bytes_per_tick}}},
+        {"ws_port", h.ws_port},
     };
+}
+
+nlohmann::json clients_json(const clients_report& report) {
+    nlohmann::json clients = nlohmann::json::array();
+    for (const client_report& c : report.clients) {
+        clients.push_back({
+            {"session", c.session},
+            {"owner", c.owner},
+            {"player", c.player},
+            {"name", c.name},
+            {"transport", c.transport},
+            {"address", c.address},
+            {"observer", c.observer},
+            {"joined_tick", c.joined_tick},
+            {"bytes_out", c.bytes_out},
+            {"bytes_in", c.bytes_in},
+            {"bytes_out_per_s", c.bytes_out_per_s},
+            {"budget_bytes_per_s", c.budget_bytes_per_s},
+            {"dropped_frames", c.dropped_frames},
+            {"resyncs", c.resyncs},
+            {"interest", c.interest ? nlohmann::json{{"x", c.interest->x},
+                                                     {"y", c.interest->y},
+                                                     {"radius", c.interest->radius}}
+                                    : nlohmann::json(nullptr)},
+            {"view_entities", c.view_entities},
+        });
+    }
+    return {{"tick", report.tick}, {"clients", std::move(clients)}};
 }
 
 }  // namespace
@@ -114,8 +245,109 @@ admin_answer answer_admin_request(const server_health& health, std::string_view 
     return a;
 }
 
+admin_endpoint::response admin_endpoint::answer(const request& req) const {
+    const std::string_view target = req.target();
+    const std::string_view path = target.substr(0, target.find('?'));
+    if (path == "/inspector" || path.starts_with("/inspector/")) {
+        return answer_inspector(req);
+    }
+    const bool get_or_head = req.method() == http::verb::get || req.method() == http::verb::head;
+    if (path == "/" && get_or_head) {
+        response r = text_response(http::status::found, req, "the inspector: /inspector/\n");
+        r.set(http::field::location, "/inspector/");
+        return r;
+    }
+    if (req.method() != http::verb::get) {
+        response r = text_response(http::status::method_not_allowed, req, "only GET\n");
+        r.set(http::field::allow, path == "/" ? "GET, HEAD" : "GET");
+        return r;
+    }
+    if (path == "/clients") {
+        return answer_clients(req);
+    }
+    const admin_answer a = answer_admin_request(service_.health(), path);
+    response r{static_cast<http::status>(a.status), req.version()};
+    r.set(http::field::content_type, a.content_type);
+    r.set(http::field::cache_control, "no-store");
+    r.body() = a.body;
+    r.prepare_payload();
+    return r;
+}
+
+admin_endpoint::response admin_endpoint::answer_clients(const request& req) const {
+    if (!has_inspector_token(req, service_.config().inspector_token, true)) {
+        response r = text_response(http::status::unauthorized, req,
+                                   "the inspector's token is required (--inspector-token): "
+                                   "Authorization: Bearer TOKEN, or ?token=TOKEN\n");
+        r.set(http::field::www_authenticate, "Bearer");
+        return r;
+    }
+    response r{http::status::ok, req.version()};
+    r.set(http::field::content_type, "application/json");
+    r.set(http::field::cache_control, "no-store");
+    // Names come from clients: never let one make the answer fail.
+    r.body() = clients_json(service_.client_list())
+                   .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) +
+               "\n";
+    r.prepare_payload();
+    return r;
+}
+
+std::optional<admin_endpoint::response> admin_endpoint::refuse_observer(
+    const request& req, std::size_t early_bytes) const {
+    if (!options_.observe) {
+        return text_response(http::status::not_found, req, "no observers on this endpoint\n");
+    }
+    if (!beast::websocket::is_upgrade(req)) {
+        response r = text_response(http::status::upgrade_required, req,
+                                   "GET /observe is a WebSocket upgrade (the inspector's "
+                                   "observer)\n");
+        r.set(http::field::upgrade, "websocket");
+        return r;
+    }
+    const server_config& config = service_.config();
+    // Browsers cannot set headers on a WebSocket: the token comes in the query.
+    if (!has_inspector_token(req, config.inspector_token, false)) {
+        return text_response(http::status::unauthorized, req,
+                             "the inspector's token is required (--inspector-token): "
+                             "/observe?token=TOKEN\n");
+    }
+    // The same rule as the WebSocket port: another site's page must not watch through the
+    // browser of someone who can reach this endpoint.
+    const auto origin_field = req.find(http::field::origin);
+    std::optional<std::string_view> origin;
+    if (origin_field != req.end()) {
+        origin = std::string_view{origin_field->value().data(), origin_field->value().size()};
+    }
+    const auto host = req[http::field::host];
+    if (!origin_allowed(origin, std::string_view{host.data(), host.size()},
+                        config.ws_allowed_origins)) {
+        return text_response(http::status::forbidden, req,
+                             "this Origin is not allowed (--ws-allowed-origins)\n");
+    }
+    if (early_bytes != 0) {
+        return text_response(http::status::bad_request, req,
+                             "bytes sent before the WebSocket upgrade was answered\n");
+    }
+    if (service_.health().draining) {
+        return text_response(http::status::service_unavailable, req,
+                             "the server is draining: no new observers\n");
+    }
+    return std::nullopt;
+}
+
+admin_endpoint::response admin_endpoint::answer_inspector(const request& req) const {
+    if (!inspector_.available()) {
+        return text_response(http::status::not_found, req, std::string{inspector_missing} + "\n");
+    }
+    return inspector_.answer(req.method(), req.target(), req.version());
+}
+
 admin_endpoint::admin_endpoint(const server& service, admin_options options)
-    : service_{service}, options_{std::move(options)}, acceptor_{io_} {}
+    : service_{service},
+      options_{std::move(options)},
+      inspector_{options_.inspector_dir, "/inspector"},
+      acceptor_{io_} {}
 
 admin_endpoint::~admin_endpoint() {
     stop();
@@ -123,8 +355,17 @@ admin_endpoint::~admin_endpoint() {
 
 void admin_endpoint::start() {
     port_ = listen_on(acceptor_, options_.bind, options_.port, "--admin-bind", "admin ");
-    spdlog::info("admin endpoint on http://{}:{} (/healthz, /readyz, /status)", options_.bind,
+    spdlog::info("admin endpoint on http://{}:{} (/healthz, /readyz, /status, /clients, /observe)", options_.bind,
                  port_);
+    if (inspector_.available()) {
+        spdlog::info("web inspector on http://{}:{}/inspector/ (files from {})", options_.bind,
+                     port_, inspector_.root().string());
+    } else {
+        spdlog::info("no web inspector: {} is not a directory ({})",
+                     inspector_.root().empty() ? std::string{"its directory"}
+                                               : inspector_.root().string(),
+                     inspector_missing);
+    }
     asio::co_spawn(io_, accept_loop(), [](const std::exception_ptr& e) {
         if (e) {
             try {
@@ -215,27 +456,29 @@ asio::awaitable<void> admin_endpoint::serve(asio::ip::tcp::socket socket, std::u
     if (const auto it = open_.find(id); it != open_.end()) {
         it->second.reading = false;  // answering now: not evicted by newcomers
     }
-    const auto& request = parser.get();
-    http::response<http::string_body> response;
-    response.version(request.version());
-    response.keep_alive(false);
-    if (request.method() != http::verb::get) {
-        response.result(http::status::method_not_allowed);
-        response.set(http::field::allow, "GET");
-        response.set(http::field::content_type, "text/plain; charset=utf-8");
-        response.body() = "only GET\n";
+    // An admitted /observe hands its connection to the server, which answers the upgrade; every
+    // other request (a refused upgrade too) is answered here.
+    const request& req = parser.get();
+    const std::string_view target = req.target();
+    response reply;
+    if (target.substr(0, target.find('?')) == "/observe") {
+        if (auto refusal = refuse_observer(req, buffer.size())) {
+            reply = std::move(*refusal);
+        } else {
+            stream.expires_never();
+            try {
+                options_.observe(released_socket{stream.socket()}, parser.release());
+            } catch (const std::exception& e) {
+                spdlog::warn("observer connection lost before the server took it: {}", e.what());
+            }
+            co_return;
+        }
     } else {
-        const std::string_view target = request.target();
-        const admin_answer a =
-            answer_admin_request(service_.health(), target.substr(0, target.find('?')));
-        response.result(a.status);
-        response.set(http::field::content_type, a.content_type);
-        response.body() = a.body;
+        reply = answer(req);
     }
-    response.set(http::field::cache_control, "no-store");
-    response.prepare_payload();
+    reply.keep_alive(false);
     stream.expires_after(options_.timeout);
-    (void)co_await http::async_write(stream, response, use_tuple);
+    (void)co_await http::async_write(stream, reply, use_tuple);
     boost::system::error_code ignored;
     stream.socket().shutdown(asio::ip::tcp::socket::shutdown_send, ignored);
 }

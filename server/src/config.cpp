@@ -130,6 +130,12 @@ parsed_command_line parse_command_line(int argc, const char* const* argv,
             ->delimiter(',')
             ->check([](const std::string& origin) { return check_allowed_origin(origin); }),
         "ECSNET_WS_ALLOWED_ORIGINS");
+    env(app.add_option("--web-root", c.web_root,
+                       "Directory whose files the WebSocket port serves to plain HTTP GET/HEAD "
+                       "(a game's browser page: / is its index.html); default: off (426). Needs "
+                       "--ws-port")
+            ->check(CLI::ExistingDirectory),
+        "ECSNET_WEB_ROOT");
     env(app.add_option("--max-pending", c.max_pending,
                        "Connections waiting for their Hello at most (not counted in --max-clients); "
                        "past it the oldest is closed")
@@ -237,11 +243,34 @@ parsed_command_line parse_command_line(int argc, const char* const* argv,
     env(app.add_option("--admin-bind", c.admin_bind,
                        "Address of the admin endpoint (keep it private)"),
         "ECSNET_ADMIN_BIND");
+    env(app.add_option("--inspector-dir", c.inspector_dir,
+                       "Directory of the web inspector, served by the admin endpoint at "
+                       "/inspector/ (default: <exe dir>/../share/ecsnet/web/inspector, where "
+                       "the build puts it). Needs --admin-port")
+            ->check(CLI::ExistingDirectory),
+        "ECSNET_INSPECTOR_DIR");
     env(app.add_option("--drain-seconds", drain_s,
                        "On SIGTERM: stop accepting, serve connected clients this long, then shut "
                        "down (a second signal ends it)")
             ->check(CLI::Range(0, 3600)),
         "ECSNET_DRAIN_SECONDS");
+    CLI::Option* inspector_token =
+        env(app.add_option("--inspector-token", c.inspector_token,
+                           "Secret the web inspector needs: /observe?token=SECRET, and /clients "
+                           "with it or \"Authorization: Bearer SECRET\" (empty: none; needs "
+                           "--admin-port)"),
+            "ECSNET_INSPECTOR_TOKEN");
+    CLI::Option* inspector_writes =
+        env(app.add_flag("--inspector-writes", c.inspector_writes,
+                         "Observers (the web inspector) may send commands, checked as any "
+                         "client's; default: read-only (needs --admin-port)"),
+            "ECSNET_INSPECTOR_WRITES");
+    CLI::Option* max_observers =
+        env(app.add_option("--max-observers", c.max_observers,
+                           "Observers (GET /observe on the admin endpoint) at once; more get "
+                           "Disconnect (needs --admin-port)")
+                ->check(CLI::Range(0, 1024)),
+            "ECSNET_MAX_OBSERVERS");
     app.add_flag("--healthcheck", out.healthcheck,
                  "GET /healthz of the admin endpoint (--admin-port, --admin-bind); exit 0 on 200, "
                  "else 1 (within 2 s)");
@@ -319,6 +348,21 @@ parsed_command_line parse_command_line(int argc, const char* const* argv,
         if (!c.ws_allowed_origins.empty() && c.ws_port < 0) {
             throw CLI::ValidationError("--ws-allowed-origins", "needs --ws-port");
         }
+        if (!c.web_root.empty() && c.ws_port < 0) {
+            throw CLI::ValidationError("--web-root", "needs --ws-port (the page is served on the "
+                                                     "WebSocket port)");
+        }
+        if (!c.inspector_dir.empty() && c.admin_port < 0) {
+            throw CLI::ValidationError("--inspector-dir", "needs --admin-port (the inspector is "
+                                                          "served by the admin endpoint)");
+        }
+        // Observers come through the admin endpoint: without it these would silently do nothing.
+        for (const CLI::Option* o : {inspector_token, inspector_writes, max_observers}) {
+            if (o->count() > 0 && c.admin_port < 0) {
+                throw CLI::ValidationError(o->get_name(), "needs --admin-port (observers join "
+                                                          "through the admin endpoint)");
+            }
+        }
     } catch (const CLI::ParseError& e) {
         // --help and --version exit 0; every usage error exits 2, whatever CLI11's own code.
         out.exit_code = app.exit(e) == 0 ? 0 : 2;
@@ -354,7 +398,7 @@ std::string describe(const server_config& c) {
         "interest={} auth={} identity={} "
         "max_connections_per_player={} tls={} ws={} max_pending={} "
         "max_pending_per_address={} resync_interval={}ms on_disconnect={} world=[-{},{}] log={}/{} "
-        "io_threads={} admin={} drain={}s",
+        "io_threads={} observers={} admin={} drain={}s",
         c.bind, c.port, c.tick_rate, c.max_clients, c.max_frame_bytes, c.queue_bytes,
         c.demo_entities, c.max_entities, c.max_entities_per_client, c.command_rate,
         c.command_burst, c.input_buffer_ticks, c.input_rate, c.checksum_interval, c.checksum_slice,
@@ -371,10 +415,11 @@ std::string describe(const server_config& c) {
         c.max_connections_per_player,
         c.tls_cert.empty() ? "off" : "on",
         c.ws_port < 0 ? std::string{"off"}
-                      : fmt::format("{}(origins {})", c.ws_port,
+                      : fmt::format("{}(origins {}{})", c.ws_port,
                                     c.ws_allowed_origins.empty()
                                         ? std::string{"same-host"}
-                                        : fmt::format("{}", fmt::join(c.ws_allowed_origins, ","))),
+                                        : fmt::format("{}", fmt::join(c.ws_allowed_origins, ",")),
+                                    c.web_root.empty() ? "" : " web-root " + c.web_root),
         c.max_pending, c.max_pending_per_address,
         c.resync_interval.count(),
         c.keep_entities_on_disconnect
@@ -383,6 +428,10 @@ std::string describe(const server_config& c) {
         c.world_half_extent,
         c.world_half_extent, c.log_level, c.log_format_ == log_format::json ? "json" : "text",
         c.io_threads,
+        c.admin_port < 0 ? std::string{"off"}
+                         : fmt::format("{}({}{})", c.max_observers,
+                                       c.inspector_writes ? "read-write" : "read-only",
+                                       c.inspector_token.empty() ? "" : ", token"),
         c.admin_port < 0 ? std::string{"off"} : c.admin_bind + ":" + std::to_string(c.admin_port),
         c.drain.count());
 }

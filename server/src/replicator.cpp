@@ -26,7 +26,7 @@ public:
         prepare_checksum();
         // A client's mirror also holds its own owner-only values: its checksum adds them.
         const auto terms = owner_terms_.find(owner);
-        if (terms == owner_terms_.end()) {
+        if (owner == 0 || terms == owner_terms_.end()) {
             send(id, delta(), &checksum_, own);
             return;
         }
@@ -47,6 +47,9 @@ private:
     }
     const protocol::frame* own_frame(std::uint32_t owner) {
         (void)delta();
+        if (owner == 0) {
+            return nullptr;  // an observer without an owner: nobody's private values
+        }
         for (const auto& f : owner_frames_) {
             if (f.owner == owner) {
                 return &f.bytes;
@@ -81,9 +84,9 @@ replicator::replicator(const protocol::component_registry& types, interest_manag
                        replicator_options options)
     : types_{types}, interest_{interest}, options_{options}, encoder_{types} {}
 
-void replicator::add_client(std::uint64_t id, std::uint32_t owner) {
+void replicator::add_client(std::uint64_t id, std::uint32_t owner, bool whole_world) {
     client c{owner, std::nullopt};
-    if (interest_.enabled()) {
+    if (interest_.enabled() && !whole_world) {
         c.view.emplace(owner);
     }
     clients_.insert_or_assign(id, std::move(c));
@@ -117,6 +120,9 @@ std::vector<protocol::frame> replicator::start_frames(const ecs::World& world,
     std::vector<protocol::frame> frames = snapshot_cache_;
     // The owner-only values of the client's own entities, after the last chunk.
     const std::uint32_t owner = it == clients_.end() ? 0 : it->second.owner;
+    if (owner == 0) {
+        return frames;
+    }
     if (auto own = encoder_.encode_owner_only_snapshot(world, owner, tick)) {
         frames.push_back(std::move(*own));
     }

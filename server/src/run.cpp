@@ -8,6 +8,7 @@
 
 #include <csignal>
 #include <cstdio>
+#include <filesystem>
 #include <functional>
 #include <optional>
 
@@ -17,6 +18,7 @@
 #include "ecsnet/server/healthcheck.hpp"
 #include "ecsnet/server/logging.hpp"
 #include "ecsnet/server/server.hpp"
+#include "ecsnet/server/static_files.hpp"
 
 namespace {
 
@@ -71,6 +73,17 @@ int run(int argc, char** argv, const game& g) {
     }
 
     setup_logging(parsed.config.log_level, parsed.config.log_format_);
+    // A game's own page on its WebSocket port, when it was built beside the binary.
+    if (!g.web_app.empty() && parsed.config.web_root.empty() && parsed.config.ws_port >= 0) {
+        const std::filesystem::path page = default_web_dir(g.web_app);
+        std::error_code ec;
+        if (!page.empty() && std::filesystem::is_directory(page, ec)) {
+            parsed.config.web_root = page.string();
+        } else {
+            spdlog::info("no {} page to serve: {} is not a directory (--web-root DIR serves one)",
+                         g.web_app, page.empty() ? std::string{"its directory"} : page.string());
+        }
+    }
     try {
         boost::asio::io_context io{1};
         server service{io, parsed.config, g};
@@ -78,9 +91,16 @@ int run(int argc, char** argv, const game& g) {
         // After the service, so that it is destroyed (its thread joined) first.
         std::optional<admin_endpoint> admin;
         if (parsed.config.admin_port >= 0) {
-            admin.emplace(service,
-                          admin_options{parsed.config.admin_bind,
-                                        static_cast<std::uint16_t>(parsed.config.admin_port)});
+            admin_options options;
+            options.bind = parsed.config.admin_bind;
+            options.port = static_cast<std::uint16_t>(parsed.config.admin_port);
+            options.inspector_dir = parsed.config.inspector_dir.empty()
+                                        ? default_web_dir("inspector")
+                                        : std::filesystem::path{parsed.config.inspector_dir};
+            options.observe = [&service](released_socket socket, upgrade_request request) {
+                service.adopt_observer(std::move(socket), std::move(request));
+            };
+            admin.emplace(service, std::move(options));
             admin->start();
         }
 

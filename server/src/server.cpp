@@ -9,6 +9,8 @@
 #include <openssl/sha.h>
 #include <spdlog/spdlog.h>
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <cmath>
 
@@ -74,6 +76,25 @@ protocol::component_registry registry_of(const game& g) {
 
 }  // namespace
 
+released_socket::released_socket(asio::ip::tcp::socket& socket)
+    : protocol_{socket.local_endpoint().protocol()}, handle_{socket.release()} {}
+
+released_socket::released_socket(released_socket&& other) noexcept
+    : protocol_{other.protocol_}, handle_{std::exchange(other.handle_, -1)} {}
+
+released_socket::~released_socket() {
+    if (handle_ >= 0) {
+        ::close(handle_);
+    }
+}
+
+asio::ip::tcp::socket released_socket::attach(const asio::any_io_executor& executor) {
+    asio::ip::tcp::socket socket{executor};
+    socket.assign(protocol_, handle_);  // throws: the handle stays ours, closed below
+    handle_ = -1;
+    return socket;
+}
+
 server::server(asio::io_context& io, server_config config) : server(io, std::move(config), game{}) {}
 
 server::server(asio::io_context& io, server_config config, const game& g)
@@ -113,6 +134,9 @@ server::server(asio::io_context& io, server_config config, const game& g)
             interest_.forget(owner);
         }
     };
+    if (!config_.web_root.empty()) {
+        ws_options_.web_root.emplace(config_.web_root);
+    }
     interest_.set_defaults(interest_manager::defaults{config_.interest_radius, config_.client_budget});
     interest_.on_policy_failure = [this](std::string_view call, std::string_view what) {
         report_game_failure(stats_.policy_failures,
@@ -140,6 +164,7 @@ server_stats server::stats() const noexcept {
     out.rate_limited = read(io_stats_.rate_limited);
     out.invalid_frames = read(io_stats_.invalid_frames);
     out.bytes_out = read(io_stats_.bytes_out);
+    out.bytes_in = read(io_stats_.bytes_in);
     out.resyncs_requested = read(io_stats_.resyncs_requested);
     out.resyncs_coalesced = read(io_stats_.resyncs_coalesced);
     const input_counters& inputs = inputs_.counters();
@@ -174,8 +199,10 @@ void server::start() {
         const std::lock_guard lock{health_mutex_};
         published_.tick_loop_running = true;
         published_.last_tick_end = clock::now();  // the first tick is due one period from now
+        published_.ws_port = ws_port_;
     }
     publish_health();
+    publish_clients(true);
     spdlog::info("ecsnet-server starting: {}", describe(config_));
     spdlog::info("listening on {}:{} ({} I/O threads)", config_.bind, port_, pool_.size());
     asio::co_spawn(io_, accept_loop(acceptor_, false),
@@ -185,6 +212,10 @@ void server::start() {
                      tls_ ? "wss" : "ws",
                      config_.ws_allowed_origins.empty() ? std::string{"same host only"}
                                                         : fmt::format("{}", fmt::join(config_.ws_allowed_origins, ", ")));
+        if (ws_options_.web_root) {
+            spdlog::info("the WebSocket port serves {} to plain HTTP GET (http{}://{}:{}/)",
+                         config_.web_root, tls_ ? "s" : "", config_.bind, ws_port_);
+        }
         asio::co_spawn(io_, accept_loop(ws_acceptor_, true),
                        [](const std::exception_ptr& e) { log_exception("WebSocket accept loop", e); });
     }
@@ -237,7 +268,19 @@ server_health server::health() const {
     const auto limit = std::max(std::chrono::milliseconds{1000},
                                 std::chrono::ceil<std::chrono::milliseconds>(10 * period));
     server_health h;
-    const std::lock_guard lock{health_mutex_};
+    std::array<double, tick_window> window{};
+    std::unique_lock lock{health_mutex_};
+    std::copy(published_.tick_ms.begin(), published_.tick_ms.end(), window.begin());
+    h.tick_ms.window_ticks = published_.tick_ms_count;
+    h.observers = published_.observers;
+    h.entities = published_.entities;
+    h.bytes_out_per_s = published_.bytes_out_per_s;
+    h.bytes_in_per_s = published_.bytes_in_per_s;
+    h.interest = published_.interest;
+    h.ws_port = published_.ws_port;
+    h.tick_rate = config_.tick_rate;
+    h.inspector_writes = config_.inspector_writes;
+    h.inspector_token = !config_.inspector_token.empty();
     h.accepting = published_.accepting;
     h.draining = published_.draining;
     h.tick = published_.tick;
@@ -256,14 +299,43 @@ server_health server::health() const {
                     std::to_string(h.tick);
     }
     h.ticking = h.problem.empty();
+    lock.unlock();
+    // The percentiles off the lock: the world thread takes it every tick.
+    std::vector<double> ticks(window.begin(),
+                              window.begin() + static_cast<std::ptrdiff_t>(h.tick_ms.window_ticks));
+    if (!ticks.empty()) {
+        h.tick_ms.max = *std::max_element(ticks.begin(), ticks.end());
+        h.tick_ms.p99 = percentile(ticks, 0.99);
+        h.tick_ms.p50 = percentile(ticks, 0.50);
+    }
     return h;
 }
 
-void server::publish_health(bool tick_ended) {
+clients_report server::client_list() const {
+    const std::lock_guard lock{health_mutex_};
+    return published_.client_list;
+}
+
+void server::publish_health(bool tick_ended, double tick_ms) {
+    server_health::interest_settings interest{interest_.enabled(), 0.0F,
+                                              interest_.default_settings().radius, 0};
+    if (const auto* grid = dynamic_cast<const grid_interest*>(interest_.policy())) {
+        interest.cell_size = grid->grid().cell_size();
+    }
+    if (interest_.default_settings().budget > 0.0) {
+        interest.budget_bytes_per_tick = static_cast<std::uint64_t>(
+            std::llround(interest_.default_settings().budget / config_.tick_rate));
+    }
     const std::lock_guard lock{health_mutex_};
     if (tick_ended) {
         published_.last_tick_end = clock::now();
+        published_.tick_ms[published_.tick_ms_next] = tick_ms;
+        published_.tick_ms_next = (published_.tick_ms_next + 1) % tick_window;
+        published_.tick_ms_count = std::min(published_.tick_ms_count + 1, tick_window);
     }
+    published_.observers = observers_;
+    published_.entities = world_->alive();
+    published_.interest = interest;
     published_.accepting = running_ && acceptor_.is_open();
     published_.draining = draining_;
     published_.tick = tick_;
@@ -354,6 +426,52 @@ awaitable<void> server::accept_loop(asio::ip::tcp::acceptor& listener, bool webs
     }
 }
 
+void server::adopt_observer(released_socket socket, upgrade_request request) {
+    asio::post(io_, [this, socket = std::move(socket), request = std::move(request)]() mutable {
+        start_observer(std::move(socket), std::move(request));
+    });
+}
+
+void server::start_observer(released_socket released, upgrade_request request) {
+    if (!running_ || draining_) {
+        return;  // the connection closes with `released`
+    }
+    auto context = pool_.next();
+    asio::ip::tcp::socket socket{context->get_executor()};
+    try {
+        socket = released.attach(asio::any_io_executor{context->get_executor()});
+    } catch (const std::exception& e) {
+        spdlog::warn("observer connection lost before its session started: {}", e.what());
+        return;
+    }
+    boost::system::error_code ignored;
+    socket.set_option(asio::ip::tcp::no_delay(true), ignored);
+    ++stats_.connections;
+    const std::uint64_t id = next_session_id_++;
+    auto s = std::make_shared<session>(
+        context, make_websocket_stream(std::move(socket), std::move(request), ws_options_), *this,
+        id, true);
+    if (unfinished_sessions_++ == 0) {
+        sessions_work_.emplace(io_.get_executor());
+    }
+    sessions_.emplace(id, s);
+    // Counted from the upgrade, joined or not: the bound holds for connections that never
+    // send Hello too (the Hello deadline closes those).
+    if (++observer_sessions_ > config_.max_observers) {
+        ++stats_.refused;
+        s->refuse("too many observers (" + std::to_string(config_.max_observers) + ")");
+    } else {
+        spdlog::debug("observer {} connected from {}", id, s->remote());
+        s->start();
+    }
+    publish_health();
+}
+
+std::size_t server::player_connections(std::uint32_t owner) const {
+    const auto it = observer_connections_.find(owner);
+    return owners_.connections(owner) - (it == observer_connections_.end() ? 0 : it->second);
+}
+
 void server::start_pending(const std::shared_ptr<session>& s) {
     pending_ids_.insert(s->id());
     ++pending_per_address_[s->remote_address()];
@@ -429,26 +547,82 @@ void server::give_up_seat(session& s) {
 }
 
 void server::hello(const std::shared_ptr<session>& s, const protocol::hello& message) {
-    if (!s->pending()) {
-        return;  // evicted meanwhile (accept_loop): it is closing and needs no answer
+    if (s->observer() ? s->joined() || !sessions_.contains(s->id()) : !s->pending()) {
+        return;  // evicted or closed meanwhile: it is closing and needs no answer
     }
-    auto refusal = admit(*s, message);
+    bool read_only = false;
+    auto refusal = s->observer() ? admit_observer(*s, message, read_only) : admit(*s, message);
     if (refusal) {
         ++stats_.refused;
     }
-    s->admitted(std::move(refusal));  // after Welcome and the snapshot, in the same queue
+    // After Welcome and the snapshot, in the same queue.
+    s->admitted(std::move(refusal), read_only);
     // /readyz and /status see a join or a refusal at once, not at the end of the next tick: a
     // server that just became full must not be reported ready for another up to one period.
     publish_health();
 }
 
-std::optional<std::string> server::admit(session& s, const protocol::hello& hello) {
+std::optional<std::string> server::refuse_version(const protocol::hello& hello) const {
     if (hello.version < protocol::oldest_protocol_version ||
         hello.version > protocol::protocol_version) {
         return "protocol version " + std::to_string(hello.version) +
                " not supported (server speaks " +
                std::to_string(protocol::oldest_protocol_version) + " to " +
                std::to_string(protocol::protocol_version) + ")";
+    }
+    return std::nullopt;
+}
+
+std::optional<std::string> server::admit_observer(session& s, const protocol::hello& hello,
+                                                  bool& read_only) {
+    if (auto refused = refuse_version(hello)) {
+        return refused;
+    }
+    // No --auth-token: the admin endpoint admitted it (--inspector-token, Origin), and the
+    // inspector page does not know the players' shared secret.
+    protocol::welcome welcome{0, hello.version, static_cast<float>(config_.tick_rate),
+                              tick_, config_.checksum_interval, {}, {}, types_.types()};
+    // With writes, an owner exactly as a player's Hello would get one; without a credential
+    // in token mode, none: it stays read-only rather than refused.
+    const bool has_credential = !tokens_ || !hello.connect_token.empty() ||
+                                owners_.find_by_key(hello.resume_key).has_value();
+    std::uint32_t owner = 0;
+    if (config_.inspector_writes && has_credential) {
+        std::optional<connect_token_claims> token;
+        if (auto refused = identify(hello, welcome, token)) {
+            ++stats_.identity_refused;
+            return refused;
+        }
+        if (token) {
+            admitted_tokens_.remember(token->player, token->jti, token->expires);
+        }
+        owner = welcome.client_id;
+        owners_.connected(owner);
+        ++observer_connections_[owner];
+        departed_.erase(owner);  // back within its reconnect grace: its entities stay
+    }
+    read_only = owner == 0;
+    s.set_owner_id(owner);
+    s.client_name_ = hello.client_name;
+    s.joined_tick_ = tick_;
+    ++observers_;
+    s.set_counted(true);
+    replicator_.add_client(s.id(), owner, true);
+    s.set_joined(true);
+    s.send(protocol::encode(protocol::server_control{welcome}));
+    send_snapshot(s);
+    if (connection_lines_.allow()) {
+        spdlog::info("observer {} ({}, {}) joined from {} at tick {}", s.id(),
+                     printable(hello.client_name),
+                     read_only ? std::string{"read-only"} : "owner " + std::to_string(owner),
+                     s.remote(), tick_);
+    }
+    return std::nullopt;
+}
+
+std::optional<std::string> server::admit(session& s, const protocol::hello& hello) {
+    if (auto refused = refuse_version(hello)) {
+        return refused;
     }
     if (!config_.auth_token.empty() && !same_secret(hello.auth_token, config_.auth_token)) {
         return std::string{"bad auth token"};
@@ -468,7 +642,7 @@ std::optional<std::string> server::admit(session& s, const protocol::hello& hell
     std::vector<session*> seated;
     std::size_t from_address = 0;
     for (const auto& [id, other] : sessions_) {
-        if (!other->joined()) {
+        if (!other->joined() || other->observer()) {
             continue;
         }
         if (tokens_ && other->owner_id() == owner) {
@@ -507,8 +681,10 @@ std::optional<std::string> server::admit(session& s, const protocol::hello& hell
         admitted_tokens_.remember(token->player, token->jti, token->expires);
     }
     s.set_owner_id(owner);
+    s.client_name_ = hello.client_name;
+    s.joined_tick_ = tick_;
     owners_.connected(owner);
-    if (owners_.connections(owner) == 1) {
+    if (player_connections(owner) == 1) {
         player_events_.push_back(player_event{owner, true, commands_.owned_by(owner) > 0});
     }
     departed_.erase(owner);  // back within its reconnect grace: its entities stay
@@ -660,11 +836,23 @@ void server::closed(session& s, const std::string& /*reason*/) {
     s.set_joined(false);
     if (s.counted()) {
         s.set_counted(false);
-        --active_;
+        --(s.observer() ? observers_ : active_);
     }
-    if (s.owner_id() != 0 && owners_.disconnected(s.owner_id()) == 0) {
+    if (s.observer()) {
+        --observer_sessions_;
+        if (const auto it = observer_connections_.find(s.owner_id());
+            it != observer_connections_.end() && --it->second == 0) {
+            observer_connections_.erase(it);
+        }
+    }
+    const std::size_t remaining = s.owner_id() == 0 ? 1 : owners_.disconnected(s.owner_id());
+    // A player's last connection went: the game hears of it even while an observer acting for
+    // the same owner stays (and of nothing when that one goes).
+    if (s.owner_id() != 0 && !s.observer() && player_connections(s.owner_id()) == 0) {
         player_events_.push_back(player_event{s.owner_id(), false, false});
         inputs_.forget(s.owner_id());  // a reconnect starts a new input stream
+    }
+    if (remaining == 0) {
         if (owners_.forget_if_idle(s.owner_id())) {
             interest_.forget(s.owner_id());
         } else if (!config_.keep_entities_on_disconnect) {
@@ -850,9 +1038,10 @@ void server::run_tick() {
     }
 
     ++stats_.ticks;
-    publish_health(true);
+    publish_clients();
     const double elapsed_ms =
         std::chrono::duration<double, std::milli>(clock::now() - started).count();
+    publish_health(true, elapsed_ms);
     tick_ms_.push_back(elapsed_ms);
     const double budget_ms = 1000.0 / config_.tick_rate;
     if (elapsed_ms > budget_ms) {
@@ -863,6 +1052,62 @@ void server::run_tick() {
                          tick_, elapsed_ms, budget_ms, stats_.overruns);
         }
     }
+}
+
+void server::publish_clients(bool now) {
+    const auto at = clock::now();
+    const double seconds = std::chrono::duration<double>(at - clients_reported_at_).count();
+    if (!now && seconds < 1.0) {
+        return;
+    }
+    const auto per_second = [&](std::uint64_t bytes, std::uint64_t& before) {
+        const double rate = now ? 0.0 : static_cast<double>(bytes - before) / seconds;
+        before = bytes;
+        return rate;
+    };
+    clients_report report;
+    report.tick = tick_;
+    for (const auto& [id, s] : sessions_) {
+        if (!s->joined()) {
+            continue;
+        }
+        const session::traffic& t = s->counters();
+        client_report c;
+        c.session = id;
+        c.owner = s->owner_id();
+        c.player = c.owner == 0 ? std::string{} : owners_.player_of(c.owner);
+        c.name = s->client_name();
+        c.transport = std::string{s->transport()};
+        c.address = s->remote();
+        c.observer = s->observer();
+        c.joined_tick = s->joined_tick();
+        c.bytes_out = t.bytes_out.load(std::memory_order_relaxed);
+        c.bytes_in = t.bytes_in.load(std::memory_order_relaxed);
+        c.bytes_out_per_s = per_second(c.bytes_out, s->reported_bytes_out_);
+        s->reported_bytes_in_ = c.bytes_in;
+        c.dropped_frames = t.dropped_frames.load(std::memory_order_relaxed);
+        c.resyncs = t.resyncs.load(std::memory_order_relaxed);
+        c.view_entities = world_->alive();
+        if (const client_view* v = view_of(id)) {
+            const player_interest& p = interest_.player(c.owner);
+            c.budget_bytes_per_s = interest_.budget_of(p);
+            if (p.focus) {
+                c.interest = client_report::area{p.focus->x, p.focus->y, p.radius};
+            }
+            if (!v->whole_world()) {
+                c.view_entities = v->held();
+            }
+        }
+        report.clients.push_back(std::move(c));
+    }
+    const server_stats totals = stats();
+    const double out_rate = per_second(totals.bytes_out, bytes_out_reported_);
+    const double in_rate = per_second(totals.bytes_in, bytes_in_reported_);
+    clients_reported_at_ = at;
+    const std::lock_guard lock{health_mutex_};
+    published_.client_list = std::move(report);
+    published_.bytes_out_per_s = out_rate;
+    published_.bytes_in_per_s = in_rate;
 }
 
 void server::broadcast_tick(const ecs::World::change_set_type& changes) {

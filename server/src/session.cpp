@@ -54,11 +54,12 @@ std::uint32_t request_id_of(const Message& message) {
 }  // namespace
 
 session::session(std::shared_ptr<asio::io_context> io, std::unique_ptr<byte_stream> stream,
-                 server& owner, std::uint64_t id)
+                 server& owner, std::uint64_t id, bool observer)
     : io_{std::move(io)},
       stream_{std::move(stream)},
       owner_{owner},
       id_{id},
+      observer_{observer},
       wake_writer_{stream_->get_executor()},
       resume_reading_{stream_->get_executor()},
       commands_{owner.config().command_rate, owner.config().command_burst},
@@ -165,9 +166,10 @@ void session::refuse_input(protocol::input_rejected rejection) {
     });
 }
 
-void session::admitted(std::optional<std::string> refusal) {
-    on_io_thread([refusal = std::move(refusal)](session& s) mutable {
+void session::admitted(std::optional<std::string> refusal, bool read_only) {
+    on_io_thread([refusal = std::move(refusal), read_only](session& s) mutable {
         s.admitting_ = false;
+        s.read_only_ = read_only;
         s.resume_reading_.cancel();
         if (s.phase_ != phase::handshake) {
             return;  // closed meanwhile (a timeout): the server hears of it through closed()
@@ -257,6 +259,16 @@ void session::notify_closed(const std::string& reason) {
     }
 }
 
+void session::count_in(std::size_t bytes) noexcept {
+    owner_.io_stats_.bytes_in.fetch_add(bytes, std::memory_order_relaxed);
+    traffic_.bytes_in.fetch_add(bytes, std::memory_order_relaxed);
+}
+
+void session::count_dropped(std::size_t frames) noexcept {
+    owner_.io_stats_.dropped_frames.fetch_add(frames, std::memory_order_relaxed);
+    traffic_.dropped_frames.fetch_add(frames, std::memory_order_relaxed);
+}
+
 void session::push(protocol::frame frame, kind what) {
     if (phase_ == phase::closing || phase_ == phase::closed) {
         return;
@@ -288,7 +300,7 @@ void session::queue_tick(protocol::frame delta, protocol::frame checksum,
                                (owner_only == nullptr ? 0 : 1) + (ack == nullptr ? 0 : 1);
     if (phase_ != phase::joined || resync_pending_) {
         if (resync_pending_) {
-            owner_.io_stats_.dropped_frames += frames;
+            count_dropped(frames);
         }
         return;
     }
@@ -304,7 +316,7 @@ void session::queue_tick(protocol::frame delta, protocol::frame checksum,
     const std::size_t bound = std::max(owner_.config().queue_bytes, owner_.snapshot_bytes());
     if (waiting > 0 && waiting + tick_bytes > bound) {
         request_resync("outbound queue full");
-        owner_.io_stats_.dropped_frames += frames;
+        count_dropped(frames);
         return;
     }
     push(std::move(delta), kind::tick);
@@ -365,7 +377,7 @@ void session::request_resync(const char* why) {
         if (i >= in_flight_ && queue_[i].droppable()) {
             queued_bytes_ -= queue_[i].frame->size();
             droppable_bytes_ -= queue_[i].frame->size();
-            ++owner_.io_stats_.dropped_frames;
+            count_dropped(1);
         } else {
             kept.push_back(std::move(queue_[i]));
         }
@@ -373,6 +385,7 @@ void session::request_resync(const char* why) {
     queue_ = std::move(kept);
     if (!resync_pending_) {
         ++owner_.io_stats_.resyncs;
+        traffic_.resyncs.fetch_add(1, std::memory_order_relaxed);
         std::size_t suppressed = 0;
         if (owner_.client_warnings().allow(suppressed)) {
             spdlog::warn("client {} ({}) resync: {}{}", id_, printable(name_), why,
@@ -388,6 +401,9 @@ awaitable<void> session::read_loop([[maybe_unused]] std::shared_ptr<session> sel
     // TLS: bounded by the Hello deadline (or a refusal's close deadline) like everything
     // before Hello; the writer waits for it.
     if (const auto ec = co_await stream_->handshake(); ec) {
+        if (is_page_served(ec)) {
+            phase_ = phase::closing;  // a page served (--web-root) is no failure: close() logs nothing
+        }
         close(std::string{stream_->transport()} + " handshake failed: " + ec.message());
         co_return;
     }
@@ -445,6 +461,7 @@ awaitable<void> session::read_frames() {
                 close(ec == asio::error::eof ? "client closed the connection" : ec.message());
                 co_return;
             }
+            count_in(n);
             if (have == 0) {
                 read_deadline_ = clock::now() + config.frame_timeout;
                 read_deadline_reason_ = "frame not completed in time";
@@ -467,6 +484,7 @@ awaitable<void> session::read_frames() {
         std::copy(prefix.begin(), prefix.end(), read_buffer_.begin());
         auto [body_ec, body_n] = co_await stream_->read(
             asio::buffer(read_buffer_.data() + protocol::frame_prefix_bytes, length));
+        count_in(body_n);
         if (body_ec) {
             if (is_framing_violation(body_ec)) {
                 ++owner_.io_stats_.invalid_frames;
@@ -517,6 +535,7 @@ awaitable<void> session::discard_input() {
     std::array<std::uint8_t, 4096> sink{};
     while (phase_ != phase::closed && !input_ended_) {
         auto [ec, n] = co_await stream_->read_some(asio::buffer(sink));
+        count_in(n);
         if (is_framing_violation(ec)) {
             continue;  // frames no longer matter: only the end of the input does
         }
@@ -617,6 +636,12 @@ void session::handle(protocol::client_message message) {
         });
         return;
     }
+    if (read_only_) {
+        reply_now_or_in_order(protocol::command_result{
+            request_id_of(message), false, wire::ErrorCode::ReadOnly,
+            "the inspector is read-only (start the server with --inspector-writes)", {}});
+        return;
+    }
     // A command: applied at the next tick in arrival order.
     ++awaiting_results_;
     asio::post(owner_.io(), [self = shared_from_this(), message = std::move(message)]() mutable {
@@ -631,6 +656,10 @@ void session::handle_input(protocol::input input) {
     };
     if (phase_ != phase::joined) {
         refuse(wire::ErrorCode::NotJoined, "send Hello before Input");
+        return;
+    }
+    if (observer_) {
+        refuse(wire::ErrorCode::NotOwner, "an observer (the inspector) sends no input");
         return;
     }
     if (!inputs_.try_take(clock::now())) {
@@ -724,6 +753,7 @@ awaitable<void> session::write_loop([[maybe_unused]] std::shared_ptr<session> se
             co_return;
         }
         owner_.io_stats_.bytes_out += written;
+        traffic_.bytes_out.fetch_add(written, std::memory_order_relaxed);
         for (std::size_t i = 0; i < in_flight_; ++i) {
             queued_bytes_ -= queue_.front().frame->size();
             if (queue_.front().droppable()) {

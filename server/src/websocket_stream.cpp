@@ -19,6 +19,7 @@
 #include <spdlog/spdlog.h>
 
 #include "ecsnet/protocol/frame.hpp"
+#include "ecsnet/server/logging.hpp"
 
 namespace ecsnet::server {
 
@@ -39,6 +40,7 @@ enum class ws_error {
     early_data,
     not_upgrade,
     origin_refused,
+    page_served,
 };
 
 class ws_error_category final : public boost::system::error_category {
@@ -58,6 +60,8 @@ public:
                 return "not a WebSocket upgrade request (answered 426 Upgrade Required)";
             case ws_error::origin_refused:
                 return "WebSocket upgrade refused: the Origin is not allowed (--ws-allowed-origins)";
+            case ws_error::page_served:
+                return "a plain HTTP request answered from --web-root";
         }
         return "unknown WebSocket error";
     }
@@ -99,7 +103,16 @@ public:
         ws_.auto_fragment(false);
     }
 
+    // The upgrade request was read (and its Origin checked) before this stream existed.
+    void answer(upgrade_request request) { preread_ = std::move(request); }
+
     awaitable<boost::system::error_code> handshake() override {
+        if (preread_) {
+            auto [ec] = co_await ws_.async_accept(*preread_, use_tuple);
+            preread_.reset();
+            upgraded_ = !ec;
+            co_return ec;
+        }
         if constexpr (!std::is_same_v<NextLayer, asio::ip::tcp::socket>) {
             auto [ec] = co_await ws_.next_layer().async_handshake(asio::ssl::stream_base::server,
                                                                    use_tuple);
@@ -119,6 +132,10 @@ public:
         }
         const auto& request = parser.get();
         if (!websocket::is_upgrade(request)) {
+            if (options_.web_root) {
+                co_await serve_page(request);
+                co_return make_error(ws_error::page_served);
+            }
             co_await refuse(request.version(), http::status::upgrade_required,
                             "ecsnet: this port speaks WebSocket (binary messages, one frame each)\n");
             co_return make_error(ws_error::not_upgrade);
@@ -232,6 +249,17 @@ public:
     }
 
 private:
+    // A plain GET/HEAD answered from the web root (a game's page beside its WebSocket); one
+    // request per connection.
+    awaitable<void> serve_page(const http::request<http::empty_body>& request) {
+        auto response =
+            options_.web_root->answer(request.method(), request.target(), request.version());
+        response.keep_alive(false);
+        spdlog::debug("{} {} {} from {}: {}", transport(), std::string_view{request.method_string()},
+                      printable(request.target(), 200), remote(), response.result_int());
+        (void)co_await http::async_write(ws_.next_layer(), response, use_tuple);
+    }
+
     // An HTTP answer instead of the upgrade; the session then closes the connection.
     awaitable<void> refuse(unsigned version, http::status status, std::string body) {
         http::response<http::string_body> response{status, version};
@@ -266,6 +294,7 @@ private:
     }
 
     const websocket_options& options_;
+    std::optional<upgrade_request> preread_;
     websocket::stream<NextLayer> ws_;
     bool upgraded_ = false;
     boost::system::error_code violation_;  // due with the next read
@@ -284,6 +313,15 @@ std::unique_ptr<byte_stream> make_websocket_stream(asio::ip::tcp::socket socket,
 }
 
 std::unique_ptr<byte_stream> make_websocket_stream(asio::ip::tcp::socket socket,
+                                                   upgrade_request request,
+                                                   const websocket_options& options) {
+    auto stream =
+        std::make_unique<websocket_stream<asio::ip::tcp::socket>>(options, std::move(socket));
+    stream->answer(std::move(request));
+    return stream;
+}
+
+std::unique_ptr<byte_stream> make_websocket_stream(asio::ip::tcp::socket socket,
                                                    asio::ssl::context& context,
                                                    const websocket_options& options) {
     return std::make_unique<websocket_stream<asio::ssl::stream<asio::ip::tcp::socket>>>(
@@ -295,6 +333,10 @@ bool is_framing_violation(const boost::system::error_code& ec) noexcept {
            (ec.value() == static_cast<int>(ws_error::not_one_frame) ||
             ec.value() == static_cast<int>(ws_error::frame_split) ||
             ec.value() == static_cast<int>(ws_error::text_message));
+}
+
+bool is_page_served(const boost::system::error_code& ec) noexcept {
+    return ec.category() == category() && ec.value() == static_cast<int>(ws_error::page_served);
 }
 
 bool origin_allowed(std::optional<std::string_view> origin, std::string_view host,

@@ -7,11 +7,15 @@
 #include <spdlog/spdlog.h>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/post.hpp>
+#include <boost/beast/http/parser.hpp>
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <future>
 #include <iostream>
 #include <memory>
@@ -21,6 +25,7 @@
 
 #include "ecsnet/server/healthcheck.hpp"
 #include "http_get.hpp"
+#include "test_support.hpp"
 
 namespace {
 
@@ -380,6 +385,225 @@ TEST(AdminEndpoint, IdleConnectionsTimeOutAndOversizedRequestsAreCut) {
     // A request larger than max_request_bytes is cut off, not buffered.
     const auto huge = http_get(server.admin_port(), "/healthz?" + std::string(16 * 1024, 'x'), 2s);
     EXPECT_EQ(huge.status, 0U);
+}
+
+// ---- the web inspector's files ---------------------------------------------------------------
+
+namespace http = boost::beast::http;
+
+// Any method on a fresh connection; the whole response (HEAD: headers only), bounded.
+http::response<http::string_body> fetch(std::uint16_t port, http::verb method,
+                                        const std::string& target) {
+    asio::io_context io;
+    boost::beast::tcp_stream stream{io};
+    http::response_parser<http::string_body> parser;
+    parser.skip(method == http::verb::head);
+    boost::beast::flat_buffer buffer;
+    http::request<http::empty_body> request{method, target, 11};
+    request.set(http::field::host, "127.0.0.1");
+    bool done = false;
+    stream.async_connect({asio::ip::make_address("127.0.0.1"), port}, [&](auto ec) {
+        if (ec) {
+            done = true;
+            return;
+        }
+        http::async_write(stream, request, [&](auto write_ec, std::size_t) {
+            if (write_ec) {
+                done = true;
+                return;
+            }
+            http::async_read(stream, buffer, parser, [&](auto, std::size_t) { done = true; });
+        });
+    });
+    io.run_for(3s);
+    EXPECT_TRUE(done) << http::to_string(method) << " " << target << ": no answer within 3 s";
+    return parser.release();
+}
+
+class inspector_files {
+public:
+    inspector_files() {
+        std::string pattern =
+            (std::filesystem::temp_directory_path() / "ecsnet-admin-XXXXXX").string();
+        if (::mkdtemp(pattern.data()) == nullptr) {
+            throw std::runtime_error("mkdtemp failed");
+        }
+        dir_ = pattern;
+        std::ofstream{dir_ / "index.html"} << "<title>inspector</title>";
+        std::ofstream{dir_ / "app.js"} << "inspect();";
+        std::ofstream{dir_.parent_path() / (dir_.filename().string() + ".secret")} << "secret";
+    }
+    inspector_files(const inspector_files&) = delete;
+    inspector_files& operator=(const inspector_files&) = delete;
+    ~inspector_files() {
+        std::error_code ignored;
+        std::filesystem::remove_all(dir_, ignored);
+        std::filesystem::remove(dir_.parent_path() / (dir_.filename().string() + ".secret"),
+                                ignored);
+    }
+    [[nodiscard]] const std::filesystem::path& dir() const noexcept { return dir_; }
+
+private:
+    std::filesystem::path dir_;
+};
+
+TEST(AdminInspector, TheInspectorIsServedAndTheRootRedirectsToIt) {
+    const inspector_files files;
+    admin_options options;
+    options.inspector_dir = files.dir();
+    running_server server{local_config(), options};
+    const std::uint16_t port = server.admin_port();
+
+    const auto index = fetch(port, http::verb::get, "/inspector/");
+    EXPECT_EQ(index.result(), http::status::ok);
+    EXPECT_EQ(index.body(), "<title>inspector</title>");
+    EXPECT_EQ(index[http::field::content_type], "text/html; charset=utf-8");
+    EXPECT_EQ(index[http::field::cache_control], "no-cache");
+    EXPECT_EQ(index["X-Content-Type-Options"], "nosniff");
+    EXPECT_FALSE(index.keep_alive()) << "one request per connection";
+    const auto script = fetch(port, http::verb::get, "/inspector/app.js?v=2");
+    EXPECT_EQ(script.body(), "inspect();");
+    EXPECT_EQ(script[http::field::content_type], "text/javascript; charset=utf-8");
+
+    const auto head = fetch(port, http::verb::head, "/inspector/app.js");
+    EXPECT_EQ(head.result(), http::status::ok);
+    EXPECT_EQ(head[http::field::content_length], "10");
+    EXPECT_EQ(head.body(), "");
+
+    const auto bare = fetch(port, http::verb::get, "/inspector");
+    EXPECT_EQ(bare.result(), http::status::moved_permanently);
+    EXPECT_EQ(bare[http::field::location], "/inspector/");
+    for (const http::verb method : {http::verb::get, http::verb::head}) {
+        const auto root = fetch(port, method, "/");
+        EXPECT_EQ(root.result(), http::status::found) << http::to_string(method);
+        EXPECT_EQ(root[http::field::location], "/inspector/");
+    }
+
+    const std::string secret = "/inspector/../" + files.dir().filename().string() + ".secret";
+    EXPECT_EQ(fetch(port, http::verb::get, secret).result(), http::status::bad_request);
+    EXPECT_EQ(fetch(port, http::verb::get, "/inspector/%2e%2e/x").result(),
+              http::status::bad_request);
+    EXPECT_EQ(fetch(port, http::verb::get, "/inspector/nope.js").body(),
+              "not found: /inspector/nope.js\n");
+    const auto post = fetch(port, http::verb::post, "/inspector/");
+    EXPECT_EQ(post.result(), http::status::method_not_allowed);
+    EXPECT_EQ(post[http::field::allow], "GET, HEAD");
+
+    // The probes are as they were: GET only, no-store.
+    const auto healthz = fetch(port, http::verb::get, "/healthz");
+    EXPECT_EQ(healthz.result(), http::status::ok);
+    EXPECT_EQ(healthz[http::field::cache_control], "no-store");
+    EXPECT_EQ(fetch(port, http::verb::post, "/healthz").result(),
+              http::status::method_not_allowed);
+    EXPECT_EQ(fetch(port, http::verb::get, "/inspectorx").result(), http::status::not_found);
+}
+
+TEST(AdminInspector, WithoutItsFilesTheInspectorSaysHowToBuildIt) {
+    admin_options missing;
+    missing.inspector_dir = std::filesystem::temp_directory_path() / "ecsnet-no-such-inspector";
+    for (const admin_options& options : {admin_options{}, missing}) {
+        running_server server{local_config(), options};
+        const auto page = fetch(server.admin_port(), http::verb::get, "/inspector/");
+        EXPECT_EQ(page.result(), http::status::not_found);
+        EXPECT_THAT(page.body(), HasSubstr("-DECSNET_WEB=ON"));
+        EXPECT_THAT(page.body(), HasSubstr("--inspector-dir"));
+        const auto head = fetch(server.admin_port(), http::verb::head, "/inspector/app.js");
+        EXPECT_EQ(head.result(), http::status::not_found);
+        EXPECT_EQ(head.body(), "");
+        EXPECT_EQ(fetch(server.admin_port(), http::verb::get, "/").result(), http::status::found);
+        EXPECT_EQ(fetch(server.admin_port(), http::verb::get, "/healthz").result(),
+                  http::status::ok);
+    }
+}
+
+// ---- what the web inspector reads -----------------------------------------------------------
+
+TEST(AdminAnswers, StatusHasTheInspectorsFields) {
+    server_health h = healthy();
+    h.observers = 1;
+    h.entities = 12;
+    h.tick_rate = 30.0;
+    h.tick_ms = {1.5, 4.0, 9.0, 300};
+    h.bytes_out_per_s = 2048.0;
+    h.bytes_in_per_s = 64.0;
+    h.stats.bytes_in = 99;
+    h.inspector_writes = true;
+    h.interest = {true, 32.0F, 128.0F, 2048};
+    h.ws_port = 7780;
+    const auto j = nlohmann::json::parse(answer_admin_request(h, "/status").body);
+    EXPECT_EQ(j.at("observers"), 1);
+    EXPECT_EQ(j.at("clients"), 2) << "players only";
+    EXPECT_EQ(j.at("entities"), 12);
+    EXPECT_EQ(j.at("tick_rate"), 30.0);
+    EXPECT_EQ(j.at("tick_ms"), (nlohmann::json{{"p50", 1.5}, {"p99", 4.0}, {"max", 9.0},
+                                               {"window_ticks", 300}}));
+    EXPECT_EQ(j.at("bytes_out_per_s"), 2048.0);
+    EXPECT_EQ(j.at("bytes_in_per_s"), 64.0);
+    EXPECT_EQ(j.at("stats").at("bytes_in"), 99);
+    EXPECT_EQ(j.at("inspector"), (nlohmann::json{{"writes", true}, {"token", false}}));
+    EXPECT_EQ(j.at("interest"), (nlohmann::json{{"enabled", true}, {"cell_size", 32.0},
+                                                {"radius", 128.0}, {"budget_bytes_per_tick", 2048}}));
+    EXPECT_EQ(j.at("ws_port"), 7780);
+}
+
+TEST(AdminEndpoint, StatusReportsTickTimesAndRatesAndClientsListsAPlayer) {
+    server_config config = local_config();
+    config.ws_port = 0;
+    config.inspector_token = "t0ken";
+    running_server server{config};
+    const auto port = server.admin_port();
+    ecsnet::test::raw_socket player{server.service().port(), std::nullopt,
+                                    ecsnet::test::transport::tcp};
+    player.send(ecsnet::protocol::hello{ecsnet::protocol::protocol_version, "probe", ""});
+    std::vector<std::uint8_t> frame;
+    ASSERT_EQ(player.read_frame(frame, 5s), ecsnet::test::raw_socket::read_status::frame)
+        << "Welcome";
+
+    // The rates cover a whole second, published by the world thread: poll for them.
+    nlohmann::json status;
+    for (int i = 0; i < 40; ++i) {
+        while (player.read_frame(frame, 1ms) == ecsnet::test::raw_socket::read_status::frame) {
+        }
+        status = nlohmann::json::parse(http_get(port, "/status").body);
+        if (status.at("tick_ms").at("window_ticks").get<int>() >= 10 &&
+            status.at("bytes_out_per_s").get<double>() > 0.0) {
+            break;
+        }
+        std::this_thread::sleep_for(50ms);
+    }
+    const auto& ticks = status.at("tick_ms");
+    EXPECT_GE(ticks.at("window_ticks").get<int>(), 10);
+    EXPECT_LE(ticks.at("window_ticks").get<int>(), 300);
+    EXPECT_LE(ticks.at("p50").get<double>(), ticks.at("p99").get<double>());
+    EXPECT_LE(ticks.at("p99").get<double>(), ticks.at("max").get<double>());
+    EXPECT_GT(ticks.at("max").get<double>(), 0.0);
+    EXPECT_GT(status.at("bytes_out_per_s").get<double>(), 0.0) << "a tick frame per tick";
+    EXPECT_GT(status.at("stats").at("bytes_in").get<std::uint64_t>(), 0U) << "its Hello";
+    EXPECT_EQ(status.at("clients"), 1);
+    EXPECT_EQ(status.at("observers"), 0);
+    EXPECT_EQ(status.at("entities"), 0);
+    EXPECT_EQ(status.at("tick_rate"), 50.0);
+    EXPECT_EQ(status.at("ws_port"), server.service().ws_port());
+    EXPECT_EQ(status.at("inspector"), (nlohmann::json{{"writes", false}, {"token", true}}));
+    EXPECT_EQ(status.at("interest").at("enabled"), false) << "no game set a policy";
+
+    EXPECT_EQ(http_get(port, "/clients").status, 401U) << "the token guards who is connected";
+    EXPECT_EQ(http_get(port, "/clients", 3s, "Bearer wrong").status, 401U);
+    const auto reply = http_get(port, "/clients", 3s, "Bearer t0ken");
+    ASSERT_EQ(reply.status, 200U) << reply.body;
+    const auto list = nlohmann::json::parse(reply.body);
+    ASSERT_EQ(list.at("clients").size(), 1U) << reply.body;
+    const auto& c = list.at("clients").at(0);
+    EXPECT_EQ(c.at("name"), "probe");
+    EXPECT_EQ(c.at("transport"), "TCP");
+    EXPECT_EQ(c.at("observer"), false);
+    EXPECT_NE(c.at("owner"), 0);
+    EXPECT_TRUE(c.at("interest").is_null()) << "the whole world: no area";
+    EXPECT_EQ(c.at("budget_bytes_per_s"), 0.0);
+    EXPECT_GT(c.at("bytes_out").get<std::uint64_t>(), 0U);
+    EXPECT_GT(c.at("bytes_in").get<std::uint64_t>(), 0U);
+    EXPECT_EQ(http_get(port, "/clients?token=t0ken").status, 200U);
+    EXPECT_EQ(http_get(port, "/observe").status, 404U) << "not wired here: no observers";
 }
 
 }  // namespace

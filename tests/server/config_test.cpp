@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <filesystem>
 #include <initializer_list>
 #include <string>
 #include <thread>
@@ -25,6 +26,8 @@ using testing::HasSubstr;
 constexpr const char* all_variables[] = {"ECSNET_BIND",
                                          "ECSNET_WS_PORT",
                                          "ECSNET_WS_ALLOWED_ORIGINS",
+                                         "ECSNET_WEB_ROOT",
+                                         "ECSNET_INSPECTOR_DIR",
                                          "ECSNET_PORT",
                                          "ECSNET_TICK_RATE",
                                          "ECSNET_MAX_CLIENTS",
@@ -220,6 +223,56 @@ TEST_F(ServerConfig, WebSocketIsOffByDefaultAndItsOriginsAreChecked) {
     EXPECT_EQ(parse({"--ws-port", "65536"}).exit_code, 2);
     EXPECT_EQ(parse({"--ws-port", "-2"}).exit_code, 2);
     (void)testing::internal::GetCapturedStderr();
+}
+
+TEST_F(ServerConfig, WebRootAndInspectorDirAreExistingDirectoriesOfTheirPorts) {
+    const std::string dir = std::filesystem::temp_directory_path().string();
+    const std::string missing = dir + "/ecsnet-no-such-directory";
+    EXPECT_EQ(parse({}).config.web_root, "");
+    EXPECT_EQ(parse({}).config.inspector_dir, "") << "empty: beside the executable";
+    testing::internal::CaptureStdout();
+    (void)parse({"--help"});
+    const std::string help = testing::internal::GetCapturedStdout();
+    for (const char* word : {"--web-root", "ECSNET_WEB_ROOT", "--inspector-dir",
+                             "ECSNET_INSPECTOR_DIR"}) {
+        EXPECT_THAT(help, HasSubstr(word));
+    }
+
+    const auto web = parse({"--ws-port", "0", "--web-root", dir.c_str()});
+    ASSERT_EQ(web.exit_code, std::nullopt);
+    EXPECT_EQ(web.config.web_root, dir);
+    EXPECT_THAT(describe(web.config), HasSubstr("web-root " + dir));
+    const auto inspector = parse({"--admin-port", "0", "--inspector-dir", dir.c_str()});
+    ASSERT_EQ(inspector.exit_code, std::nullopt);
+    EXPECT_EQ(inspector.config.inspector_dir, dir);
+
+    ::setenv("ECSNET_WS_PORT", "0", 1);
+    ::setenv("ECSNET_WEB_ROOT", dir.c_str(), 1);
+    ::setenv("ECSNET_ADMIN_PORT", "0", 1);
+    ::setenv("ECSNET_INSPECTOR_DIR", dir.c_str(), 1);
+    EXPECT_EQ(parse({}).config.web_root, dir);
+    EXPECT_EQ(parse({}).config.inspector_dir, dir);
+    clear_environment();
+
+    // Mistakes say what is wrong.
+    testing::internal::CaptureStderr();
+    EXPECT_EQ(parse({"--web-root", dir.c_str()}).exit_code, 2);
+    EXPECT_THAT(testing::internal::GetCapturedStderr(), HasSubstr("needs --ws-port"));
+    testing::internal::CaptureStderr();
+    EXPECT_EQ(parse({"--ws-port", "0", "--web-root", missing.c_str()}).exit_code, 2);
+    EXPECT_THAT(testing::internal::GetCapturedStderr(), HasSubstr("ecsnet-no-such-directory"));
+    testing::internal::CaptureStderr();
+    ::setenv("ECSNET_WS_PORT", "0", 1);
+    ::setenv("ECSNET_WEB_ROOT", missing.c_str(), 1);
+    EXPECT_EQ(parse({}).exit_code, 2);
+    clear_environment();
+    (void)testing::internal::GetCapturedStderr();
+    testing::internal::CaptureStderr();
+    EXPECT_EQ(parse({"--inspector-dir", dir.c_str()}).exit_code, 2);
+    EXPECT_THAT(testing::internal::GetCapturedStderr(), HasSubstr("needs --admin-port"));
+    testing::internal::CaptureStderr();
+    EXPECT_EQ(parse({"--admin-port", "0", "--inspector-dir", missing.c_str()}).exit_code, 2);
+    EXPECT_THAT(testing::internal::GetCapturedStderr(), HasSubstr("ecsnet-no-such-directory"));
 }
 
 TEST_F(ServerConfig, IoThreadsFromFlagOrEnvironment) {

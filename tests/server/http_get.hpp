@@ -27,13 +27,16 @@ struct http_reply {
 
 namespace detail {
 inline boost::asio::awaitable<void> http_get(std::uint16_t port, std::string path,
-                                             http_reply& reply) {
+                                             std::string authorization, http_reply& reply) {
     namespace http = boost::beast::http;
     boost::beast::tcp_stream stream{co_await boost::asio::this_coro::executor};
     co_await stream.async_connect({boost::asio::ip::make_address("127.0.0.1"), port},
                                   boost::asio::use_awaitable);
     http::request<http::empty_body> request{http::verb::get, path, 11};
     request.set(http::field::host, "127.0.0.1");
+    if (!authorization.empty()) {
+        request.set(http::field::authorization, authorization);
+    }
     co_await http::async_write(stream, request, boost::asio::use_awaitable);
     boost::beast::flat_buffer buffer;
     http::response<http::string_body> response;
@@ -44,12 +47,14 @@ inline boost::asio::awaitable<void> http_get(std::uint16_t port, std::string pat
 }  // namespace detail
 
 // GET http://127.0.0.1:port/path; status 0 with the error when there is no answer in `timeout`.
+// `authorization`: the header's value, if any ("Bearer ...").
 inline http_reply http_get(std::uint16_t port, const std::string& path,
-                           std::chrono::milliseconds timeout = std::chrono::seconds{3}) {
+                           std::chrono::milliseconds timeout = std::chrono::seconds{3},
+                           const std::string& authorization = {}) {
     http_reply reply;
     boost::asio::io_context io;
     bool done = false;
-    boost::asio::co_spawn(io, detail::http_get(port, path, reply),
+    boost::asio::co_spawn(io, detail::http_get(port, path, authorization, reply),
                           [&](const std::exception_ptr& e) {
                               done = true;
                               if (e) {

@@ -21,6 +21,7 @@
 #include <utility>
 
 #include "ecsnet/demo/game.hpp"
+#include "ecsnet/server/admin.hpp"
 #include "ecsnet/server/game.hpp"
 #include "ecsnet/server/server.hpp"
 
@@ -59,6 +60,19 @@ public:
     [[nodiscard]] std::uint16_t port() const noexcept { return ws_port_ != 0 ? ws_port_ : port_; }
     [[nodiscard]] std::uint16_t tcp_port() const noexcept { return port_; }
     [[nodiscard]] std::uint16_t ws_port() const noexcept { return ws_port_; }
+
+    // Starts the admin endpoint on a free port, wired to the server as run() wires it
+    // (observers included); returns its port.
+    std::uint16_t start_admin(server::admin_options options = {}) {
+        options.bind = "127.0.0.1";
+        options.port = 0;
+        options.observe = [this](server::released_socket socket, server::upgrade_request request) {
+            server_->adopt_observer(std::move(socket), std::move(request));
+        };
+        admin_.emplace(*server_, std::move(options));
+        admin_->start();
+        return admin_->port();
+    }
 
     // Runs f(server) on the server's thread and returns its result.
     template <typename F>
@@ -126,6 +140,8 @@ private:
     std::promise<void> finished_promise_;
     std::future<void> finished_ = finished_promise_.get_future();
     std::string run_error_;  // written by the server thread, read after join
+    // After server_: stopped (its thread joined) before the server goes.
+    std::optional<server::admin_endpoint> admin_;
 };
 
 }  // namespace ecsnet::test

@@ -12,6 +12,9 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <functional>
 #include <memory>
 #include <span>
@@ -37,6 +40,7 @@ using ecsnet::test::raw_socket;
 using ecsnet::test::test_server;
 using ecsnet::test::transport;
 using testing::HasSubstr;
+using testing::Not;
 using namespace std::chrono_literals;
 
 const std::vector<std::string> same_host{};
@@ -162,6 +166,79 @@ TEST(WebSocketUpgrade, APlainHttpRequestGets426AndAnOversizeOneIsCut) {
                              "\r\n\r\n";
     EXPECT_THAT(http_exchange(port, huge), testing::Not(HasSubstr("HTTP/1.1 101")));
     EXPECT_EQ(server.clients(), 0U);
+}
+
+// --web-root: a browser gets the game's page from the port its WebSocket will use.
+class WebSocketWebRoot : public testing::Test {
+protected:
+    void SetUp() override {
+        std::string pattern = (std::filesystem::temp_directory_path() / "ecsnet-web-XXXXXX").string();
+        ASSERT_NE(::mkdtemp(pattern.data()), nullptr);
+        dir_ = pattern;
+        std::ofstream{dir_ / "index.html"} << "<title>arena</title>";
+        std::ofstream{dir_ / "game.js"} << "play();";
+        std::ofstream{dir_ / ".env"} << "SECRET";
+    }
+    void TearDown() override {
+        std::error_code ignored;
+        std::filesystem::remove_all(dir_, ignored);
+    }
+    static std::string get(std::uint16_t port, const std::string& method, const std::string& target) {
+        return http_exchange(port, method + " " + target + " HTTP/1.1\r\nHost: 127.0.0.1:" +
+                                       std::to_string(port) + "\r\n\r\n");
+    }
+    std::filesystem::path dir_;
+};
+
+TEST_F(WebSocketWebRoot, APlainGetIsAnsweredWithTheFileAndUpgradesAreUnchanged) {
+    server_config config = ws_config();
+    config.web_root = dir_.string();
+    config.max_pending_per_address = 4;
+    test_server server{config};
+    const auto port = server.ws_port();
+
+    const std::string index = get(port, "GET", "/");
+    EXPECT_THAT(index, testing::StartsWith("HTTP/1.1 200"));
+    EXPECT_THAT(index, HasSubstr("Content-Type: text/html; charset=utf-8\r\n"));
+    EXPECT_THAT(index, HasSubstr("Connection: close\r\n"));
+    EXPECT_THAT(index, HasSubstr("X-Content-Type-Options: nosniff\r\n"));
+    EXPECT_THAT(index, testing::EndsWith("\r\n\r\n<title>arena</title>"));
+    const std::string script = get(port, "GET", "/game.js?build=7");
+    EXPECT_THAT(script, testing::StartsWith("HTTP/1.1 200"));
+    EXPECT_THAT(script, testing::EndsWith("\r\n\r\nplay();"));
+    const std::string head = get(port, "HEAD", "/game.js");
+    EXPECT_THAT(head, testing::StartsWith("HTTP/1.1 200"));
+    EXPECT_THAT(head, HasSubstr("Content-Length: 7\r\n"));
+    EXPECT_THAT(head, testing::EndsWith("\r\n\r\n")) << "no body to HEAD";
+    EXPECT_THAT(get(port, "GET", "/%2e%2e/etc/passwd"), testing::StartsWith("HTTP/1.1 400"));
+    EXPECT_THAT(get(port, "GET", "/.env"), testing::StartsWith("HTTP/1.1 404"));
+    EXPECT_THAT(get(port, "GET", "/.env"), Not(HasSubstr("SECRET")));
+    EXPECT_THAT(get(port, "GET", "/missing.js"), HasSubstr("not found: /missing.js"));
+    EXPECT_THAT(get(port, "POST", "/"), testing::StartsWith("HTTP/1.1 405"));
+    // Each page request ends its connection and gives its pre-Hello slot back: more requests
+    // in a row than one address may hold waiting (4) are all answered.
+    for (int i = 0; i < 12; ++i) {
+        EXPECT_THAT(get(port, "GET", "/game.js"), testing::StartsWith("HTTP/1.1 200")) << i;
+    }
+
+    // The same port still upgrades and plays.
+    EXPECT_THAT(http_exchange(port, upgrade_request(port, "")), testing::StartsWith("HTTP/1.1 101"));
+    raw_socket player{port, std::nullopt, transport::websocket};
+    player.send(protocol::hello{protocol::protocol_version, "player", ""});
+    std::vector<std::uint8_t> frame;
+    EXPECT_EQ(player.read_frame(frame, 5s), raw_socket::read_status::frame) << "Welcome";
+    // Pages are connections, not failures: nothing refused, nothing invalid.
+    const auto stats = server.stats();
+    EXPECT_EQ(stats.refused, 0U);
+    EXPECT_EQ(stats.pending_refused, 0U);
+    EXPECT_EQ(stats.invalid_frames, 0U);
+}
+
+TEST_F(WebSocketWebRoot, WithoutAWebRootAPlainGetStillGets426) {
+    test_server server{ws_config()};
+    const std::string answer = get(server.ws_port(), "GET", "/game.js");
+    EXPECT_THAT(answer, testing::StartsWith("HTTP/1.1 426"));
+    EXPECT_THAT(answer, Not(HasSubstr("play();")));
 }
 
 TEST(WebSocketUpgrade, AnUpgradeNeverFinishedIsClosedAtTheHelloTimeout) {

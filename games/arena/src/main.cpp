@@ -2,4 +2,9 @@
 #include "ecsnet/arena/game.hpp"
 #include "ecsnet/server/run.hpp"
 
-int main(int argc, char** argv) { return ecsnet::server::run(argc, argv, ecsnet::arena::game()); }
+int main(int argc, char** argv) {
+    ecsnet::server::game arena = ecsnet::arena::game();
+    // Its browser page (games/arena/web), built beside the binary: served on --ws-port.
+    arena.web_app = "arena";
+    return ecsnet::server::run(argc, argv, arena);
+}

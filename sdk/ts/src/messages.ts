@@ -17,7 +17,7 @@ export interface Entity {
 
 export enum ErrorCode {
   None = 0, Malformed, InvalidValue, UnknownEntity, StaleVersion, NotOwner, ComponentMissing,
-  EntityQuota, WorldFull, RateLimited, NotJoined, GameFailed, InputTooEarly,
+  EntityQuota, WorldFull, RateLimited, NotJoined, GameFailed, InputTooEarly, ReadOnly,
 }
 export function errorCodeName(code: number): string {
   return ErrorCode[code] ?? 'unknown error';

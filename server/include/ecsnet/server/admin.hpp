@@ -7,12 +7,16 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <filesystem>
+#include <functional>
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <thread>
 
 #include "ecsnet/server/server.hpp"
+#include "ecsnet/server/static_files.hpp"
 
 namespace ecsnet::server {
 
@@ -24,6 +28,12 @@ struct admin_options {
     std::size_t max_connections = 32;
     std::size_t max_request_bytes = 8 * 1024;  // header and body together
     std::chrono::milliseconds timeout{2000};   // to read the whole request, and to write the answer
+    // The web inspector's files, served under /inspector/ (run() gives --inspector-dir or its
+    // default). Empty or missing: /inspector/ answers 404 with how to build it.
+    std::filesystem::path inspector_dir{};
+    // Where an admitted GET /observe upgrade goes (token and Origin checked, nothing answered
+    // yet): run() gives server::adopt_observer. Unset: /observe answers 404.
+    std::function<void(released_socket, upgrade_request)> observe;
 };
 
 // One answer of the admin endpoint, computed from server::health() alone.
@@ -37,6 +47,8 @@ struct admin_answer {
 // 503 with the reason; a full or draining server is healthy. GET /readyz (readiness): 200 while
 // it also accepts connections, is not draining and has a free player slot, else 503.
 // GET /status: 200 and a JSON object (tick, clients, flags, stats). Anything else: 404.
+// (The endpoint itself also serves the inspector: GET/HEAD /inspector/..., and / redirects there;
+// GET /clients, the joined connections; GET /observe, a WebSocket upgrade: an observer.)
 [[nodiscard]] admin_answer answer_admin_request(const server_health& health, std::string_view path);
 
 // The admin HTTP/1.1 endpoint (Boost.Beast), for orchestrators: probes must answer even while
@@ -62,7 +74,19 @@ public:
     [[nodiscard]] std::uint16_t port() const noexcept { return port_; }
 
 private:
+    using request = boost::beast::http::request<boost::beast::http::string_body>;
+    using response = boost::beast::http::response<boost::beast::http::string_body>;
+
     boost::asio::awaitable<void> accept_loop();
+    // Every route but the WebSocket ones: the inspector's files, / to them, the probes.
+    [[nodiscard]] response answer(const request& req) const;
+    [[nodiscard]] response answer_inspector(const request& req) const;
+    // GET /clients (the inspector's token, if any, as a Bearer header or ?token=).
+    [[nodiscard]] response answer_clients(const request& req) const;
+    // Why a GET /observe may not become an observer (426, 401, 403, 503...), or nothing: the
+    // connection then goes to options_.observe. `early_bytes`: read past the request.
+    [[nodiscard]] std::optional<response> refuse_observer(const request& req,
+                                                          std::size_t early_bytes) const;
     boost::asio::awaitable<void> serve(boost::asio::ip::tcp::socket socket, std::uint64_t id);
     // At the cap: closes the oldest connection still reading its request. False when every
     // connection has its request (the newcomer is then closed).
@@ -76,6 +100,7 @@ private:
 
     const server& service_;
     admin_options options_;
+    static_files inspector_;
     // On the admin thread only. By accept order (ids grow): begin() is the oldest. Declared
     // before io_: coroutine frames that io_ destroys give their slot back into it.
     std::map<std::uint64_t, open_connection> open_;

@@ -56,6 +56,9 @@ struct server_config {
     // the server's own host (the Origin's host:port equals the request's Host), and clients
     // that send no Origin (not browsers).
     std::vector<std::string> ws_allowed_origins;
+    // Files answered to plain HTTP GET/HEAD on the WebSocket port (static_files.hpp): a game's
+    // browser page, from the same origin as its WebSocket. Empty: off (such requests get 426).
+    std::string web_root;
     // Connections that have not sent Hello yet: a bound of their own (past it the oldest is
     // closed, so a prompt player still gets in) and a bound per remote address.
     std::size_t max_pending = 256;
@@ -101,6 +104,14 @@ struct server_config {
     // port: a fixed default would make two servers on one host collide. 0: any free port.
     std::int32_t admin_port = -1;
     std::string admin_bind = "127.0.0.1";
+    // The web inspector's files, served by the admin endpoint under /inspector/. Empty:
+    // <exe dir>/../share/ecsnet/web/inspector (static_files.hpp, default_web_dir).
+    std::string inspector_dir;
+    // The web inspector's observers (GET /observe on the admin endpoint; docs/SERVER.md,
+    // "Observers"). With a token, /observe needs ?token= and /clients that or a Bearer header.
+    std::string inspector_token;
+    bool inspector_writes = false;  // observers may send commands (else: ReadOnly)
+    std::size_t max_observers = 4;
     // After SIGTERM: stop accepting, keep serving connected clients this long, then shut down.
     std::chrono::seconds drain{0};
 };

@@ -26,6 +26,10 @@ struct game {
     // Called once the server is built, before start(): scheduler(), world() and config() are
     // ready. What it spawns goes to clients in their first snapshot.
     std::function<void(server&)> setup;
+    // The game's browser page: run() defaults --web-root to
+    // <exe dir>/../share/ecsnet/web/<web_app> when --ws-port is given and that directory
+    // exists. Empty: no page.
+    std::string web_app;
 };
 
 }  // namespace ecsnet::server

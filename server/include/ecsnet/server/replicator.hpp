@@ -46,8 +46,10 @@ public:
     replicator(const protocol::component_registry& types, interest_manager& interest,
                replicator_options options);
 
-    // A client that joined, acting for `owner`; and one that left.
-    void add_client(std::uint64_t id, std::uint32_t owner);
+    // A client that joined, acting for `owner` (0: none, for an observer); and one that left.
+    // `whole_world`: it gets the single stream even under interest management (an observer:
+    // no view, no budget).
+    void add_client(std::uint64_t id, std::uint32_t owner, bool whole_world = false);
     void remove_client(std::uint64_t id);
 
     // What a client's mirror starts from, at `tick` (between ticks: joining or resyncing):

@@ -8,6 +8,7 @@
 #include <boost/asio/steady_timer.hpp>
 #include <fmt/format.h>
 
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <cstdint>
@@ -55,6 +56,7 @@ struct server_stats {
     std::uint64_t rate_limited{0};
     std::uint64_t invalid_frames{0};
     std::uint64_t bytes_out{0};
+    std::uint64_t bytes_in{0};          // read from every session (frames, and what a closing one discards)
     std::uint64_t accept_errors{0};
     std::uint64_t pending_evicted{0};    // oldest pre-Hello connection closed to make room
     std::uint64_t pending_refused{0};    // too many pre-Hello connections from one address
@@ -98,6 +100,29 @@ struct server_health {
     std::size_t clients{0};  // joined; current (published on each join and disconnect)
     std::size_t max_clients{0};
     server_stats stats;  // as of the last tick, join, refusal, disconnect or accept
+    // For the web inspector (/status): observers joined, live entities after the last tick,
+    // the tick's work time over the last tick_window ticks, the bytes per second of the last
+    // full second, and settings.
+    std::size_t observers{0};
+    std::size_t entities{0};
+    double tick_rate{0.0};
+    struct tick_time {
+        double p50{0.0};
+        double p99{0.0};
+        double max{0.0};
+        std::size_t window_ticks{0};
+    } tick_ms;
+    double bytes_out_per_s{0.0};
+    double bytes_in_per_s{0.0};
+    bool inspector_writes{false};
+    bool inspector_token{false};
+    struct interest_settings {
+        bool enabled{false};
+        float cell_size{0.0F};  // 0: not a grid policy
+        float radius{0.0F};     // the default radius
+        std::uint64_t budget_bytes_per_tick{0};  // the default budget; 0: none
+    } interest;
+    std::uint16_t ws_port{0};  // 0: off
 
     // Every player slot taken: a newcomer would get "server full".
     [[nodiscard]] bool full() const noexcept { return clients >= max_clients; }
@@ -106,6 +131,53 @@ struct server_health {
     [[nodiscard]] bool ready() const noexcept {
         return ticking && accepting && !draining && !full();
     }
+};
+
+// One joined connection as /clients reports it (published by the world thread once a second).
+struct client_report {
+    std::uint64_t session{0};
+    std::uint32_t owner{0};  // 0: an observer without an owner (read-only)
+    std::string player;      // a connect token's player id; empty for development owners
+    std::string name;        // its Hello's name, display only
+    std::string transport;   // "TCP", "TLS", "WebSocket", "WebSocket+TLS"
+    std::string address;     // "ip:port"
+    bool observer{false};
+    std::uint64_t joined_tick{0};
+    std::uint64_t bytes_out{0};
+    std::uint64_t bytes_in{0};
+    double bytes_out_per_s{0.0};     // since the previous report
+    double budget_bytes_per_s{0.0};  // its interest budget; 0: none
+    std::uint64_t dropped_frames{0};
+    std::uint64_t resyncs{0};
+    struct area {
+        float x{0.0F};
+        float y{0.0F};
+        float radius{0.0F};
+    };
+    std::optional<area> interest;  // under interest management, once it has a focus
+    std::size_t view_entities{0};  // what its mirror holds (the whole world without a view)
+};
+struct clients_report {
+    std::uint64_t tick{0};
+    std::vector<client_report> clients;  // by session id
+};
+
+// A connected TCP socket taken out of its io_context (basic_socket::release()), for another
+// thread to attach to one of its own; closed when destroyed untaken.
+class released_socket {
+public:
+    explicit released_socket(boost::asio::ip::tcp::socket& socket);  // throws system_error
+    released_socket(released_socket&& other) noexcept;
+    released_socket(const released_socket&) = delete;
+    released_socket& operator=(const released_socket&) = delete;
+    released_socket& operator=(released_socket&&) = delete;
+    ~released_socket();
+    // The connection as a socket of `executor`'s context. Throws system_error.
+    [[nodiscard]] boost::asio::ip::tcp::socket attach(const boost::asio::any_io_executor& executor);
+
+private:
+    boost::asio::ip::tcp protocol_;
+    boost::asio::ip::tcp::socket::native_handle_type handle_;
 };
 
 // The ecsnet service. The world runs on the one thread that runs the io_context: the tick
@@ -147,6 +219,12 @@ public:
     void drain();
     // Safe to call from any thread (the admin endpoint runs on its own).
     [[nodiscard]] server_health health() const;
+    // The joined connections as of the last report (at most a second old). Any thread.
+    [[nodiscard]] clients_report client_list() const;
+    // An observer (the web inspector): a WebSocket upgrade the admin endpoint read and checked
+    // (token, Origin) on its connection. The server answers the upgrade and runs a session
+    // that takes no player slot (docs/SERVER.md, "Observers"). Any thread.
+    void adopt_observer(released_socket socket, upgrade_request request);
 
     [[nodiscard]] std::uint16_t port() const noexcept { return port_; }
     // The WebSocket port (--ws-port); 0 when off.
@@ -164,6 +242,8 @@ public:
     // Any thread.
     [[nodiscard]] std::size_t snapshot_bytes() const noexcept { return snapshot_bytes_; }
     [[nodiscard]] std::size_t clients() const noexcept { return active_; }
+    // Joined observers (not in clients()).
+    [[nodiscard]] std::size_t observers() const noexcept { return observers_; }
     // Connections that have not completed Hello.
     [[nodiscard]] std::size_t pending_connections() const noexcept { return pending_ids_.size(); }
     [[nodiscard]] const owner_registry& owners() const noexcept { return owners_; }
@@ -215,6 +295,16 @@ private:
     }
 
     [[nodiscard]] std::optional<std::string> admit(session& s, const protocol::hello& hello);
+    // An observer's Hello: an owner only with --inspector-writes and a credential; `read_only`
+    // when it has none.
+    [[nodiscard]] std::optional<std::string> admit_observer(session& s, const protocol::hello& hello,
+                                                            bool& read_only);
+    [[nodiscard]] std::optional<std::string> refuse_version(const protocol::hello& hello) const;
+    void start_observer(released_socket socket, upgrade_request request);
+    // Player connections of an owner (its connections that are not observers).
+    [[nodiscard]] std::size_t player_connections(std::uint32_t owner) const;
+    // The /clients report and the bytes per second, at most once a second (`now`: always).
+    void publish_clients(bool now = false);
     void send_snapshot(session& s);
 
     // Sessions over `listener`: TCP (or TLS), or WebSocket (wss with the TLS context).
@@ -233,7 +323,8 @@ private:
     void report_game_failure(std::uint64_t& counter, fmt::format_string<Args...> text,
                              Args&&... args);
     // Copies what health() reports, under health_mutex_; once per tick and on state changes.
-    void publish_health(bool tick_ended = false);
+    // `tick_ms`: the work time of the tick that ended, for /status.
+    void publish_health(bool tick_ended = false, double tick_ms = 0.0);
     void tick_loop_ended(const std::exception_ptr& e);
     // Queues the tick's frames (replicator) to every joined session.
     void broadcast_tick(const ecs::World::change_set_type& changes);
@@ -292,6 +383,12 @@ private:
     std::set<std::uint64_t> pending_ids_;  // before Hello, oldest first
     std::unordered_map<std::string, std::size_t> pending_per_address_;
     std::size_t active_{0};
+    std::size_t observers_{0};          // joined
+    std::size_t observer_sessions_{0};  // connected, joined or not: --max-observers
+    std::unordered_map<std::uint32_t, std::size_t> observer_connections_;  // by owner
+    clock::time_point clients_reported_at_{};
+    std::uint64_t bytes_out_reported_{0};
+    std::uint64_t bytes_in_reported_{0};
     std::vector<pending_command> pending_;
     // Owners whose last connection left, in the order their reconnect grace ends (the grace is
     // one length for all); an entry is stale when the owner came back or left again since.
@@ -321,6 +418,7 @@ private:
         std::atomic<std::uint64_t> rate_limited{0};
         std::atomic<std::uint64_t> invalid_frames{0};
         std::atomic<std::uint64_t> bytes_out{0};
+        std::atomic<std::uint64_t> bytes_in{0};
         std::atomic<std::uint64_t> resyncs_requested{0};
         std::atomic<std::uint64_t> resyncs_coalesced{0};
         std::atomic<std::uint64_t> inputs_refused{0};
@@ -334,6 +432,7 @@ private:
     log_limiter client_warnings_{10, std::chrono::seconds{10}};   // a client misbehaved
     log_limiter connection_lines_;  // joins, leaves, refusals: --connection-log-lines
 
+    static constexpr std::size_t tick_window = 300;  // ticks /status's tick_ms covers
     // What health() reads from other threads.
     struct published_health {
         clock::time_point last_tick_end{};
@@ -344,6 +443,17 @@ private:
         std::uint64_t tick{0};
         std::size_t clients{0};
         server_stats stats;
+        std::size_t observers{0};
+        std::size_t entities{0};
+        double bytes_out_per_s{0.0};
+        double bytes_in_per_s{0.0};
+        server_health::interest_settings interest;
+        std::uint16_t ws_port{0};
+        // The work time of the last ticks (ring), for the percentiles health() computes.
+        std::array<double, tick_window> tick_ms{};
+        std::size_t tick_ms_count{0};
+        std::size_t tick_ms_next{0};
+        clients_report client_list;
     };
     mutable std::mutex health_mutex_;
     published_health published_;

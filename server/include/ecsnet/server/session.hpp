@@ -4,6 +4,7 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/steady_timer.hpp>
 
+#include <atomic>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -51,9 +52,11 @@ public:
     using clock = std::chrono::steady_clock;
 
     // `stream` is bound to `io`, the context of the I/O thread this session lives on; the
-    // session keeps it alive (io_pool::next()).
+    // session keeps it alive (io_pool::next()). An observer (the web inspector, admitted
+    // through the admin endpoint) takes no player slot and sends no input (docs/SERVER.md,
+    // "Observers").
     session(std::shared_ptr<boost::asio::io_context> io, std::unique_ptr<byte_stream> stream,
-            server& owner, std::uint64_t id);
+            server& owner, std::uint64_t id, bool observer = false);
     session(const session&) = delete;
     session& operator=(const session&) = delete;
     ~session();
@@ -102,7 +105,21 @@ public:
     [[nodiscard]] bool pending() const noexcept { return pending_; }
     void set_pending(bool pending) noexcept { pending_ = pending; }
 
+    // The name its Hello gave (display only), and the tick it joined at.
+    [[nodiscard]] const std::string& client_name() const noexcept { return client_name_; }
+    [[nodiscard]] std::uint64_t joined_tick() const noexcept { return joined_tick_; }
+
+    // Counted on the session's thread; any thread reads them (for /clients).
+    struct traffic {
+        std::atomic<std::uint64_t> bytes_out{0};
+        std::atomic<std::uint64_t> bytes_in{0};
+        std::atomic<std::uint64_t> dropped_frames{0};
+        std::atomic<std::uint64_t> resyncs{0};
+    };
+    [[nodiscard]] const traffic& counters() const noexcept { return traffic_; }
+
     // Fixed at accept: any thread.
+    [[nodiscard]] bool observer() const noexcept { return observer_; }
     [[nodiscard]] const std::string& remote() const noexcept { return stream_->remote(); }
     [[nodiscard]] std::string_view transport() const noexcept { return stream_->transport(); }
     [[nodiscard]] const std::string& remote_address() const noexcept {
@@ -126,8 +143,9 @@ private:
     // Posts f(*this) to the session's thread, holding the session.
     template <typename F>
     void on_io_thread(F f);
-    // The server's answer to Hello (posted by server::hello): refused with a reason, or joined.
-    void admitted(std::optional<std::string> refusal);
+    // The server's answer to Hello (posted by server::hello): refused with a reason, or joined;
+    // `read_only`: an observer without an owner, whose commands are answered ReadOnly.
+    void admitted(std::optional<std::string> refusal, bool read_only = false);
 
     // ---- on the session's thread ---------------------------------------------------------
     boost::asio::awaitable<void> read_loop(std::shared_ptr<session> self);
@@ -155,14 +173,23 @@ private:
     void close(std::string reason);  // close_now()
     void begin_closing(std::string reason);
     void notify_closed(const std::string& reason);
+    void count_in(std::size_t bytes) noexcept;
+    void count_dropped(std::size_t frames) noexcept;
 
     // Declared first, destroyed last: the stream and the timers belong to it.
     std::shared_ptr<boost::asio::io_context> io_;
     std::unique_ptr<byte_stream> stream_;
     server& owner_;
     const std::uint64_t id_;
+    const bool observer_;
+    traffic traffic_;
 
     // The server's thread only.
+    std::string client_name_;
+    std::uint64_t joined_tick_{0};
+    // traffic_'s bytes at the last /clients report (server::publish_clients).
+    std::uint64_t reported_bytes_out_{0};
+    std::uint64_t reported_bytes_in_{0};
     std::uint32_t owner_id_{0};
     bool joined_{false};
     bool counted_{false};
@@ -178,6 +205,7 @@ private:
     bool input_ended_{false};           // the client closed its side (or reading failed)
     bool fin_sent_{false};
     bool stream_ready_{false};          // the TLS handshake (if any) is done
+    bool read_only_{false};             // an observer without an owner: commands get ReadOnly
 
     std::deque<queued> queue_;
     std::size_t in_flight_{0};  // frames at the front of queue_ being written

@@ -2,6 +2,8 @@
 
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/ssl/context.hpp>
+#include <boost/beast/http/message.hpp>
+#include <boost/beast/http/string_body.hpp>
 
 #include <cstddef>
 #include <memory>
@@ -10,6 +12,7 @@
 #include <string_view>
 #include <vector>
 
+#include "ecsnet/server/static_files.hpp"
 #include "ecsnet/server/stream.hpp"
 
 // The WebSocket transport: a byte_stream over WebSocket messages, so that sessions run the same
@@ -24,6 +27,9 @@ struct websocket_options {
     // "https://game.example.com" or "*"; empty: same host only (see origin_allowed).
     std::vector<std::string> allowed_origins;
     std::size_t max_request_bytes = 8 * 1024;  // the upgrade request, headers and all
+    // --web-root: a plain HTTP GET/HEAD (not an upgrade) is answered with its files, then the
+    // connection ends (handshake() returns an error is_page_served() knows). Without: 426.
+    std::optional<static_files> web_root{};
 };
 
 [[nodiscard]] std::unique_ptr<byte_stream> make_websocket_stream(
@@ -33,9 +39,19 @@ struct websocket_options {
     boost::asio::ip::tcp::socket socket, boost::asio::ssl::context& context,
     const websocket_options& options);
 
+// An upgrade request read and checked elsewhere (the admin endpoint's /observe): the stream's
+// handshake answers it (101) without reading or checking anything. Plain ws only.
+using upgrade_request = boost::beast::http::request<boost::beast::http::string_body>;
+[[nodiscard]] std::unique_ptr<byte_stream> make_websocket_stream(
+    boost::asio::ip::tcp::socket socket, upgrade_request request, const websocket_options& options);
+
 // A read error that is the client's breach of "one binary message per frame": the session ends
 // it like a malformed frame (Disconnect with the reason, counted), not like a lost connection.
 [[nodiscard]] bool is_framing_violation(const boost::system::error_code& ec) noexcept;
+
+// A handshake "error" that is a plain HTTP request answered from the web root: the connection
+// ends as planned, nobody failed.
+[[nodiscard]] bool is_page_served(const boost::system::error_code& ec) noexcept;
 
 // Whether an upgrade request may proceed. No Origin header (not a browser: browsers always send
 // one) passes: Origin protects browser users from other sites' pages, not servers from
