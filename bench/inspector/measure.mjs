@@ -47,7 +47,7 @@ const rows = [];
 try {
   for (const entities of sizes) {
     const srv = await startServer(server, ['--demo-entities', String(entities), '--inspector-dir', inspectorDir,
-      '--log-level', 'warn']);
+    ]);
     try {
       const page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
       const cdp = await page.context().newCDPSession(page);
