@@ -277,7 +277,8 @@ build_log=$cache/build.log
 ca_secret=()
 npm_ca=${ECSNET_NPM_CA:-${NODE_EXTRA_CA_CERTS:-/etc/ssl/certs/ca-certificates.crt}}
 [ -s "$npm_ca" ] && ca_secret=(--secret "id=npm_ca,src=$npm_ca")
-if ! pmt "${ECSNET_BUILD_TIMEOUT:-3600}" build --pull=never --format docker "${ca_secret[@]}" \
+# --jobs 2: the web stage (downloads, npm) runs beside the C++ build stage.
+if ! pmt "${ECSNET_BUILD_TIMEOUT:-3600}" build --pull=never --format docker --jobs 2 "${ca_secret[@]}" \
        -f docker/Dockerfile -t "$image" . > "$build_log" 2>&1; then
   tail -n 40 "$build_log" >&2
   fail "podman build (log: $build_log)"

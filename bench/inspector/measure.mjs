@@ -10,8 +10,8 @@
 // Usage: node bench/inspector/measure.mjs [--build-dir build/release] [--entities 1000,10000]
 //        [--seconds 10] [--uncapped]
 // --uncapped launches Chromium with --disable-frame-rate-limit --disable-gpu-vsync (the frame
-// rate is then bounded by the work, not by the 60 Hz display). Needs `npm ci` in inspector/
-// (playwright-core) and Debian's chromium; run on a quiet machine.
+// rate is then bounded by the work, not by the 60 Hz display). Needs scripts/web-deps.sh (npm ci:
+// playwright-core in sdk/ts) and Debian's chromium; run on a quiet machine.
 import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';

@@ -2,45 +2,8 @@
 // runs (each process ended by its pid), Debian's chromium through playwright-core, and bounded
 // polling.
 import { spawn } from 'node:child_process';
-import { accessSync, constants } from 'node:fs';
-
-export const CHROMIUM = process.env.ECSNET_CHROMIUM ?? '/usr/bin/chromium';
-
-// Without the background-networking flags Chromium keeps calling Google's hosts; as root
-// playwright adds --no-sandbox itself.
-const CHROMIUM_ARGS = [
-  '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run',
-  '--disable-gpu', '--disable-quic',
-];
-
-export async function launchChromium(extraArgs = []) {
-  try {
-    accessSync(CHROMIUM, constants.X_OK);
-  } catch {
-    throw new Error(`no Chromium at ${CHROMIUM}: install Debian's chromium (scripts/install-deps.sh web, ` +
-      'or apt-get install chromium), or point ECSNET_CHROMIUM at another build');
-  }
-  let chromium;
-  try {
-    ({ chromium } = await import('playwright-core'));
-  } catch (e) {
-    throw new Error(`playwright-core is not installed: run npm ci in inspector/ (${e.message})`);
-  }
-  return chromium.launch({ executablePath: CHROMIUM, headless: true, args: [...CHROMIUM_ARGS, ...extraArgs], timeout: 30_000 });
-}
-
-// Polls cond() every intervalMs until it returns a truthy value, bounded in polls and in time;
-// throws with `what` and show() otherwise.
-export async function pollUntil(cond, what, { timeoutMs = 20_000, intervalMs = 100, show = async () => '' } = {}) {
-  const polls = Math.ceil(timeoutMs / intervalMs);
-  const end = Date.now() + timeoutMs;
-  for (let i = 0; i < polls && Date.now() <= end; ++i) {
-    const value = await cond();
-    if (value) return value;
-    await new Promise((r) => setTimeout(r, intervalMs));
-  }
-  throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}; ${await show()}`);
-}
+// Chromium and bounded polling: the same as the SDK's browser test (sdk/ts/test/browser).
+export { CHROMIUM, launchChromium, pollUntil } from '../../sdk/ts/test/browser/support.mjs';
 
 export function binary(variable, example) {
   const path = process.env[variable];

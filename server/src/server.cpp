@@ -322,7 +322,8 @@ void server::publish_health(bool tick_ended, double tick_ms) {
     if (const auto* grid = dynamic_cast<const grid_interest*>(interest_.policy())) {
         interest.cell_size = grid->grid().cell_size();
     }
-    if (interest_.default_settings().budget > 0.0) {
+    // Budgets apply only under interest management (without it every client shares one stream).
+    if (interest_.enabled() && interest_.default_settings().budget > 0.0) {
         interest.budget_bytes_per_tick = static_cast<std::uint64_t>(
             std::llround(interest_.default_settings().budget / config_.tick_rate));
     }

@@ -11,9 +11,13 @@
 #include <boost/beast/http/read.hpp>
 #include <boost/beast/http/string_body.hpp>
 #include <boost/beast/http/write.hpp>
+#include <boost/asio/write.hpp>
+#include <gtest/gtest.h>
 
+#include <array>
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 
@@ -71,6 +75,45 @@ inline http_reply http_get(std::uint16_t port, const std::string& path,
         reply.error = "no answer within " + std::to_string(timeout.count()) + " ms";
     }
     return reply;
+}
+
+// An HTTP request written as is on a plain socket, and the server's answer (status line and all)
+// until it closes, or until the headers of a 101 (an upgraded connection stays open); at most 5 s.
+inline std::string http_exchange(std::uint16_t port, const std::string& request) {
+    namespace asio = boost::asio;
+    asio::io_context io;
+    asio::ip::tcp::socket socket{io};
+    socket.connect({asio::ip::make_address("127.0.0.1"), port});
+    asio::write(socket, asio::buffer(request));
+    std::string answer;
+    std::array<char, 4096> chunk{};
+    bool done = false;
+    std::function<void()> read_more = [&] {
+        socket.async_read_some(asio::buffer(chunk), [&](const boost::system::error_code& ec,
+                                                        std::size_t n) {
+            answer.append(chunk.data(), n);
+            const bool upgraded = answer.starts_with("HTTP/1.1 101") &&
+                                  answer.find("\r\n\r\n") != std::string::npos;
+            if (ec || upgraded) {
+                done = true;
+            } else {
+                read_more();
+            }
+        });
+    };
+    read_more();
+    io.run_for(std::chrono::seconds{5});
+    EXPECT_TRUE(done) << "the server neither upgraded nor closed the connection within 5 s";
+    return answer;
+}
+
+// A WebSocket upgrade request for `target`; `extra_headers` each end in \r\n (e.g. an Origin).
+inline std::string websocket_upgrade_request(std::uint16_t port, const std::string& target,
+                                             const std::string& extra_headers = "") {
+    return "GET " + target + " HTTP/1.1\r\nHost: 127.0.0.1:" + std::to_string(port) +
+           "\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+           "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n" +
+           extra_headers + "\r\n";
 }
 
 }  // namespace ecsnet::test

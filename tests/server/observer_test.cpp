@@ -61,8 +61,10 @@ using ecsnet::demo::Health;
 using ecsnet::demo::Position;
 using ecsnet::ecs::Entity;
 using ecsnet::server::server_config;
+using ecsnet::test::http_exchange;
 using ecsnet::test::Secret;
 using ecsnet::test::Stick;
+using ecsnet::test::websocket_upgrade_request;
 using ecsnet::test::http_get;
 using ecsnet::test::test_server;
 using ecsnet::wire::ErrorCode;
@@ -179,42 +181,6 @@ bool poll_all_until(const std::vector<connection*>& clients, const std::function
     return pred();
 }
 
-// An HTTP request on a plain socket, and the answer until the server closes the connection
-// or, for a 101, until its headers end; at most 5 s.
-std::string http_exchange(std::uint16_t port, const std::string& request) {
-    asio::io_context io;
-    asio::ip::tcp::socket socket{io};
-    socket.connect({asio::ip::make_address("127.0.0.1"), port});
-    asio::write(socket, asio::buffer(request));
-    std::string answer;
-    std::array<char, 4096> chunk{};
-    bool done = false;
-    std::function<void()> read_more = [&] {
-        socket.async_read_some(asio::buffer(chunk), [&](const boost::system::error_code& ec,
-                                                        std::size_t n) {
-            answer.append(chunk.data(), n);
-            if (ec || (answer.starts_with("HTTP/1.1 101") &&
-                       answer.find("\r\n\r\n") != std::string::npos)) {
-                done = true;
-            } else {
-                read_more();
-            }
-        });
-    };
-    read_more();
-    io.run_for(5s);
-    EXPECT_TRUE(done) << "no complete answer within 5 s";
-    return answer;
-}
-
-std::string observe_request(std::uint16_t port, const std::string& target,
-                            const std::string& extra_headers = "") {
-    return "GET " + target + " HTTP/1.1\r\nHost: 127.0.0.1:" + std::to_string(port) +
-           "\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
-           "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n" +
-           extra_headers + "\r\n";
-}
-
 nlohmann::json json_of(std::uint16_t admin_port, const std::string& path) {
     const auto reply = http_get(admin_port, path);
     EXPECT_EQ(reply.status, 200U) << path << ": " << reply.error << reply.body;
@@ -228,8 +194,8 @@ TEST(ObserverAdmission, TheTokenIsRequiredWhenSetAndCompared) {
     config.inspector_token = "s3cret+token";
     observed_server s{config};
     const auto port = s.admin_port;
-    EXPECT_THAT(http_exchange(port, observe_request(port, "/observe")), StartsWith("HTTP/1.1 401"));
-    EXPECT_THAT(http_exchange(port, observe_request(port, "/observe?token=s3cret")),
+    EXPECT_THAT(http_exchange(port, websocket_upgrade_request(port, "/observe")), StartsWith("HTTP/1.1 401"));
+    EXPECT_THAT(http_exchange(port, websocket_upgrade_request(port, "/observe?token=s3cret")),
                 StartsWith("HTTP/1.1 401"));
     EXPECT_THAT(refusal_of(observer_options(port)), HasSubstr("401"));
     // Percent-encoded, as the inspector sends it (encodeURIComponent).
@@ -247,10 +213,10 @@ TEST(ObserverAdmission, OriginsFollowTheWebSocketPortsRulesAndAPlainGetIs426) {
     observed_server s{observer_config()};
     const auto port = s.admin_port;
     const std::string refused = http_exchange(
-        port, observe_request(port, "/observe", "Origin: https://evil.example.com\r\n"));
+        port, websocket_upgrade_request(port, "/observe", "Origin: https://evil.example.com\r\n"));
     EXPECT_THAT(refused, StartsWith("HTTP/1.1 403"));
     EXPECT_THAT(refused, HasSubstr("--ws-allowed-origins"));
-    EXPECT_THAT(http_exchange(port, observe_request(port, "/observe",
+    EXPECT_THAT(http_exchange(port, websocket_upgrade_request(port, "/observe",
                                                     "Origin: http://127.0.0.1:" +
                                                         std::to_string(port) + "\r\n")),
                 StartsWith("HTTP/1.1 101"))

@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "ecsnet/client/connection.hpp"
+#include "http_get.hpp"
 #include "test_server.hpp"
 #include "test_support.hpp"
 
@@ -36,7 +37,9 @@ namespace protocol = ecsnet::protocol;
 using ecsnet::server::check_allowed_origin;
 using ecsnet::server::origin_allowed;
 using ecsnet::server::server_config;
+using ecsnet::test::http_exchange;
 using ecsnet::test::raw_socket;
+using ecsnet::test::websocket_upgrade_request;
 using ecsnet::test::test_server;
 using ecsnet::test::transport;
 using testing::HasSubstr;
@@ -94,50 +97,16 @@ server_config ws_config() {
     return c;
 }
 
-// An HTTP request on a plain socket, and the server's answer (status line and all) until it
-// closes, or until the headers of a 101 (an upgraded connection stays open), at most 5 s.
-std::string http_exchange(std::uint16_t port, const std::string& request) {
-    asio::io_context io;
-    asio::ip::tcp::socket socket{io};
-    socket.connect({asio::ip::make_address("127.0.0.1"), port});
-    asio::write(socket, asio::buffer(request));
-    std::string answer;
-    std::array<char, 4096> chunk{};
-    bool done = false;
-    std::function<void()> read_more = [&] {
-        socket.async_read_some(asio::buffer(chunk), [&](const boost::system::error_code& ec, std::size_t n) {
-            answer.append(chunk.data(), n);
-            const bool upgraded = answer.starts_with("HTTP/1.1 101") &&
-                                  answer.find("\r\n\r\n") != std::string::npos;
-            if (ec || upgraded) {
-                done = true;
-            } else {
-                read_more();
-            }
-        });
-    };
-    read_more();
-    io.run_for(5s);
-    EXPECT_TRUE(done) << "the server neither upgraded nor closed the connection within 5 s";
-    return answer;
-}
-
-std::string upgrade_request(std::uint16_t port, const std::string& origin_line) {
-    return "GET / HTTP/1.1\r\nHost: 127.0.0.1:" + std::to_string(port) +
-           "\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
-           "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n" +
-           origin_line + "\r\n";
-}
 
 TEST(WebSocketUpgrade, AnOriginFromElsewhereIsRefusedWith403AndTheServerGoesOn) {
     test_server server{ws_config()};
     const auto port = server.ws_port();
     const std::string refused =
-        http_exchange(port, upgrade_request(port, "Origin: https://evil.example.com\r\n"));
+        http_exchange(port, websocket_upgrade_request(port, "/", "Origin: https://evil.example.com\r\n"));
     EXPECT_THAT(refused, testing::StartsWith("HTTP/1.1 403"));
     EXPECT_THAT(refused, HasSubstr("--ws-allowed-origins"));
     const std::string same =
-        http_exchange(port, upgrade_request(port, "Origin: http://127.0.0.1:" + std::to_string(port) + "\r\n"));
+        http_exchange(port, websocket_upgrade_request(port, "/", "Origin: http://127.0.0.1:" + std::to_string(port) + "\r\n"));
     EXPECT_THAT(same, testing::StartsWith("HTTP/1.1 101")) << "the same host is allowed by default";
     raw_socket player{port, std::nullopt, transport::websocket};
     player.send(protocol::hello{protocol::protocol_version, "player", ""});
@@ -150,9 +119,9 @@ TEST(WebSocketUpgrade, ListedOriginsAreAllowed) {
     config.ws_allowed_origins = {"https://game.example.com"};
     test_server server{config};
     const auto port = server.ws_port();
-    EXPECT_THAT(http_exchange(port, upgrade_request(port, "Origin: https://game.example.com\r\n")),
+    EXPECT_THAT(http_exchange(port, websocket_upgrade_request(port, "/", "Origin: https://game.example.com\r\n")),
                 testing::StartsWith("HTTP/1.1 101"));
-    EXPECT_THAT(http_exchange(port, upgrade_request(port, "Origin: http://127.0.0.1:" +
+    EXPECT_THAT(http_exchange(port, websocket_upgrade_request(port, "/", "Origin: http://127.0.0.1:" +
                                                               std::to_string(port) + "\r\n")),
                 testing::StartsWith("HTTP/1.1 403"));
 }
@@ -222,7 +191,7 @@ TEST_F(WebSocketWebRoot, APlainGetIsAnsweredWithTheFileAndUpgradesAreUnchanged) 
     }
 
     // The same port still upgrades and plays.
-    EXPECT_THAT(http_exchange(port, upgrade_request(port, "")), testing::StartsWith("HTTP/1.1 101"));
+    EXPECT_THAT(http_exchange(port, websocket_upgrade_request(port, "/", "")), testing::StartsWith("HTTP/1.1 101"));
     raw_socket player{port, std::nullopt, transport::websocket};
     player.send(protocol::hello{protocol::protocol_version, "player", ""});
     std::vector<std::uint8_t> frame;

@@ -2,8 +2,9 @@
 // through playwright-core, the C++ client's shell as a second player that reads the server's
 // world, and bounded polling. Every process is ended by its pid.
 import { spawn } from 'node:child_process';
-import { accessSync, constants } from 'node:fs';
 import { createInterface } from 'node:readline';
+// Chromium and bounded polling: the same as the SDK's browser test (sdk/ts/test/browser).
+export { CHROMIUM, launchChromium, pollUntil } from '../../../../sdk/ts/test/browser/support.mjs';
 
 export function requiredBinary(variable, example) {
   const path = process.env[variable];
@@ -12,42 +13,6 @@ export function requiredBinary(variable, example) {
       'ctest sets it (games/arena/web/CMakeLists.txt)');
   }
   return path;
-}
-
-export const CHROMIUM = process.env.ECSNET_CHROMIUM ?? '/usr/bin/chromium';
-
-// Without the background-networking flags Chromium keeps calling Google's hosts; as root
-// playwright adds --no-sandbox itself.
-const CHROMIUM_ARGS = ['--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run',
-  '--disable-gpu', '--disable-quic'];
-
-export async function launchChromium() {
-  try {
-    accessSync(CHROMIUM, constants.X_OK);
-  } catch {
-    throw new Error(`no Chromium at ${CHROMIUM}: install Debian's chromium (scripts/install-deps.sh web, ` +
-      'or apt-get install chromium), or point ECSNET_CHROMIUM at another build');
-  }
-  let chromium;
-  try {
-    ({ chromium } = await import('playwright-core'));
-  } catch (e) {
-    throw new Error(`playwright-core is not installed: run npm ci in games/arena/web (${e.message})`);
-  }
-  return chromium.launch({ executablePath: CHROMIUM, headless: true, args: CHROMIUM_ARGS, timeout: 30_000 });
-}
-
-// Polls cond() until it returns a truthy value, bounded in polls and in time; else throws with
-// `what` and show(), the state to look at.
-export async function pollUntil(cond, what, { timeoutMs = 20_000, intervalMs = 100, show = async () => '' } = {}) {
-  const polls = Math.ceil(timeoutMs / intervalMs);
-  const end = Date.now() + timeoutMs;
-  for (let i = 0; i < polls && Date.now() <= end; ++i) {
-    const value = await cond();
-    if (value) return value;
-    await new Promise((r) => setTimeout(r, intervalMs));
-  }
-  throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}; ${await show()}`);
 }
 
 const alive = (child) => child.exitCode === null && child.signalCode === null;
