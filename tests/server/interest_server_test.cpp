@@ -22,6 +22,7 @@
 
 #include "ecsnet/client/connection.hpp"
 #include "ecsnet/demo/game.hpp"
+#include "client_polling.hpp"
 #include "test_server.hpp"
 #include "test_support.hpp"
 
@@ -35,7 +36,9 @@ using ecsnet::demo::Health;
 using ecsnet::demo::Position;
 using ecsnet::ecs::Entity;
 using ecsnet::server::server_config;
+using ecsnet::test::held;
 using ecsnet::test::raw_socket;
+using ecsnet::test::poll_all_until;
 using ecsnet::test::test_server;
 using protocol::component_set;
 using namespace std::chrono_literals;
@@ -76,26 +79,7 @@ void set_position(connection& c, Entity e, float x, float y) {
     EXPECT_TRUE(result.ok) << result.message;
 }
 
-std::set<Entity> held(const protocol::mirror& m) {
-    std::set<Entity> out;
-    m.each([&](Entity e) { out.insert(e); });
-    return out;
-}
 
-// Polls every client in turn until pred() holds, at most `timeout`.
-bool poll_all_until(const std::vector<connection*>& clients, const std::function<bool()>& pred,
-                    std::chrono::milliseconds timeout) {
-    const auto deadline = std::chrono::steady_clock::now() + timeout;
-    while (std::chrono::steady_clock::now() < deadline) {
-        for (connection* c : clients) {
-            c->poll_for(5ms);
-        }
-        if (pred()) {
-            return true;
-        }
-    }
-    return false;
-}
 
 struct event_log {
     std::vector<Entity> spawned, entered, left, destroyed;

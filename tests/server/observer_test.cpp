@@ -24,6 +24,7 @@
 #include "ecsnet/server/config.hpp"
 #include "ecsnet/server/connect_token.hpp"
 #include "http_get.hpp"
+#include "client_polling.hpp"
 #include "test_server.hpp"
 #include "test_support.hpp"
 
@@ -61,7 +62,9 @@ using ecsnet::demo::Health;
 using ecsnet::demo::Position;
 using ecsnet::ecs::Entity;
 using ecsnet::server::server_config;
+using ecsnet::test::held;
 using ecsnet::test::http_exchange;
+using ecsnet::test::poll_all_until;
 using ecsnet::test::Secret;
 using ecsnet::test::Stick;
 using ecsnet::test::websocket_upgrade_request;
@@ -71,7 +74,6 @@ using ecsnet::wire::ErrorCode;
 using testing::HasSubstr;
 using testing::StartsWith;
 using namespace std::chrono_literals;
-using clock_type = std::chrono::steady_clock;
 
 // What the game heard of players, on the world thread (read through test_server::call).
 struct player_log {
@@ -161,25 +163,7 @@ Entity spawn(connection& c, protocol::component_set values, ErrorCode expected =
     return result.entity;
 }
 
-std::set<Entity> held(const protocol::mirror& m) {
-    std::set<Entity> out;
-    m.each([&](Entity e) { out.insert(e); });
-    return out;
-}
 
-bool poll_all_until(const std::vector<connection*>& clients, const std::function<bool()>& pred,
-                    std::chrono::milliseconds timeout) {
-    const auto deadline = clock_type::now() + timeout;
-    while (clock_type::now() < deadline) {
-        for (connection* c : clients) {
-            c->poll_for(5ms);
-        }
-        if (pred()) {
-            return true;
-        }
-    }
-    return pred();
-}
 
 nlohmann::json json_of(std::uint16_t admin_port, const std::string& path) {
     const auto reply = http_get(admin_port, path);
