@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# Set-up for the web pages and the TypeScript SDK: Node.js >= 20 with npm, flatc and chromium
-# (scripts/install-deps.sh web), then `npm ci` (the committed lock files) in sdk/ts, inspector/
-# and games/arena/web/. The next CMake configure then bundles the pages (ECSNET_WEB) into
-# <build>/share/ecsnet/web, where ecsnet-server and arena-server find them. Idempotent.
+# Set-up for the web pages, the TypeScript SDK and the manifests' validator: Node.js >= 20 with
+# npm, flatc and chromium (scripts/install-deps.sh web), then `npm ci` (the committed lock files)
+# in sdk/ts, inspector/, games/arena/web/ and deploy/validate/. The next CMake configure then
+# bundles the pages (ECSNET_WEB) into <build>/share/ecsnet/web. Idempotent.
 # Usage: scripts/web-deps.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -12,7 +12,7 @@ case "${1:-}" in
   *) echo "web-deps.sh: unknown argument $1 (try --help)" >&2; exit 2 ;;
 esac
 scripts/install-deps.sh web
-for package in sdk/ts inspector games/arena/web; do
+for package in sdk/ts inspector games/arena/web deploy/validate; do
   echo "web-deps: npm ci in $package"
   (cd "$package" && npm ci --no-audit --no-fund)
 done

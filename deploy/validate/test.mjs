@@ -1,0 +1,120 @@
+// node --test test.mjs: the validator passes the real manifests and reports each deliberate
+// break of a copy of them (made in a temporary directory), naming the file and the path.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { spawnSync } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { validate, defaultDeployDir, defaultCrdsDir, formatError } from './validate.mjs';
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+const crdsDir = process.env.AGONES_CRDS_DIR || defaultCrdsDir;
+
+// A copy of deploy/ (without validate/) with `edit(text)` applied to one file.
+function brokenCopy(file, edit) {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'ecsnet-deploy-'));
+  for (const sub of ['agones', 'kubernetes']) {
+    fs.cpSync(path.join(defaultDeployDir, sub), path.join(dir, sub), { recursive: true });
+  }
+  const target = path.join(dir, file);
+  const before = fs.readFileSync(target, 'utf8');
+  const after = edit(before);
+  assert.notEqual(after, before, `the edit of ${file} changed nothing`);
+  fs.writeFileSync(target, after);
+  return dir;
+}
+
+function errorsOf(dir) {
+  try {
+    return validate({ deployDir: dir, crdsDir }).errors;
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+function assertReported(errors, file, pathPart, messagePart) {
+  const hit = errors.find((e) => e.file === file && e.path.includes(pathPart) && e.message.includes(messagePart));
+  assert.ok(hit, `expected an error in ${file} at ${pathPart} (${messagePart}); got:\n${errors.map(formatError).join('\n') || '(none)'}`);
+}
+
+test('the real manifests pass', () => {
+  const result = validate({ deployDir: defaultDeployDir, crdsDir });
+  assert.deepEqual(result.errors.map(formatError), []);
+  for (const kind of ['GameServer', 'Fleet', 'FleetAutoscaler', 'GameServerAllocation', 'Deployment', 'Service']) {
+    assert.ok(result.kinds[kind] >= 1, `no ${kind} was validated`);
+  }
+});
+
+test('the command line exits 0 on the real files and 1 with file, document and path on a break', () => {
+  const ok = spawnSync(process.execPath, [path.join(here, 'validate.mjs'), '--crds', crdsDir], { encoding: 'utf8' });
+  assert.equal(ok.status, 0, ok.stderr);
+  assert.match(ok.stdout, /deploy validate: ok: \d+ files, \d+ documents/);
+  const dir = brokenCopy('agones/gameserver.yaml', (t) => t.replace('protocol: TCP', 'protocol: TPC'));
+  try {
+    const bad = spawnSync(process.execPath, [path.join(here, 'validate.mjs'), '--crds', crdsDir, dir], { encoding: 'utf8' });
+    assert.equal(bad.status, 1);
+    assert.match(bad.stderr, /agones\/gameserver\.yaml#1 GameServer\/ecsnet- spec\.ports\[0\]\.protocol: must be equal to one of the allowed values/);
+    assert.match(bad.stdout, /deploy validate: FAILED: .* [1-9]\d* errors/);
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('a port protocol typo in the GameServer (TPC) is reported', () => {
+  const errors = errorsOf(brokenCopy('agones/gameserver.yaml', (t) => t.replace('protocol: TCP', 'protocol: TPC')));
+  assertReported(errors, 'agones/gameserver.yaml', 'spec.ports[0].protocol', '"TCP"');
+});
+
+test('a GameServer port without a protocol (Agones would make it UDP) is reported', () => {
+  const errors = errorsOf(brokenCopy('agones/gameserver.yaml', (t) => t.replace(/(containerPort: 7779\n)\s+protocol: TCP\n/, '$1')));
+  assertReported(errors, 'agones/gameserver.yaml', 'spec.ports[1].protocol', 'UDP');
+});
+
+test('a container without an image is reported (Deployment and Fleet)', () => {
+  let errors = errorsOf(brokenCopy('kubernetes/deployment.yaml', (t) => t.replace(/\n\s+image: ecsnet:latest/, '')));
+  assertReported(errors, 'kubernetes/deployment.yaml', 'spec.template.spec.containers[0].image', 'image');
+  errors = errorsOf(brokenCopy('agones/fleet.yaml', (t) => t.replace(/\n\s+image: ecsnet:latest/, '')));
+  assertReported(errors, 'agones/fleet.yaml', 'spec.template.spec.template.spec.containers[0].image', 'image');
+});
+
+test('a wrong field type in the Fleet is reported', () => {
+  const errors = errorsOf(brokenCopy('agones/fleet.yaml', (t) => t.replace('replicas: 2', 'replicas: two')));
+  assertReported(errors, 'agones/fleet.yaml', 'spec.replicas', 'must be integer');
+});
+
+test('a Service port given as a string is reported', () => {
+  const errors = errorsOf(brokenCopy('kubernetes/service.yaml', (t) => t.replace('port: 7777', 'port: "7777"')));
+  assertReported(errors, 'kubernetes/service.yaml', 'spec.ports[0].port', 'must be integer');
+});
+
+test('misspelt fields are reported (CRD schema, pod template, Service, allocation)', () => {
+  let errors = errorsOf(brokenCopy('agones/gameserver.yaml', (t) => t.replace('portPolicy: Dynamic', 'portPolicyy: Dynamic')));
+  assertReported(errors, 'agones/gameserver.yaml', 'spec.ports[0]', 'unknown field "portPolicyy"');
+  errors = errorsOf(brokenCopy('kubernetes/deployment.yaml', (t) => t.replace('readinessProbe:', 'readynessProbe:')));
+  assertReported(errors, 'kubernetes/deployment.yaml', 'spec.template.spec.containers[0]', 'unknown field "readynessProbe"');
+  errors = errorsOf(brokenCopy('kubernetes/service.yaml', (t) => t.replace('externalTrafficPolicy:', 'externalTraficPolicy:')));
+  assertReported(errors, 'kubernetes/service.yaml', 'spec.externalTraficPolicy', 'unknown field');
+  errors = errorsOf(brokenCopy('agones/gameserverallocation.yaml', (t) => t.replace('gameServerState: Ready', 'gameServerState: Redy')));
+  assertReported(errors, 'agones/gameserverallocation.yaml', 'spec.selectors[0].gameServerState', 'allowed values');
+});
+
+test('a grace period shorter than the drain, and an exposed admin port, are reported', () => {
+  let errors = errorsOf(brokenCopy('agones/gameserver.yaml', (t) => t.replace('terminationGracePeriodSeconds: 75', 'terminationGracePeriodSeconds: 30')));
+  assertReported(errors, 'agones/gameserver.yaml', 'terminationGracePeriodSeconds', 'ECSNET_DRAIN_SECONDS');
+  errors = errorsOf(brokenCopy('kubernetes/service.yaml', (t) => `${t}    - name: admin\n      port: 7778\n      targetPort: admin\n      protocol: TCP\n`));
+  assertReported(errors, 'kubernetes/service.yaml', 'spec.ports[2]', 'admin port');
+});
+
+test('a Fleet out of step with the GameServer, and an autoscaler naming no Fleet, are reported', () => {
+  let errors = errorsOf(brokenCopy('agones/fleet.yaml', (t) => t.replace('periodSeconds: 5\n        failureThreshold: 3', 'periodSeconds: 6\n        failureThreshold: 3')));
+  assertReported(errors, 'agones/fleet.yaml', 'spec.template.spec', 'differs');
+  errors = errorsOf(brokenCopy('agones/fleetautoscaler.yaml', (t) => t.replace('fleetName: ecsnet', 'fleetName: ecsnett')));
+  assertReported(errors, 'agones/fleetautoscaler.yaml', 'spec.fleetName', 'no Fleet');
+});
+
+test('a YAML syntax error is reported with its file', () => {
+  const errors = errorsOf(brokenCopy('kubernetes/service.yaml', (t) => t.replace('  ports:\n', '  ports:\n   - [\n')));
+  assertReported(errors, 'kubernetes/service.yaml', '(file)', 'YAML');
+});
