@@ -277,15 +277,24 @@ build_log=$cache/build.log
 ca_secret=()
 npm_ca=${ECSNET_NPM_CA:-${NODE_EXTRA_CA_CERTS:-/etc/ssl/certs/ca-certificates.crt}}
 [ -s "$npm_ca" ] && ca_secret=(--secret "id=npm_ca,src=$npm_ca")
+# ECSNET_IMAGE_CCACHE_DIR (scripts/test.sh sets it to the host's ccache directory): the build
+# stage compiles through it (docker/Dockerfile), reusing the Release stage's objects.
+ccache_volume=()
+if [ -n "${ECSNET_IMAGE_CCACHE_DIR:-}" ]; then
+  [ -d "$ECSNET_IMAGE_CCACHE_DIR" ] || fail "ECSNET_IMAGE_CCACHE_DIR=$ECSNET_IMAGE_CCACHE_DIR is not a directory"
+  ccache_volume=(--volume "$ECSNET_IMAGE_CCACHE_DIR:/ccache")
+fi
 # --jobs 2: the web stage (downloads, npm) runs beside the C++ build stage.
 if ! pmt "${ECSNET_BUILD_TIMEOUT:-3600}" build --pull=never --format docker --jobs 2 "${ca_secret[@]}" \
+       ${ccache_volume[@]+"${ccache_volume[@]}"} \
        -f docker/Dockerfile -t "$image" . > "$build_log" 2>&1; then
   tail -n 40 "$build_log" >&2
   fail "podman build (log: $build_log)"
 fi
 cached=$(grep -c -- '--> Using cache' "$build_log" || true)
 versions=$(grep -E '^ecsnet-(server|client) ' "$build_log" | paste -sd ' ' || true)
-ok "built in $(elapsed "$step_start") s ($cached cached steps)${versions:+; $versions}"
+compiled=$(grep -E '^ccache: ' "$build_log" | tail -n 1 || true)
+ok "built in $(elapsed "$step_start") s ($cached cached steps)${versions:+; $versions}${compiled:+; $compiled}"
 size=$(pm image inspect "$image" --format '{{.Size}}')
 ok "image size $(awk -v s="$size" 'BEGIN { printf "%.1f MB", s / 1e6 }')"
 

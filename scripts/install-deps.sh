@@ -12,6 +12,8 @@
 #                   python3 (docker/test-image.sh)
 #            web:   Node.js >= 20 with npm, flatc, Debian's chromium (sdk/ts: build, tests,
 #                   the browser test and bench)
+#            ops:   promtool (Debian's prometheus): the /metrics and deploy/ tests; curl
+#                   and jq (bench/metrics/measure.sh)
 #   --check  install nothing: exit 1, naming each missing command and its package, if any
 #   --list   print the groups' packages, one a line
 set -euo pipefail
@@ -37,6 +39,7 @@ build  libcpp-jwt-dev
 build  libxxhash-dev
 build  libreadline-dev
 build  libssl-dev
+build  prometheus-cpp-dev
 build  ccache                  ccache
 build  coreutils               nproc mktemp tee timeout
 build  sed                     sed
@@ -65,9 +68,14 @@ image  mawk                    awk
 web    nodejs                  node npm
 web    flatbuffers-compiler    flatc
 web    chromium                /usr/bin/chromium
+ops    prometheus              promtool
+ops    curl                    curl
+ops    jq                      jq
 '
 # Why some are here: libboost1.81-dev is Asio 1.26 (C++20 coroutines), not Debian's default
-# 1.74; libreadline-dev is the client shell's line editing; libssl-dev is OpenSSL; ccache
+# 1.74; libreadline-dev is the client shell's line editing; libssl-dev is OpenSSL;
+# prometheus-cpp-dev is /metrics (its core library); ops' prometheus brings promtool, which
+# the tests run on a live scrape and on the dashboard's queries (not in the image's build); ccache
 # makes test.sh's three builds of the same sources (ASan, TSan, Release) and later runs cheaper. netavark,
 # podman's network backend, runs iptables for every RUN step of a build ("netavark: No such file
 # or directory" without it); runc because crun fails on these hosts' hybrid cgroups; catatonit
@@ -83,8 +91,8 @@ for arg in "$@"; do
     --check) mode=check ;;
     --list) mode=list ;;
     -h|--help) sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
-    build|fuzz|image|web) groups+=("$arg") ;;
-    *) echo "install-deps: unknown group or option '$arg' (groups: build fuzz image web; --check, --list)" >&2
+    build|fuzz|image|web|ops) groups+=("$arg") ;;
+    *) echo "install-deps: unknown group or option '$arg' (groups: build fuzz image web ops; --check, --list)" >&2
        exit 2 ;;
   esac
 done

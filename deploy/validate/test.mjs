@@ -15,8 +15,9 @@ const crdsDir = process.env.AGONES_CRDS_DIR || defaultCrdsDir;
 // A copy of deploy/ (without validate/) with `edit(text)` applied to one file.
 function brokenCopy(file, edit) {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'ecsnet-deploy-'));
-  for (const sub of ['agones', 'kubernetes']) {
-    fs.cpSync(path.join(defaultDeployDir, sub), path.join(dir, sub), { recursive: true });
+  for (const sub of fs.readdirSync(defaultDeployDir, { withFileTypes: true })) {
+    if (!sub.isDirectory() || sub.name === 'validate') continue;
+    fs.cpSync(path.join(defaultDeployDir, sub.name), path.join(dir, sub.name), { recursive: true });
   }
   const target = path.join(dir, file);
   const before = fs.readFileSync(target, 'utf8');
@@ -42,9 +43,43 @@ function assertReported(errors, file, pathPart, messagePart) {
 test('the real manifests pass', () => {
   const result = validate({ deployDir: defaultDeployDir, crdsDir });
   assert.deepEqual(result.errors.map(formatError), []);
-  for (const kind of ['GameServer', 'Fleet', 'FleetAutoscaler', 'GameServerAllocation', 'Deployment', 'Service']) {
+  for (const kind of ['GameServer', 'Fleet', 'FleetAutoscaler', 'GameServerAllocation', 'Deployment', 'Service', 'PodMonitor']) {
     assert.ok(result.kinds[kind] >= 1, `no ${kind} was validated`);
   }
+  assert.equal(result.dashboards, 1);
+});
+
+test('the CRDs are the vendored ones by default, and their directory can be overridden', () => {
+  assert.equal(defaultCrdsDir, path.join(here, 'crds'));
+  for (const file of ['gameservers.agones.dev.yaml', 'fleets.agones.dev.yaml', 'fleetautoscalers.autoscaling.agones.dev.yaml', 'LICENSE']) {
+    assert.ok(fs.existsSync(path.join(here, 'crds', file)), `crds/${file} is missing`);
+  }
+  const missing = spawnSync(process.execPath, [path.join(here, 'validate.mjs'), '--crds', path.join(os.tmpdir(), 'ecsnet-no-such-crds')], { encoding: 'utf8' });
+  assert.equal(missing.status, 2);
+  assert.match(missing.stderr, /Agones CRDs not found/);
+  const env = spawnSync(process.execPath, [path.join(here, 'validate.mjs')], { encoding: 'utf8', env: { ...process.env, AGONES_CRDS_DIR: path.join(os.tmpdir(), 'ecsnet-no-such-crds') } });
+  assert.equal(env.status, 2);
+});
+
+test('the PodMonitor: a typo, a misspelt field, a wrong port or selector are reported', () => {
+  let errors = errorsOf(brokenCopy('prometheus/podmonitor.yaml', (t) => t.replace('interval: 15s', 'interval: 15 s')));
+  assertReported(errors, 'prometheus/podmonitor.yaml', 'spec.podMetricsEndpoints[0].interval', 'pattern');
+  errors = errorsOf(brokenCopy('prometheus/podmonitor.yaml', (t) => t.replace('podMetricsEndpoints:', 'podMetricEndpoints:')));
+  assertReported(errors, 'prometheus/podmonitor.yaml', 'spec.podMetricEndpoints', 'unknown field');
+  errors = errorsOf(brokenCopy('prometheus/podmonitor.yaml', (t) => t.replace('port: admin', 'port: game')));
+  assertReported(errors, 'prometheus/podmonitor.yaml', 'spec.podMetricsEndpoints[0].port', 'admin port');
+  errors = errorsOf(brokenCopy('prometheus/podmonitor.yaml', (t) => t.replace('      app.kubernetes.io/name: ecsnet\n  podMetricsEndpoints', '      app.kubernetes.io/name: ecsnett\n  podMetricsEndpoints')));
+  assertReported(errors, 'prometheus/podmonitor.yaml', 'spec.selector.matchLabels', 'selects no pod template');
+});
+
+test('a scrape annotation naming another port is reported', () => {
+  const errors = errorsOf(brokenCopy('agones/gameserver.yaml', (t) => t.replace('prometheus.io/port: "7778"', 'prometheus.io/port: "7777"')));
+  assertReported(errors, 'agones/gameserver.yaml', 'prometheus.io/port', '"7778"');
+});
+
+test('a wrong metric name in the dashboard fails the validation of deploy/', () => {
+  const errors = errorsOf(brokenCopy('grafana/ecsnet-dashboard.json', (t) => t.replace('ecsnet_send_queue_bytes{', 'ecsnet_send_queue_size_bytes{')));
+  assertReported(errors, 'grafana/ecsnet-dashboard.json', 'Send queue bytes', 'ecsnet_send_queue_size_bytes is not a metric');
 });
 
 test('the command line exits 0 on the real files and 1 with file, document and path on a break', () => {
@@ -103,6 +138,8 @@ test('misspelt fields are reported (CRD schema, pod template, Service, allocatio
 test('a grace period shorter than the drain, and an exposed admin port, are reported', () => {
   let errors = errorsOf(brokenCopy('agones/gameserver.yaml', (t) => t.replace('terminationGracePeriodSeconds: 75', 'terminationGracePeriodSeconds: 30')));
   assertReported(errors, 'agones/gameserver.yaml', 'terminationGracePeriodSeconds', 'ECSNET_DRAIN_SECONDS');
+  errors = errorsOf(brokenCopy('agones/gameserver.yaml', (t) => t.replace('terminationGracePeriodSeconds: 75', 'terminationGracePeriodSeconds: 66')));
+  assertReported(errors, 'agones/gameserver.yaml', 'terminationGracePeriodSeconds', "Agones' Shutdown()");
   errors = errorsOf(brokenCopy('kubernetes/service.yaml', (t) => `${t}    - name: admin\n      port: 7778\n      targetPort: admin\n      protocol: TCP\n`));
   assertReported(errors, 'kubernetes/service.yaml', 'spec.ports[2]', 'admin port');
 });

@@ -1,21 +1,26 @@
 #!/usr/bin/env node
 // Validates every YAML document under deploy/ (except deploy/validate/) without a cluster:
 //  - Agones GameServer, Fleet, FleetAutoscaler: against the openAPIV3Schema of the CRD that
-//    defines their kind and apiVersion (../shared/third_party/agones/crds/ by default), with
+//    defines their kind and apiVersion (./crds/, vendored from Agones, by default), with
 //    unknown fields refused, as `kubectl apply` (server-side strict field validation) does;
 //  - GameServerAllocation (no CRD: Agones' API server serves it): against the schema below,
 //    written from Agones' examples/gameserverallocation.yaml (not authoritative);
 //  - Deployment, Service: with kubernetes-models' validators (types, required fields, enums),
 //    plus unknown fields refused in the pod template (the GameServer CRD's PodTemplateSpec
 //    schema) and in the Deployment and Service specs (lists of the fields below);
+//  - PodMonitor (Prometheus Operator): with @kubernetes-models/prometheus-operator's validator
+//    (generated from the operator's CRD), plus unknown fields in its spec and endpoints;
 //  - rules of ours: containers have an image, Agones ports say their protocol (the default is
-//    UDP), terminationGracePeriodSeconds >= ECSNET_DRAIN_SECONDS + 5, probes on the admin port
+//    UDP), terminationGracePeriodSeconds >= ECSNET_DRAIN_SECONDS + 5 (+ 3 under Agones), probes on the admin port
 //    need ECSNET_ADMIN_BIND=0.0.0.0, no Service exposes the admin port 7778, the
-//    FleetAutoscaler names a Fleet under deploy/, the Fleet's template spec is the GameServer's.
+//    FleetAutoscaler names a Fleet under deploy/, the Fleet's template spec is the GameServer's,
+//    prometheus.io/* annotations name the admin port and /metrics, a PodMonitor selects pod
+//    templates here and scrapes their port named "admin" (7778) at /metrics;
+//  - the Grafana dashboard (deploy/grafana/*.json): dashboard.mjs, against metrics.json.
 //
 // Usage: node validate.mjs [--crds DIR] [DEPLOY_DIR]
 //   DEPLOY_DIR: default the directory above this one. --crds (or AGONES_CRDS_DIR): default
-//   <repository>/../shared/third_party/agones/crds.
+//   ./crds (Agones b19d5fe78's CRDs, vendored: crds/README.md).
 // Prints one line per error (file, document number, kind/name, path: message) and a summary;
 // exits 1 on any error, 2 on bad usage or missing CRDs.
 import fs from 'node:fs';
@@ -27,10 +32,12 @@ import addFormats from 'ajv-formats';
 import yaml from 'js-yaml';
 import { Deployment } from 'kubernetes-models/apps/v1/Deployment';
 import { Service } from 'kubernetes-models/v1/Service';
+import { PodMonitor } from '@kubernetes-models/prometheus-operator/monitoring.coreos.com/v1/PodMonitor';
+import { dashboardErrors, listDashboards } from './dashboard.mjs';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 export const defaultDeployDir = path.resolve(here, '..');
-export const defaultCrdsDir = path.resolve(here, '..', '..', '..', 'shared', 'third_party', 'agones', 'crds');
+export const defaultCrdsDir = path.resolve(here, 'crds');
 
 const ADMIN_PORT = 7778;
 
@@ -165,6 +172,16 @@ const knownFields = {
       'trafficDistribution', 'type'],
     'spec.ports[]': ['appProtocol', 'name', 'nodePort', 'port', 'protocol', 'targetPort'],
   },
+  // Prometheus Operator v0.7x API reference, PodMonitorSpec and PodMetricsEndpoint.
+  PodMonitor: {
+    '': ['apiVersion', 'kind', 'metadata', 'spec'],
+    spec: ['attachMetadata', 'bodySizeLimit', 'fallbackScrapeProtocol', 'jobLabel', 'keepDroppedTargets', 'labelLimit',
+      'labelNameLengthLimit', 'labelValueLengthLimit', 'namespaceSelector', 'podMetricsEndpoints', 'podTargetLabels',
+      'sampleLimit', 'scrapeClass', 'scrapeClassicHistograms', 'scrapeProtocols', 'selector', 'targetLimit'],
+    'spec.podMetricsEndpoints[]': ['authorization', 'basicAuth', 'bearerTokenSecret', 'enableHttp2', 'filterRunning',
+      'followRedirects', 'honorLabels', 'honorTimestamps', 'interval', 'metricRelabelings', 'oauth2', 'params', 'path',
+      'port', 'portNumber', 'proxyUrl', 'relabelings', 'scheme', 'scrapeTimeout', 'targetPort', 'tlsConfig', 'trackTimestampsStaleness'],
+  },
 };
 
 // A CRD schema as the API server applies it with strict field validation: an object schema
@@ -282,11 +299,14 @@ function ruleErrors(doc) {
       if (typeof c.image !== 'string' || c.image.trim() === '') {
         errors.push({ path: `${where}.image`, message: 'a container needs an image (the API server refuses a pod template without one)' });
       }
+      // After the drain: the shutdown (at most 5 s, docs/SERVER.md), then under Agones the
+      // Shutdown() call to the sidecar (at most 3 s, run.cpp).
       const drain = envValue(c, 'ECSNET_DRAIN_SECONDS');
       if (drain !== undefined) {
         const grace = spec.terminationGracePeriodSeconds ?? 30;
-        if (!(Number(grace) >= Number(drain) + 5)) {
-          errors.push({ path: `${at}.spec.terminationGracePeriodSeconds`, message: `${grace} s is less than ECSNET_DRAIN_SECONDS (${drain}) + the server's 5 s shutdown` });
+        const after = agones ? 8 : 5;
+        if (!(Number(grace) >= Number(drain) + after)) {
+          errors.push({ path: `${at}.spec.terminationGracePeriodSeconds`, message: `${grace} s is less than ECSNET_DRAIN_SECONDS (${drain}) + ${agones ? "the server's 5 s shutdown + 3 s for Agones' Shutdown()" : "the server's 5 s shutdown"}` });
         }
       }
       for (const probe of ['livenessProbe', 'readinessProbe', 'startupProbe']) {
@@ -297,6 +317,16 @@ function ruleErrors(doc) {
         }
       }
     });
+  }
+  for (const { path: at, template } of podTemplates(doc)) {
+    const annotations = template?.metadata?.annotations ?? {};
+    const expected = { 'prometheus.io/port': String(ADMIN_PORT), 'prometheus.io/path': '/metrics' };
+    if (annotations['prometheus.io/scrape'] === undefined) continue;
+    for (const [key, value] of Object.entries(expected)) {
+      if (annotations[key] !== value) {
+        errors.push({ path: `${at}.metadata.annotations["${key}"]`, message: `must be "${value}" (the admin endpoint's /metrics)` });
+      }
+    }
   }
   for (const { path: at, agones } of podTemplates(doc)) {
     if (!agones || !Array.isArray(agones.ports)) continue;
@@ -397,6 +427,9 @@ export function validate({ deployDir = defaultDeployDir, crdsDir = defaultCrdsDi
       } else if (key === 'allocation.agones.dev/v1 GameServerAllocation') {
         const check = compile(key, () => gameServerAllocationSchema);
         if (!check(doc)) report(ajvErrors(check.errors));
+      } else if (key === 'monitoring.coreos.com/v1 PodMonitor') {
+        report(coreErrors(doc, PodMonitor));
+        report(unknownFieldErrors(doc));
       } else if (key === 'apps/v1 Deployment' || key === 'v1 Service') {
         report(coreErrors(doc, doc.kind === 'Deployment' ? Deployment : Service));
         report(unknownFieldErrors(doc));
@@ -404,7 +437,7 @@ export function validate({ deployDir = defaultDeployDir, crdsDir = defaultCrdsDi
           report(ajvErrors(podTemplateValidator.errors, '/spec/template'));
         }
       } else {
-        report([{ path: 'kind', message: `no schema for ${key} (Agones CRDs in ${crdsDir}, GameServerAllocation, Deployment, Service)` }]);
+        report([{ path: 'kind', message: `no schema for ${key} (Agones CRDs in ${crdsDir}, GameServerAllocation, Deployment, Service, PodMonitor)` }]);
         return;
       }
       report(ruleErrors(doc));
@@ -419,6 +452,23 @@ export function validate({ deployDir = defaultDeployDir, crdsDir = defaultCrdsDi
       errors.push({ file: s.file, doc: s.index, name: `FleetAutoscaler/${s.doc.metadata?.name}`, path: 'spec.fleetName', message: `no Fleet named "${name}" under deploy/` });
     }
   }
+  for (const s of seen.filter((s) => s.doc.kind === 'PodMonitor')) {
+    const name = `PodMonitor/${s.doc.metadata?.name}`;
+    const wanted = s.doc.spec?.selector?.matchLabels ?? {};
+    const selected = seen.flatMap((o) => podTemplates(o.doc)).map((t) => t.template)
+      .filter((t) => Object.keys(wanted).length > 0 && Object.entries(wanted).every(([k, v]) => t?.metadata?.labels?.[k] === v));
+    if (selected.length === 0) {
+      errors.push({ file: s.file, doc: s.index, name, path: 'spec.selector.matchLabels', message: 'selects no pod template under deploy/' });
+    }
+    (s.doc.spec?.podMetricsEndpoints ?? []).forEach((e, i) => {
+      const at = `spec.podMetricsEndpoints[${i}]`;
+      if (e?.path !== '/metrics') errors.push({ file: s.file, doc: s.index, name, path: `${at}.path`, message: 'must be /metrics' });
+      const adminPort = (t) => (t?.spec?.containers ?? []).some((c) => (c?.ports ?? []).some((p) => p?.name === e?.port && p?.containerPort === ADMIN_PORT));
+      if (selected.length > 0 && !selected.every(adminPort)) {
+        errors.push({ file: s.file, doc: s.index, name, path: `${at}.port`, message: `"${e?.port}" is not the name of the admin port ${ADMIN_PORT} in every selected pod template` });
+      }
+    });
+  }
   const gameServers = seen.filter((s) => s.doc.kind === 'GameServer');
   if (gameServers.length === 1) {
     for (const f of fleets) {
@@ -427,7 +477,12 @@ export function validate({ deployDir = defaultDeployDir, crdsDir = defaultCrdsDi
       }
     }
   }
-  return { files: files.length, documents: seen.length, kinds, errors };
+  const dashboards = listDashboards(deployDir);
+  for (const file of dashboards) {
+    const rel = path.relative(deployDir, file);
+    for (const e of dashboardErrors(file)) errors.push({ file: rel, doc: 0, ...e });
+  }
+  return { files: files.length, documents: seen.length, kinds, dashboards: dashboards.length, errors };
 }
 
 export function formatError(e) {
@@ -454,7 +509,7 @@ function main(argv) {
   }
   for (const e of result.errors) console.error(formatError(e));
   const kinds = Object.entries(result.kinds).map(([k, n]) => `${n} ${k}`).join(', ');
-  console.log(`deploy validate: ${result.errors.length ? 'FAILED' : 'ok'}: ${result.files} files, ${result.documents} documents (${kinds}), ${result.errors.length} errors`);
+  console.log(`deploy validate: ${result.errors.length ? 'FAILED' : 'ok'}: ${result.files} files, ${result.documents} documents (${kinds}), ${result.dashboards} dashboards, ${result.errors.length} errors`);
   return result.errors.length ? 1 : 0;
 }
 

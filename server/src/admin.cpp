@@ -240,7 +240,7 @@ admin_answer answer_admin_request(const server_health& health, std::string_view 
         a.body = status_json(health).dump() + "\n";
     } else {
         a.status = 404;
-        a.body = "not found; try /healthz, /readyz or /status\n";
+        a.body = "not found; try /healthz, /readyz, /status or /metrics\n";
     }
     return a;
 }
@@ -264,6 +264,15 @@ admin_endpoint::response admin_endpoint::answer(const request& req) const {
     }
     if (path == "/clients") {
         return answer_clients(req);
+    }
+    if (path == "/metrics") {
+        // Prometheus' text exposition format 0.0.4 (what promtool and every scraper read).
+        response r{http::status::ok, req.version()};
+        r.set(http::field::content_type, "text/plain; version=0.0.4; charset=utf-8");
+        r.set(http::field::cache_control, "no-store");
+        r.body() = service_.metrics_text();
+        r.prepare_payload();
+        return r;
     }
     const admin_answer a = answer_admin_request(service_.health(), path);
     response r{static_cast<http::status>(a.status), req.version()};
@@ -355,7 +364,7 @@ admin_endpoint::~admin_endpoint() {
 
 void admin_endpoint::start() {
     port_ = listen_on(acceptor_, options_.bind, options_.port, "--admin-bind", "admin ");
-    spdlog::info("admin endpoint on http://{}:{} (/healthz, /readyz, /status, /clients, /observe)", options_.bind,
+    spdlog::info("admin endpoint on http://{}:{} (/healthz, /readyz, /status, /metrics, /clients, /observe)", options_.bind,
                  port_);
     if (inspector_.available()) {
         spdlog::info("web inspector on http://{}:{}/inspector/ (files from {})", options_.bind,

@@ -254,6 +254,34 @@ parsed_command_line parse_command_line(int argc, const char* const* argv,
                        "down (a second signal ends it)")
             ->check(CLI::Range(0, 3600)),
         "ECSNET_DRAIN_SECONDS");
+    std::string agones_port = std::to_string(c.agones_port);
+    std::int64_t agones_health_ms = c.agones_health_interval.count();
+    env(app.add_flag("--agones", c.agones,
+                     "Tell Agones' SDK sidecar (http://127.0.0.1:--agones-port) the lifecycle: "
+                     "Ready, Health pings, a players label, Shutdown (on by itself when "
+                     "AGONES_SDK_HTTP_PORT is set)"),
+        "ECSNET_AGONES");
+    CLI::Option* agones_port_option =
+        app.add_option("--agones-port", agones_port,
+                       "Port of the Agones SDK sidecar's REST API on 127.0.0.1 (implies --agones)")
+            ->type_name("PORT")
+            ->envname("AGONES_SDK_HTTP_PORT")
+            ->capture_default_str()
+            ->check([](const std::string& v) {
+                unsigned port = 0;
+                const auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), port);
+                return ec == std::errc{} && end == v.data() + v.size() && port >= 1 &&
+                               port <= 65535
+                           ? std::string{}
+                           : "not a port (1-65535): '" + v +
+                                 "' (from --agones-port or AGONES_SDK_HTTP_PORT)";
+            });
+    CLI::Option* agones_health_option =
+        env(app.add_option("--agones-health-interval-ms", agones_health_ms,
+                           "Agones health pings every this many ms while ticks run on time; "
+                           "keep it below the GameServer's health periodSeconds (default 5 s)")
+                ->check(CLI::Range(100, 600'000)),
+            "ECSNET_AGONES_HEALTH_INTERVAL_MS");
     CLI::Option* inspector_token =
         env(app.add_option("--inspector-token", c.inspector_token,
                            "Secret the web inspector needs: /observe?token=SECRET, and /clients "
@@ -363,6 +391,14 @@ parsed_command_line parse_command_line(int argc, const char* const* argv,
                                                           "through the admin endpoint)");
             }
         }
+        if (agones_port_option->count() > 0) {
+            c.agones = true;
+        }
+        if (agones_health_option->count() > 0 && !c.agones) {
+            throw CLI::ValidationError("--agones-health-interval-ms",
+                                       "needs --agones (or AGONES_SDK_HTTP_PORT)");
+        }
+        c.agones_port = static_cast<std::uint16_t>(std::stoul(agones_port));
     } catch (const CLI::ParseError& e) {
         // --help and --version exit 0; every usage error exits 2, whatever CLI11's own code.
         out.exit_code = app.exit(e) == 0 ? 0 : 2;
@@ -376,6 +412,7 @@ parsed_command_line parse_command_line(int argc, const char* const* argv,
     c.stats_interval = std::chrono::seconds{stats_s};
     c.resync_interval = std::chrono::milliseconds{resync_ms};
     c.drain = std::chrono::seconds{drain_s};
+    c.agones_health_interval = std::chrono::milliseconds{agones_health_ms};
     c.reconnect_grace = std::chrono::milliseconds{std::llround(grace_s * 1000.0)};
     return out;
 }
@@ -398,7 +435,7 @@ std::string describe(const server_config& c) {
         "interest={} auth={} identity={} "
         "max_connections_per_player={} tls={} ws={} max_pending={} "
         "max_pending_per_address={} resync_interval={}ms on_disconnect={} world=[-{},{}] log={}/{} "
-        "io_threads={} observers={} admin={} drain={}s",
+        "io_threads={} observers={} admin={} drain={}s agones={}",
         c.bind, c.port, c.tick_rate, c.max_clients, c.max_frame_bytes, c.queue_bytes,
         c.demo_entities, c.max_entities, c.max_entities_per_client, c.command_rate,
         c.command_burst, c.input_buffer_ticks, c.input_rate, c.checksum_interval, c.checksum_slice,
@@ -433,7 +470,10 @@ std::string describe(const server_config& c) {
                                        c.inspector_writes ? "read-write" : "read-only",
                                        c.inspector_token.empty() ? "" : ", token"),
         c.admin_port < 0 ? std::string{"off"} : c.admin_bind + ":" + std::to_string(c.admin_port),
-        c.drain.count());
+        c.drain.count(),
+        c.agones ? fmt::format("127.0.0.1:{}(health every {} ms)", c.agones_port,
+                               c.agones_health_interval.count())
+                 : std::string{"off"});
 }
 
 }  // namespace ecsnet::server

@@ -13,6 +13,7 @@
 #include <optional>
 
 #include "ecsnet/server/admin.hpp"
+#include "ecsnet/server/agones.hpp"
 #include "ecsnet/server/config.hpp"
 #include "ecsnet/server/connect_token.hpp"
 #include "ecsnet/server/healthcheck.hpp"
@@ -103,6 +104,15 @@ int run(int argc, char** argv, const game& g) {
             admin.emplace(service, std::move(options));
             admin->start();
         }
+        // Also after the service; told Shutdown once the world has ended (after the drain).
+        std::optional<agones_sdk> agones;
+        if (parsed.config.agones) {
+            agones_options options;
+            options.port = parsed.config.agones_port;
+            options.health_interval = parsed.config.agones_health_interval;
+            agones.emplace(service, options);
+            agones->start();
+        }
 
         // As PID 1 in a container there is no default handler: without this, SIGTERM is ignored.
         // With --drain-seconds, the first signal starts the drain (readyz 503, listener closed,
@@ -147,6 +157,9 @@ int run(int argc, char** argv, const game& g) {
         signals.async_wait(on_signal);
         io.run();  // returns once every client has been flushed or cut off
         spdlog::info("stopped after {} ticks", service.tick());
+        if (agones) {
+            (void)agones->shutdown(std::chrono::seconds{3});
+        }
         return 0;
     } catch (const std::exception& e) {
         spdlog::critical("{}: {}", g.name.empty() ? "server" : g.name, e.what());

@@ -100,6 +100,7 @@ server::server(asio::io_context& io, server_config config) : server(io, std::mov
 server::server(asio::io_context& io, server_config config, const game& g)
     : io_{io},
       config_{std::move(config)},
+      metrics_{1.0 / config_.tick_rate, config_.max_clients},
       types_{registry_of(g)},
       world_{ecs::World::make()},
       scheduler_{1.0 / config_.tick_rate},
@@ -139,7 +140,7 @@ server::server(asio::io_context& io, server_config config, const game& g)
     }
     interest_.set_defaults(interest_manager::defaults{config_.interest_radius, config_.client_budget});
     interest_.on_policy_failure = [this](std::string_view call, std::string_view what) {
-        report_game_failure(stats_.policy_failures,
+        report_game_failure(metrics_.game_failed(game_failure_kind::policy),
                             "tick {}: the interest policy's {} failed: {} (the tick went on "
                             "without it)",
                             tick_, call, printable(what, 200));
@@ -154,26 +155,7 @@ server::~server() {
     pool_.stop();
 }
 
-server_stats server::stats() const noexcept {
-    server_stats out = stats_;
-    const auto read = [](const std::atomic<std::uint64_t>& c) {
-        return c.load(std::memory_order_relaxed);
-    };
-    out.resyncs = read(io_stats_.resyncs);
-    out.dropped_frames = read(io_stats_.dropped_frames);
-    out.rate_limited = read(io_stats_.rate_limited);
-    out.invalid_frames = read(io_stats_.invalid_frames);
-    out.bytes_out = read(io_stats_.bytes_out);
-    out.bytes_in = read(io_stats_.bytes_in);
-    out.resyncs_requested = read(io_stats_.resyncs_requested);
-    out.resyncs_coalesced = read(io_stats_.resyncs_coalesced);
-    const input_counters& inputs = inputs_.counters();
-    out.inputs_applied = inputs.applied;
-    out.inputs_late = inputs.late;
-    out.inputs_repeated = inputs.repeated;
-    out.inputs_refused = read(io_stats_.inputs_refused);
-    return out;
-}
+server_stats server::stats() const { return metrics_.read(); }
 
 void server::start() {
     if (!config_.tls_cert.empty()) {
@@ -246,7 +228,7 @@ void server::stop() {
         all.push_back(s);
     }
     for (const auto& s : all) {
-        s->disconnect("shutting down");
+        s->disconnect("shutting down", disconnect_reason::shutdown);
     }
 }
 
@@ -327,6 +309,8 @@ void server::publish_health(bool tick_ended, double tick_ms) {
         interest.budget_bytes_per_tick = static_cast<std::uint64_t>(
             std::llround(interest_.default_settings().budget / config_.tick_rate));
     }
+    metrics_.set_world(server_metrics::world_state{tick_, world_->alive(), active_,
+                                                   pending_ids_.size(), observers_, draining_});
     const std::lock_guard lock{health_mutex_};
     if (tick_ended) {
         published_.last_tick_end = clock::now();
@@ -371,7 +355,7 @@ awaitable<void> server::accept_loop(asio::ip::tcp::acceptor& listener, bool webs
             break;  // stop() or drain()
         }
         if (ec) {
-            ++stats_.accept_errors;
+            metrics_.accept_error();
             std::size_t suppressed = 0;
             if (server_warnings_.allow(suppressed)) {
                 spdlog::warn("accept failed: {}; retrying in {} ms", ec.message(),
@@ -383,7 +367,7 @@ awaitable<void> server::accept_loop(asio::ip::tcp::acceptor& listener, bool webs
         }
         boost::system::error_code ignored;
         socket.set_option(asio::ip::tcp::no_delay(true), ignored);
-        ++stats_.connections;
+        metrics_.accepted(websocket);
         const std::uint64_t id = next_session_id_++;
         std::unique_ptr<byte_stream> stream;
         if (websocket) {
@@ -393,7 +377,8 @@ awaitable<void> server::accept_loop(asio::ip::tcp::acceptor& listener, bool webs
             stream = tls_ ? make_tls_stream(std::move(socket), *tls_)
                           : make_tcp_stream(std::move(socket));
         }
-        auto s = std::make_shared<session>(std::move(context), std::move(stream), *this, id);
+        auto s = std::make_shared<session>(std::move(context), std::move(stream),
+                                           static_cast<session_host&>(*this), id);
         if (unfinished_sessions_++ == 0) {
             sessions_work_.emplace(io_.get_executor());
         }
@@ -404,20 +389,20 @@ awaitable<void> server::accept_loop(asio::ip::tcp::acceptor& listener, bool webs
         const auto per_address = pending_per_address_.find(s->remote_address());
         if (per_address != pending_per_address_.end() &&
             per_address->second >= config_.max_pending_per_address) {
-            ++stats_.pending_refused;
-            ++stats_.refused;
+            metrics_.refused(refusal_reason::pending);
             s->refuse("too many connections from " + s->remote_address() + " waiting for Hello");
             publish_health();
             continue;
         }
         if (pending_ids_.size() >= config_.max_pending) {
             const auto oldest = sessions_.find(*pending_ids_.begin());
-            ++stats_.pending_evicted;
+            metrics_.pending_evicted();
             if (oldest != sessions_.end()) {
                 // Its slot is free at once; closed() erases it from sessions_ when it has closed.
                 end_pending(*oldest->second);
                 oldest->second->close_now(
-                    "closed to make room: too many connections waiting for Hello");
+                    "closed to make room: too many connections waiting for Hello",
+                    disconnect_reason::refused);
             }
         }
         start_pending(s);
@@ -447,11 +432,11 @@ void server::start_observer(released_socket released, upgrade_request request) {
     }
     boost::system::error_code ignored;
     socket.set_option(asio::ip::tcp::no_delay(true), ignored);
-    ++stats_.connections;
+    metrics_.accepted(true);
     const std::uint64_t id = next_session_id_++;
     auto s = std::make_shared<session>(
-        context, make_websocket_stream(std::move(socket), std::move(request), ws_options_), *this,
-        id, true);
+        context, make_websocket_stream(std::move(socket), std::move(request), ws_options_),
+        static_cast<session_host&>(*this), id, true);
     if (unfinished_sessions_++ == 0) {
         sessions_work_.emplace(io_.get_executor());
     }
@@ -459,7 +444,7 @@ void server::start_observer(released_socket released, upgrade_request request) {
     // Counted from the upgrade, joined or not: the bound holds for connections that never
     // send Hello too (the Hello deadline closes those).
     if (++observer_sessions_ > config_.max_observers) {
-        ++stats_.refused;
+        metrics_.refused(refusal_reason::observers);
         s->refuse("too many observers (" + std::to_string(config_.max_observers) + ")");
     } else {
         spdlog::debug("observer {} connected from {}", id, s->remote());
@@ -541,10 +526,10 @@ void server::give_up_seat(session& s) {
         s.set_counted(false);
         --active_;
     }
-    ++stats_.seats_taken_over;
+    metrics_.seat_taken_over();
     spdlog::info("client {} (owner {}) signed in elsewhere: its seat goes to a newer connection",
                  s.id(), s.owner_id());
-    s.disconnect("signed in elsewhere");
+    s.disconnect("signed in elsewhere", disconnect_reason::taken_over);
 }
 
 void server::hello(const std::shared_ptr<session>& s, const protocol::hello& message) {
@@ -552,29 +537,31 @@ void server::hello(const std::shared_ptr<session>& s, const protocol::hello& mes
         return;  // evicted or closed meanwhile: it is closing and needs no answer
     }
     bool read_only = false;
-    auto refusal = s->observer() ? admit_observer(*s, message, read_only) : admit(*s, message);
-    if (refusal) {
-        ++stats_.refused;
+    auto refused = s->observer() ? admit_observer(*s, message, read_only) : admit(*s, message);
+    std::optional<std::string> text;
+    if (refused) {
+        metrics_.refused(refused->reason);
+        text = std::move(refused->text);
     }
     // After Welcome and the snapshot, in the same queue.
-    s->admitted(std::move(refusal), read_only);
+    s->admitted(std::move(text), read_only);
     // /readyz and /status see a join or a refusal at once, not at the end of the next tick: a
     // server that just became full must not be reported ready for another up to one period.
     publish_health();
 }
 
-std::optional<std::string> server::refuse_version(const protocol::hello& hello) const {
+std::optional<server::refusal> server::refuse_version(const protocol::hello& hello) const {
     if (hello.version < protocol::oldest_protocol_version ||
         hello.version > protocol::protocol_version) {
-        return "protocol version " + std::to_string(hello.version) +
+        return refusal{refusal_reason::version, "protocol version " + std::to_string(hello.version) +
                " not supported (server speaks " +
                std::to_string(protocol::oldest_protocol_version) + " to " +
-               std::to_string(protocol::protocol_version) + ")";
+               std::to_string(protocol::protocol_version) + ")"};
     }
     return std::nullopt;
 }
 
-std::optional<std::string> server::admit_observer(session& s, const protocol::hello& hello,
+std::optional<server::refusal> server::admit_observer(session& s, const protocol::hello& hello,
                                                   bool& read_only) {
     if (auto refused = refuse_version(hello)) {
         return refused;
@@ -591,8 +578,7 @@ std::optional<std::string> server::admit_observer(session& s, const protocol::he
     if (config_.inspector_writes && has_credential) {
         std::optional<connect_token_claims> token;
         if (auto refused = identify(hello, welcome, token)) {
-            ++stats_.identity_refused;
-            return refused;
+            return refusal{refusal_reason::identity, std::move(*refused)};
         }
         if (token) {
             admitted_tokens_.remember(token->player, token->jti, token->expires);
@@ -604,8 +590,7 @@ std::optional<std::string> server::admit_observer(session& s, const protocol::he
     }
     read_only = owner == 0;
     s.set_owner_id(owner);
-    s.client_name_ = hello.client_name;
-    s.joined_tick_ = tick_;
+    s.set_joined_as(hello.client_name, tick_);
     ++observers_;
     s.set_counted(true);
     replicator_.add_client(s.id(), owner, true);
@@ -621,19 +606,18 @@ std::optional<std::string> server::admit_observer(session& s, const protocol::he
     return std::nullopt;
 }
 
-std::optional<std::string> server::admit(session& s, const protocol::hello& hello) {
+std::optional<server::refusal> server::admit(session& s, const protocol::hello& hello) {
     if (auto refused = refuse_version(hello)) {
         return refused;
     }
     if (!config_.auth_token.empty() && !same_secret(hello.auth_token, config_.auth_token)) {
-        return std::string{"bad auth token"};
+        return refusal{refusal_reason::auth, "bad auth token"};
     }
     protocol::welcome welcome{0, hello.version, static_cast<float>(config_.tick_rate),
                               tick_, config_.checksum_interval, {}, {}, types_.types()};
     std::optional<connect_token_claims> token;
     if (auto refused = identify(hello, welcome, token)) {
-        ++stats_.identity_refused;
-        return refused;
+        return refusal{refusal_reason::identity, std::move(*refused)};
     }
     const std::uint32_t owner = welcome.client_id;
     // Seats: at most --max-connections-per-player joined connections per player (token
@@ -657,9 +641,9 @@ std::optional<std::string> server::admit(session& s, const protocol::hello& hell
         seated.size() >= config_.max_connections_per_player
             ? seated.size() - config_.max_connections_per_player + 1
             : 0;
-    const auto refuse = [&](std::string why) -> std::optional<std::string> {
+    const auto refuse = [&](refusal_reason reason, std::string why) -> std::optional<refusal> {
         (void)owners_.forget_if_idle(owner);  // a new owner this Hello created goes again
-        return why;
+        return refusal{reason, std::move(why)};
     };
     if (!tokens_) {
         std::size_t freed_here = 0;
@@ -667,13 +651,12 @@ std::optional<std::string> server::admit(session& s, const protocol::hello& hell
             freed_here += seated[i]->remote_address() == s.remote_address() ? 1 : 0;
         }
         if (from_address - freed_here >= config_.max_clients_per_address) {
-            ++stats_.address_refused;
-            return refuse("too many clients from your address (" +
+            return refuse(refusal_reason::address, "too many clients from your address (" +
                           std::to_string(config_.max_clients_per_address) + " joined at most)");
         }
     }
     if (active_ - seats_freed >= config_.max_clients) {
-        return refuse("server full (" + std::to_string(config_.max_clients) + " clients)");
+        return refuse(refusal_reason::full, "server full (" + std::to_string(config_.max_clients) + " clients)");
     }
     for (std::size_t i = 0; i < seats_freed; ++i) {
         give_up_seat(*seated[i]);
@@ -682,8 +665,7 @@ std::optional<std::string> server::admit(session& s, const protocol::hello& hell
         admitted_tokens_.remember(token->player, token->jti, token->expires);
     }
     s.set_owner_id(owner);
-    s.client_name_ = hello.client_name;
-    s.joined_tick_ = tick_;
+    s.set_joined_as(hello.client_name, tick_);
     owners_.connected(owner);
     if (player_connections(owner) == 1) {
         player_events_.push_back(player_event{owner, true, commands_.owned_by(owner) > 0});
@@ -738,13 +720,14 @@ void server::send_snapshot(session& s) {
     for (auto& f : replicator_.start_frames(*world_, s.id(), tick_)) {
         s.send_snapshot_chunk(std::move(f));
     }
+    metrics_.snapshot_sent(replicator_.snapshot_bytes());
     snapshot_bytes_ = replicator_.snapshot_bytes();
 }
 
 void server::queue_input(const std::shared_ptr<session>& s, protocol::input input) {
     const std::uint32_t owner = s->owner_id();
     const auto refuse = [&](wire::ErrorCode code, std::string why) {
-        io_stats_.inputs_refused.fetch_add(1, std::memory_order_relaxed);
+        metrics_.input_refused();
         s->refuse_input(protocol::input_rejected{input.first_tick, code, std::move(why), 1});
     };
     if (!s->joined() || owner == 0) {
@@ -801,11 +784,11 @@ void server::apply_inputs() {
             try {
                 types_.ops(*id).assign(*world_, e, v);
             } catch (const std::exception& ex) {
-                report_game_failure(stats_.input_failures,
+                report_game_failure(metrics_.game_failed(game_failure_kind::input),
                                     "tick {}: owner {}'s input {} failed in the game's code: {}",
                                     tick_, owner, v.name, printable(ex.what(), 200));
             } catch (...) {
-                report_game_failure(stats_.input_failures,
+                report_game_failure(metrics_.game_failed(game_failure_kind::input),
                                     "tick {}: owner {}'s input {} failed in the game's code: {}",
                                     tick_, owner, v.name, "an exception that is not a std::exception");
             }
@@ -890,13 +873,13 @@ awaitable<void> server::tick_loop() {
         if (const auto late = clock::now() - next; late > max_catch_up_ticks * period) {
             const std::int64_t skipped = late / period;
             next += skipped * period;
-            stats_.skipped_ticks += static_cast<std::uint64_t>(skipped);
+            metrics_.ticks_skipped(static_cast<std::uint64_t>(skipped));
             std::size_t suppressed = 0;
             if (server_warnings_.allow(suppressed)) {
                 spdlog::warn(
                     "tick loop {:.0f} ms behind after tick {}: skipped {} ticks ({} so far)",
                     std::chrono::duration<double, std::milli>(late).count(), tick_, skipped,
-                    stats_.skipped_ticks);
+                    stats().skipped_ticks);
             }
         }
         tick_timer_.expires_at(next);
@@ -926,7 +909,7 @@ void server::apply_pending_commands() {
         const protocol::command_result result = commands_.apply(command.client, message);
         if (result.code == wire::ErrorCode::GameFailed) {
             const game_failure& f = commands_.failure();
-            report_game_failure(stats_.command_failures,
+            report_game_failure(metrics_.game_failed(game_failure_kind::command),
                                 "tick {}: client {}'s {} failed in the game's code{}: {}; refused{}",
                                 tick_, command.client, protocol::message_name(message),
                                 f.component.empty() ? std::string{}
@@ -939,13 +922,12 @@ void server::apply_pending_commands() {
 }
 
 template <typename... Args>
-void server::report_game_failure(std::uint64_t& counter, fmt::format_string<Args...> text,
+void server::report_game_failure(std::uint64_t so_far, fmt::format_string<Args...> text,
                                  Args&&... args) {
-    ++counter;
     std::size_t suppressed = 0;
     if (game_errors_.allow(suppressed)) {
         spdlog::error("{} ({} so far of this kind; {} game failures not logged since the last)",
-                      fmt::format(text, std::forward<Args>(args)...), counter, suppressed);
+                      fmt::format(text, std::forward<Args>(args)...), so_far, suppressed);
     }
 }
 
@@ -965,10 +947,10 @@ void server::tell_player_events() {
                 on_player_left(e.owner);
             }
         } catch (const std::exception& ex) {
-            report_game_failure(stats_.system_failures, "tick {}: {}({}) failed: {}", tick_,
+            report_game_failure(metrics_.system_failed(name), "tick {}: {}({}) failed: {}", tick_,
                                 name, e.owner, printable(ex.what(), 200));
         } catch (...) {
-            report_game_failure(stats_.system_failures, "tick {}: {}({}) failed: {}", tick_,
+            report_game_failure(metrics_.system_failed(name), "tick {}: {}({}) failed: {}", tick_,
                                 name, e.owner, "an exception that is not a std::exception");
         }
         commands_.settle();  // what a listener of the hook's changes left to do
@@ -991,11 +973,10 @@ void server::despawn_departed() {
         std::size_t failed = 0;
         std::string what;
         const std::size_t n = commands_.despawn_all_of(d.owner, &failed, &what);
-        ++stats_.grace_despawns;
+        metrics_.grace_despawn();
         spdlog::debug("despawned {} entities of owner {} (its reconnect grace ended)", n, d.owner);
         if (failed > 0) {
-            stats_.despawn_failures += failed - 1;  // report_game_failure counts the last
-            report_game_failure(stats_.despawn_failures,
+            report_game_failure(metrics_.game_failed(game_failure_kind::despawn, failed),
                                 "tick {}: {} entities of departed owner {} stay: an on_destroy "
                                 "listener threw: {}",
                                 tick_, failed, d.owner, printable(what, 200));
@@ -1012,6 +993,10 @@ void server::run_tick() {
     tell_player_events();
     despawn_departed();
     apply_inputs();
+    const input_counters& in = inputs_.counters();
+    metrics_.inputs(in.applied - inputs_counted_.applied, in.late - inputs_counted_.late,
+                    in.repeated - inputs_counted_.repeated);
+    inputs_counted_ = in;
 
     // A system that throws fails alone (the scheduler catches it): count it, say which one,
     // and keep ticking. Rate-limited, since a broken system fails every tick.
@@ -1021,7 +1006,7 @@ void server::run_tick() {
         spdlog::debug("tick {}: {}", tick_, failure);
     }
     for (const auto& failure : report.system_failures) {
-        report_game_failure(stats_.system_failures,
+        report_game_failure(metrics_.system_failed(failure.system),
                             "tick {}: system '{}' failed: {} ({} recorded commands dropped)",
                             tick_, printable(failure.system), printable(failure.what, 200),
                             failure.commands_dropped);
@@ -1038,19 +1023,19 @@ void server::run_tick() {
         broadcast_tick(changes);
     }
 
-    ++stats_.ticks;
+    metrics_.tick_run();
     publish_clients();
     const double elapsed_ms =
         std::chrono::duration<double, std::milli>(clock::now() - started).count();
     publish_health(true, elapsed_ms);
     tick_ms_.push_back(elapsed_ms);
     const double budget_ms = 1000.0 / config_.tick_rate;
+    metrics_.tick_timed(elapsed_ms / 1000.0, elapsed_ms > budget_ms);
     if (elapsed_ms > budget_ms) {
-        ++stats_.overruns;
         std::size_t suppressed = 0;
         if (server_warnings_.allow(suppressed)) {
             spdlog::warn("tick {} took {:.2f} ms, over its {:.2f} ms budget ({} overruns so far)",
-                         tick_, elapsed_ms, budget_ms, stats_.overruns);
+                         tick_, elapsed_ms, budget_ms, stats().overruns);
         }
     }
 }
@@ -1084,8 +1069,9 @@ void server::publish_clients(bool now) {
         c.joined_tick = s->joined_tick();
         c.bytes_out = t.bytes_out.load(std::memory_order_relaxed);
         c.bytes_in = t.bytes_in.load(std::memory_order_relaxed);
-        c.bytes_out_per_s = per_second(c.bytes_out, s->reported_bytes_out_);
-        s->reported_bytes_in_ = c.bytes_in;
+        session::report_marks& marks = s->reported();
+        c.bytes_out_per_s = per_second(c.bytes_out, marks.bytes_out);
+        marks.bytes_in = c.bytes_in;
         c.dropped_frames = t.dropped_frames.load(std::memory_order_relaxed);
         c.resyncs = t.resyncs.load(std::memory_order_relaxed);
         c.view_entities = world_->alive();
@@ -1111,6 +1097,24 @@ void server::publish_clients(bool now) {
     published_.bytes_in_per_s = in_rate;
 }
 
+void server::measure_budgets() {
+    budget_ratios_.clear();
+    for (const auto& [id, s] : sessions_) {
+        const client_view* v = s->joined() ? view_of(id) : nullptr;
+        if (v == nullptr) {
+            continue;
+        }
+        const double budget = interest_.budget_of(interest_.player(s->owner_id())) / config_.tick_rate;
+        session::report_marks& marks = s->reported();
+        const std::uint64_t bytes = v->stats().bytes;
+        if (budget > 0.0) {
+            budget_ratios_.push_back(static_cast<double>(bytes - marks.view_bytes) / budget);
+        }
+        marks.view_bytes = bytes;
+    }
+    metrics_.budget_used(budget_ratios_);
+}
+
 void server::broadcast_tick(const ecs::World::change_set_type& changes) {
     const auto started = clock::now();
     const auto before = replicator_.stats();
@@ -1130,10 +1134,11 @@ void server::broadcast_tick(const ecs::World::change_set_type& changes) {
                                                ack == nullptr ? nullptr : &ack);
                      });
     const auto& after = replicator_.stats();
-    stats_.view_entered += after.view_entered - before.view_entered;
-    stats_.view_left += after.view_left - before.view_left;
-    stats_.view_deferred += after.view_deferred - before.view_deferred;
+    metrics_.view_changes(after.view_entered - before.view_entered,
+                          after.view_left - before.view_left,
+                          after.view_deferred - before.view_deferred);
     if (interest_.enabled()) {
+        measure_budgets();
         interest_ms_.push_back(
             std::chrono::duration<double, std::milli>(clock::now() - started).count());
     }
@@ -1178,8 +1183,8 @@ awaitable<void> server::stats_loop() {
             spdlog::info(
                 "stats: interest: views p50 {:.3f} ms p99 {:.3f} ms per tick, {} entered, {} left, "
                 "{} sends deferred for budgets (totals)",
-                percentile(interest_ms_, 0.50), percentile(interest_ms_, 0.99), stats_.view_entered,
-                stats_.view_left, stats_.view_deferred);
+                percentile(interest_ms_, 0.50), percentile(interest_ms_, 0.99), stats.view_entered,
+                stats.view_left, stats.view_deferred);
             interest_ms_.clear();
         }
     }

@@ -9,7 +9,8 @@
 #include <boost/asio/use_awaitable.hpp>
 #include <spdlog/spdlog.h>
 
-#include "ecsnet/server/server.hpp"
+#include "ecsnet/server/session_host.hpp"
+#include "ecsnet/server/websocket_stream.hpp"
 
 namespace ecsnet::server {
 
@@ -20,6 +21,13 @@ using clock = session::clock;
 namespace {
 
 constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
+
+// A read that ended the connection: the client closed it (a FIN, or a WebSocket close
+// frame), or the network failed (a reset, a TLS error).
+disconnect_reason ended_by(const boost::system::error_code& ec) noexcept {
+    return ec == asio::error::eof ? disconnect_reason::client_closed
+                                  : disconnect_reason::network_error;
+}
 constexpr std::size_t max_frames_per_write = 64;
 constexpr std::size_t max_bytes_per_write = 256 * 1024;
 constexpr auto watchdog_period = std::chrono::milliseconds{200};
@@ -54,7 +62,7 @@ std::uint32_t request_id_of(const Message& message) {
 }  // namespace
 
 session::session(std::shared_ptr<asio::io_context> io, std::unique_ptr<byte_stream> stream,
-                 server& owner, std::uint64_t id, bool observer)
+                 session_host& owner, std::uint64_t id, bool observer)
     : io_{std::move(io)},
       stream_{std::move(stream)},
       owner_{owner},
@@ -69,7 +77,10 @@ session::session(std::shared_ptr<asio::io_context> io, std::unique_ptr<byte_stre
     read_deadline_ = hello_deadline_;
 }
 
-session::~session() = default;
+session::~session() {
+    // What was never sent leaves the gauge with the session.
+    owner_.counters().queued(-static_cast<std::int64_t>(queued_bytes_));
+}
 
 template <typename F>
 void session::on_io_thread(F f) {
@@ -105,6 +116,7 @@ void session::start() {
 
 void session::refuse(std::string reason) {
     on_io_thread([reason = std::move(reason)](session& s) mutable {
+        s.decide(disconnect_reason::refused);
         if (s.owner_.connection_lines().allow()) {
             spdlog::info("client {} from {} refused: {}", s.id_, s.remote(), reason);
         }
@@ -114,12 +126,16 @@ void session::refuse(std::string reason) {
     });
 }
 
-void session::disconnect(std::string reason) {
-    on_io_thread([reason = std::move(reason)](session& s) mutable { s.end(std::move(reason)); });
+void session::disconnect(std::string reason, disconnect_reason why) {
+    on_io_thread([reason = std::move(reason), why](session& s) mutable {
+        s.end(std::move(reason), why);
+    });
 }
 
-void session::close_now(std::string reason) {
-    on_io_thread([reason = std::move(reason)](session& s) mutable { s.close(std::move(reason)); });
+void session::close_now(std::string reason, disconnect_reason why) {
+    on_io_thread([reason = std::move(reason), why](session& s) mutable {
+        s.close(std::move(reason), why);
+    });
 }
 
 void session::send(protocol::frame frame) {
@@ -175,7 +191,7 @@ void session::admitted(std::optional<std::string> refusal, bool read_only) {
             return;  // closed meanwhile (a timeout): the server hears of it through closed()
         }
         if (refusal) {
-            s.end(std::move(*refusal));
+            s.end(std::move(*refusal), disconnect_reason::refused);
             return;
         }
         s.phase_ = phase::joined;
@@ -191,7 +207,7 @@ void session::begin_closing(std::string reason) {
         if (i < in_flight_ || queue_[i].what == kind::reply) {
             kept.push_back(std::move(queue_[i]));
         } else {
-            queued_bytes_ -= queue_[i].frame->size();
+            unqueue_bytes(queue_[i].frame->size());
             if (queue_[i].droppable()) {
                 droppable_bytes_ -= queue_[i].frame->size();
             }
@@ -208,10 +224,11 @@ void session::begin_closing(std::string reason) {
     resume_reading_.cancel();  // a reader paused by backpressure goes on to discard input
 }
 
-void session::end(std::string reason) {
+void session::end(std::string reason, disconnect_reason why) {
     if (phase_ == phase::finishing || phase_ == phase::closing || phase_ == phase::closed) {
         return;
     }
+    decide(why);
     if (awaiting_results_ > 0) {
         // Commands already accepted are applied at the next tick and answered first.
         if (owner_.connection_lines().allow()) {
@@ -231,10 +248,11 @@ void session::end(std::string reason) {
     notify_closed(reason);
 }
 
-void session::close(std::string reason) {
+void session::close(std::string reason, disconnect_reason why) {
     if (phase_ == phase::closed) {
         return;
     }
+    decide(why);
     const bool announced = phase_ == phase::closing;
     phase_ = phase::closed;
     stream_->close();
@@ -247,25 +265,37 @@ void session::close(std::string reason) {
     notify_closed(reason);
     // Flushed or given up: the world may stop waiting for this one (after closed(), which
     // was posted first).
-    asio::post(owner_.io(), [self = shared_from_this()] { self->owner_.finished(); });
+    asio::post(owner_.world_context(), [self = shared_from_this()] { self->owner_.finished(); });
 }
 
 void session::notify_closed(const std::string& reason) {
     if (!notified_closed_) {
         notified_closed_ = true;
-        asio::post(owner_.io(), [self = shared_from_this(), reason] {
+        owner_.counters().disconnected(cause_.value_or(disconnect_reason::network_error));
+        asio::post(owner_.world_context(), [self = shared_from_this(), reason] {
             self->owner_.closed(*self, reason);
         });
     }
 }
 
+void session::unqueue_bytes(std::size_t bytes) noexcept {
+    queued_bytes_ -= bytes;
+    owner_.counters().queued(-static_cast<std::int64_t>(bytes));
+}
+
+void session::decide(disconnect_reason why) noexcept {
+    if (!cause_) {
+        cause_ = why;
+    }
+}
+
 void session::count_in(std::size_t bytes) noexcept {
-    owner_.io_stats_.bytes_in.fetch_add(bytes, std::memory_order_relaxed);
+    owner_.counters().received(bytes);
     traffic_.bytes_in.fetch_add(bytes, std::memory_order_relaxed);
 }
 
 void session::count_dropped(std::size_t frames) noexcept {
-    owner_.io_stats_.dropped_frames.fetch_add(frames, std::memory_order_relaxed);
+    owner_.counters().dropped(frames);
     traffic_.dropped_frames.fetch_add(frames, std::memory_order_relaxed);
 }
 
@@ -274,6 +304,7 @@ void session::push(protocol::frame frame, kind what) {
         return;
     }
     queued_bytes_ += frame->size();
+    owner_.counters().queued(static_cast<std::int64_t>(frame->size()));
     if (what == kind::tick) {
         droppable_bytes_ += frame->size();
     }
@@ -282,13 +313,14 @@ void session::push(protocol::frame frame, kind what) {
 }
 
 void session::queue_result(const protocol::command_result& result) {
+    owner_.counters().command(static_cast<std::uint16_t>(result.code));
     queue_reply(protocol::encode(protocol::server_control{result}));
     if (awaiting_results_ > 0) {
         --awaiting_results_;
     }
     if (awaiting_results_ == 0 && phase_ == phase::finishing) {
         phase_ = phase::joined;  // end() acts on a live session only
-        end(std::move(finishing_reason_));
+        end(std::move(finishing_reason_), cause_.value_or(disconnect_reason::protocol_error));
     } else if (awaiting_results_ < max_awaiting_results) {
         resume_reading_.cancel();
     }
@@ -315,7 +347,7 @@ void session::queue_tick(protocol::frame delta, protocol::frame checksum,
     const std::size_t waiting = droppable_bytes_ - in_flight_droppable_bytes_;
     const std::size_t bound = std::max(owner_.config().queue_bytes, owner_.snapshot_bytes());
     if (waiting > 0 && waiting + tick_bytes > bound) {
-        request_resync("outbound queue full");
+        request_resync("outbound queue full", resync_cause::queue_overflow);
         count_dropped(frames);
         return;
     }
@@ -342,7 +374,8 @@ void session::answer_refused_input(protocol::input_rejected rejection) {
     }
     if (++inputs_refused_in_window_ > abuse_limit) {
         end("more than " + std::to_string(abuse_limit) + " inputs refused in " +
-            std::to_string(abuse_window.count()) + " s");
+                std::to_string(abuse_window.count()) + " s",
+            disconnect_reason::abuse);
         return;
     }
     ++inputs_refused_unanswered_;
@@ -370,12 +403,12 @@ void session::answer_refused_input(protocol::input_rejected rejection) {
     queue_reply(protocol::encode(protocol::server_control{std::move(rejection)}));
 }
 
-void session::request_resync(const char* why) {
+void session::request_resync(const char* why, resync_cause cause) {
     // Drop every droppable frame not being written; keep the order of the rest.
     std::deque<queued> kept;
     for (std::size_t i = 0; i < queue_.size(); ++i) {
         if (i >= in_flight_ && queue_[i].droppable()) {
-            queued_bytes_ -= queue_[i].frame->size();
+            unqueue_bytes(queue_[i].frame->size());
             droppable_bytes_ -= queue_[i].frame->size();
             count_dropped(1);
         } else {
@@ -384,7 +417,7 @@ void session::request_resync(const char* why) {
     }
     queue_ = std::move(kept);
     if (!resync_pending_) {
-        ++owner_.io_stats_.resyncs;
+        owner_.counters().resync(cause);
         traffic_.resyncs.fetch_add(1, std::memory_order_relaxed);
         std::size_t suppressed = 0;
         if (owner_.client_warnings().allow(suppressed)) {
@@ -404,7 +437,8 @@ awaitable<void> session::read_loop([[maybe_unused]] std::shared_ptr<session> sel
         if (is_page_served(ec)) {
             phase_ = phase::closing;  // a page served (--web-root) is no failure: close() logs nothing
         }
-        close(std::string{stream_->transport()} + " handshake failed: " + ec.message());
+        close(std::string{stream_->transport()} + " handshake failed: " + ec.message(),
+              disconnect_reason::network_error);
         co_return;
     }
     stream_ready_ = true;
@@ -453,12 +487,13 @@ awaitable<void> session::read_frames() {
                                                                     prefix.size() - have));
             if (ec) {
                 if (is_framing_violation(ec)) {
-                    ++owner_.io_stats_.invalid_frames;
-                    end(ec.message());
+                    owner_.counters().invalid_frame();
+                    end(ec.message(), disconnect_reason::protocol_error);
                     co_return;
                 }
                 input_ended_ = true;
-                close(ec == asio::error::eof ? "client closed the connection" : ec.message());
+                close(ec == asio::error::eof ? "client closed the connection" : ec.message(),
+                      ended_by(ec));
                 co_return;
             }
             count_in(n);
@@ -475,9 +510,10 @@ awaitable<void> session::read_frames() {
         }
         const std::uint32_t length = protocol::read_prefix(prefix);
         if (length > config.max_frame_bytes) {
-            ++owner_.io_stats_.invalid_frames;
+            owner_.counters().invalid_frame();
             end("frame of " + std::to_string(length) + " bytes exceeds the limit of " +
-                       std::to_string(config.max_frame_bytes));
+                    std::to_string(config.max_frame_bytes),
+                disconnect_reason::protocol_error);
             co_return;
         }
         read_buffer_.resize(protocol::frame_prefix_bytes + length);
@@ -487,32 +523,34 @@ awaitable<void> session::read_frames() {
         count_in(body_n);
         if (body_ec) {
             if (is_framing_violation(body_ec)) {
-                ++owner_.io_stats_.invalid_frames;
-                end(body_ec.message());
+                owner_.counters().invalid_frame();
+                end(body_ec.message(), disconnect_reason::protocol_error);
                 co_return;
             }
             input_ended_ = true;
             close(body_ec == asio::error::eof ? "client closed the connection"
-                                              : body_ec.message());
+                                              : body_ec.message(),
+                  ended_by(body_ec));
             co_return;
         }
         if (phase_ != phase::handshake && phase_ != phase::joined) {
             break;  // disconnected by the server while this frame arrived: not answered
         }
+        owner_.counters().frame_received();
         protocol::decoded_client decoded = protocol::decode_client_frame(read_buffer_, owner_.types().types());
         if (!decoded.message) {
             if (decoded.error.fatal) {
-                ++owner_.io_stats_.invalid_frames;
+                owner_.counters().invalid_frame();
                 std::size_t suppressed = 0;
                 if (owner_.client_warnings().allow(suppressed)) {
                     spdlog::warn("client {} from {}: {}{}", id_, remote(), decoded.error.message,
                                  suppressed_note(suppressed));
                 }
-                end(decoded.error.message);
+                end(decoded.error.message, disconnect_reason::protocol_error);
                 co_return;
             }
             if (decoded.error.input_tick) {
-                owner_.io_stats_.inputs_refused.fetch_add(1, std::memory_order_relaxed);
+                owner_.counters().input_refused();
                 answer_refused_input(protocol::input_rejected{
                     *decoded.error.input_tick,
                     phase_ == phase::joined ? decoded.error.code : wire::ErrorCode::NotJoined,
@@ -542,7 +580,7 @@ awaitable<void> session::discard_input() {
         if (ec) {
             input_ended_ = true;
             if (fin_sent_ || ec != asio::error::eof) {
-                close(ec == asio::error::eof ? "disconnected" : ec.message());
+                close(ec == asio::error::eof ? "disconnected" : ec.message(), ended_by(ec));
             }
         }
     }
@@ -552,10 +590,11 @@ awaitable<void> session::discard_input() {
 void session::reply_now_or_in_order(protocol::command_result result) {
     if (awaiting_results_ > 0) {
         ++awaiting_results_;
-        asio::post(owner_.io(), [self = shared_from_this(), result = std::move(result)]() mutable {
+        asio::post(owner_.world_context(), [self = shared_from_this(), result = std::move(result)]() mutable {
             self->owner_.queue_result(self, std::move(result));
         });
     } else {
+        owner_.counters().command(static_cast<std::uint16_t>(result.code));
         queue_reply(protocol::encode(protocol::server_control{result}));
     }
 }
@@ -579,14 +618,14 @@ void session::refuse_rate_limited(std::uint32_t request_id) {
 void session::handle(protocol::client_message message) {
     if (auto* h = std::get_if<protocol::hello>(&message)) {
         if (phase_ != phase::handshake) {
-            end("Hello sent twice");
+            end("Hello sent twice", disconnect_reason::protocol_error);
             return;
         }
         name_ = h->client_name;
         // The server admits (its thread owns the owners and the count) and answers through
         // admitted(), after queuing Welcome and the snapshot; reading waits until then.
         admitting_ = true;
-        asio::post(owner_.io(), [self = shared_from_this(), hello = std::move(*h)] {
+        asio::post(owner_.world_context(), [self = shared_from_this(), hello = std::move(*h)] {
             self->owner_.hello(self, hello);
         });
         return;
@@ -603,7 +642,7 @@ void session::handle(protocol::client_message message) {
     }
     if (phase_ != phase::joined) {
         if (std::holds_alternative<protocol::resync_request>(message)) {
-            end("ResyncRequest before Hello");
+            end("ResyncRequest before Hello", disconnect_reason::protocol_error);
             return;
         }
         reject_command(protocol::decode_error{wire::ErrorCode::NotJoined, "", request_id_of(message),
@@ -614,14 +653,14 @@ void session::handle(protocol::client_message message) {
     const auto now = clock::now();
     if (!commands_.try_take(now)) {
         ++rate_limited_;
-        ++owner_.io_stats_.rate_limited;
+        owner_.counters().rate_limited(limited_message::command);
         if (now - abuse_window_start_ > abuse_window) {
             abuse_window_start_ = now;
             abuse_in_window_ = 0;
         }
         refuse_rate_limited(request_id_of(message));
         if (++abuse_in_window_ > abuse_limit) {
-            end("command rate limit exceeded persistently");
+            end("command rate limit exceeded persistently", disconnect_reason::abuse);
         }
         return;
     }
@@ -631,7 +670,7 @@ void session::handle(protocol::client_message message) {
     }
     if (auto* f = std::get_if<protocol::focus>(&message)) {
         // The world's business, on its thread; no reply: the next frames show the new view.
-        asio::post(owner_.io(), [self = shared_from_this(), focus = *f] {
+        asio::post(owner_.world_context(), [self = shared_from_this(), focus = *f] {
             self->owner_.set_focus(*self, focus);
         });
         return;
@@ -644,14 +683,14 @@ void session::handle(protocol::client_message message) {
     }
     // A command: applied at the next tick in arrival order.
     ++awaiting_results_;
-    asio::post(owner_.io(), [self = shared_from_this(), message = std::move(message)]() mutable {
+    asio::post(owner_.world_context(), [self = shared_from_this(), message = std::move(message)]() mutable {
         self->owner_.queue_command(self, std::move(message));
     });
 }
 
 void session::handle_input(protocol::input input) {
     const auto refuse = [&](wire::ErrorCode code, std::string why) {
-        owner_.io_stats_.inputs_refused.fetch_add(1, std::memory_order_relaxed);
+        owner_.counters().input_refused();
         answer_refused_input(protocol::input_rejected{input.first_tick, code, std::move(why), 1});
     };
     if (phase_ != phase::joined) {
@@ -663,39 +702,42 @@ void session::handle_input(protocol::input input) {
         return;
     }
     if (!inputs_.try_take(clock::now())) {
+        owner_.counters().rate_limited(limited_message::input);
         refuse(wire::ErrorCode::RateLimited,
                "more than " + std::to_string(static_cast<int>(owner_.config().input_rate)) +
                    " Input frames per second");
         return;
     }
     // No reply, and no place among the commands: the world keeps it for its tick.
-    asio::post(owner_.io(), [self = shared_from_this(), input = std::move(input)]() mutable {
+    asio::post(owner_.world_context(), [self = shared_from_this(), input = std::move(input)]() mutable {
         self->owner_.queue_input(self, std::move(input));
     });
 }
 
 void session::handle_resync(const protocol::resync_request& request) {
     // Each one would cost a whole snapshot: at most one per interval, the rest coalesced.
-    ++owner_.io_stats_.resyncs_requested;
     const auto now = clock::now();
     if (now - resync_window_start_ > abuse_window) {
         resync_window_start_ = now;
         resyncs_in_window_ = 0;
     }
     if (++resyncs_in_window_ > resync_abuse_limit) {
+        owner_.counters().resync_requested(false);
         end("ResyncRequests exceeded " + std::to_string(resync_abuse_limit) + " per " +
-                   std::to_string(abuse_window.count()) + " s");
+                std::to_string(abuse_window.count()) + " s",
+            disconnect_reason::abuse);
         return;
     }
     if (resync_pending_ || resync_deferred_ || now < next_resync_allowed_) {
-        ++owner_.io_stats_.resyncs_coalesced;
+        owner_.counters().resync_requested(true);
         resync_deferred_ = !resync_pending_;
         return;
     }
     spdlog::debug("client {} ({}) asked for a resync: {}", id_, printable(name_),
                   printable(request.reason));
     next_resync_allowed_ = now + owner_.config().resync_interval;
-    request_resync("requested by the client");
+    owner_.counters().resync_requested(false);
+    request_resync("requested by the client", resync_cause::client_request);
 }
 
 awaitable<void> session::write_loop([[maybe_unused]] std::shared_ptr<session> self) {
@@ -715,14 +757,14 @@ awaitable<void> session::write_loop([[maybe_unused]] std::shared_ptr<session> se
                     stream_->shutdown_send();
                 }
                 if (input_ended_) {
-                    close("disconnected");
+                    close("disconnected", disconnect_reason::client_closed);
                     co_return;
                 }
             } else if (resync_pending_ && phase_ == phase::joined && !snapshot_requested_) {
                 // The snapshot comes from the server's thread (between two ticks), then
                 // snapshot_sent(); until then deltas are dropped as before.
                 snapshot_requested_ = true;
-                asio::post(owner_.io(), [self = shared_from_this()] { self->owner_.resync(self); });
+                asio::post(owner_.world_context(), [self = shared_from_this()] { self->owner_.resync(self); });
             }
             wake_writer_.expires_at(clock::time_point::max());
             co_await wake_writer_.async_wait(use_tuple);
@@ -749,13 +791,13 @@ awaitable<void> session::write_loop([[maybe_unused]] std::shared_ptr<session> se
         auto [ec, written] = co_await stream_->write(buffers);
         write_deadline_ = clock::time_point::max();
         if (ec) {
-            close(ec.message());
+            close(ec.message(), disconnect_reason::network_error);
             co_return;
         }
-        owner_.io_stats_.bytes_out += written;
+        owner_.counters().sent(written, in_flight_);
         traffic_.bytes_out.fetch_add(written, std::memory_order_relaxed);
         for (std::size_t i = 0; i < in_flight_; ++i) {
-            queued_bytes_ -= queue_.front().frame->size();
+            unqueue_bytes(queue_.front().frame->size());
             if (queue_.front().droppable()) {
                 droppable_bytes_ -= queue_.front().frame->size();
             }
@@ -783,16 +825,17 @@ awaitable<void> session::watchdog([[maybe_unused]] std::shared_ptr<session> self
             break;
         }
         if (now > close_deadline_) {
-            close("flush deadline passed");
+            close("flush deadline passed", disconnect_reason::timeout);
         } else if (now > write_deadline_) {
             close("not reading: no write progress for " +
-                      std::to_string(owner_.config().stall_timeout.count()) + " ms");
+                      std::to_string(owner_.config().stall_timeout.count()) + " ms",
+                  disconnect_reason::stalled);
         } else if (now > read_deadline_ && phase_ != phase::closing && phase_ != phase::finishing) {
-            close(read_deadline_reason_);
+            close(read_deadline_reason_, disconnect_reason::timeout);
         } else if (resync_deferred_ && now >= next_resync_allowed_ && phase_ == phase::joined) {
             resync_deferred_ = false;
             next_resync_allowed_ = now + owner_.config().resync_interval;
-            request_resync("requested by the client (coalesced)");
+            request_resync("requested by the client (coalesced)", resync_cause::client_request);
         }
     }
 }

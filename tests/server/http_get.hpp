@@ -26,6 +26,7 @@ namespace ecsnet::test {
 struct http_reply {
     unsigned status = 0;  // 0: no answer (refused, closed, timed out)
     std::string body;
+    std::string content_type;
     std::string error;
 };
 
@@ -47,6 +48,7 @@ inline boost::asio::awaitable<void> http_get(std::uint16_t port, std::string pat
     co_await http::async_read(stream, buffer, response, boost::asio::use_awaitable);
     reply.status = response.result_int();
     reply.body = response.body();
+    reply.content_type = std::string{response[http::field::content_type]};
 }
 }  // namespace detail
 

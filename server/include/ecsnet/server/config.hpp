@@ -114,6 +114,11 @@ struct server_config {
     std::size_t max_observers = 4;
     // After SIGTERM: stop accepting, keep serving connected clients this long, then shut down.
     std::chrono::seconds drain{0};
+    // The Agones SDK sidecar (agones.hpp, docs/SERVER.md "Agones"): on with --agones,
+    // --agones-port or when AGONES_SDK_HTTP_PORT is set (Agones sets it in the game container).
+    bool agones = false;
+    std::uint16_t agones_port = 9358;  // AGONES_SDK_HTTP_PORT, else Agones' default
+    std::chrono::milliseconds agones_health_interval{2000};
 };
 
 // Where `--healthcheck` finds the admin endpoint: --admin-bind, or the loopback address when it

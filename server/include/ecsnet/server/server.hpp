@@ -36,9 +36,11 @@
 #include "ecsnet/server/interest.hpp"
 #include "ecsnet/server/io_pool.hpp"
 #include "ecsnet/server/logging.hpp"
+#include "ecsnet/server/metrics.hpp"
 #include "ecsnet/server/owners.hpp"
 #include "ecsnet/server/replay_cache.hpp"
 #include "ecsnet/server/replicator.hpp"
+#include "ecsnet/server/session_host.hpp"
 #include "ecsnet/server/websocket_stream.hpp"
 
 namespace ecsnet::server {
@@ -46,46 +48,6 @@ namespace ecsnet::server {
 class session;
 
 
-struct server_stats {
-    std::uint64_t ticks{0};
-    std::uint64_t overruns{0};
-    std::uint64_t connections{0};
-    std::uint64_t refused{0};           // server full, bad version, bad token
-    std::uint64_t resyncs{0};
-    std::uint64_t dropped_frames{0};    // deltas/checksums dropped for slow clients
-    std::uint64_t rate_limited{0};
-    std::uint64_t invalid_frames{0};
-    std::uint64_t bytes_out{0};
-    std::uint64_t bytes_in{0};          // read from every session (frames, and what a closing one discards)
-    std::uint64_t accept_errors{0};
-    std::uint64_t pending_evicted{0};    // oldest pre-Hello connection closed to make room
-    std::uint64_t pending_refused{0};    // too many pre-Hello connections from one address
-    std::uint64_t resyncs_requested{0};  // ResyncRequests received
-    std::uint64_t resyncs_coalesced{0};  // ... that cost nothing: one was already due
-    std::uint64_t identity_refused{0};   // missing, forged, expired, replayed, wrong-world tokens
-    std::uint64_t seats_taken_over{0};   // connections that got "signed in elsewhere"
-    std::uint64_t address_refused{0};    // --max-clients-per-address reached (no tokens)
-    std::uint64_t skipped_ticks{0};      // missed in a stall and not replayed (tick_loop)
-    std::uint64_t system_failures{0};    // system runs that threw (the tick went on)
-    std::uint64_t command_failures{0};   // commands refused with GameFailed: the game's code threw
-    std::uint64_t policy_failures{0};    // interest policy calls that threw (a fallback was used)
-    std::uint64_t despawn_failures{0};   // entities an on_destroy listener kept from despawning
-    std::uint64_t grace_despawns{0};     // owners whose entities went when their grace ended
-    // Player input (input_buffer.hpp): ticks of input applied, dropped for arriving after
-    // their tick, ticks run on an entity's previous input, Input frames refused (rate, shape,
-    // owner, too early: each answered by InputRejected), and applications the game's code
-    // failed (a listener threw).
-    std::uint64_t inputs_applied{0};
-    std::uint64_t inputs_late{0};
-    std::uint64_t inputs_repeated{0};
-    std::uint64_t inputs_refused{0};
-    std::uint64_t input_failures{0};
-    // Interest management, summed over clients: entities that came into a view (spawns in
-    // view included), went out of one, and sends put off for a byte budget (per tick).
-    std::uint64_t view_entered{0};
-    std::uint64_t view_left{0};
-    std::uint64_t view_deferred{0};
-};
 
 // The server's state as other threads may read it (server::health()): the admin endpoint's
 // /healthz, /readyz and /status are computed from it.
@@ -194,7 +156,7 @@ private:
 // delta encoded once for all, or under interest management each client's own) and the
 // checksums -> queued to the sessions. Nothing else writes to the world, so a snapshot taken
 // between ticks and the deltas after it always agree.
-class server {
+class server final : private session_host {
 public:
     using clock = std::chrono::steady_clock;
 
@@ -234,13 +196,19 @@ public:
     [[nodiscard]] ecs::World& world() noexcept { return *world_; }
     [[nodiscard]] ecs::Scheduler& scheduler() noexcept { return scheduler_; }
     // The replicated component types, as Welcome describes them.
-    [[nodiscard]] const protocol::component_registry& types() const noexcept { return types_; }
-    // The world's counters and the sessions' (added from the I/O threads), as of now.
-    [[nodiscard]] server_stats stats() const noexcept;
-    [[nodiscard]] const server_config& config() const noexcept { return config_; }
+    [[nodiscard]] const protocol::component_registry& types() const noexcept override {
+        return types_;
+    }
+    // The world's counters and the sessions' (added from the I/O threads), as of now, read
+    // from the metrics. Any thread.
+    [[nodiscard]] server_stats stats() const;
+    // GET /metrics: the Prometheus text exposition (format 0.0.4). Any thread; never waits
+    // for a tick.
+    [[nodiscard]] std::string metrics_text() const { return metrics_.text(); }
+    [[nodiscard]] const server_config& config() const noexcept override { return config_; }
     // Size of the last snapshot sent (all chunks); 0 before the first join.
     // Any thread.
-    [[nodiscard]] std::size_t snapshot_bytes() const noexcept { return snapshot_bytes_; }
+    [[nodiscard]] std::size_t snapshot_bytes() const noexcept override { return snapshot_bytes_; }
     [[nodiscard]] std::size_t clients() const noexcept { return active_; }
     // Joined observers (not in clients()).
     [[nodiscard]] std::size_t observers() const noexcept { return observers_; }
@@ -267,39 +235,37 @@ public:
     std::function<void(std::uint32_t owner)> on_player_left;
 
 private:
-    friend class session;
-
-    // Posted by sessions to this thread (after counting what they queued: awaiting results).
-    void hello(const std::shared_ptr<session>& s, const protocol::hello& message);
-    void queue_command(const std::shared_ptr<session>& s, protocol::client_message message);
-    // A reply decided now (a command refused at decoding or by the rate limit): it waits
-    // behind the session's commands queued for the tick, so results keep command order.
-    void queue_result(const std::shared_ptr<session>& s, protocol::command_result result);
-    // A resync's snapshot: send_snapshot(), then snapshot_sent().
-    void resync(const std::shared_ptr<session>& s);
-    void set_focus(session& s, const protocol::focus& focus);
-    // Checks an Input against the world (owner, entity) and the buffer (too early), keeps it
-    // for its ticks; a refusal goes back to the session (InputRejected).
-    void queue_input(const std::shared_ptr<session>& s, protocol::input input);
-    void closed(session& s, const std::string& reason);
-    void finished();
-    // Called by sessions on their own threads. Clients' bad frames and resyncs go through
-    // client_warnings(); joins, leaves and refusals through connection_lines(): past their
-    // rates they are counted and summed up in the stats line, and never hide the game's
-    // failures or the server's own warnings (each has its own limiter).
-    [[nodiscard]] log_limiter& client_warnings() noexcept { return client_warnings_; }
-    [[nodiscard]] log_limiter& connection_lines() noexcept { return connection_lines_; }
-    [[nodiscard]] boost::asio::io_context& io() noexcept { return io_; }
-    [[nodiscard]] std::uint64_t ticks_done() const noexcept {
+    // session_host: what sessions call (posted to this thread, but for the first group).
+    [[nodiscard]] session_counters& counters() noexcept override { return metrics_; }
+    [[nodiscard]] log_limiter& client_warnings() noexcept override { return client_warnings_; }
+    [[nodiscard]] log_limiter& connection_lines() noexcept override { return connection_lines_; }
+    [[nodiscard]] boost::asio::io_context& world_context() noexcept override { return io_; }
+    [[nodiscard]] std::uint64_t ticks_done() const noexcept override {
         return ticks_done_.load(std::memory_order_relaxed);
     }
+    void hello(const std::shared_ptr<session>& s, const protocol::hello& message) override;
+    void queue_command(const std::shared_ptr<session>& s, protocol::client_message message) override;
+    void queue_result(const std::shared_ptr<session>& s, protocol::command_result result) override;
+    // A resync's snapshot: send_snapshot(), then snapshot_sent().
+    void resync(const std::shared_ptr<session>& s) override;
+    void set_focus(session& s, const protocol::focus& focus) override;
+    // Checks an Input against the world (owner, entity) and the buffer (too early), keeps it
+    // for its ticks; a refusal goes back to the session (InputRejected).
+    void queue_input(const std::shared_ptr<session>& s, protocol::input input) override;
+    void closed(session& s, const std::string& reason) override;
+    void finished() override;
 
-    [[nodiscard]] std::optional<std::string> admit(session& s, const protocol::hello& hello);
+    // Why a Hello is refused: the metric's label and the text the client gets.
+    struct refusal {
+        refusal_reason reason;
+        std::string text;
+    };
+    [[nodiscard]] std::optional<refusal> admit(session& s, const protocol::hello& hello);
     // An observer's Hello: an owner only with --inspector-writes and a credential; `read_only`
     // when it has none.
-    [[nodiscard]] std::optional<std::string> admit_observer(session& s, const protocol::hello& hello,
-                                                            bool& read_only);
-    [[nodiscard]] std::optional<std::string> refuse_version(const protocol::hello& hello) const;
+    [[nodiscard]] std::optional<refusal> admit_observer(session& s, const protocol::hello& hello,
+                                                        bool& read_only);
+    [[nodiscard]] std::optional<refusal> refuse_version(const protocol::hello& hello) const;
     void start_observer(released_socket socket, upgrade_request request);
     // Player connections of an owner (its connections that are not observers).
     [[nodiscard]] std::size_t player_connections(std::uint32_t owner) const;
@@ -318,9 +284,10 @@ private:
     void despawn_departed();
     // Applies this tick's player inputs (input_buffer), before the systems.
     void apply_inputs();
-    // Counts and logs (rate-limited, on game_errors_) a failure of the game's code.
+    // Logs (rate-limited, on game_errors_) a failure of the game's code, counted already:
+    // `so_far` of its kind.
     template <typename... Args>
-    void report_game_failure(std::uint64_t& counter, fmt::format_string<Args...> text,
+    void report_game_failure(std::uint64_t so_far, fmt::format_string<Args...> text,
                              Args&&... args);
     // Copies what health() reports, under health_mutex_; once per tick and on state changes.
     // `tick_ms`: the work time of the tick that ended, for /status.
@@ -328,6 +295,8 @@ private:
     void tick_loop_ended(const std::exception_ptr& e);
     // Queues the tick's frames (replicator) to every joined session.
     void broadcast_tick(const ecs::World::change_set_type& changes);
+    // Each budgeted client's bytes this tick against its budget (ecsnet_client_budget_use_ratio).
+    void measure_budgets();
 
     struct pending_command {
         std::weak_ptr<session> from;
@@ -347,6 +316,8 @@ private:
 
     boost::asio::io_context& io_;
     server_config config_;
+    // Before the sessions and the I/O threads, which count into it.
+    server_metrics metrics_;
     protocol::component_registry types_;
     std::shared_ptr<ecs::World> world_;
     ecs::World::change_set_type changes_;  // this tick's; kept so its lists keep their capacity
@@ -410,20 +381,8 @@ private:
     std::atomic<std::uint64_t> ticks_done_{0};  // tick_, for the sessions' Pongs
     std::atomic<std::size_t> snapshot_bytes_{0};  // read by sessions (their queue bound)
 
-    server_stats stats_;
-    // The counters sessions add to, on their threads; stats() reads them into a server_stats.
-    struct io_counters {
-        std::atomic<std::uint64_t> resyncs{0};
-        std::atomic<std::uint64_t> dropped_frames{0};
-        std::atomic<std::uint64_t> rate_limited{0};
-        std::atomic<std::uint64_t> invalid_frames{0};
-        std::atomic<std::uint64_t> bytes_out{0};
-        std::atomic<std::uint64_t> bytes_in{0};
-        std::atomic<std::uint64_t> resyncs_requested{0};
-        std::atomic<std::uint64_t> resyncs_coalesced{0};
-        std::atomic<std::uint64_t> inputs_refused{0};
-    };
-    io_counters io_stats_;
+    input_counters inputs_counted_{};     // inputs_.counters() as the metrics last counted them
+    std::vector<double> budget_ratios_;   // measure_budgets()'s, kept for their capacity
     std::vector<double> tick_ms_;  // since the last stats line
     std::vector<double> interest_ms_;  // ms per tick serving the views, since the last stats line
     std::uint64_t bytes_at_last_stats_{0};

@@ -16,12 +16,13 @@
 
 #include "ecsnet/protocol/frame.hpp"
 #include "ecsnet/protocol/messages.hpp"
+#include "ecsnet/server/metrics.hpp"
 #include "ecsnet/server/stream.hpp"
 #include "ecsnet/server/token_bucket.hpp"
 
 namespace ecsnet::server {
 
-class server;
+class session_host;
 
 // One client connection: a reader, a writer and a watchdog coroutine on one of the server's
 // I/O threads (io_pool), while the world stays on the server's thread (docs/SERVER.md,
@@ -56,7 +57,7 @@ public:
     // through the admin endpoint) takes no player slot and sends no input (docs/SERVER.md,
     // "Observers").
     session(std::shared_ptr<boost::asio::io_context> io, std::unique_ptr<byte_stream> stream,
-            server& owner, std::uint64_t id, bool observer = false);
+            session_host& owner, std::uint64_t id, bool observer = false);
     session(const session&) = delete;
     session& operator=(const session&) = delete;
     ~session();
@@ -66,10 +67,13 @@ public:
     // Sends Disconnect{reason} at once and closes: for connections refused before Hello.
     void refuse(std::string reason);
     // Queues Disconnect{reason}, flushes what is queued (bounded by the shutdown grace) and
-    // closes.
-    void disconnect(std::string reason);
+    // closes. `why` is what ecsnet_disconnects_total counts.
+    void disconnect(std::string reason, disconnect_reason why);
     // Closes at once; `reason` is logged.
-    void close_now(std::string reason);
+    void close_now(std::string reason, disconnect_reason why);
+    // The server's answer to Hello: refused with a reason, or joined; `read_only`: an
+    // observer without an owner, whose commands are answered ReadOnly.
+    void admitted(std::optional<std::string> refusal, bool read_only = false);
 
     // Control frames (Welcome, CommandResult, Pong, snapshot chunks) always queue.
     void send(protocol::frame frame);
@@ -108,6 +112,18 @@ public:
     // The name its Hello gave (display only), and the tick it joined at.
     [[nodiscard]] const std::string& client_name() const noexcept { return client_name_; }
     [[nodiscard]] std::uint64_t joined_tick() const noexcept { return joined_tick_; }
+    void set_joined_as(std::string name, std::uint64_t tick) {
+        client_name_ = std::move(name);
+        joined_tick_ = tick;
+    }
+    // What the server's reports last read of the counters (/clients' bytes per second, the
+    // budget metric's bytes per tick).
+    struct report_marks {
+        std::uint64_t bytes_out{0};
+        std::uint64_t bytes_in{0};
+        std::uint64_t view_bytes{0};
+    };
+    [[nodiscard]] report_marks& reported() noexcept { return reported_; }
 
     // Counted on the session's thread; any thread reads them (for /clients).
     struct traffic {
@@ -127,7 +143,6 @@ public:
     }
 
 private:
-    friend class server;
     // finishing: fatal disconnect decided, waiting for the tick to answer queued commands.
     enum class phase { handshake, joined, finishing, closing, closed };
 
@@ -143,9 +158,6 @@ private:
     // Posts f(*this) to the session's thread, holding the session.
     template <typename F>
     void on_io_thread(F f);
-    // The server's answer to Hello (posted by server::hello): refused with a reason, or joined;
-    // `read_only`: an observer without an owner, whose commands are answered ReadOnly.
-    void admitted(std::optional<std::string> refusal, bool read_only = false);
 
     // ---- on the session's thread ---------------------------------------------------------
     boost::asio::awaitable<void> read_loop(std::shared_ptr<session> self);
@@ -168,9 +180,12 @@ private:
     // refused more than 1,000 times in 10 s is disconnected, as for commands.
     void answer_refused_input(protocol::input_rejected rejection);
     void queue_result(const protocol::command_result& result);
-    void request_resync(const char* why);
-    void end(std::string reason);    // disconnect()
-    void close(std::string reason);  // close_now()
+    void request_resync(const char* why, resync_cause cause);
+    void end(std::string reason, disconnect_reason why);    // disconnect()
+    void close(std::string reason, disconnect_reason why);  // close_now()
+    // The first reason decided is the one counted when the session ends.
+    void decide(disconnect_reason why) noexcept;
+    void unqueue_bytes(std::size_t bytes) noexcept;
     void begin_closing(std::string reason);
     void notify_closed(const std::string& reason);
     void count_in(std::size_t bytes) noexcept;
@@ -179,7 +194,7 @@ private:
     // Declared first, destroyed last: the stream and the timers belong to it.
     std::shared_ptr<boost::asio::io_context> io_;
     std::unique_ptr<byte_stream> stream_;
-    server& owner_;
+    session_host& owner_;
     const std::uint64_t id_;
     const bool observer_;
     traffic traffic_;
@@ -187,9 +202,7 @@ private:
     // The server's thread only.
     std::string client_name_;
     std::uint64_t joined_tick_{0};
-    // traffic_'s bytes at the last /clients report (server::publish_clients).
-    std::uint64_t reported_bytes_out_{0};
-    std::uint64_t reported_bytes_in_{0};
+    report_marks reported_;
     std::uint32_t owner_id_{0};
     bool joined_{false};
     bool counted_{false};
@@ -200,6 +213,7 @@ private:
     phase phase_{phase::handshake};
     bool admitting_{false};             // Hello is with the server: reading waits for its answer
     bool notified_closed_{false};
+    std::optional<disconnect_reason> cause_;
     std::size_t awaiting_results_{0};   // commands in the server's queue for the tick
     std::string finishing_reason_;      // the Disconnect owed once they are answered
     bool input_ended_{false};           // the client closed its side (or reading failed)
