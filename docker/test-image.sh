@@ -279,10 +279,14 @@ npm_ca=${ECSNET_NPM_CA:-${NODE_EXTRA_CA_CERTS:-/etc/ssl/certs/ca-certificates.cr
 [ -s "$npm_ca" ] && ca_secret=(--secret "id=npm_ca,src=$npm_ca")
 # ECSNET_IMAGE_CCACHE_DIR (scripts/test.sh sets it to the host's ccache directory): the build
 # stage compiles through it (docker/Dockerfile), reusing the Release stage's objects.
+# ECSNET_IMAGE_BUILD_DIR names that stage's build directory (relative to the repository): the
+# image builds at the same paths, which ccache's hashes include.
 ccache_volume=()
 if [ -n "${ECSNET_IMAGE_CCACHE_DIR:-}" ]; then
   [ -d "$ECSNET_IMAGE_CCACHE_DIR" ] || fail "ECSNET_IMAGE_CCACHE_DIR=$ECSNET_IMAGE_CCACHE_DIR is not a directory"
-  ccache_volume=(--volume "$ECSNET_IMAGE_CCACHE_DIR:/ccache")
+  ccache_volume=(--volume "$ECSNET_IMAGE_CCACHE_DIR:/ccache"
+                 --build-arg "ECSNET_SRC_DIR=$repo"
+                 --build-arg "ECSNET_BUILD_DIR=${ECSNET_IMAGE_BUILD_DIR:-build/release}")
 fi
 # --jobs 2: the web stage (downloads, npm) runs beside the C++ build stage.
 if ! pmt "${ECSNET_BUILD_TIMEOUT:-3600}" build --pull=never --format docker --jobs 2 "${ca_secret[@]}" \

@@ -206,7 +206,8 @@ if [ "$image" = 1 ]; then
   stage "Docker image test (podman)"
   image_ccache=()
   if [ "$release" = 1 ] && command -v ccache >/dev/null 2>&1; then
-    image_ccache=(ECSNET_IMAGE_CCACHE_DIR="$(ccache --get-config cache_dir)")
+    image_ccache=(ECSNET_IMAGE_CCACHE_DIR="$(ccache --get-config cache_dir)"
+                  ECSNET_IMAGE_BUILD_DIR="$release_build")
     mkdir -p "${image_ccache[0]#*=}"
   fi
   env ${image_ccache[@]+"${image_ccache[@]}"} ECSNET_CLIENT="$PWD/$build/bin/ecsnet-client" \

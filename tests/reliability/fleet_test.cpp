@@ -262,19 +262,7 @@ std::vector<player*> pointers(const Owned& owned) {
 // and tallies the results on the player.
 void run_commands(player& p, std::vector<protocol::client_message> commands,
                   const std::vector<player*>& everyone) {
-    std::vector<std::uint32_t> ids;
-    for (auto& command : commands) {
-        const std::uint32_t id = p.link->next_request_id();
-        std::visit(
-            [&](auto& m) {
-                if constexpr (requires { m.request_id; }) {
-                    m.request_id = id;
-                }
-            },
-            command);
-        ids.push_back(id);
-        p.link->send(command);
-    }
+    std::vector<std::uint32_t> ids = ecsnet::test::send_numbered(*p.link, commands);
     std::size_t answered = 0;
     const bool all = serve_until(
         everyone,

@@ -15,6 +15,7 @@
 #include <regex>
 #include <sstream>
 #include <thread>
+#include <variant>
 
 #include "http_get.hpp"
 #include "process.hpp"
@@ -198,5 +199,23 @@ figures& figures::add(const std::string& key, const std::string& value) {
 }
 
 void figures::print() const { std::cout << "FIGURES " << json_ << "}\n" << std::flush; }
+
+std::vector<std::uint32_t> send_numbered(client::connection& c,
+                                         std::vector<protocol::client_message>& commands) {
+    std::vector<std::uint32_t> ids;
+    for (auto& command : commands) {
+        const std::uint32_t id = c.next_request_id();
+        std::visit(
+            [&](auto& m) {
+                if constexpr (requires { m.request_id; }) {
+                    m.request_id = id;
+                }
+            },
+            command);
+        ids.push_back(id);
+        c.send(command);
+    }
+    return ids;
+}
 
 }  // namespace ecsnet::test

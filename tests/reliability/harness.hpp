@@ -15,6 +15,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include "ecsnet/client/connection.hpp"
+#include "ecsnet/protocol/messages.hpp"
+
 namespace ecsnet::test {
 
 class server;
@@ -64,6 +67,11 @@ struct server_stats {
 
 // GET /status of the admin endpoint, parsed; nullopt when it does not answer 200 with JSON.
 [[nodiscard]] std::optional<nlohmann::json> admin_status(std::uint16_t admin_port);
+
+// Sends `commands` in order on `c`, each with the connection's next request id (written into
+// the message); returns the ids, for the caller to match the CommandResults.
+std::vector<std::uint32_t> send_numbered(client::connection& c,
+                                         std::vector<protocol::client_message>& commands);
 
 // One `FIGURES {"test":...}` JSON line on stdout, for docs/RELIABILITY.md; each figure is also a
 // gtest property, so the XML report carries it.

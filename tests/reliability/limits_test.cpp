@@ -282,19 +282,7 @@ testing::AssertionResult log_has(const server& s, const std::string& needle) {
 std::vector<protocol::command_result> run_commands(connection& c,
                                                    std::vector<protocol::client_message> commands,
                                                    std::chrono::milliseconds timeout = 10s) {
-    std::vector<std::uint32_t> ids;
-    for (auto& command : commands) {
-        const std::uint32_t id = c.next_request_id();
-        std::visit(
-            [&](auto& m) {
-                if constexpr (requires { m.request_id; }) {
-                    m.request_id = id;
-                }
-            },
-            command);
-        ids.push_back(id);
-        c.send(command);
-    }
+    const std::vector<std::uint32_t> ids = ecsnet::test::send_numbered(c, commands);
     std::vector<std::optional<protocol::command_result>> results(ids.size());
     std::size_t got = 0;
     c.poll_until(

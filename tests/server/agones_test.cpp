@@ -3,12 +3,6 @@
 // a process for SIGTERM and the drain.
 #include "ecsnet/server/agones.hpp"
 
-#include <fcntl.h>
-#include <signal.h>
-#include <spawn.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <spdlog/spdlog.h>
@@ -53,12 +47,7 @@
 #include "ecsnet/demo/game.hpp"
 #include "ecsnet/server/config.hpp"
 #include "ecsnet/server/server.hpp"
-
-extern char** environ;  // NOLINT: POSIX
-
-#ifndef ECSNET_SERVER_BINARY
-#error "ECSNET_SERVER_BINARY must name the ecsnet-server executable"
-#endif
+#include "server_process.hpp"
 
 namespace {
 
@@ -68,6 +57,7 @@ namespace http = beast::http;
 using ecsnet::server::agones_options;
 using ecsnet::server::agones_sdk;
 using ecsnet::server::server_config;
+using ecsnet::test::server_process;
 using namespace std::chrono_literals;
 using clock_type = std::chrono::steady_clock;
 constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
@@ -693,93 +683,6 @@ TEST(AgonesSdk, ShutdownIsBoundedWhenTheSidecarIsDown) {
     EXPECT_EQ(sidecar.count("POST", "/shutdown"), 0U);
 }
 
-// ecsnet-server as a process, its output in a temporary file; killed (SIGKILL) and reaped by
-// the destructor if it still runs, whatever the test did.
-class server_process {
-public:
-    explicit server_process(const std::vector<std::string>& args) {
-        char path[] = "/tmp/ecsnet-agones-test-XXXXXX";
-        const int log_fd = ::mkstemp(path);
-        if (log_fd < 0) {
-            throw std::runtime_error("mkstemp failed");
-        }
-        log_path_ = path;
-        std::vector<std::string> owned{ECSNET_SERVER_BINARY};
-        owned.insert(owned.end(), args.begin(), args.end());
-        std::vector<char*> argv;
-        for (std::string& a : owned) {
-            argv.push_back(a.data());
-        }
-        argv.push_back(nullptr);
-        posix_spawn_file_actions_t actions;
-        ::posix_spawn_file_actions_init(&actions);
-        ::posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
-        ::posix_spawn_file_actions_adddup2(&actions, log_fd, 1);
-        ::posix_spawn_file_actions_adddup2(&actions, log_fd, 2);
-        ::posix_spawn_file_actions_addclose(&actions, log_fd);
-        const int rc =
-            ::posix_spawn(&pid_, ECSNET_SERVER_BINARY, &actions, nullptr, argv.data(), environ);
-        ::posix_spawn_file_actions_destroy(&actions);
-        ::close(log_fd);
-        if (rc != 0) {
-            ::unlink(log_path_.c_str());
-            throw std::runtime_error("posix_spawn failed: " + std::to_string(rc));
-        }
-    }
-    server_process(const server_process&) = delete;
-    server_process& operator=(const server_process&) = delete;
-    ~server_process() {
-        if (!status_) {
-            ::kill(pid_, SIGKILL);
-            int ignored = 0;
-            ::waitpid(pid_, &ignored, 0);
-        }
-        ::unlink(log_path_.c_str());
-    }
-
-    void signal(int number) const { ::kill(pid_, number); }
-
-    // Exit code once it exited normally within `timeout`, else -1.
-    int exit_code(std::chrono::milliseconds timeout) {
-        const auto deadline = clock_type::now() + timeout;
-        while (!status_) {
-            int status = 0;
-            const pid_t r = ::waitpid(pid_, &status, WNOHANG);
-            if (r == pid_) {
-                status_ = status;
-                break;
-            }
-            if (r < 0 || clock_type::now() >= deadline) {
-                break;
-            }
-            std::this_thread::sleep_for(10ms);
-        }
-        return status_ && WIFEXITED(*status_) ? WEXITSTATUS(*status_) : -1;
-    }
-
-    [[nodiscard]] std::string log() const {
-        std::ifstream in{log_path_};
-        std::ostringstream text;
-        text << in.rdbuf();
-        return text.str();
-    }
-
-    // The port of its "listening on 127.0.0.1:PORT" line.
-    std::optional<std::uint16_t> port() {
-        static const std::regex listening{R"(listening on 127\.0\.0\.1:(\d+))"};
-        std::smatch match;
-        std::string text;
-        if (!eventually([&] { text = log(); return std::regex_search(text, match, listening); }, 10s)) {
-            return std::nullopt;
-        }
-        return static_cast<std::uint16_t>(std::stoi(match[1].str()));
-    }
-
-private:
-    pid_t pid_{-1};
-    std::string log_path_;
-    std::optional<int> status_;
-};
 
 // SIGTERM with --drain-seconds 1: health pings go on while the connected player is served, and
 // /shutdown comes after the drain, once, then a clean exit.
