@@ -284,7 +284,7 @@ npm_ca=${ECSNET_NPM_CA:-${NODE_EXTRA_CA_CERTS:-/etc/ssl/certs/ca-certificates.cr
 ccache_volume=()
 if [ -n "${ECSNET_IMAGE_CCACHE_DIR:-}" ]; then
   [ -d "$ECSNET_IMAGE_CCACHE_DIR" ] || fail "ECSNET_IMAGE_CCACHE_DIR=$ECSNET_IMAGE_CCACHE_DIR is not a directory"
-  ccache_volume=(--volume "$ECSNET_IMAGE_CCACHE_DIR:/ccache"
+  ccache_volume=(--volume "$ECSNET_IMAGE_CCACHE_DIR:/ccache" --build-arg ECSNET_CCACHE=1
                  --build-arg "ECSNET_SRC_DIR=$repo"
                  --build-arg "ECSNET_BUILD_DIR=${ECSNET_IMAGE_BUILD_DIR:-build/release}")
 fi

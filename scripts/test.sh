@@ -183,9 +183,9 @@ if [ "$release" = 1 ]; then
   cmake -S . -B "$release_build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DECSNET_WERROR=ON \
     -DECSNET_BUILD_BENCH=OFF -DECSNET_SDK_TS_TESTS=OFF -DECSNET_WEB=OFF -DECSNET_TEST_DRIVER_FLAGS=-O1 \
     -DECSNET_SKIP_TEST_TARGETS="$release_skip" "${launcher[@]}"
-  # Paths relative to the repository (CCACHE_BASEDIR) and no working directory in the hash
-  # (Release has no debug info): the image's build stage, in a directory as deep, then finds
-  # these objects in the cache it is given (ECSNET_IMAGE_CCACHE_DIR below).
+  # The image's build stage builds the two programs at these same paths with this cache
+  # mounted (ECSNET_IMAGE_* below, docker/Dockerfile), so its compile is cache hits. The base
+  # directory and no working directory in the hash: the image sets the same.
   CCACHE_BASEDIR="$PWD" CCACHE_NOHASHDIR=true cmake --build "$release_build" -j "$jobs"
   stage "ctest: Release"
   run_ctest Release --test-dir "$release_build" --output-on-failure -j "$jobs"
