@@ -212,6 +212,21 @@ std::unique_ptr<player> place_and_join(allocator& a, const std::string& id) {
     return p;
 }
 
+// Players "player-0".."player-(n-1)", each placed and joined; stops at the first that fails
+// (its failure is reported), so the caller checks the count.
+std::vector<std::unique_ptr<player>> place_players(allocator& a, int n) {
+    std::vector<std::unique_ptr<player>> players;
+    for (int i = 0; i < n; ++i) {
+        auto p = place_and_join(a, "player-" + std::to_string(i));
+        if (p == nullptr) {
+            ADD_FAILURE() << "player-" << i << " was not placed and joined";
+            break;
+        }
+        players.push_back(std::move(p));
+    }
+    return players;
+}
+
 // The reason a join was refused; empty when it was admitted.
 std::string refusal(std::uint16_t port, const std::string& name, const std::string& token) {
     try {
@@ -364,12 +379,8 @@ std::uint64_t count(double v) { return static_cast<std::uint64_t>(v); }
 TEST(Fleet, WorldsAreIsolatedAndATokenAdmitsOnlyToItsWorld) {
     fleet f;
     allocator a{f};
-    std::vector<std::unique_ptr<player>> players;
-    for (int i = 0; i < 6; ++i) {
-        auto p = place_and_join(a, "player-" + std::to_string(i));
-        ASSERT_NE(p, nullptr);
-        players.push_back(std::move(p));
-    }
+    std::vector<std::unique_ptr<player>> players = place_players(a, 6);
+    ASSERT_EQ(players.size(), 6U);
     for (const std::string& id : world_ids) {
         EXPECT_EQ(a.players_on(id), 2U) << id;
     }
@@ -416,12 +427,8 @@ TEST(Fleet, WorldsAreIsolatedAndATokenAdmitsOnlyToItsWorld) {
 TEST(Fleet, ADrainedWorldSendsItsPlayersAwayAndTheAllocatorPlacesThemElsewhere) {
     fleet f;
     allocator a{f};
-    std::vector<std::unique_ptr<player>> players;
-    for (int i = 0; i < 6; ++i) {
-        auto p = place_and_join(a, "player-" + std::to_string(i));
-        ASSERT_NE(p, nullptr);
-        players.push_back(std::move(p));
-    }
+    std::vector<std::unique_ptr<player>> players = place_players(a, 6);
+    ASSERT_EQ(players.size(), 6U);
     std::map<std::string, std::multiset<std::string>> spawned;
     for (const auto& p : players) {
         const std::string name = p->where.world + "/" + p->id;
@@ -542,12 +549,8 @@ TEST(Fleet, EachWorldsMetricsAddUpToWhatItsClientsSaw) {
 
     fleet f;
     allocator a{f};
-    std::vector<std::unique_ptr<player>> players;
-    for (int i = 0; i < 6; ++i) {
-        auto p = place_and_join(a, "player-" + std::to_string(i));
-        ASSERT_NE(p, nullptr);
-        players.push_back(std::move(p));
-    }
+    std::vector<std::unique_ptr<player>> players = place_players(a, 6);
+    ASSERT_EQ(players.size(), 6U);
     const auto everyone = pointers(players);
     for (std::size_t i = 0; i < players.size(); ++i) {
         std::vector<protocol::client_message> commands;
