@@ -2,7 +2,8 @@
 # Builds docker/Dockerfile, unchanged, with Debian's podman (no Docker engine needed) and tests
 # the image: its configuration, its filesystem (no compiler, every shared library resolves), a
 # running server driven by the sample client through a published port, the health check, a
-# clean SIGTERM stop, and docker/compose.yaml with podman-compose.
+# clean SIGTERM stop, a persistent world (ECSNET_STATE_DIR on a named volume: a new container
+# finds the entities with their ids and owner), and docker/compose.yaml with podman-compose.
 #
 # Usage: docker/test-image.sh [--client PATH] [--keep-image] [--purge-cache]
 #                             [--check-prerequisites] [--help]
@@ -237,25 +238,32 @@ project=ecsnet-test-$$
 # directory of this run for the host's (never the real ~/.local/state).
 client_volume=$run_id-client-state
 compose_volume=${project}_client-state
+state_volume=$run_id-state   # the persistent world's state dir (/var/lib/ecsnet)
+state_name=$run_id-state     # its two containers: $state_name-1, then $state_name-2
 client_state=$(mktemp -d "${TMPDIR:-/tmp}/ecsnet-test-client-state.XXXXXX")
 pids=()
 cleanup() {
   local rc=$?
   set +e
   for pid in "${pids[@]}"; do kill "$pid" 2> /dev/null; done
+  # -v: also the anonymous volume the image's VOLUME /var/lib/ecsnet gives each container
   for name in "$server_name" "$check_name" "$run_id-port" "$run_id-client1" "$run_id-client2" \
+              "$state_name-1" "$state_name-2" \
               "${project}_client_run1" "${project}_client_run2" "${project}_client_run3"; do
-    pm container exists "$name" 2> /dev/null && pm rm -f -t 0 "$name" > /dev/null 2>&1
+    pm container exists "$name" 2> /dev/null && pm rm -f -v -t 0 "$name" > /dev/null 2>&1
   done
   local names
   names=$(pm ps -a --filter "label=io.podman.compose.project=$project" \
             --format '{{.Names}}' 2> /dev/null)
-  for name in $names; do pm rm -f -t 0 "$name" > /dev/null 2>&1; done
+  for name in $names; do pm rm -f -v -t 0 "$name" > /dev/null 2>&1; done
   pm network exists "${project}_default" 2> /dev/null \
     && pm network rm -f "${project}_default" > /dev/null 2>&1
-  for name in "$client_volume" "$compose_volume"; do
+  for name in "$client_volume" "$compose_volume" "$state_volume" ${compose_anonymous-}; do
     pm volume exists "$name" 2> /dev/null && pm volume rm -f "$name" > /dev/null 2>&1
   done
+  if [ -n "${volumes_before+set}" ]; then  # anything else this run created (we hold the store's lock)
+    for name in $(new_volumes 2> /dev/null); do pm volume rm -f "$name" > /dev/null 2>&1; done
+  fi
   rm -rf "$client_state"
   if [ "$keep_image" -eq 0 ]; then
     # Only the tag goes: its layers stay as the build cache of the next run.
@@ -267,6 +275,10 @@ cleanup() {
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
+# Volumes that exist now: every one this run creates must be gone at the end (the image's VOLUME
+# gives each container an anonymous one, which `rm` without -v leaves behind).
+volumes_before=$(pm volume ls -q | sort)
+new_volumes() { comm -13 <(printf '%s\n' "$volumes_before") <(pm volume ls -q | sort); }
 
 # ---- 2. build the real Dockerfile -----------------------------------------------------------
 step "podman build --pull=never --format docker -f docker/Dockerfile -t $image ."
@@ -323,6 +335,8 @@ check(hc.get("Test", [])[:1] == ["CMD"] and "--healthcheck" in hc.get("Test", []
 check("7777/tcp" in (c.get("ExposedPorts") or {}) and "7779/tcp" in (c.get("ExposedPorts") or {}),
       "exposed ports (TCP 7777, WebSocket 7779)", list((c.get("ExposedPorts") or {}).keys()))
 check(c.get("StopSignal") in ("SIGTERM", "15"), "stop signal", c.get("StopSignal"))
+check("/var/lib/ecsnet" in (c.get("Volumes") or {}), "VOLUME /var/lib/ecsnet (the state dir)",
+      list((c.get("Volumes") or {}).keys()))
 env = dict(e.split("=", 1) for e in c.get("Env", []))
 check(env.get("ECSNET_PORT") == "7777" and env.get("ECSNET_BIND") == "0.0.0.0"
       and env.get("ECSNET_WS_PORT") == "7779"
@@ -347,6 +361,7 @@ fs_out=$(pm run --rm --name "$check_name" --network=none --no-healthcheck --entr
   echo "healthcheck without a server: exit $? after $(( ($(date +%s%N) - start) / 1000000 )) ms"
   test -w /usr/local/bin/ecsnet-server && echo "writable: ecsnet-server"
   echo "client state: $(stat -c "%u:%g %a" /var/lib/ecsnet-client) XDG_STATE_HOME=$XDG_STATE_HOME"
+  echo "server state: $(stat -c "%u:%g %a" /var/lib/ecsnet)"
   echo "packages: $(dpkg-query -W | wc -l)"
   for page in inspector arena; do
     test -s /usr/local/share/ecsnet/web/$page/index.html && echo "web page: $page"
@@ -366,6 +381,9 @@ ok "both binaries run in the image; not writable by the runtime user"
 grep -qx 'client state: 10001:10001 700 XDG_STATE_HOME=/var/lib/ecsnet-client' <<< "$fs_out" \
   || fail "the client's state directory must be /var/lib/ecsnet-client, 10001:10001, 0700"
 ok "the client's state directory /var/lib/ecsnet-client is 10001:10001 0700 (XDG_STATE_HOME)"
+grep -qx 'server state: 10001:10001 700' <<< "$fs_out" \
+  || fail "the server's state directory /var/lib/ecsnet must be 10001:10001, 0700"
+ok "the server's state directory /var/lib/ecsnet is 10001:10001 0700"
 grep -Eq '^healthcheck without a server: exit 1 after [0-9]{1,4} ms$' <<< "$fs_out" \
   && [ "$(sed -n 's/^healthcheck without a server: exit 1 after \([0-9]*\) ms$/\1/p' <<< "$fs_out")" -lt 3000 ] \
   || fail "the health check must report unhealthy (exit 1) within 2 s when no server answers"
@@ -417,14 +435,16 @@ grep -q 'listening on 0.0.0.0:7878' <<< "$port_logs" || fail "not listening on 7
 grep -q 'admin endpoint on http://127.0.0.1:7879' <<< "$port_logs" || fail "no admin endpoint on 7879"
 grep -q 'web inspector on http://127.0.0.1:7879/inspector/ (files from /usr/local/share/ecsnet/web/inspector)' \
   <<< "$port_logs" || { echo "$port_logs" | indent; fail "the inspector is not served from the image's files"; }
-pm rm -f -t 10 "$run_id-port" > /dev/null 2>> "$cache/podman-run.log"
+pm rm -f -v -t 10 "$run_id-port" > /dev/null 2>> "$cache/podman-run.log"
 ok "listening on 0.0.0.0:7878, admin endpoint on 127.0.0.1:7879 with the inspector, healthy"
 
+client_port=$port     # the server ecsnet_client talks to, and as whom (its resume key's name)
+client_name=image-test
 if [ -n "$client" ]; then
   step "the host's client ($client) through 127.0.0.1:$port"
   ecsnet_client() {
-    XDG_STATE_HOME=$client_state timeout 30 "$client" --host 127.0.0.1 --port "$port" \
-      --name image-test "$@"
+    XDG_STATE_HOME=$client_state timeout 30 "$client" --host 127.0.0.1 --port "$client_port" \
+      --name "$client_name" "$@"
   }
 else
   # No client on the host: the image's client in a second container, which reaches the
@@ -437,7 +457,7 @@ else
     pmt 60 run --rm --name "$run_id-client$(( (client_runs % 2) + 1 ))" --no-healthcheck \
       --network=slirp4netns:allow_host_loopback=true --entrypoint /usr/local/bin/ecsnet-client \
       -v "$client_volume:/var/lib/ecsnet-client" \
-      "$image" --host 10.0.2.2 --port "$port" --name image-test "$@"
+      "$image" --host 10.0.2.2 --port "$client_port" --name "$client_name" "$@"
   }
 fi
 spawned=$(ecsnet_client spawn --count 5 --x 1 --y 2 --name 'docker {n}' 2>&1) || { echo "$spawned" | indent; fail "spawn"; }
@@ -506,7 +526,73 @@ if [ -n "$client" ]; then
   pids=()
   tail -n 2 "$cache/watch.log" | indent
 fi
-pm rm "$server_name" > /dev/null 2>> "$cache/podman-run.log"
+pm rm -v "$server_name" > /dev/null 2>> "$cache/podman-run.log"
+
+# ---- 4b. a persistent world: the state dir on a named volume outlives its container -----------
+# ECSNET_STATE_DIR=/var/lib/ecsnet (the image's, owned by 10001) on a named volume, with the
+# journal: what a client spawned and destroyed is in a new container on the same volume after a
+# graceful stop (SIGTERM: a last checkpoint), with the same ids, the same owner (the client's
+# resume key) and no second set of demo entities; inspect-state reads the checkpoint.
+state_port=$(free_port)
+state_server() {  # NAME: a server on $state_volume, published on 127.0.0.1:$state_port
+  pm run -d --name "$1" --network=slirp4netns -p "127.0.0.1:$state_port:7777" \
+    -v "$state_volume:/var/lib/ecsnet" -e ECSNET_STATE_DIR=/var/lib/ecsnet -e ECSNET_JOURNAL=true \
+    -e ECSNET_DEMO_ENTITIES=3 -e ECSNET_TICK_RATE=20 -e ECSNET_KEEP_ENTITIES_ON_DISCONNECT=true \
+    "$image" > /dev/null 2>> "$cache/podman-run.log" \
+    || { tail -n 5 "$cache/podman-run.log" | indent; fail "podman run $1"; }
+  wait_healthy "$1" 30 || { pm logs "$1" 2>&1 | indent; fail "$1 not healthy within 30 s"; }
+}
+stop_state_server() {  # NAME: SIGTERM, exit 0, its log in $state_log; rm -v keeps the named volume
+  pm stop -t 10 "$1" > /dev/null 2>> "$cache/podman-run.log"
+  local code
+  code=$(pm inspect "$1" --format '{{.State.ExitCode}}')
+  state_log=$(pm logs "$1" 2>&1)
+  [ "$code" = 0 ] || { tail -n 5 <<< "$state_log" | indent; fail "$1 exited $code on SIGTERM"; }
+  pm rm -v "$1" > /dev/null 2>> "$cache/podman-run.log"
+}
+step "a persistent world: ECSNET_STATE_DIR=/var/lib/ecsnet on volume $state_volume, ECSNET_JOURNAL=true"
+state_server "$state_name-1"
+client_port=$state_port
+client_name=state-test
+out=$(ecsnet_client spawn --count 3 --x 5 --y 6 --name 'kept {n}' 2>&1) || { echo "$out" | indent; fail "spawn"; }
+mapfile -t kept < <(sed -n 's/^spawned \([0-9]*:[0-9]*\).*/\1/p' <<< "$out")
+[ "${#kept[@]}" -eq 3 ] || { echo "$out" | indent; fail "spawn --count 3 printed ${#kept[@]} entities"; }
+out=$(ecsnet_client destroy "${kept[0]}" 2>&1) || { echo "$out" | indent; fail "destroy ${kept[0]}"; }
+stop_state_server "$state_name-1"
+grep 'checkpoint tick' <<< "$state_log" | tail -n 1 | indent
+final=$(sed -n 's/.*checkpoint tick \([0-9]*\): copied \([0-9]*\) entities .*/\1 \2/p' <<< "$state_log" | tail -n 1)
+[ -n "$final" ] || { tail -n 8 <<< "$state_log" | indent; fail "no checkpoint written at the SIGTERM stop"; }
+read -r final_tick final_alive <<< "$final"
+[ "$final_alive" -eq 5 ] || fail "the last checkpoint holds $final_alive entities, not 5 (3 demo + 2 kept)"
+ok "spawned ${kept[*]}, destroyed ${kept[0]}; stopped (exit 0) with a checkpoint of tick $final_tick, 5 entities"
+
+step "a new container on $state_volume: the same world"
+state_server "$state_name-2"
+logs=$(pm logs "$state_name-2" 2>&1)
+grep 'restored checkpoint' <<< "$logs" | indent
+grep -q "restored checkpoint tick $final_tick (5 entities" <<< "$logs" \
+  || { echo "$logs" | tail -n 8 | indent; fail "no 'restored checkpoint tick $final_tick (5 entities' in the log"; }
+listed=$(ecsnet_client list 2>&1) || { echo "$listed" | indent; fail "list"; }
+echo "$listed" | tail -n 1 | indent
+for id in "${kept[1]}" "${kept[2]}"; do
+  grep -Eq "(^|[^0-9:])$id([^0-9:]|$)" <<< "$listed" || fail "$id is not in the restored world"
+done
+if grep -Eq "(^|[^0-9:])${kept[0]}([^0-9:]|$)" <<< "$listed"; then fail "the destroyed ${kept[0]} is back"; fi
+summary=$(tail -n 1 <<< "$listed")
+[[ $summary =~ ^5\ entities\ at\ tick\ ([0-9]+)\;\ this\ client\ \([0-9]+\)\ owns\ 2$ ]] \
+  || fail "expected 5 entities of which this client owns 2 (the demo entities spawned again? the owner lost?)"
+[ "${BASH_REMATCH[1]}" -gt "$final_tick" ] || fail "the tick went back: ${BASH_REMATCH[1]} after $final_tick"
+ok "${kept[1]} and ${kept[2]} kept their ids and their owner; ${kept[0]} stays destroyed; the tick continues"
+inspect=$(pm exec "$state_name-2" /usr/local/bin/ecsnet-server inspect-state /var/lib/ecsnet 2>&1) \
+  || { echo "$inspect" | indent; fail "podman exec ... ecsnet-server inspect-state /var/lib/ecsnet"; }
+echo "$inspect" | indent
+ckpt=$(printf 'checkpoint-%020d.ckpt' "$final_tick")
+grep -Eq "^  $ckpt  tick $final_tick .* entities 5 alive of [0-9]+ slots  free [1-9][0-9]* .* valid$" <<< "$inspect" \
+  || fail "inspect-state does not show $ckpt as valid with 5 entities and a free slot"
+grep -Eq '^journal segments: [1-9]' <<< "$inspect" || fail "no journal segment (ECSNET_JOURNAL=true)"
+stop_state_server "$state_name-2"
+pm volume rm "$state_volume" > /dev/null
+ok "inspect-state in the running container: $ckpt valid, a journal segment; volume removed"
 
 # ---- 5. docker/compose.yaml with podman-compose ---------------------------------------------
 port2=$(free_port)
@@ -545,14 +631,22 @@ fi
 
 step "podman-compose stop -t 10 server; down; network rm ${project}_default; volume rm $compose_volume"
 pc "${compose[@]}" stop -t 10 server >> "$cache/compose.log" 2>&1 || fail "compose stop"
+# `down` removes the containers without -v: the server's anonymous /var/lib/ecsnet volume stays.
+compose_anonymous=$(pm inspect "$srv" --format '{{range .Mounts}}{{if eq .Destination "/var/lib/ecsnet"}}{{.Name}}{{end}}{{end}}')
 code=$(pm inspect "$srv" --format '{{.State.ExitCode}}')
 [ "$code" = 0 ] || fail "the compose server exited $code"
 ok "the compose server (behind init) exited 0 on SIGTERM"
 pc "${compose[@]}" down >> "$cache/compose.log" 2>&1 || fail "compose down"
 pm network exists "${project}_default" && pm network rm "${project}_default" > /dev/null
 pm volume exists "$compose_volume" && pm volume rm "$compose_volume" > /dev/null
+for name in $compose_anonymous; do pm volume rm "$name" > /dev/null; done
 left=$(pm ps -a --filter "label=io.podman.compose.project=$project" --format '{{.Names}}')
 [ -z "$left" ] || fail "containers left after down: $left"
 ok "no container, network or volume of the project left"
+
+step "no volume left behind"
+left=$(new_volumes)
+[ -z "$left" ] || fail "volumes this run created are left: $(echo $left)"
+ok "every volume this run created is gone"
 
 step "all checks passed"

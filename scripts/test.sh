@@ -147,15 +147,16 @@ if [ "$tsan" = 1 ]; then
   # tests run over TCP and WebSocket (Transports/...), and the WebSocket transport's own; the
   # observers (server_observer_test: a socket handed from the admin thread to the server); the
   # metrics scraped by the admin thread while sessions and the world count (server_metrics_test's
-  # MetricsEndpoint); the Agones lifecycle on its own thread (server_agones_test).
+  # MetricsEndpoint); the Agones lifecycle on its own thread (server_agones_test); the journal's
+  # writer thread and the checkpoint writer (server_journal_test, server_persistence_test).
   # Only their targets are built. The flood and soak tests (minutes of load, with CPU and
   # latency bounds that a 5-15x slower build does not hold) stay with the ASan stage.
   tsan_targets=(server_server_test server_admin_test server_process_test reliability_limits_test
                 server_interest_server_test server_input_server_test ecsnet-server ecsnet-client
                 client_session_test client_bad_network_test client_latency_proxy_test
                 server_websocket_stream_test client_websocket_test server_observer_test
-                server_metrics_test server_agones_test)
-  tsan_tests='^(Transports/)?(Server[A-Z][A-Za-z]*|Admin[A-Za-z]*|Timeouts|Caps|Abuse|InputServer[A-Za-z]*|WebSocket[A-Za-z]*|Observer[A-Za-z]*|MetricsEndpoint|Agones[A-Za-z]*|ConnectionOverWebSocket|BadNetwork|LatencyProxy|Threads/Session[A-Za-z]*)\.|^InterestServer\.(EachClient|TheChecksum)'
+                server_metrics_test server_agones_test server_journal_test server_persistence_test)
+  tsan_tests='^(Transports/)?(Server[A-Z][A-Za-z]*|Admin[A-Za-z]*|Timeouts|Caps|Abuse|InputServer[A-Za-z]*|WebSocket[A-Za-z]*|Observer[A-Za-z]*|MetricsEndpoint|Agones[A-Za-z]*|JournalTest|ConnectionOverWebSocket|BadNetwork|LatencyProxy|Threads/Session[A-Za-z]*)\.|^InterestServer\.(EachClient|TheChecksum)'
   stage "ThreadSanitizer: the threaded tests (build/tsan)"
   tsan_build=${ECSNET_TSAN_BUILD_DIR:-build/tsan}
   cmake -S . -B "$tsan_build" -G Ninja -DCMAKE_BUILD_TYPE=Debug -DECSNET_SANITIZE_THREAD=ON \

@@ -43,7 +43,7 @@ function assertReported(errors, file, pathPart, messagePart) {
 test('the real manifests pass', () => {
   const result = validate({ deployDir: defaultDeployDir, crdsDir });
   assert.deepEqual(result.errors.map(formatError), []);
-  for (const kind of ['GameServer', 'Fleet', 'FleetAutoscaler', 'GameServerAllocation', 'Deployment', 'Service', 'PodMonitor']) {
+  for (const kind of ['GameServer', 'Fleet', 'FleetAutoscaler', 'GameServerAllocation', 'Deployment', 'StatefulSet', 'Service', 'PodMonitor']) {
     assert.ok(result.kinds[kind] >= 1, `no ${kind} was validated`);
   }
   assert.equal(result.dashboards, 1);
@@ -154,4 +154,36 @@ test('a Fleet out of step with the GameServer, and an autoscaler naming no Fleet
 test('a YAML syntax error is reported with its file', () => {
   const errors = errorsOf(brokenCopy('kubernetes/service.yaml', (t) => t.replace('  ports:\n', '  ports:\n   - [\n')));
   assertReported(errors, 'kubernetes/service.yaml', '(file)', 'YAML');
+});
+
+test('a StatefulSet with its state dir below the mounted volume passes', () => {
+  const errors = errorsOf(brokenCopy('kubernetes/statefulset.yaml', (t) => t.replace(/(name: ECSNET_STATE_DIR\n\s+value: )\/var\/lib\/ecsnet\n/, '$1/var/lib/ecsnet/world-1\n')));
+  assert.deepEqual(errors.map(formatError), []);
+});
+
+test('a persistent StatefulSet: short grace, unmounted state dir, misspelt fields, a journal without a state dir, a serviceName that is not headless', () => {
+  const sts = 'kubernetes/statefulset.yaml';
+  let errors = errorsOf(brokenCopy(sts, (t) => t.replace('terminationGracePeriodSeconds: 90', 'terminationGracePeriodSeconds: 70')));
+  assertReported(errors, sts, 'spec.template.spec.terminationGracePeriodSeconds', 'for the last checkpoint (ECSNET_STATE_DIR)');
+  errors = errorsOf(brokenCopy(sts, (t) => t.replace('mountPath: /var/lib/ecsnet', 'mountPath: /var/lib/ecsnet-state')));
+  assertReported(errors, sts, 'spec.template.spec.containers[0].volumeMounts', 'ECSNET_STATE_DIR /var/lib/ecsnet is not on a writable volume');
+  errors = errorsOf(brokenCopy(sts, (t) => t.replace(/(volumeClaimTemplates:\n(?:.*\n)*?\s+metadata:\n\s+)name: state\n/, '$1name: data\n')));
+  assertReported(errors, sts, 'spec.template.spec.containers[0].volumeMounts', 'not on a writable volume');
+  errors = errorsOf(brokenCopy(sts, (t) => t.replace('accessModes:', 'accesModes:')));
+  assertReported(errors, sts, 'spec.volumeClaimTemplates[0].spec', 'unknown field "accesModes"');
+  errors = errorsOf(brokenCopy(sts, (t) => t.replace('storage: 1Gi', 'storage: [1Gi]')));
+  assertReported(errors, sts, 'spec.volumeClaimTemplates[0].spec.resources.requests.storage', 'must be string');
+  errors = errorsOf(brokenCopy(sts, (t) => t.replace('volumeClaimTemplates:', 'volumeClaimTemplate:')));
+  assertReported(errors, sts, 'spec.volumeClaimTemplate', 'unknown field');
+  errors = errorsOf(brokenCopy(sts, (t) => t.replace('replicas: 1', 'replicas: one')));
+  assertReported(errors, sts, 'spec.replicas', 'must be integer');
+  errors = errorsOf(brokenCopy(sts, (t) => t.replace(/\n\s+- name: ECSNET_STATE_DIR\n\s+value: \/var\/lib\/ecsnet\n/, '\n')));
+  assertReported(errors, sts, 'spec.template.spec.containers[0].env', 'ECSNET_JOURNAL needs ECSNET_STATE_DIR');
+  errors = errorsOf(brokenCopy(sts, (t) => t.replace('serviceName: ecsnet-persistent-headless', 'serviceName: ecsnet-persistent')));
+  assertReported(errors, sts, 'spec.serviceName', 'not headless');
+});
+
+test('a Service that selects the pods of several worlds is reported', () => {
+  const errors = errorsOf(brokenCopy('kubernetes/service.yaml', (t) => t.replace(/\n\s+app\.kubernetes\.io\/instance: world-1.*\n/, '\n')));
+  assertReported(errors, 'kubernetes/service.yaml', 'spec.selector', 'StatefulSet/ecsnet-persistent');
 });

@@ -5,9 +5,10 @@
 //    unknown fields refused, as `kubectl apply` (server-side strict field validation) does;
 //  - GameServerAllocation (no CRD: Agones' API server serves it): against the schema below,
 //    written from Agones' examples/gameserverallocation.yaml (not authoritative);
-//  - Deployment, Service: with kubernetes-models' validators (types, required fields, enums),
-//    plus unknown fields refused in the pod template (the GameServer CRD's PodTemplateSpec
-//    schema) and in the Deployment and Service specs (lists of the fields below);
+//  - Deployment, StatefulSet, Service: with kubernetes-models' validators (types, required
+//    fields, enums), plus unknown fields refused in the pod template (the GameServer CRD's
+//    PodTemplateSpec schema), in a StatefulSet's volumeClaimTemplates (the PersistentVolumeClaim
+//    template that schema embeds for ephemeral volumes) and in the specs (lists of the fields below);
 //  - PodMonitor (Prometheus Operator): with @kubernetes-models/prometheus-operator's validator
 //    (generated from the operator's CRD), plus unknown fields in its spec and endpoints;
 //  - rules of ours: containers have an image, Agones ports say their protocol (the default is
@@ -15,7 +16,10 @@
 //    need ECSNET_ADMIN_BIND=0.0.0.0, no Service exposes the admin port 7778, the
 //    FleetAutoscaler names a Fleet under deploy/, the Fleet's template spec is the GameServer's,
 //    prometheus.io/* annotations name the admin port and /metrics, a PodMonitor selects pod
-//    templates here and scrapes their port named "admin" (7778) at /metrics;
+//    templates here and scrapes their port named "admin" (7778) at /metrics; with
+//    ECSNET_STATE_DIR: the dir is a mounted volume, the grace period also covers the last
+//    checkpoint, ECSNET_JOURNAL only with it; a StatefulSet's serviceName is a headless Service
+//    here; a Service selects the pods of one workload at most (one world);
 //  - the Grafana dashboard (deploy/grafana/*.json): dashboard.mjs, against metrics.json.
 //
 // Usage: node validate.mjs [--crds DIR] [DEPLOY_DIR]
@@ -31,6 +35,7 @@ import Ajv from 'ajv';
 import addFormats from 'ajv-formats';
 import yaml from 'js-yaml';
 import { Deployment } from 'kubernetes-models/apps/v1/Deployment';
+import { StatefulSet } from 'kubernetes-models/apps/v1/StatefulSet';
 import { Service } from 'kubernetes-models/v1/Service';
 import { PodMonitor } from '@kubernetes-models/prometheus-operator/monitoring.coreos.com/v1/PodMonitor';
 import { dashboardErrors, listDashboards } from './dashboard.mjs';
@@ -40,6 +45,11 @@ export const defaultDeployDir = path.resolve(here, '..');
 export const defaultCrdsDir = path.resolve(here, 'crds');
 
 const ADMIN_PORT = 7778;
+// With ECSNET_STATE_DIR the server writes a last checkpoint at SIGTERM, after the drain and
+// before its 5 s shutdown: it first waits for a checkpoint being written, then writes its own.
+// Seconds the grace period must allow for that (docs/PERSISTENCE.md; measure
+// ecsnet_checkpoint_seconds for a big world and give more).
+export const CHECKPOINT_ALLOWANCE_SECONDS = 10;
 
 const objectMetaSchema = {
   type: 'object',
@@ -157,12 +167,23 @@ const gameServerAllocationSchema = {
 };
 
 // Fields kubernetes-models' validators accept silently when misspelt (they allow unknown
-// properties): the Deployment and Service specs' own (Kubernetes 1.3x API reference).
+// properties): the Deployment, StatefulSet and Service specs' own (Kubernetes 1.3x API
+// reference). A key's `[]` stands for every item of a list.
 const knownFields = {
   Deployment: {
     '': ['apiVersion', 'kind', 'metadata', 'spec'],
     spec: ['minReadySeconds', 'paused', 'progressDeadlineSeconds', 'replicas', 'revisionHistoryLimit', 'selector', 'strategy', 'template'],
     'spec.strategy': ['type', 'rollingUpdate'],
+  },
+  StatefulSet: {
+    '': ['apiVersion', 'kind', 'metadata', 'spec'],
+    spec: ['minReadySeconds', 'ordinals', 'persistentVolumeClaimRetentionPolicy', 'podManagementPolicy', 'replicas',
+      'revisionHistoryLimit', 'selector', 'serviceName', 'template', 'updateStrategy', 'volumeClaimTemplates'],
+    'spec.updateStrategy': ['type', 'rollingUpdate'],
+    'spec.updateStrategy.rollingUpdate': ['maxUnavailable', 'partition'],
+    'spec.persistentVolumeClaimRetentionPolicy': ['whenDeleted', 'whenScaled'],
+    'spec.ordinals': ['start'],
+    'spec.volumeClaimTemplates[]': ['apiVersion', 'kind', 'metadata', 'spec'],
   },
   Service: {
     '': ['apiVersion', 'kind', 'metadata', 'spec'],
@@ -272,14 +293,21 @@ function listYamlFiles(dir) {
   return out;
 }
 
-// Pod templates of a document: [{ path, template }] (GameServer, Fleet, Deployment).
+// Pod templates of a document: [{ path, template }] (GameServer, Fleet, Deployment, StatefulSet).
 function podTemplates(doc) {
   switch (doc.kind) {
     case 'GameServer': return [{ path: 'spec.template', template: doc.spec?.template, agones: doc.spec }];
     case 'Fleet': return [{ path: 'spec.template.spec.template', template: doc.spec?.template?.spec?.template, agones: doc.spec?.template?.spec }];
     case 'Deployment': return [{ path: 'spec.template', template: doc.spec?.template }];
+    case 'StatefulSet': return [{ path: 'spec.template', template: doc.spec?.template, claims: doc.spec?.volumeClaimTemplates }];
     default: return [];
   }
+}
+
+// Whether a selector's labels (all of them, at least one) are on a pod template.
+function selects(matchLabels, template) {
+  const wanted = Object.entries(matchLabels ?? {});
+  return wanted.length > 0 && wanted.every(([k, v]) => template?.metadata?.labels?.[k] === v);
 }
 
 function envValue(container, name) {
@@ -289,7 +317,7 @@ function envValue(container, name) {
 
 function ruleErrors(doc) {
   const errors = [];
-  for (const { path: at, template, agones } of podTemplates(doc)) {
+  for (const { path: at, template, agones, claims } of podTemplates(doc)) {
     const spec = template?.spec;
     if (!spec || typeof spec !== 'object') continue;
     const containers = Array.isArray(spec.containers) ? spec.containers : [];
@@ -299,15 +327,33 @@ function ruleErrors(doc) {
       if (typeof c.image !== 'string' || c.image.trim() === '') {
         errors.push({ path: `${where}.image`, message: 'a container needs an image (the API server refuses a pod template without one)' });
       }
-      // After the drain: the shutdown (at most 5 s, docs/SERVER.md), then under Agones the
-      // Shutdown() call to the sidecar (at most 3 s, run.cpp).
+      // After the drain: the last checkpoint (with a state dir), the shutdown (at most 5 s,
+      // docs/SERVER.md), then under Agones the Shutdown() call to the sidecar (at most 3 s, run.cpp).
       const drain = envValue(c, 'ECSNET_DRAIN_SECONDS');
-      if (drain !== undefined) {
+      const stateDir = envValue(c, 'ECSNET_STATE_DIR');
+      if (drain !== undefined || stateDir !== undefined) {
         const grace = spec.terminationGracePeriodSeconds ?? 30;
-        const after = agones ? 8 : 5;
-        if (!(Number(grace) >= Number(drain) + after)) {
-          errors.push({ path: `${at}.spec.terminationGracePeriodSeconds`, message: `${grace} s is less than ECSNET_DRAIN_SECONDS (${drain}) + ${agones ? "the server's 5 s shutdown + 3 s for Agones' Shutdown()" : "the server's 5 s shutdown"}` });
+        const parts = [...(drain !== undefined ? [[Number(drain), `ECSNET_DRAIN_SECONDS (${drain})`]] : []),
+          ...(stateDir !== undefined ? [[CHECKPOINT_ALLOWANCE_SECONDS, `${CHECKPOINT_ALLOWANCE_SECONDS} s for the last checkpoint (ECSNET_STATE_DIR)`]] : []),
+          [5, "the server's 5 s shutdown"], ...(agones ? [[3, "3 s for Agones' Shutdown()"]] : [])];
+        if (!(Number(grace) >= parts.reduce((sum, [s]) => sum + s, 0))) {
+          errors.push({ path: `${at}.spec.terminationGracePeriodSeconds`, message: `${grace} s is less than ${parts.map(([, what]) => what).join(' + ')}` });
         }
+      }
+      if (stateDir !== undefined) {
+        // The state must outlive the container: on a volume of the pod (a claim template's for a
+        // StatefulSet), mounted writable at exactly that path (readOnlyRootFilesystem would
+        // refuse it anyway, and a path below the mount is fine).
+        const volumes = new Set([...(spec.volumes ?? []).map((v) => v?.name), ...(claims ?? []).map((t) => t?.metadata?.name)]);
+        const dir = stateDir.replace(/\/+$/, '');
+        const mounted = (c.volumeMounts ?? []).some((m) => m && m.readOnly !== true && volumes.has(m.name)
+          && typeof m.mountPath === 'string' && (dir + '/').startsWith(m.mountPath.replace(/\/+$/, '') + '/'));
+        if (!mounted) {
+          errors.push({ path: `${where}.volumeMounts`, message: `ECSNET_STATE_DIR ${stateDir} is not on a writable volume mounted in the container: the world would be lost with the container` });
+        }
+      }
+      if (envValue(c, 'ECSNET_JOURNAL') !== undefined && stateDir === undefined) {
+        errors.push({ path: `${where}.env`, message: 'ECSNET_JOURNAL needs ECSNET_STATE_DIR (the server refuses to start without it)' });
       }
       for (const probe of ['livenessProbe', 'readinessProbe', 'startupProbe']) {
         const port = c[probe]?.httpGet?.port;
@@ -350,17 +396,28 @@ function ruleErrors(doc) {
   return errors;
 }
 
+// The values at a knownFields key: [[path, value]], a `[]` part expanding every item of a list.
+function valuesAt(doc, where) {
+  let found = [['', doc]];
+  for (const part of where ? where.split('.') : []) {
+    const isList = part.endsWith('[]');
+    const key = isList ? part.slice(0, -2) : part;
+    found = found.flatMap(([at, value]) => {
+      const next = value?.[key];
+      const nextAt = at ? `${at}.${key}` : key;
+      if (!isList) return [[nextAt, next]];
+      return Array.isArray(next) ? next.map((v, i) => [`${nextAt}[${i}]`, v]) : [];
+    });
+  }
+  return found;
+}
+
 function unknownFieldErrors(doc) {
   const errors = [];
   const lists = knownFields[doc.kind];
   if (!lists) return errors;
   for (const [where, allowed] of Object.entries(lists)) {
-    const isList = where.endsWith('[]');
-    const keyPath = isList ? where.slice(0, -2) : where;
-    let value = doc;
-    for (const part of keyPath ? keyPath.split('.') : []) value = value?.[part];
-    const objects = isList ? (Array.isArray(value) ? value.map((v, i) => [`${keyPath}[${i}]`, v]) : []) : [[keyPath, value]];
-    for (const [at, obj] of objects) {
+    for (const [at, obj] of valuesAt(doc, where)) {
       if (!obj || typeof obj !== 'object' || Array.isArray(obj)) continue;
       for (const key of Object.keys(obj)) {
         if (!allowed.includes(key)) errors.push({ path: at ? `${at}.${key}` : key, message: `unknown field "${key}"` });
@@ -394,9 +451,14 @@ export function validate({ deployDir = defaultDeployDir, crdsDir = defaultCrdsDi
     return compiled.get(key);
   };
   const gameServerCrd = crds['agones.dev/v1 GameServer'];
-  const podTemplateValidator = gameServerCrd
-    ? compile('PodTemplateSpec', () => strictify(structuredClone(gameServerCrd.schema.properties.spec.properties.template)))
+  const podTemplateSchema = gameServerCrd?.schema.properties.spec.properties.template;
+  const podTemplateValidator = podTemplateSchema
+    ? compile('PodTemplateSpec', () => strictify(structuredClone(podTemplateSchema)))
     : null;
+  // A StatefulSet's volumeClaimTemplates: the PersistentVolumeClaimTemplate (metadata, spec) of
+  // the pod template's ephemeral volumes, the same Kubernetes type.
+  const claimSchema = podTemplateSchema?.properties?.spec?.properties?.volumes?.items?.properties?.ephemeral?.properties?.volumeClaimTemplate;
+  const claimValidator = claimSchema ? compile('PersistentVolumeClaimTemplate', () => strictify(structuredClone(claimSchema))) : null;
 
   const errors = [];
   const kinds = {};
@@ -430,14 +492,21 @@ export function validate({ deployDir = defaultDeployDir, crdsDir = defaultCrdsDi
       } else if (key === 'monitoring.coreos.com/v1 PodMonitor') {
         report(coreErrors(doc, PodMonitor));
         report(unknownFieldErrors(doc));
-      } else if (key === 'apps/v1 Deployment' || key === 'v1 Service') {
-        report(coreErrors(doc, doc.kind === 'Deployment' ? Deployment : Service));
+      } else if (key === 'apps/v1 Deployment' || key === 'apps/v1 StatefulSet' || key === 'v1 Service') {
+        report(coreErrors(doc, { Deployment, StatefulSet, Service }[doc.kind]));
         report(unknownFieldErrors(doc));
-        if (doc.kind === 'Deployment' && podTemplateValidator && doc.spec?.template && !podTemplateValidator(doc.spec.template)) {
+        if (doc.kind !== 'Service' && podTemplateValidator && doc.spec?.template && !podTemplateValidator(doc.spec.template)) {
           report(ajvErrors(podTemplateValidator.errors, '/spec/template'));
         }
+        if (doc.kind === 'StatefulSet' && claimValidator && Array.isArray(doc.spec?.volumeClaimTemplates)) {
+          doc.spec.volumeClaimTemplates.forEach((claim, i) => {
+            if (!claim || typeof claim !== 'object') return;
+            const { apiVersion, kind, ...template } = claim; // checked by the field list above
+            if (!claimValidator(template)) report(ajvErrors(claimValidator.errors, `/spec/volumeClaimTemplates/${i}`));
+          });
+        }
       } else {
-        report([{ path: 'kind', message: `no schema for ${key} (Agones CRDs in ${crdsDir}, GameServerAllocation, Deployment, Service, PodMonitor)` }]);
+        report([{ path: 'kind', message: `no schema for ${key} (Agones CRDs in ${crdsDir}, GameServerAllocation, Deployment, StatefulSet, Service, PodMonitor)` }]);
         return;
       }
       report(ruleErrors(doc));
@@ -455,8 +524,7 @@ export function validate({ deployDir = defaultDeployDir, crdsDir = defaultCrdsDi
   for (const s of seen.filter((s) => s.doc.kind === 'PodMonitor')) {
     const name = `PodMonitor/${s.doc.metadata?.name}`;
     const wanted = s.doc.spec?.selector?.matchLabels ?? {};
-    const selected = seen.flatMap((o) => podTemplates(o.doc)).map((t) => t.template)
-      .filter((t) => Object.keys(wanted).length > 0 && Object.entries(wanted).every(([k, v]) => t?.metadata?.labels?.[k] === v));
+    const selected = seen.flatMap((o) => podTemplates(o.doc)).map((t) => t.template).filter((t) => selects(wanted, t));
     if (selected.length === 0) {
       errors.push({ file: s.file, doc: s.index, name, path: 'spec.selector.matchLabels', message: 'selects no pod template under deploy/' });
     }
@@ -468,6 +536,25 @@ export function validate({ deployDir = defaultDeployDir, crdsDir = defaultCrdsDi
         errors.push({ file: s.file, doc: s.index, name, path: `${at}.port`, message: `"${e?.port}" is not the name of the admin port ${ADMIN_PORT} in every selected pod template` });
       }
     });
+  }
+  // A Service in front of two workloads' pods would spread one address's players over worlds
+  // that do not share anything (a Fleet and its GameServer count as one: the same pods).
+  for (const s of seen.filter((s) => s.doc.kind === 'Service')) {
+    const workloads = seen.filter((o) => o.doc.kind !== 'GameServer' || !seen.some((f) => f.doc.kind === 'Fleet'))
+      .filter((o) => podTemplates(o.doc).some((t) => selects(s.doc.spec?.selector, t.template)))
+      .map((o) => `${o.doc.kind}/${o.doc.metadata?.name ?? o.doc.metadata?.generateName} (${o.file})`);
+    if (workloads.length > 1) {
+      errors.push({ file: s.file, doc: s.index, name: `Service/${s.doc.metadata?.name}`, path: 'spec.selector', message: `selects the pods of ${workloads.length} workloads (${workloads.join(', ')}): one Service, one world (add an instance label)` });
+    }
+  }
+  for (const s of seen.filter((s) => s.doc.kind === 'StatefulSet')) {
+    const name = s.doc.spec?.serviceName;
+    if (name === undefined) continue; // optional in kubernetes-models' schema (no per-pod DNS name then)
+    const service = seen.find((o) => o.doc.kind === 'Service' && o.doc.metadata?.name === name);
+    const problem = !service ? `no Service named "${name}" under deploy/`
+      : service.doc.spec?.clusterIP !== 'None' ? `the Service "${name}" is not headless (clusterIP: None)`
+        : !selects(service.doc.spec?.selector, s.doc.spec?.template) ? `the Service "${name}" does not select this StatefulSet's pods` : null;
+    if (problem) errors.push({ file: s.file, doc: s.index, name: `StatefulSet/${s.doc.metadata?.name}`, path: 'spec.serviceName', message: problem });
   }
   const gameServers = seen.filter((s) => s.doc.kind === 'GameServer');
   if (gameServers.length === 1) {

@@ -60,7 +60,7 @@ int main(int argc, char** argv) {
                     return true;
                 });
             });
-        for (std::uint8_t team = 0; team < 2; ++team) {
+        for (std::uint8_t team = 0; team < 2 && !service.restored(); ++team) {
             service.world().emplace<Beacon>(service.world().create(), -100.0F + 200.0F * team,
                                             0.5F, team);
         }

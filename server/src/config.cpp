@@ -299,6 +299,29 @@ parsed_command_line parse_command_line(int argc, const char* const* argv,
                            "Disconnect (needs --admin-port)")
                 ->check(CLI::Range(0, 1024)),
             "ECSNET_MAX_OBSERVERS");
+    std::int64_t checkpoint_s = c.checkpoint_interval.count();
+    env(app.add_option("--state-dir", c.state_dir,
+                       "Keep the world in this directory (created if missing): checkpoints, "
+                       "the journal; restored from it at start (docs/PERSISTENCE.md; empty: "
+                       "the world lives in memory only)")
+            ->type_name("DIR"),
+        "ECSNET_STATE_DIR");
+    env(app.add_option("--checkpoint-seconds", checkpoint_s,
+                       "With --state-dir, a checkpoint every N seconds (and one at shutdown); "
+                       "0: only at shutdown")
+            ->type_name("N")
+            ->check(CLI::Range(0, 86'400)),
+        "ECSNET_CHECKPOINT_SECONDS");
+    env(app.add_option("--keep-checkpoints", c.keep_checkpoints,
+                       "With --state-dir, checkpoints kept; older ones (and their journal "
+                       "segments) are removed")
+            ->type_name("N")
+            ->check(CLI::Range(1, 1'000'000)),
+        "ECSNET_KEEP_CHECKPOINTS");
+    env(app.add_flag("--journal", c.journal,
+                     "Journal every acknowledged command in --state-dir, made durable before "
+                     "its result is sent: kill -9 loses nothing acknowledged (one fsync per tick)"),
+        "ECSNET_JOURNAL");
     app.add_flag("--healthcheck", out.healthcheck,
                  "GET /healthz of the admin endpoint (--admin-port, --admin-bind); exit 0 on 200, "
                  "else 1 (within 2 s)");
@@ -330,6 +353,23 @@ parsed_command_line parse_command_line(int argc, const char* const* argv,
     // belongs after the command just as well.
     issue->fallthrough();
 
+    inspect_state_request inspect;
+    CLI::App* inspect_command = app.add_subcommand(
+        "inspect-state",
+        "Print what a state dir holds (checkpoints, journal segments, valid or why not), or "
+        "export a checkpoint as JSON; reads only, safe beside a running server. Exit 0, 1 when "
+        "nothing valid is found, 2 on a usage error");
+    inspect_command->add_option("DIR", inspect.dir,
+                                "The state dir (default: --state-dir / ECSNET_STATE_DIR)")
+        ->type_name("DIR");
+    inspect_command->add_flag("--json", inspect.json,
+                              "Export the newest valid checkpoint (or --tick's) as JSON");
+    CLI::Option* inspect_tick =
+        inspect_command->add_option("--tick", inspect.tick, "With --json: the checkpoint of this tick")
+            ->type_name("T");
+    inspect_command->add_option("--output", inspect.output, "Write to FILE instead of stdout")
+        ->type_name("FILE");
+
     try {
         app.parse(argc, argv);
         if (issue->parsed()) {
@@ -349,6 +389,22 @@ parsed_command_line parse_command_line(int argc, const char* const* argv,
                     "(a public key verifies but cannot sign)");
             }
             out.issue_token = token;
+        }
+        if (inspect_command->parsed()) {
+            if (inspect.dir.empty()) {
+                inspect.dir = c.state_dir;
+            }
+            if (inspect.dir.empty()) {
+                throw CLI::RequiredError("inspect-state DIR (or --state-dir / ECSNET_STATE_DIR)");
+            }
+            if (inspect_tick->count() > 0 && !inspect.json) {
+                throw CLI::ValidationError("--tick", "exports a checkpoint: add --json");
+            }
+            out.inspect_state = inspect;
+        }
+        if (c.journal && c.state_dir.empty()) {
+            throw CLI::ValidationError("--journal", "needs --state-dir (the journal is kept "
+                                                    "there, beside the checkpoints)");
         }
         if (!c.token_secret.empty() && !c.token_public_key.empty()) {
             throw CLI::ValidationError("--token-secret/--token-public-key",
@@ -412,6 +468,7 @@ parsed_command_line parse_command_line(int argc, const char* const* argv,
     c.stats_interval = std::chrono::seconds{stats_s};
     c.resync_interval = std::chrono::milliseconds{resync_ms};
     c.drain = std::chrono::seconds{drain_s};
+    c.checkpoint_interval = std::chrono::seconds{checkpoint_s};
     c.agones_health_interval = std::chrono::milliseconds{agones_health_ms};
     c.reconnect_grace = std::chrono::milliseconds{std::llround(grace_s * 1000.0)};
     return out;
@@ -435,7 +492,7 @@ std::string describe(const server_config& c) {
         "interest={} auth={} identity={} "
         "max_connections_per_player={} tls={} ws={} max_pending={} "
         "max_pending_per_address={} resync_interval={}ms on_disconnect={} world=[-{},{}] log={}/{} "
-        "io_threads={} observers={} admin={} drain={}s agones={}",
+        "io_threads={} observers={} admin={} drain={}s agones={} state={}",
         c.bind, c.port, c.tick_rate, c.max_clients, c.max_frame_bytes, c.queue_bytes,
         c.demo_entities, c.max_entities, c.max_entities_per_client, c.command_rate,
         c.command_burst, c.input_buffer_ticks, c.input_rate, c.checksum_interval, c.checksum_slice,
@@ -473,7 +530,14 @@ std::string describe(const server_config& c) {
         c.drain.count(),
         c.agones ? fmt::format("127.0.0.1:{}(health every {} ms)", c.agones_port,
                                c.agones_health_interval.count())
-                 : std::string{"off"});
+                 : std::string{"off"},
+        c.state_dir.empty()
+            ? std::string{"off"}
+            : fmt::format("{}(checkpoint {} keep {} journal {})", c.state_dir,
+                          c.checkpoint_interval.count() == 0
+                              ? std::string{"at shutdown"}
+                              : fmt::format("every {} s", c.checkpoint_interval.count()),
+                          c.keep_checkpoints, c.journal ? "on" : "off"));
 }
 
 }  // namespace ecsnet::server

@@ -68,6 +68,12 @@ struct server_metrics::families {
     std::array<Counter*, 3> view{};  // entered, left, deferred
     Counter* grace_despawns{};
     Counter* seats_taken_over{};
+    std::array<Histogram*, 2> checkpoint_seconds{};  // copy (on the tick), write (off it)
+    std::array<Counter*, 3> checkpoints{};           // written, failed, skipped
+    Gauge* checkpoint_bytes{};
+    Gauge* checkpoint_tick{};
+    Histogram* journal_commit_seconds{};
+    Counter* journal_bytes{};
 };
 
 // ---- session_counters ----------------------------------------------------------------------
@@ -249,6 +255,33 @@ server_metrics::server_metrics(double tick_period_s, std::size_t max_clients)
                                   "Owners whose entities went when their reconnect grace ended");
     f_->seats_taken_over = &counter("ecsnet_seats_taken_over_total",
                                     "Connections that gave their seat to the same player signing in elsewhere");
+
+    const Histogram::BucketBoundaries seconds_buckets{0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025,
+                                                      0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10};
+    auto& checkpoint_seconds = prometheus::BuildHistogram()
+                                   .Name("ecsnet_checkpoint_seconds")
+                                   .Help("Checkpoints: the copy on the tick (phase=copy), the "
+                                         "encode, write and fsyncs off it (phase=write)")
+                                   .Register(r);
+    f_->checkpoint_seconds = {&checkpoint_seconds.Add({{"phase", "copy"}}, seconds_buckets),
+                              &checkpoint_seconds.Add({{"phase", "write"}}, seconds_buckets)};
+    auto& checkpoints = prometheus::BuildCounter()
+                            .Name("ecsnet_checkpoints_total")
+                            .Help("Checkpoints by result (skipped: the previous one was still "
+                                  "being written)")
+                            .Register(r);
+    f_->checkpoints = {&checkpoints.Add({{"result", "written"}}),
+                       &checkpoints.Add({{"result", "failed"}}),
+                       &checkpoints.Add({{"result", "skipped"}})};
+    f_->checkpoint_bytes = &gauge("ecsnet_checkpoint_size_bytes", "Size of the last checkpoint written");
+    f_->checkpoint_tick = &gauge("ecsnet_checkpoint_last_tick", "Tick of the last checkpoint written");
+    f_->journal_commit_seconds =
+        &prometheus::BuildHistogram()
+             .Name("ecsnet_journal_commit_seconds")
+             .Help("Journal batches (one per tick with acknowledged commands): write and fdatasync")
+             .Register(r)
+             .Add({}, seconds_buckets);
+    f_->journal_bytes = &counter("ecsnet_journal_bytes_total", "Bytes appended to the journal");
 }
 
 server_metrics::~server_metrics() = default;
@@ -336,6 +369,22 @@ void server_metrics::view_changes(std::uint64_t entered, std::uint64_t left,
     f_->view[0]->Increment(static_cast<double>(entered));
     f_->view[1]->Increment(static_cast<double>(left));
     f_->view[2]->Increment(static_cast<double>(deferred));
+}
+
+void server_metrics::checkpoint_copied(double seconds) noexcept {
+    f_->checkpoint_seconds[0]->Observe(seconds);
+}
+void server_metrics::checkpoint_written(double seconds, std::size_t bytes, std::uint64_t tick) noexcept {
+    f_->checkpoint_seconds[1]->Observe(seconds);
+    f_->checkpoints[0]->Increment();
+    f_->checkpoint_bytes->Set(static_cast<double>(bytes));
+    f_->checkpoint_tick->Set(static_cast<double>(tick));
+}
+void server_metrics::checkpoint_failed() noexcept { f_->checkpoints[1]->Increment(); }
+void server_metrics::checkpoint_skipped() noexcept { f_->checkpoints[2]->Increment(); }
+void server_metrics::journal_committed(double seconds, std::size_t bytes) noexcept {
+    f_->journal_commit_seconds->Observe(seconds);
+    f_->journal_bytes->Increment(static_cast<double>(bytes));
 }
 
 void server_metrics::grace_despawn() noexcept { f_->grace_despawns->Increment(); }

@@ -4,6 +4,7 @@
 #include <openssl/rand.h>
 #include <openssl/sha.h>
 
+#include <algorithm>
 #include <stdexcept>
 
 namespace ecsnet::server {
@@ -45,12 +46,23 @@ std::uint32_t owner_registry::allocate() {
 std::optional<owner_registry::claim> owner_registry::find_by_key(
     std::span<const std::uint8_t> presented) const {
     if (presented.size() == protocol::resume_key_bytes) {
-        const auto found = by_key_digest_.find(digest_of(presented));
+        const std::string digest = digest_of(presented);
+        const auto found = by_key_digest_.find(digest);
         if (found != by_key_digest_.end()) {
             const auto it = owners_.find(found->second);
-            if (it != owners_.end() && it->second.key &&
-                CRYPTO_memcmp(it->second.key->data(), presented.data(), presented.size()) == 0) {
-                return claim{found->second, it->second.key, true};
+            if (it == owners_.end()) {
+                return std::nullopt;
+            }
+            const record& r = it->second;
+            // A restored owner has only the digest: matching it is knowing the key.
+            const bool match =
+                r.key ? CRYPTO_memcmp(r.key->data(), presented.data(), presented.size()) == 0
+                      : r.digest.size() == digest.size() &&
+                            CRYPTO_memcmp(r.digest.data(), digest.data(), digest.size()) == 0;
+            if (match) {
+                resume_key key{};
+                std::copy(presented.begin(), presented.end(), key.begin());
+                return claim{found->second, key, true};
             }
         }
     }
@@ -69,26 +81,100 @@ owner_registry::claim owner_registry::claim_by_key(std::span<const std::uint8_t>
     const std::uint32_t id = allocate();
     record r;
     r.key = fresh_key();
-    by_key_digest_.emplace(digest_of(*r.key), id);
+    r.digest = digest_of(*r.key);
+    by_key_digest_.emplace(r.digest, id);
     const auto key = r.key;
     owners_.emplace(id, std::move(r));
-    return claim{id, key, false};
+    return claim{id, key, false, true};
 }
 
 owner_registry::claim owner_registry::claim_by_player(const std::string& player) {
     if (const auto found = by_player_.find(player); found != by_player_.end()) {
         const auto it = owners_.find(found->second);
-        return claim{found->second, it == owners_.end() ? std::nullopt : it->second.key, true};
+        if (it == owners_.end()) {
+            return claim{found->second, std::nullopt, true};
+        }
+        record& r = it->second;
+        if (r.key) {
+            return claim{found->second, r.key, true};
+        }
+        // Restored from disk: the key itself was never kept. The token proves the player;
+        // it gets a new key (the old one stops working).
+        if (!r.digest.empty()) {
+            by_key_digest_.erase(r.digest);
+        }
+        r.key = fresh_key();
+        r.digest = digest_of(*r.key);
+        by_key_digest_.emplace(r.digest, found->second);
+        return claim{found->second, r.key, true, true};
     }
     const std::uint32_t id = allocate();
     record r;
     r.player = player;
     r.key = fresh_key();
-    by_key_digest_.emplace(digest_of(*r.key), id);
+    r.digest = digest_of(*r.key);
+    by_key_digest_.emplace(r.digest, id);
     const auto key = r.key;
     owners_.emplace(id, std::move(r));
     by_player_.emplace(player, id);
-    return claim{id, key, false};
+    return claim{id, key, false, true};
+}
+
+std::vector<stored_owner> owner_registry::save() const {
+    std::vector<stored_owner> out;
+    out.reserve(owners_.size());
+    for (const auto& [id, r] : owners_) {
+        out.push_back(save(id));
+    }
+    std::sort(out.begin(), out.end(),
+              [](const stored_owner& a, const stored_owner& b) { return a.id < b.id; });
+    return out;
+}
+
+stored_owner owner_registry::save(std::uint32_t owner) const {
+    stored_owner out;
+    out.id = owner;
+    const auto it = owners_.find(owner);
+    if (it == owners_.end()) {
+        return out;
+    }
+    out.player = it->second.player;
+    if (it->second.digest.size() == out.key_digest.size()) {
+        std::copy(it->second.digest.begin(), it->second.digest.end(),
+                  reinterpret_cast<char*>(out.key_digest.data()));
+        out.has_key = true;
+    }
+    return out;
+}
+
+void owner_registry::restore(const stored_owner& owner) {
+    if (owner.id == 0) {
+        return;  // the server
+    }
+    if (const auto it = owners_.find(owner.id); it != owners_.end()) {
+        forget(it);
+    }
+    record r;
+    if (owner.has_key) {
+        r.digest.assign(reinterpret_cast<const char*>(owner.key_digest.data()),
+                        owner.key_digest.size());
+        by_key_digest_[r.digest] = owner.id;
+    }
+    r.player = owner.player;
+    if (!r.player.empty()) {
+        by_player_[r.player] = owner.id;
+    }
+    owners_.emplace(owner.id, std::move(r));
+}
+
+std::vector<std::uint32_t> owner_registry::ids() const {
+    std::vector<std::uint32_t> out;
+    out.reserve(owners_.size());
+    for (const auto& [id, r] : owners_) {
+        out.push_back(id);
+    }
+    std::sort(out.begin(), out.end());
+    return out;
 }
 
 void owner_registry::connected(std::uint32_t owner) {
@@ -121,8 +207,8 @@ bool owner_registry::forget_if_idle(std::uint32_t owner) {
 }
 
 void owner_registry::forget(std::unordered_map<std::uint32_t, record>::iterator it) {
-    if (it->second.key) {
-        by_key_digest_.erase(digest_of(*it->second.key));
+    if (!it->second.digest.empty()) {
+        by_key_digest_.erase(it->second.digest);
     }
     if (!it->second.player.empty()) {
         by_player_.erase(it->second.player);

@@ -17,6 +17,7 @@
 #include "ecsnet/server/config.hpp"
 #include "ecsnet/server/connect_token.hpp"
 #include "ecsnet/server/healthcheck.hpp"
+#include "ecsnet/server/inspect_state.hpp"
 #include "ecsnet/server/logging.hpp"
 #include "ecsnet/server/server.hpp"
 #include "ecsnet/server/static_files.hpp"
@@ -68,6 +69,9 @@ int run(int argc, char** argv, const game& g) {
             std::fprintf(stderr, "issue-token: %s\n", e.what());
             return 2;
         }
+    }
+    if (parsed.inspect_state) {
+        return inspect_state(*parsed.inspect_state, stdout, stderr);
     }
     if (parsed.healthcheck) {
         return healthcheck(parsed.config);

@@ -131,7 +131,9 @@ server::server(asio::io_context& io, server_config config, const game& g)
     // An owner without connections whose last entity ends (lifetime, despawn) is forgotten.
     // Its interest settings (focus, relevance, budget) go with it.
     commands_.on_last_entity_gone = [this](std::uint32_t owner) {
-        if (owners_.forget_if_idle(owner)) {
+        // Not while a journal replays: an owner may own nothing between two of its records,
+        // and nobody is connected yet. The restore sorts the idle owners out at its end.
+        if (!restoring_ && owners_.forget_if_idle(owner)) {
             interest_.forget(owner);
         }
     };
@@ -145,8 +147,35 @@ server::server(asio::io_context& io, server_config config, const game& g)
                             "without it)",
                             tick_, call, printable(what, 200));
     };
+    if (config_.journal && config_.state_dir.empty()) {
+        throw std::invalid_argument("--journal needs --state-dir");
+    }
+    if (!config_.state_dir.empty()) {
+        persistence_.emplace(config_, g.name.empty() ? std::string{"ecsnet"} : g.name, types_, metrics_);
+        restoring_ = true;
+        restored_ = persistence_->restore(*world_, owners_);
+        restoring_ = false;
+        if (restored_) {
+            tick_ = restored_->tick;
+            ticks_done_.store(tick_, std::memory_order_relaxed);
+            // Nobody is connected: every owner is as after a disconnect. Its reconnect grace
+            // starts now (unless entities are kept for ever); an owner of nothing goes.
+            const auto despawn_at = clock::now() + config_.reconnect_grace;
+            for (const std::uint32_t owner : owners_.ids()) {
+                if (owners_.forget_if_idle(owner)) {
+                    interest_.forget(owner);
+                } else if (!config_.keep_entities_on_disconnect) {
+                    departed_[owner] = despawn_at;
+                    departures_.push_back(departure{despawn_at, owner});
+                }
+            }
+        }
+    }
     if (g.setup) {
         g.setup(*this);
+    }
+    if (persistence_) {
+        persistence_->start(*world_, owners_, tick_);
     }
 }
 
@@ -221,8 +250,15 @@ void server::stop() {
     stats_timer_.cancel();
     publish_health();
     spdlog::info("shutting down: {} clients, tick {}", active_, tick_);
+    if (persistence_) {
+        // What the last commands change belongs to a tick after the last checkpoint's.
+        ++tick_;
+    }
     // Commands received since the last tick are applied and answered: replies are owed.
     apply_pending_commands();
+    if (persistence_) {
+        persistence_->final_checkpoint(*world_, owners_, tick_);
+    }
     std::vector<std::shared_ptr<session>> all;
     for (const auto& [id, s] : sessions_) {
         all.push_back(s);
@@ -512,6 +548,10 @@ std::optional<std::string> server::identify(const protocol::hello& hello,
         }
         claim = owners_.claim_by_player(claims.player);
         token = std::move(claims);
+    }
+    if (claim.new_key && persistence_ && persistence_->journal() != nullptr) {
+        // Before any command of this owner: its entities can only be replayed after it.
+        persistence_->journal()->owner(owners_.save(claim.owner));
     }
     welcome.player_id = owners_.player_of(claim.owner);
     welcome.resume_key.assign(claim.key->begin(), claim.key->end());
@@ -896,17 +936,24 @@ void server::apply_pending_commands() {
     // which must not touch the vector being walked.
     std::vector<pending_command> commands;
     commands.swap(pending_);
+    journal_writer* journal = persistence_ ? persistence_->journal() : nullptr;
+    std::vector<std::pair<std::weak_ptr<session>, protocol::command_result>> held;
     for (auto& command : commands) {
         const auto s = command.from.lock();
         if (s == nullptr || !s->awaits_results()) {
             continue;  // the connection is gone: its commands go with it
         }
         if (std::holds_alternative<protocol::command_result>(command.what)) {
-            s->send_result(std::get<protocol::command_result>(command.what));
+            auto& result = std::get<protocol::command_result>(command.what);
+            if (journal != nullptr) {
+                held.emplace_back(s, std::move(result));  // in order behind the journaled ones
+            } else {
+                s->send_result(result);
+            }
             continue;
         }
         const auto& message = std::get<protocol::client_message>(command.what);
-        const protocol::command_result result = commands_.apply(command.client, message);
+        protocol::command_result result = commands_.apply(command.client, message);
         if (result.code == wire::ErrorCode::GameFailed) {
             const game_failure& f = commands_.failure();
             report_game_failure(metrics_.game_failed(game_failure_kind::command),
@@ -917,8 +964,67 @@ void server::apply_pending_commands() {
                                 printable(f.what, 200),
                                 f.undone ? ", undone" : ", and undoing it failed too");
         }
-        s->send_result(result);
+        if (journal != nullptr) {
+            if (result.ok) {
+                record_in_journal(*journal, message, result);
+            }
+            held.emplace_back(s, std::move(result));
+        } else {
+            s->send_result(result);
+        }
     }
+    if (journal != nullptr && !held.empty()) {
+        send_when_durable(*journal, std::move(held));
+    }
+}
+
+void server::record_in_journal(journal_writer& journal, const protocol::client_message& message,
+                               const protocol::command_result& result) {
+    // What the command left: the entity as it is now (Row), or its end.
+    if (std::holds_alternative<protocol::spawn>(message)) {
+        if (world_->valid(result.entity)) {
+            journal.row(*world_, result.entity);
+        }
+    } else if (const auto* destroy = std::get_if<protocol::destroy>(&message)) {
+        journal.destroyed(destroy->entity);
+    } else if (const auto* set = std::get_if<protocol::set_components>(&message)) {
+        if (world_->valid(set->entity)) {
+            journal.row(*world_, set->entity);
+        }
+    } else if (const auto* remove = std::get_if<protocol::remove_components>(&message)) {
+        if (world_->valid(remove->entity)) {
+            journal.row(*world_, remove->entity);
+        }
+    }
+}
+
+void server::send_when_durable(
+    journal_writer& journal,
+    std::vector<std::pair<std::weak_ptr<session>, protocol::command_result>> results) {
+    // One batch per tick, one fdatasync on the journal's thread; the replies then come back
+    // to this thread, in order.
+    journal.commit(tick_, [this, alive = std::weak_ptr<bool>{alive_},
+                           results = std::move(results)](const std::string& error) mutable {
+        asio::post(io_, [this, alive, results = std::move(results), error]() {
+            if (alive.expired()) {
+                return;
+            }
+            if (!error.empty()) {
+                // Acknowledging would be a lie: nothing is sent, and the server stops (as a
+                // database does when it cannot make its log durable).
+                spdlog::critical("the journal cannot be written ({}): {} replies withheld; "
+                                 "shutting down",
+                                 error, results.size());
+                stop();
+                return;
+            }
+            for (const auto& [weak, result] : results) {
+                if (const auto s = weak.lock(); s != nullptr && s->awaits_results()) {
+                    s->send_result(result);
+                }
+            }
+        });
+    });
 }
 
 template <typename... Args>
@@ -1021,6 +1127,10 @@ void server::run_tick() {
         std::any_of(sessions_.begin(), sessions_.end(), [](const auto& s) { return s.second->joined(); });
     if (anyone_joined) {
         broadcast_tick(changes);
+    }
+
+    if (persistence_ && persistence_->checkpoint_due(clock::now())) {
+        persistence_->checkpoint(*world_, owners_, tick_);  // the copy is the tick's; the write is not
     }
 
     metrics_.tick_run();

@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <set>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -328,6 +329,341 @@ TEST(EntityPool, Bookkeeping) {
     EXPECT_EQ(pool.free_count(), 2U);
     EXPECT_EQ(pool.slots(), 5U);
     EXPECT_EQ(pool.alive() + pool.free_count() + pool.retired(), pool.slots());
+}
+
+// ---- save / restore / revive (persistence) -----------------------------------------------
+
+using PoolState = EntityPool::state;
+
+// Everything a pool shows from outside, to compare two pools or a pool before and after.
+struct pool_view {
+    std::vector<std::uint32_t> versions;
+    std::vector<bool> alive;
+    std::vector<std::uint32_t> free;
+    std::size_t live{0};
+    std::size_t slots{0};
+    std::size_t free_count{0};
+    std::size_t retired{0};
+    bool operator==(const pool_view&) const = default;
+};
+
+pool_view view_of(const EntityPool& pool) {
+    pool_view v;
+    const PoolState s = pool.save();
+    v.versions = s.versions;
+    v.alive.assign(s.alive.begin(), s.alive.end());
+    v.free = s.free;
+    v.live = pool.alive();
+    v.slots = pool.slots();
+    v.free_count = pool.free_count();
+    v.retired = pool.retired();
+    return v;
+}
+
+// A pool with live, free (in a non-sorted order), reused and fresh slots, free indices
+// consumed from the front of the queue (free_head_ past 0).
+EntityPool busy_pool(std::size_t threshold) {
+    EntityPool pool{min_free(threshold)};
+    std::vector<Entity> entities;
+    for (int i = 0; i < 10; ++i) {
+        entities.push_back(pool.create());
+    }
+    for (const std::uint32_t index : {7U, 2U, 9U, 0U, 5U}) {
+        pool.release(entities[index]);
+    }
+    (void)pool.create();  // threshold 0: reuses 7 at version 2, leaving 2, 9, 0, 5
+    return pool;
+}
+
+TEST(EntityPoolPersistence, SaveListsEverySlotAndTheFreeQueueInReuseOrder) {
+    const EntityPool pool = busy_pool(0);
+    const PoolState s = pool.save();
+    EXPECT_THAT(s.versions, ::testing::ElementsAre(2U, 1U, 2U, 1U, 1U, 2U, 1U, 2U, 1U, 2U));
+    EXPECT_THAT(s.alive, ::testing::ElementsAre(0, 1, 0, 1, 1, 0, 1, 1, 1, 0));
+    EXPECT_THAT(s.free, ::testing::ElementsAre(2U, 9U, 0U, 5U));
+}
+
+TEST(EntityPoolPersistence, RoundTripKeepsIdsVersionsAndCounts) {
+    const EntityPool original = busy_pool(0);
+    EntityPool restored{min_free(0)};
+    restored.restore(original.save());
+    EXPECT_EQ(view_of(restored), view_of(original));
+    EXPECT_TRUE(restored.valid({7, 2}));
+    EXPECT_TRUE(restored.valid({1, 1}));
+    EXPECT_FALSE(restored.valid({7, 1})) << "stale id stays stale";
+    EXPECT_FALSE(restored.valid({2, 1})) << "destroyed id stays dead";
+    EXPECT_FALSE(restored.valid({2, 2})) << "the next version of a free slot is not alive";
+    EXPECT_EQ(restored.version_at(2), 2U);
+    EXPECT_EQ(restored.current(7), (Entity{7, 2}));
+    EXPECT_TRUE(restored.current(0).is_null());
+}
+
+// Parameter: the threshold; the next creates must match the original's, recycled and fresh.
+class EntityPoolRestoreContinues : public ::testing::TestWithParam<std::size_t> {};
+
+TEST_P(EntityPoolRestoreContinues, NextCreatesAndReleasesMatchTheOriginal) {
+    EntityPool original = busy_pool(GetParam());
+    EntityPool restored{min_free(GetParam())};
+    restored.restore(original.save());
+    for (int i = 0; i < 12; ++i) {
+        const Entity a = original.create();
+        const Entity b = restored.create();
+        ASSERT_EQ(a, b) << "create #" << i;
+        if (i % 3 == 0) {
+            original.release(a);
+            restored.release(b);
+        }
+    }
+    EXPECT_EQ(view_of(restored), view_of(original));
+}
+
+INSTANTIATE_TEST_SUITE_P(EntityPoolPersistence, EntityPoolRestoreContinues,
+                         ::testing::Values(std::size_t{0}, std::size_t{2}, std::size_t{1024}));
+
+TEST(EntityPoolPersistence, RoundTripAfterManyReusesDropsTheConsumedQueuePrefix) {
+    // Past 4096 pops the queue drops its consumed prefix: save() must list only what waits.
+    EntityPool original{min_free(0)};
+    std::vector<Entity> entities;
+    for (int i = 0; i < 6000; ++i) {
+        entities.push_back(original.create());
+    }
+    for (const Entity e : entities) {
+        original.release(e);
+    }
+    for (int i = 0; i < 4500; ++i) {
+        (void)original.create();
+    }
+    ASSERT_EQ(original.free_count(), 1500U);
+    EntityPool restored{min_free(0)};
+    restored.restore(original.save());
+    EXPECT_EQ(view_of(restored), view_of(original));
+    for (int i = 0; i < 2000; ++i) {
+        ASSERT_EQ(restored.create(), original.create()) << "create #" << i;
+    }
+}
+
+TEST(EntityPoolPersistence, RoundTripKeepsRetiredSlots) {
+    ShortVersionPool original{min_free(0)};
+    for (unsigned v = 1; v <= 255; ++v) {
+        original.release(original.create());  // index 0 retires at 255
+    }
+    const auto keep = original.create();  // index 1
+    ASSERT_EQ(keep, (ShortVersionPool::entity_type{1, 1}));
+    ASSERT_EQ(original.retired(), 1U);
+
+    ShortVersionPool restored{min_free(0)};
+    restored.restore(original.save());
+    EXPECT_EQ(restored.retired(), 1U);
+    EXPECT_EQ(restored.alive(), 1U);
+    EXPECT_EQ(restored.free_count(), 0U);
+    EXPECT_EQ(restored.version_at(0), 255U);
+    EXPECT_TRUE(restored.valid(keep));
+    for (int i = 0; i < 600; ++i) {
+        const auto e = restored.create();
+        ASSERT_NE(e.index(), 0U) << "a retired index came back after restore";
+        restored.release(e);
+    }
+}
+
+TEST(EntityPoolPersistence, RestoreReplacesAPoolInUseAndClearsStamps) {
+    const EntityPool original = busy_pool(0);
+    EntityPool target{min_free(0)};
+    for (int i = 0; i < 20; ++i) {
+        const Entity e = target.create();
+        target.set_stamp(e.index(), 77);
+    }
+    target.restore(original.save());
+    EXPECT_EQ(view_of(target), view_of(original));
+    for (std::uint32_t i = 0; i < target.slots(); ++i) {
+        EXPECT_EQ(target.stamp(i), 0U) << "slot " << i;
+    }
+}
+
+TEST(EntityPoolPersistence, RestoringAnEmptyStateGivesAnEmptyPool) {
+    EntityPool pool{min_free(0)};
+    (void)pool.create();
+    pool.restore(PoolState{});
+    EXPECT_EQ(pool.slots(), 0U);
+    EXPECT_EQ(pool.alive(), 0U);
+    EXPECT_EQ(pool.create(), (Entity{0, 1}));
+}
+
+// Each inconsistency is refused with invalid_argument, and the pool stays as it was.
+struct bad_state {
+    const char* what;
+    PoolState state;
+    const char* message;
+};
+
+std::vector<bad_state> bad_states() {
+    // A valid base: 0 alive v3, 1 free v2, 2 alive v1, 3 free v5.
+    const PoolState base{{3, 2, 1, 5}, {1, 0, 1, 0}, {3, 1}};
+    std::vector<bad_state> out;
+    {
+        PoolState s = base;
+        s.alive.pop_back();
+        out.push_back({"sizes", s, "4 versions but 3 alive flags"});
+    }
+    {
+        PoolState s = base;
+        s.free.push_back(4);
+        out.push_back({"free index out of range", s, "free index 4"});
+    }
+    {
+        PoolState s = base;
+        s.free.push_back(2);
+        out.push_back({"free index alive", s, "free index 2"});
+    }
+    {
+        PoolState s = base;
+        s.free.push_back(3);
+        out.push_back({"free index twice", s, "free index 3"});
+    }
+    {
+        PoolState s = base;
+        s.versions[1] = 0;
+        out.push_back({"free slot with the null version", s, "free index 1"});
+    }
+    {
+        PoolState s = base;
+        s.versions[2] = 0;
+        out.push_back({"alive slot with the null version", s, "slot 2 has the null version"});
+    }
+    {
+        PoolState s = base;
+        s.free = {3};
+        out.push_back({"lost slot", s, "slot 1 is neither alive, free nor retired"});
+    }
+    return out;
+}
+
+TEST(EntityPoolPersistence, TheValidBaseOfTheBadStatesRestores) {
+    EntityPool pool{min_free(0)};
+    pool.restore(PoolState{{3, 2, 1, 5}, {1, 0, 1, 0}, {3, 1}});
+    EXPECT_EQ(pool.alive(), 2U);
+    EXPECT_EQ(pool.free_count(), 2U);
+    EXPECT_EQ(pool.create(), (Entity{3, 5}));
+    EXPECT_EQ(pool.create(), (Entity{1, 2}));
+}
+
+TEST(EntityPoolPersistence, RestoreRefusesEachInconsistencyAndLeavesThePoolUnchanged) {
+    for (const bad_state& bad : bad_states()) {
+        SCOPED_TRACE(bad.what);
+        EntityPool pool = busy_pool(0);
+        const pool_view before = view_of(pool);
+        try {
+            pool.restore(bad.state);
+            ADD_FAILURE() << "restore accepted " << bad.what;
+        } catch (const std::invalid_argument& e) {
+            EXPECT_THAT(e.what(), ::testing::HasSubstr(bad.message));
+        }
+        EXPECT_EQ(view_of(pool), before);
+        // Still usable as before.
+        EntityPool twin = busy_pool(0);
+        EXPECT_EQ(pool.create(), twin.create());
+    }
+}
+
+TEST(EntityPoolPersistence, RestoreRefusesMoreSlotsThanIndicesExist) {
+    TinyPool pool;
+    (void)pool.create();
+    TinyPool::state s;
+    s.versions.assign(256, 1);  // indices 0..254 exist
+    s.alive.assign(256, 1);
+    EXPECT_THROW(pool.restore(s), std::invalid_argument);
+    EXPECT_EQ(pool.slots(), 1U);
+    EXPECT_EQ(pool.alive(), 1U);
+}
+
+TEST(EntityPoolPersistence, ReviveAFreeSlotTakesItOffTheQueue) {
+    EntityPool pool = busy_pool(0);  // free: 2, 9, 0, 5 (each at version 2)
+    const Entity revived{9, 2};
+    pool.revive(revived);
+    EXPECT_TRUE(pool.valid(revived));
+    EXPECT_EQ(pool.alive(), 7U);
+    EXPECT_EQ(pool.free_count(), 3U);
+    EXPECT_THAT(pool.save().free, ::testing::ElementsAre(2U, 0U, 5U));
+    EXPECT_EQ(pool.create(), (Entity{2, 2}));
+    EXPECT_EQ(pool.create(), (Entity{0, 2}));
+    EXPECT_EQ(pool.create(), (Entity{5, 2}));
+    EXPECT_EQ(pool.create(), (Entity{10, 1}));
+}
+
+TEST(EntityPoolPersistence, ReviveAtAnotherVersionThanTheSlotHolds) {
+    // The journal knows the version the world handed out; the slot may hold an older one.
+    EntityPool pool = busy_pool(0);
+    pool.revive(Entity{0, 6});
+    EXPECT_TRUE(pool.valid({0, 6}));
+    EXPECT_FALSE(pool.valid({0, 2}));
+    EXPECT_EQ(pool.version_at(0), 6U);
+    pool.release(Entity{0, 6});
+    EXPECT_EQ(pool.version_at(0), 7U);
+}
+
+TEST(EntityPoolPersistence, ReviveBeyondTheEndFreesTheSlotsInBetween) {
+    EntityPool pool{min_free(0)};
+    const Entity a = pool.create();  // 0
+    pool.revive(Entity{4, 3});
+    EXPECT_EQ(pool.slots(), 5U);
+    EXPECT_EQ(pool.alive(), 2U);
+    EXPECT_TRUE(pool.valid(a));
+    EXPECT_TRUE(pool.valid({4, 3}));
+    EXPECT_EQ(pool.free_count(), 3U);
+    EXPECT_THAT(pool.save().free, ::testing::ElementsAre(1U, 2U, 3U));
+    for (std::uint32_t i = 1; i <= 3; ++i) {
+        EXPECT_TRUE(pool.current(i).is_null());
+        EXPECT_EQ(pool.version_at(i), 1U);
+    }
+    EXPECT_EQ(pool.create(), (Entity{1, 1}));
+    EXPECT_EQ(pool.create(), (Entity{2, 1}));
+    EXPECT_EQ(pool.create(), (Entity{3, 1}));
+    EXPECT_EQ(pool.create(), (Entity{5, 1}));
+    EXPECT_EQ(pool.alive() + pool.free_count() + pool.retired(), pool.slots());
+    // The state it leaves restores.
+    EntityPool copy{min_free(0)};
+    EXPECT_NO_THROW(copy.restore(pool.save()));
+}
+
+TEST(EntityPoolPersistence, ReviveTheNextFreshIndexAddsNoFreeSlot) {
+    EntityPool pool{min_free(0)};
+    (void)pool.create();
+    pool.revive(Entity{1, 1});
+    EXPECT_EQ(pool.slots(), 2U);
+    EXPECT_EQ(pool.free_count(), 0U);
+    EXPECT_EQ(pool.create(), (Entity{2, 1}));
+}
+
+TEST(EntityPoolPersistence, ReviveARetiredSlot) {
+    ShortVersionPool pool{min_free(0)};
+    for (unsigned v = 1; v <= 255; ++v) {
+        pool.release(pool.create());
+    }
+    ASSERT_EQ(pool.retired(), 1U);
+    pool.revive(ShortVersionPool::entity_type{0, 255});
+    EXPECT_EQ(pool.retired(), 0U);
+    EXPECT_EQ(pool.alive(), 1U);
+    EXPECT_EQ(pool.free_count(), 0U);
+    EXPECT_TRUE(pool.valid({0, 255}));
+    // Released at the maximum version, it retires again.
+    EXPECT_TRUE(pool.release(ShortVersionPool::entity_type{0, 255}));
+    EXPECT_EQ(pool.retired(), 1U);
+    EXPECT_EQ(pool.alive() + pool.free_count() + pool.retired(), pool.slots());
+}
+
+TEST(EntityPoolPersistence, ReviveIsRefusedOnAnAliveSlotOrANullEntity) {
+    EntityPool pool = busy_pool(0);
+    const pool_view before = view_of(pool);
+    try {
+        pool.revive(Entity{1, 1});
+        ADD_FAILURE() << "revived a live entity";
+    } catch (const std::invalid_argument& e) {
+        EXPECT_THAT(e.what(), ::testing::HasSubstr("alive at version 1"));
+    }
+    EXPECT_THROW(pool.revive(Entity{1, 5}), std::invalid_argument) << "other version, same slot";
+    EXPECT_THROW(pool.revive(Entity{2, 0}), std::invalid_argument) << "null version";
+    EXPECT_THROW(pool.revive(Entity{EntityPool::index_type{0xFFFFFFFFU}, 1}), std::invalid_argument)
+        << "no_index";
+    EXPECT_EQ(view_of(pool), before);
 }
 
 }  // namespace

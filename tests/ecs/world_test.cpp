@@ -1144,4 +1144,156 @@ TEST_F(WorldProperty, RandomOperationsMatchAReferenceModelWithDelayedReuse) {
     run(8);
 }
 
+// ---- persistence: save_entities / restore_entities / revive --------------------------------
+
+world_options immediate_reuse() {
+    world_options options;
+    options.entities.min_free_indices = 0;
+    return options;
+}
+
+// A world after some history: live entities, freed ones waiting in a non-sorted order, one
+// index reused at version 2.
+std::shared_ptr<World> world_with_history() {
+    auto w = World::make(immediate_reuse());
+    std::vector<Entity> entities;
+    for (int i = 0; i < 8; ++i) {
+        entities.push_back(w->create());
+    }
+    for (const std::uint32_t index : {6U, 1U, 4U}) {
+        w->destroy(entities[index]);
+    }
+    (void)w->create();  // 6 at version 2
+    w->discard_changes();
+    return w;
+}
+
+TEST(WorldPersistence, RestoreGivesTheSameIdsAndRecyclingOrder) {
+    auto original = world_with_history();
+    auto restored = World::make(immediate_reuse());
+    restored->restore_entities(original->save_entities());
+
+    std::vector<Entity> a;
+    std::vector<Entity> b;
+    original->each([&](Entity e) { a.push_back(e); });
+    restored->each([&](Entity e) { b.push_back(e); });
+    EXPECT_EQ(a, b);
+    EXPECT_EQ(restored->alive(), 6U);
+    EXPECT_TRUE(restored->valid({6, 2}));
+    EXPECT_FALSE(restored->valid({6, 1}));
+    for (int i = 0; i < 5; ++i) {
+        EXPECT_EQ(restored->create(), original->create()) << "create #" << i;
+    }
+}
+
+TEST(WorldPersistence, RestoredEntitiesAppearAsCreatedInTheNextChangeSet) {
+    auto original = world_with_history();
+    auto restored = World::make(immediate_reuse());
+    restored->restore_entities(original->save_entities());
+    const auto changes = restored->take_changes();
+    std::set<Entity> created{changes.created.begin(), changes.created.end()};
+    std::set<Entity> alive;
+    original->each([&](Entity e) { alive.insert(e); });
+    EXPECT_EQ(created, alive);
+    EXPECT_EQ(changes.created.size(), alive.size()) << "each once";
+    EXPECT_TRUE(changes.destroyed.empty());
+    EXPECT_TRUE(restored->take_changes().created.empty()) << "only in the first change set";
+}
+
+TEST(WorldPersistence, ComponentsAddedAfterRestoreOnTheSameTickAreNotSeparateUpdates) {
+    // The checkpoint's values go in with emplace right after restore_entities: they belong to
+    // the created entities, not to updates.
+    auto original = world_with_history();
+    auto restored = World::make(immediate_reuse());
+    restored->restore_entities(original->save_entities());
+    restored->emplace<Health>(Entity{6, 2}, Health{9});
+    const auto changes = restored->take_changes();
+    for (const auto& c : changes.components) {
+        EXPECT_TRUE(c.updated.empty()) << c.name;
+        EXPECT_TRUE(c.removed.empty()) << c.name;
+    }
+    EXPECT_EQ(restored->get<Health>(Entity{6, 2}).hp, 9);
+}
+
+TEST(WorldPersistence, RestoreIsRefusedOnAWorldThatHadAnEntity) {
+    const auto saved = world_with_history()->save_entities();
+    auto w = World::make();
+    const Entity e = w->create();
+    w->destroy(e);  // none alive, but it had one
+    EXPECT_THAT(message_of<std::logic_error>([&] { w->restore_entities(saved); }),
+                HasSubstr("never had an entity"));
+    EXPECT_EQ(w->alive(), 0U);
+    EXPECT_EQ(w->entities().slots(), 1U);
+    EXPECT_EQ(w->create(), (Entity{1, 1})) << "the world is as it was";
+}
+
+TEST(WorldPersistence, InconsistentStateIsRefusedAndTheWorldStaysEmpty) {
+    auto saved = world_with_history()->save_entities();
+    saved.free.push_back(0);  // alive
+    auto w = World::make();
+    EXPECT_THROW(w->restore_entities(saved), std::invalid_argument);
+    EXPECT_EQ(w->alive(), 0U);
+    EXPECT_EQ(w->entities().slots(), 0U);
+    EXPECT_TRUE(w->take_changes().created.empty());
+}
+
+TEST(WorldPersistence, HandlesFromRestoredIdsAreValidStaleOnesAreNot) {
+    auto original = world_with_history();
+    auto restored = World::make(immediate_reuse());
+    restored->restore_entities(original->save_entities());
+    const auto live = restored->handle(Entity{6, 2});
+    const auto stale = restored->handle(Entity{6, 1});
+    const auto dead = restored->handle(Entity{1, 1});
+    EXPECT_TRUE(live.valid());
+    EXPECT_FALSE(stale.valid());
+    EXPECT_FALSE(dead.valid());
+    restored->emplace<Position>(Entity{6, 2}, Position{1, 2});
+    EXPECT_THROW(restored->emplace<Position>(Entity{6, 1}, Position{3, 4}), invalid_entity);
+    restored->destroy(Entity{6, 2});
+    EXPECT_FALSE(live.valid());
+}
+
+TEST(WorldPersistence, ReviveRecreatesExactlyTheIdAndRecordsItAsCreated) {
+    auto w = world_with_history();  // free: 1, 4 (version 2)
+    const Entity revived = w->revive(Entity{4, 2});
+    EXPECT_EQ(revived, (Entity{4, 2}));
+    EXPECT_TRUE(w->valid(revived));
+    w->emplace<Health>(revived, Health{3});
+    const auto changes = w->take_changes();
+    EXPECT_THAT(changes.created, ElementsAre(Entity{4, 2}));
+    EXPECT_EQ(w->create(), (Entity{1, 2})) << "the revived index left the free queue";
+    EXPECT_EQ(w->create(), (Entity{8, 1}));
+}
+
+TEST(WorldPersistence, ReviveBeyondTheEndAndRefusedOnAnAliveSlot) {
+    auto w = World::make(immediate_reuse());
+    (void)w->create();
+    (void)w->take_changes();
+    w->revive(Entity{3, 5});
+    EXPECT_TRUE(w->valid({3, 5}));
+    EXPECT_THAT(w->take_changes().created, ElementsAre(Entity{3, 5}));
+    EXPECT_THROW(w->revive(Entity{3, 5}), std::invalid_argument);
+    EXPECT_THROW(w->revive(Entity{0, 9}), std::invalid_argument);
+    EXPECT_EQ(w->alive(), 2U);
+    EXPECT_EQ(w->create(), (Entity{1, 1}));
+    EXPECT_EQ(w->create(), (Entity{2, 1}));
+    EXPECT_EQ(w->create(), (Entity{4, 1}));
+}
+
+TEST(WorldPersistence, DestroyThenReviveTheSameIndexInOneTick) {
+    // Journal replay: a slot alive at an older version is destroyed, the journaled id revived.
+    auto w = World::make(immediate_reuse());
+    const Entity old = w->create();
+    w->emplace<Health>(old, Health{1});
+    (void)w->take_changes();
+    w->destroy(old);
+    w->revive(Entity{0, 4});
+    w->emplace<Health>(Entity{0, 4}, Health{2});
+    const auto changes = w->take_changes();
+    EXPECT_THAT(changes.destroyed, ElementsAre(old));
+    EXPECT_THAT(changes.created, ElementsAre(Entity{0, 4}));
+    EXPECT_EQ(w->get<Health>(Entity{0, 4}).hp, 2);
+    EXPECT_FALSE(w->valid(old));
+}
+
 }  // namespace

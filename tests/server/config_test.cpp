@@ -58,7 +58,11 @@ constexpr const char* all_variables[] = {"ECSNET_BIND",
                                          "ECSNET_MAX_CONNECTIONS_PER_PLAYER",
                                          "ECSNET_MAX_CLIENTS_PER_ADDRESS",
                                          "ECSNET_MAX_REMEMBERED_TOKENS",
-                                         "ECSNET_IO_THREADS"};
+                                         "ECSNET_IO_THREADS",
+                                         "ECSNET_STATE_DIR",
+                                         "ECSNET_CHECKPOINT_SECONDS",
+                                         "ECSNET_KEEP_CHECKPOINTS",
+                                         "ECSNET_JOURNAL"};
 
 class ServerConfig : public testing::Test {
 protected:
@@ -577,4 +581,84 @@ TEST_F(ServerConfig, AGamesOwnOptionsAreParsedAndListedBesideTheServers) {
     testing::internal::CaptureStderr();
     EXPECT_EQ(parse_with({"--arena-size", "-1"}).exit_code, 2);
     (void)testing::internal::GetCapturedStderr();
+}
+
+TEST_F(ServerConfig, PersistenceFlagsAndEnvironment) {
+    const auto defaults = parse({});
+    EXPECT_EQ(defaults.config.state_dir, "");
+    EXPECT_EQ(defaults.config.checkpoint_interval, 60s);
+    EXPECT_EQ(defaults.config.keep_checkpoints, 3U);
+    EXPECT_FALSE(defaults.config.journal);
+    EXPECT_THAT(describe(defaults.config), HasSubstr("state=off"));
+
+    const auto flags = parse({"--state-dir", "/data/world", "--checkpoint-seconds", "0",
+                              "--keep-checkpoints", "5", "--journal"});
+    ASSERT_FALSE(flags.exit_code);
+    EXPECT_EQ(flags.config.state_dir, "/data/world");
+    EXPECT_EQ(flags.config.checkpoint_interval, 0s);
+    EXPECT_EQ(flags.config.keep_checkpoints, 5U);
+    EXPECT_TRUE(flags.config.journal);
+    EXPECT_THAT(describe(flags.config),
+                HasSubstr("state=/data/world(checkpoint at shutdown keep 5 journal on)"));
+
+    ::setenv("ECSNET_STATE_DIR", "/env/world", 1);
+    ::setenv("ECSNET_CHECKPOINT_SECONDS", "30", 1);
+    ::setenv("ECSNET_KEEP_CHECKPOINTS", "2", 1);
+    ::setenv("ECSNET_JOURNAL", "1", 1);
+    const auto env = parse({});
+    ASSERT_FALSE(env.exit_code);
+    EXPECT_EQ(env.config.state_dir, "/env/world");
+    EXPECT_EQ(env.config.checkpoint_interval, 30s);
+    EXPECT_EQ(env.config.keep_checkpoints, 2U);
+    EXPECT_TRUE(env.config.journal);
+    EXPECT_THAT(describe(env.config), HasSubstr("(checkpoint every 30 s keep 2 journal on)"));
+    clear_environment();
+
+    testing::internal::CaptureStderr();
+    EXPECT_EQ(parse({"--journal"}).exit_code, 2) << "a journal needs a state dir";
+    EXPECT_EQ(parse({"--state-dir", "d", "--keep-checkpoints", "0"}).exit_code, 2);
+    EXPECT_EQ(parse({"--state-dir", "d", "--checkpoint-seconds", "-1"}).exit_code, 2);
+    const std::string errors = testing::internal::GetCapturedStderr();
+    EXPECT_THAT(errors, HasSubstr("--journal: needs --state-dir"));
+
+    testing::internal::CaptureStdout();
+    (void)parse({"--help"});
+    const std::string help = testing::internal::GetCapturedStdout();
+    for (const char* text : {"--state-dir", "ECSNET_STATE_DIR", "--checkpoint-seconds",
+                             "--keep-checkpoints", "--journal", "inspect-state"}) {
+        EXPECT_THAT(help, HasSubstr(text));
+    }
+}
+
+TEST_F(ServerConfig, InspectStateSubcommand) {
+    const auto summary = parse({"inspect-state", "/data/world"});
+    ASSERT_FALSE(summary.exit_code);
+    ASSERT_TRUE(summary.inspect_state);
+    EXPECT_EQ(summary.inspect_state->dir, "/data/world");
+    EXPECT_FALSE(summary.inspect_state->json);
+    EXPECT_FALSE(summary.inspect_state->tick);
+    EXPECT_EQ(summary.inspect_state->output, "");
+    EXPECT_FALSE(parse({}).inspect_state);
+
+    const auto json =
+        parse({"inspect-state", "/data/world", "--json", "--tick", "120", "--output", "w.json"});
+    ASSERT_FALSE(json.exit_code);
+    ASSERT_TRUE(json.inspect_state);
+    EXPECT_TRUE(json.inspect_state->json);
+    EXPECT_EQ(json.inspect_state->tick, 120U);
+    EXPECT_EQ(json.inspect_state->output, "w.json");
+
+    // Without DIR: the server's own state dir.
+    ::setenv("ECSNET_STATE_DIR", "/env/world", 1);
+    const auto configured = parse({"inspect-state"});
+    ASSERT_TRUE(configured.inspect_state);
+    EXPECT_EQ(configured.inspect_state->dir, "/env/world");
+    clear_environment();
+
+    testing::internal::CaptureStderr();
+    EXPECT_EQ(parse({"inspect-state"}).exit_code, 2);
+    EXPECT_EQ(parse({"inspect-state", "d", "--tick", "5"}).exit_code, 2) << "--tick needs --json";
+    EXPECT_EQ(parse({"inspect-state", "d", "--json", "--tick", "soon"}).exit_code, 2);
+    const std::string errors = testing::internal::GetCapturedStderr();
+    EXPECT_THAT(errors, HasSubstr("inspect-state DIR"));
 }

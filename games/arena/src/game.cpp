@@ -406,6 +406,7 @@ void register_components(protocol::component_registry& types) {
     types.add<Asteroid>();
     types.add<Bullet>();
     types.add<Stats>();
+    types.persist<ShipTimers>();
 }
 
 void add_systems(ecs::Scheduler& scheduler, std::shared_ptr<state> game) {
@@ -513,6 +514,15 @@ server::game game(settings defaults) {
         };
 
         add_systems(service.scheduler(), game);
+        if (service.restored()) {
+            // Bullets are a fraction of a second of flight: a restored world starts without.
+            std::vector<ecs::Entity> bullets;
+            service.world().view<const Bullet>().each(
+                [&](ecs::Entity e, const Bullet&) { bullets.push_back(e); });
+            for (const ecs::Entity e : bullets) {
+                service.world().destroy(e);
+            }
+        }
         top_up_asteroids(service.world(), *game, game->config.asteroids);
         locate_bodies(service.world(), *game);
 

@@ -92,7 +92,7 @@ server::game game() {
             service.interest().use_grid<Position>(
                 cell, [](const Position& p) { return server::point{p.x, p.y}; });
         }
-        if (config.demo_entities > 0) {
+        if (config.demo_entities > 0 && !service.restored()) {  // a restored world has them
             spawn_entities(service.world(), config.demo_entities, config.world_half_extent);
         }
     };

@@ -39,6 +39,65 @@ component_value component_registry::value(const ecs::World& world, std::uint32_t
     return v;
 }
 
+void component_registry::check_stored_name(std::string_view name, std::uint64_t type_hash) const {
+    for (const stored_ops& other : stored_) {
+        if (other.type.name == name) {
+            throw std::invalid_argument("a component named '" + std::string{name} +
+                                        "' is registered already");
+        }
+        if (other.type_hash == type_hash) {
+            throw std::invalid_argument("component type '" + std::string{name} +
+                                        "' is registered already (as '" + other.type.name + "')");
+        }
+    }
+}
+
+void component_registry::add_stored(stored_ops ops) {
+    check_stored_name(ops.type.name, ops.type_hash);
+    stored_.push_back(std::move(ops));
+}
+
+void component_registry::migrate(std::string name, stored_migration migration) {
+    if (!migration) {
+        throw std::invalid_argument("the migration of '" + name + "' is empty");
+    }
+    for (auto& [type, existing] : migrations_) {
+        if (type == name) {
+            existing = std::move(migration);
+            return;
+        }
+    }
+    migrations_.emplace_back(std::move(name), std::move(migration));
+}
+
+void component_registry::drop(std::string name) {
+    for (auto& [type, existing] : migrations_) {
+        if (type == name) {
+            existing = nullptr;
+            return;
+        }
+    }
+    migrations_.emplace_back(std::move(name), nullptr);
+}
+
+const stored_ops* component_registry::find_stored(std::string_view name) const noexcept {
+    for (const stored_ops& ops : stored_) {
+        if (ops.type.name == name) {
+            return &ops;
+        }
+    }
+    return nullptr;
+}
+
+const stored_migration* component_registry::migration(std::string_view name) const noexcept {
+    for (const auto& [type, migration] : migrations_) {
+        if (type == name) {
+            return &migration;
+        }
+    }
+    return nullptr;
+}
+
 std::optional<std::uint16_t> component_registry::id_of(std::string_view name) const noexcept {
     if (const component_info* info = schema_.find(name)) {
         return info->id;

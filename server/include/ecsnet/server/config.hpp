@@ -119,6 +119,11 @@ struct server_config {
     bool agones = false;
     std::uint16_t agones_port = 9358;  // AGONES_SDK_HTTP_PORT, else Agones' default
     std::chrono::milliseconds agones_health_interval{2000};
+    // Persistence (docs/PERSISTENCE.md): off unless a state dir is given.
+    std::string state_dir;
+    std::chrono::seconds checkpoint_interval{60};  // 0: only at shutdown
+    std::size_t keep_checkpoints = 3;
+    bool journal = false;  // acknowledged commands are durable (needs state_dir)
 };
 
 // Where `--healthcheck` finds the admin endpoint: --admin-bind, or the loopback address when it
@@ -141,10 +146,19 @@ inline constexpr std::chrono::seconds max_default_token_ttl{86'400};
     return !c.token_secret.empty() || !c.token_public_key.empty();
 }
 
+// `ecsnet-server inspect-state DIR [--json] [--tick T] [--output FILE]`.
+struct inspect_state_request {
+    std::string dir;
+    bool json = false;
+    std::optional<std::uint64_t> tick;
+    std::string output;  // empty: stdout
+};
+
 struct parsed_command_line {
     server_config config;
     bool healthcheck = false;
     std::optional<issue_token_request> issue_token;  // `ecsnet-server issue-token ...`
+    std::optional<inspect_state_request> inspect_state;
     std::optional<int> exit_code;
 };
 

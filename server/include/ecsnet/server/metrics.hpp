@@ -130,6 +130,14 @@ public:
     void seat_taken_over() noexcept;
 
     // ---- any thread ----------------------------------------------------------------------
+    // Persistence (persistence.hpp): the checkpoint's copy on the tick, its write off it, the
+    // journal's commits on its thread.
+    void checkpoint_copied(double seconds) noexcept;
+    void checkpoint_written(double seconds, std::size_t bytes, std::uint64_t tick) noexcept;
+    void checkpoint_failed() noexcept;
+    void checkpoint_skipped() noexcept;
+    void journal_committed(double seconds, std::size_t bytes) noexcept;
+
     // The exposition text (Content-Type: text/plain; version=0.0.4). Takes each metric's own
     // lock only for the copy of a histogram: a scrape never waits for a tick, nor a tick for it.
     [[nodiscard]] std::string text() const;

@@ -8,6 +8,7 @@
 #include <span>
 #include <string>
 #include <unordered_map>
+#include <vector>
 
 #include "ecsnet/protocol/messages.hpp"
 
@@ -22,6 +23,15 @@
 // owner still known or still owning entities.
 namespace ecsnet::server {
 
+// An owner as a checkpoint and the journal keep it (docs/PERSISTENCE.md): its credential's
+// digest, never the resume key itself.
+struct stored_owner {
+    std::uint32_t id{0};
+    std::string player;  // a connect token's player id; empty for a development owner
+    std::array<std::uint8_t, 32> key_digest{};  // SHA-256 of its resume key
+    bool has_key{false};
+};
+
 class owner_registry {
 public:
     using resume_key = std::array<std::uint8_t, protocol::resume_key_bytes>;
@@ -32,6 +42,7 @@ public:
         std::uint32_t owner{};
         std::optional<resume_key> key;  // for Welcome: reconnects present it
         bool resumed{false};            // an existing owner (key or player seen before)
+        bool new_key{false};            // the registry drew this key now (persist the owner)
     };
 
     explicit owner_registry(owns_entities_fn owns_entities, std::uint32_t first_id = 1);
@@ -55,13 +66,26 @@ public:
     // Forgets the owner if it has no connection and owns no entity. Returns whether it did.
     bool forget_if_idle(std::uint32_t owner);
 
+    // Persistence: every owner with its key's digest, the next id to try; restore() puts them
+    // back (replacing owners of the same id). A restored owner has no key, only its digest: a
+    // connection presenting the key is recognized by it; a player claimed again by token gets a
+    // new key.
+    [[nodiscard]] std::vector<stored_owner> save() const;
+    [[nodiscard]] stored_owner save(std::uint32_t owner) const;
+    [[nodiscard]] std::uint32_t next_id() const noexcept { return next_id_; }
+    void restore(const stored_owner& owner);
+    void set_next_id(std::uint32_t id) noexcept { next_id_ = id == 0 ? 1 : id; }
+    // Ids of every owner (restore: forget the idle ones once the world is back).
+    [[nodiscard]] std::vector<std::uint32_t> ids() const;
+
     [[nodiscard]] std::size_t size() const noexcept { return owners_.size(); }
     [[nodiscard]] bool contains(std::uint32_t owner) const noexcept { return owners_.contains(owner); }
 
 private:
     struct record {
         std::size_t connections{0};
-        std::optional<resume_key> key;
+        std::optional<resume_key> key;  // none for an owner restored from disk
+        std::string digest;             // SHA-256 of the key; empty when it has none
         std::string player;
     };
 

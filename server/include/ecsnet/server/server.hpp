@@ -38,6 +38,7 @@
 #include "ecsnet/server/logging.hpp"
 #include "ecsnet/server/metrics.hpp"
 #include "ecsnet/server/owners.hpp"
+#include "ecsnet/server/persistence.hpp"
 #include "ecsnet/server/replay_cache.hpp"
 #include "ecsnet/server/replicator.hpp"
 #include "ecsnet/server/session_host.hpp"
@@ -225,6 +226,12 @@ public:
     // Session ids of the joined connections, in connection order.
     [[nodiscard]] std::vector<std::uint64_t> joined_sessions() const;
 
+    // With --state-dir: what the server restored at start (docs/PERSISTENCE.md); empty for a
+    // new world. A game's setup() spawns its first entities only when this is empty.
+    [[nodiscard]] const std::optional<restore_summary>& restored() const noexcept {
+        return restored_;
+    }
+
     // Players coming and going, for the game (set them in setup()): a player's first
     // connection joined, or its last one left. Called at the start of the next tick, on the
     // world thread, after the clients' commands: the game may change the world, and what it
@@ -383,6 +390,19 @@ private:
 
     input_counters inputs_counted_{};     // inputs_.counters() as the metrics last counted them
     std::vector<double> budget_ratios_;   // measure_budgets()'s, kept for their capacity
+    // --state-dir: after everything it reads (types, metrics), destroyed before them.
+    std::optional<persistence> persistence_;
+    std::optional<restore_summary> restored_;
+    bool restoring_{false};
+    // Journal writes end on the journal's thread; what they release is posted here, and must
+    // not reach a server that is gone.
+    std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
+    // With --journal: the replies of this tick's commands wait until the journal has them.
+    void record_in_journal(journal_writer& journal, const protocol::client_message& message,
+                           const protocol::command_result& result);
+    void send_when_durable(journal_writer& journal,
+                           std::vector<std::pair<std::weak_ptr<session>, protocol::command_result>> results);
+
     std::vector<double> tick_ms_;  // since the last stats line
     std::vector<double> interest_ms_;  // ms per tick serving the views, since the last stats line
     std::uint64_t bytes_at_last_stats_{0};

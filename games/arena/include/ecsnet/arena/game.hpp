@@ -36,7 +36,17 @@ struct ShipTimers {
     friend bool operator==(const ShipTimers&, const ShipTimers&) = default;
 };
 
-// Server-side only: a bullet's remaining flight and whose ship fired it.
+}  // namespace ecsnet::arena
+
+// Kept in checkpoints (--state-dir) though never replicated: a restored ship keeps its clocks.
+template <>
+struct ecsnet::protocol::persistent<ecsnet::arena::ShipTimers>
+    : ecsnet::protocol::persist<"ship_timers"> {};
+
+namespace ecsnet::arena {
+
+// Server-side only: a bullet's remaining flight and whose ship fired it. Not kept (it names
+// an entity, which the stored layout does not hold): a restored world drops its bullets.
 struct BulletLife {
     float left{};
     ecs::Entity ship;

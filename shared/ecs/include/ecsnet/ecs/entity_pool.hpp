@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -123,6 +124,119 @@ public:
         for (slot& s : slots_) {
             s.state &= 1U;
         }
+    }
+
+    // Every slot as it is: what a checkpoint keeps so that ids come back exactly, stale ones
+    // stay stale and recycling goes on in the same order after a restart.
+    struct state {
+        std::vector<version_type> versions;  // per slot: the live version, or the next one
+        std::vector<std::uint8_t> alive;     // per slot: 1 when alive
+        std::vector<index_type> free;        // recycled indices, next to be reused first
+    };
+
+    [[nodiscard]] state save() const {
+        state out;
+        out.versions.reserve(slots_.size());
+        out.alive.reserve(slots_.size());
+        for (const slot& s : slots_) {
+            out.versions.push_back(s.version);
+            out.alive.push_back(s.alive() ? 1 : 0);
+        }
+        out.free.assign(free_.begin() + static_cast<std::ptrdiff_t>(free_head_), free_.end());
+        return out;
+    }
+
+    // Replaces every slot with `saved` (stamps cleared). A slot neither alive nor free must be
+    // retired (at the maximum version). Throws std::invalid_argument naming the first
+    // inconsistency (sizes, a free index out of range, alive or listed twice, a lost slot),
+    // and then leaves the pool as it was.
+    void restore(const state& saved) {
+        const std::size_t n = saved.versions.size();
+        if (saved.alive.size() != n) {
+            throw std::invalid_argument("entity pool state: " + std::to_string(n) +
+                                        " versions but " + std::to_string(saved.alive.size()) +
+                                        " alive flags");
+        }
+        if (n > static_cast<std::size_t>(Traits::max_index) + 1) {
+            throw std::invalid_argument("entity pool state: " + std::to_string(n) +
+                                        " slots, more than indices exist");
+        }
+        std::vector<std::uint8_t> listed(n, 0);
+        for (const index_type index : saved.free) {
+            const auto i = static_cast<std::size_t>(index);
+            if (i >= n || saved.alive[i] != 0 || listed[i] != 0 ||
+                saved.versions[i] == Traits::null_version) {
+                throw std::invalid_argument("entity pool state: free index " +
+                                            std::to_string(i) +
+                                            " is out of range, alive, listed twice or null");
+            }
+            listed[i] = 1;
+        }
+        std::size_t alive = 0;
+        std::size_t retired = 0;
+        for (std::size_t i = 0; i < n; ++i) {
+            if (saved.versions[i] == Traits::null_version) {
+                throw std::invalid_argument("entity pool state: slot " + std::to_string(i) +
+                                            " has the null version");
+            }
+            if (saved.alive[i] != 0) {
+                ++alive;
+            } else if (listed[i] == 0) {
+                if (saved.versions[i] != Traits::max_version) {
+                    throw std::invalid_argument("entity pool state: slot " + std::to_string(i) +
+                                                " is neither alive, free nor retired");
+                }
+                ++retired;
+            }
+        }
+        detail::dense_vector<slot> slots;
+        slots.reserve(std::max<std::size_t>(n, 1024));
+        for (std::size_t i = 0; i < n; ++i) {
+            slots.push_back(slot{saved.versions[i], saved.alive[i] != 0 ? 1U : 0U});
+        }
+        std::vector<index_type> free(saved.free.begin(), saved.free.end());
+        slots_ = std::move(slots);
+        free_ = std::move(free);
+        free_head_ = 0;
+        alive_ = alive;
+        retired_ = retired;
+    }
+
+    // Makes exactly `entity` alive again (a journal replay recreating an id the world handed
+    // out): its slot, and any before it, are added when missing; its index leaves the free
+    // list. Throws std::invalid_argument when the slot is alive or the version is null.
+    void revive(entity_type entity) {
+        const auto i = static_cast<std::size_t>(entity.index());
+        if (entity.is_null() || i > static_cast<std::size_t>(Traits::max_index)) {
+            throw std::invalid_argument("cannot revive a null entity or index " + std::to_string(i));
+        }
+        if (i < slots_.size() && slots_[i].alive()) {
+            throw std::invalid_argument("cannot revive entity " + std::to_string(i) + "v" +
+                                        std::to_string(entity.version()) +
+                                        ": its slot is alive at version " +
+                                        std::to_string(slots_[i].version));
+        }
+        const bool existed = i < slots_.size();
+        while (slots_.size() <= i) {
+            if (slots_.size() == slots_.capacity()) {
+                slots_.reserve(slots_.empty() ? 1024 : slots_.size() * 2);
+            }
+            const auto added = static_cast<index_type>(slots_.size());
+            slots_.push_back(slot{Traits::first_version, 0U});
+            if (added != entity.index()) {
+                free_.push_back(added);
+            }
+        }
+        const auto it = std::find(free_.begin() + static_cast<std::ptrdiff_t>(free_head_),
+                                  free_.end(), entity.index());
+        if (it != free_.end()) {
+            free_.erase(it);
+        } else if (existed) {
+            --retired_;  // neither alive nor free: it was retired
+        }
+        slots_[i].version = entity.version();
+        slots_[i].set_alive(true);
+        ++alive_;
     }
 
     [[nodiscard]] std::size_t alive() const noexcept { return alive_; }

@@ -7,6 +7,7 @@
 #include <memory>
 #include <optional>
 #include <span>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <tuple>
@@ -229,6 +230,41 @@ public:
         }
         destroy(e);
         return true;
+    }
+
+    // ---- persistence (server/.../world_image.hpp) -------------------------------------------
+
+    // Every slot (versions, liveness, free list), as a checkpoint keeps it.
+    [[nodiscard]] typename basic_entity_pool<Traits>::state save_entities() const {
+        return entities_.save();
+    }
+    // Puts back the slots save_entities() gave, in a world that never had an entity: ids come
+    // back exactly (stale ones stay stale), recycling continues in the same order. The live
+    // entities then get their components with emplace. Recorded as created, like entities
+    // made before the first tick. Throws std::logic_error when the world had an entity,
+    // std::invalid_argument (pool::restore) on an inconsistent state.
+    void restore_entities(const typename basic_entity_pool<Traits>::state& saved) {
+        if (entities_.slots() != 0) {
+            throw std::logic_error("restore_entities needs a world that never had an entity (" +
+                                   std::to_string(entities_.slots()) + " slots used)");
+        }
+        entities_.restore(saved);
+        if (log_.enabled) {
+            entities_.each([&](entity_type e) {
+                entities_.set_stamp(e.index(), log_.epoch);
+                log_.note_created(e);
+            });
+        }
+    }
+    // Creates exactly e again (a journal replay recreating an id the world handed out before a
+    // restart); recorded as created. Throws std::invalid_argument when e's slot is alive.
+    entity_type revive(entity_type e) {
+        entities_.revive(e);
+        if (log_.enabled) {
+            entities_.set_stamp(e.index(), log_.epoch);
+            log_.note_created(e);
+        }
+        return e;
     }
 
     [[nodiscard]] bool valid(entity_type e) const noexcept { return entities_.valid(e); }

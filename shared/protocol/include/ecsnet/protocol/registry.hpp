@@ -2,6 +2,7 @@
 
 #include <any>
 #include <cstddef>
+#include <functional>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -18,6 +19,7 @@
 #include "ecsnet/protocol/hash.hpp"
 #include "ecsnet/protocol/replicated.hpp"
 #include "ecsnet/protocol/schema.hpp"
+#include "ecsnet/protocol/stored.hpp"
 
 // The server's list of replicated component types: the core's Owner (wire id 0), then what
 // the game added, in order. Each entry pairs the type's schema entry with the few operations
@@ -51,6 +53,31 @@ struct component_ops {
     std::uint64_t (*checksum)(const ecs::World&, std::uint32_t wire_id) = nullptr;
 };
 
+// What a checkpoint and the journal do with a kept type (stored.hpp), without knowing it.
+struct stored_ops {
+    std::uint64_t type_hash{};
+    stored_type type;
+    // Every value, in storage order: entity indices into `indices`, values (value_bytes()
+    // each) appended to `values`, or texts to `texts`.
+    void (*capture)(const ecs::World&, std::vector<std::uint32_t>& indices,
+                    std::vector<std::byte>& values, std::vector<std::string>& texts) = nullptr;
+    bool (*contains)(const ecs::World&, ecs::Entity) noexcept = nullptr;
+    // e's value (e has the type) appended to `values`, or into `text`.
+    void (*get)(const ecs::World&, ecs::Entity, std::vector<std::byte>& values,
+                std::string& text) = nullptr;
+    // Adds or replaces e's value: `value` holds value_bytes() bytes, or `text` the text.
+    void (*put)(ecs::World&, ecs::Entity, std::span<const std::byte> value,
+                std::string_view text) = nullptr;
+    // The same from one field_value per field (a migration's result).
+    void (*put_fields)(ecs::World&, ecs::Entity, std::span<const field_value>) = nullptr;
+    void (*remove)(ecs::World&, ecs::Entity) = nullptr;
+};
+
+// A game's answer to a kept type it changed: the new type's field values from a value stored
+// under the old layout (`saved`, as the file describes it). Throw to refuse.
+using stored_migration =
+    std::function<std::vector<field_value>(const stored_type& saved, std::span<const field_value> old)>;
+
 class component_registry {
 public:
     component_registry();
@@ -76,11 +103,37 @@ public:
         return id_of(replicated<T>::name);
     }
 
+    // Keeps T in checkpoints and the journal without replicating it (stored.hpp). Every
+    // replicated type is kept already. Throws std::invalid_argument when the name or the type
+    // is taken.
+    template <persistent_component T>
+    void persist();
+    // How to read values of the kept type `name` that a checkpoint stored under another
+    // layout (otherwise such a checkpoint is refused, naming the type).
+    void migrate(std::string name, stored_migration migration);
+    // Values of the kept type `name` that a checkpoint holds and the game no longer keeps are
+    // dropped (otherwise such a checkpoint is refused, naming the type).
+    void drop(std::string name);
+
+    // The kept types, in registration order (the core's Owner first).
+    [[nodiscard]] const std::vector<stored_ops>& stored() const noexcept { return stored_; }
+    [[nodiscard]] const stored_ops* find_stored(std::string_view name) const noexcept;
+    // The game's migration of `name`; an empty function when it said drop(name); null when
+    // neither.
+    [[nodiscard]] const stored_migration* migration(std::string_view name) const noexcept;
+
 private:
     void add(component_info info, component_ops ops);
+    void add_stored(stored_ops ops);
+    // Throws std::invalid_argument when a kept type has this name or this type already.
+    void check_stored_name(std::string_view name, std::uint64_t type_hash) const;
+    template <typename T>
+    [[nodiscard]] static stored_ops stored_ops_of(stored_type type);
 
     schema schema_;
     std::vector<component_ops> ops_;
+    std::vector<stored_ops> stored_;
+    std::vector<std::pair<std::string, stored_migration>> migrations_;
 };
 
 namespace detail {
@@ -226,8 +279,104 @@ std::uint16_t component_registry::add() {
                                         " is registered already");
         }
     }
+    check_stored_name(replicated<T>::name, ops.type_hash);
     add(describe<T>(), ops);
+    if constexpr (detail::is_string_v<T>) {
+        add_stored(stored_ops_of<T>(
+            detail::stored_type_of<T>(replicated<T>::name, true, [](std::size_t) { return std::string{}; })));
+    } else {
+        using W = typename replicated<T>::wire_type;
+        add_stored(stored_ops_of<T>(detail::stored_type_of<T>(
+            replicated<T>::name, true,
+            [](std::size_t i) { return std::string{W::Traits::field_names[i]}; })));
+    }
     return static_cast<std::uint16_t>(ops_.size() - 1);
+}
+
+template <persistent_component T>
+void component_registry::persist() {
+    static_assert(std::is_default_constructible_v<T> && std::is_aggregate_v<T>,
+                  "a kept type is an aggregate of scalars, or of one std::string");
+    add_stored(stored_ops_of<T>(detail::stored_type_of<T>(
+        persistent<T>::name, false, [](std::size_t i) { return "f" + std::to_string(i); })));
+}
+
+template <typename T>
+stored_ops component_registry::stored_ops_of(stored_type type) {
+    stored_ops ops;
+    ops.type_hash = ecs::type_hash_v<T>;
+    ops.type = std::move(type);
+    ops.contains = [](const ecs::World& w, ecs::Entity e) noexcept {
+        const auto* storage = w.find_storage<T>();
+        return storage != nullptr && storage->contains(e);
+    };
+    ops.remove = [](ecs::World& w, ecs::Entity e) { w.remove<T>(e); };
+    if constexpr (detail::is_stored_string<T>()) {
+        ops.capture = [](const ecs::World& w, std::vector<std::uint32_t>& indices,
+                         std::vector<std::byte>&, std::vector<std::string>& texts) {
+            const auto* storage = w.find_storage<T>();
+            if (storage == nullptr) {
+                return;
+            }
+            for (const ecs::Entity e : storage->entities()) {
+                indices.push_back(e.index());
+            }
+            for (const T& value : storage->values()) {
+                texts.push_back(boost::pfr::get<0>(value));
+            }
+        };
+        ops.get = [](const ecs::World& w, ecs::Entity e, std::vector<std::byte>&, std::string& text) {
+            text = boost::pfr::get<0>(w.find_storage<T>()->get(e));
+        };
+        ops.put = [](ecs::World& w, ecs::Entity e, std::span<const std::byte>, std::string_view text) {
+            T value{};
+            boost::pfr::get<0>(value) = std::string{text};
+            w.emplace_or_replace<T>(e, std::move(value));
+        };
+        ops.put_fields = [](ecs::World&, ecs::Entity, std::span<const field_value>) {
+            throw std::invalid_argument("a string type has no fields to migrate");
+        };
+    } else {
+        ops.capture = [](const ecs::World& w, std::vector<std::uint32_t>& indices,
+                         std::vector<std::byte>& values, std::vector<std::string>&) {
+            const auto* storage = w.find_storage<T>();
+            if (storage == nullptr) {
+                return;
+            }
+            constexpr std::size_t size = detail::stored_value_bytes<T>();
+            const auto entities = storage->entities();
+            const auto stored = storage->values();
+            const std::size_t first = values.size();
+            indices.reserve(indices.size() + entities.size());
+            for (const ecs::Entity e : entities) {
+                indices.push_back(e.index());
+            }
+            values.resize(first + stored.size() * size);
+            std::byte* out = values.data() + first;
+            for (const T& value : stored) {
+                detail::stored_pack(value, out);
+                out += size;
+            }
+        };
+        ops.get = [](const ecs::World& w, ecs::Entity e, std::vector<std::byte>& values, std::string&) {
+            constexpr std::size_t size = detail::stored_value_bytes<T>();
+            const std::size_t first = values.size();
+            values.resize(first + size);
+            detail::stored_pack(w.find_storage<T>()->get(e), values.data() + first);
+        };
+        ops.put = [](ecs::World& w, ecs::Entity e, std::span<const std::byte> value, std::string_view) {
+            w.emplace_or_replace<T>(e, detail::stored_unpack<T>(value.data()));
+        };
+        ops.put_fields = [](ecs::World& w, ecs::Entity e, std::span<const field_value> values) {
+            if (values.size() != boost::pfr::tuple_size_v<T>) {
+                throw std::invalid_argument("the migration gave " + std::to_string(values.size()) +
+                                            " field values for " +
+                                            std::to_string(boost::pfr::tuple_size_v<T>) + " fields");
+            }
+            w.emplace_or_replace<T>(e, detail::from_field_values<T>(values));
+        };
+    }
+    return ops;
 }
 
 }  // namespace ecsnet::protocol
