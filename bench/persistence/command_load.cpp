@@ -61,6 +61,12 @@ int main(int argc, char** argv) {
         ->capture_default_str()
         ->check(CLI::Range(1.0, 1e6));
     app.add_option("--seconds", seconds, "How long")->capture_default_str()->check(CLI::Range(0.5, 3600.0));
+    double ready_pause = 0.0;
+    app.add_option("--ready-pause", ready_pause,
+                   "Once the spawns are answered, print \"ready\" on stderr and wait this many "
+                   "seconds before the window (for a scrape that excludes the spawns)")
+        ->capture_default_str()
+        ->check(CLI::Range(0.0, 60.0));
     CLI11_PARSE(app, argc, argv);
 
     try {
@@ -82,6 +88,16 @@ int main(int argc, char** argv) {
                     throw std::runtime_error("spawn refused: " + r.message);
                 }
                 loaders[i].entities.push_back(r.entity);
+            }
+        }
+        if (ready_pause > 0.0) {
+            std::cerr << "ready" << std::endl;
+            const auto resume = clock_type::now() + std::chrono::duration_cast<clock_type::duration>(
+                                                        std::chrono::duration<double>(ready_pause));
+            for (loader& l : loaders) {  // keep reading: the server's deltas do not pile up
+                l.link->poll_for(std::chrono::duration_cast<std::chrono::milliseconds>(
+                    std::max(clock_type::duration::zero(), resume - clock_type::now()) /
+                    static_cast<long>(loaders.size())));
             }
         }
         const auto interval = std::chrono::duration_cast<clock_type::duration>(

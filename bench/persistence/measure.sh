@@ -204,15 +204,25 @@ for rate in $rates; do
     [ "$mode" = journal ] && flags+=(--journal)
     log="$work/journal-$rate-$mode.log"
     start_server "$log" "${flags[@]}"
+    # The journal's figures are the window's: scraped once the load's spawns are answered
+    # (durable) and again when its last command is, the difference taken.
     "${pin_load[@]}" "$build/bin/persistence-load" --port "$port" --clients "$clients" --rate "$rate" \
-      --seconds "$load_seconds" > "$work/load-$rate-$mode.json" 2> "$work/load-$rate-$mode.err" &
+      --seconds "$load_seconds" --ready-pause 2 > "$work/load-$rate-$mode.json" 2> "$work/load-$rate-$mode.err" &
     load_pid=$!
+    for _ in $(seq 1 600); do
+      grep -q '^ready$' "$work/load-$rate-$mode.err" && break
+      kill -0 "$load_pid" 2>/dev/null || break
+      sleep 0.1
+    done
+    grep -q '^ready$' "$work/load-$rate-$mode.err" || { cat "$work/load-$rate-$mode.err" >&2; echo "measure: the load never got ready" >&2; exit 1; }
+    metrics > "$work/journal-$rate-$mode.metrics-before"
     wait "$load_pid" || { cat "$work/load-$rate-$mode.err" >&2; echo "measure: the load failed" >&2; exit 1; }
     load_pid=
     curl -sf "http://127.0.0.1:$admin/status" > "$work/journal-$rate-$mode.status"
     metrics > "$work/journal-$rate-$mode.metrics"
     stop_server
     m="$work/journal-$rate-$mode.metrics"
+    m0="$work/journal-$rate-$mode.metrics-before"
     jq -r --arg mode "$mode" '"   \($mode | if . == "journal" then "--journal" else "no journal" end): \(.rate | round) commands/s sent, CommandResult after p50 \(.ack_ms.p50 * 100 | round / 100) ms p99 \(.ack_ms.p99 * 100 | round / 100) ms max \(.ack_ms.max * 100 | round / 100) ms"' \
       "$work/load-$rate-$mode.json"
     jq -e --argjson r "$rate" '.rate >= 0.9 * $r' "$work/load-$rate-$mode.json" >/dev/null \
@@ -220,14 +230,16 @@ for rate in $rates; do
     jq -r '"     ticks (last \(.tick_ms.window_ticks), /status): p50 \(.tick_ms.p50 * 1000 | round / 1000) ms p99 \(.tick_ms.p99 * 1000 | round / 1000) ms max \(.tick_ms.max * 1000 | round / 1000) ms"' \
       "$work/journal-$rate-$mode.status"
     if [ "$mode" = journal ]; then
-      count=$(metric_value "$m" ecsnet_journal_commit_seconds_count)
-      sum=$(metric_value "$m" ecsnet_journal_commit_seconds_sum)
-      bytes=$(metric_value "$m" ecsnet_journal_bytes_total)
+      diff_of() { awk -v a="$(metric_value "$m0" "$1")" -v b="$(metric_value "$m" "$1")" 'BEGIN { printf "%.9f", b - a }'; }
+      count=$(diff_of ecsnet_journal_commit_seconds_count)
+      sum=$(diff_of ecsnet_journal_commit_seconds_sum)
+      bytes=$(diff_of ecsnet_journal_bytes_total)
       sent=$(jq -r .sent "$work/load-$rate-$mode.json")
-      awk -v c="$count" -v s="$sum" -v b="$bytes" -v n="$sent" 'BEGIN {
-        printf "     journal: %d batches (one per tick with commands), commit (write + fdatasync) mean %.3f ms, %.1f bytes per command\n",
-               c, c ? s / c * 1000 : 0, n ? b / n : 0 }'
-      echo "     commit by bucket: p50 $(bucket_quantile "$m" ecsnet_journal_commit_seconds 0.5) ms, p99 $(bucket_quantile "$m" ecsnet_journal_commit_seconds 0.99) ms"
+      elapsed=$(jq -r '.sent / .rate' "$work/load-$rate-$mode.json")
+      awk -v c="$count" -v s="$sum" -v b="$bytes" -v n="$sent" -v t="$elapsed" -v hz="$tick_rate" 'BEGIN {
+        printf "     journal, the window only (%.1f s, %d commands): %d batches (at most %d ticks fit), commit (write + fdatasync) mean %.3f ms, %.1f bytes per command\n",
+               t, n, c, t * hz + 1, c ? s / c * 1000 : 0, n ? b / n : 0 }'
+      echo "     commit by bucket (the server's life, spawns included): p50 $(bucket_quantile "$m" ecsnet_journal_commit_seconds 0.5) ms, p99 $(bucket_quantile "$m" ecsnet_journal_commit_seconds 0.99) ms"
     fi
   done
 done

@@ -259,9 +259,17 @@ void write_json(const world_image& image, std::FILE* out) {
                           {"player", o.player},
                           {"key_digest", o.has_key ? nlohmann::json(digest) : nullptr}});
     }
-    std::fprintf(out, "\n],\"free\":%s,\"owners\":%s,\"next_owner\":%s}\n",
+    nlohmann::json tokens = nlohmann::json::array();
+    for (const replay_cache::entry& t : image.tokens) {
+        tokens.push_back({{"player", t.player},
+                          {"jti", t.jti},
+                          {"expires_unix_s", std::chrono::duration_cast<std::chrono::seconds>(
+                                                 t.expires.time_since_epoch())
+                                                 .count()}});
+    }
+    std::fprintf(out, "\n],\"free\":%s,\"owners\":%s,\"next_owner\":%s,\"tokens\":%s}\n",
                  dump(image.entities.free).c_str(), dump(owners).c_str(),
-                 dump(image.next_owner).c_str());
+                 dump(image.next_owner).c_str(), dump(tokens).c_str());
 }
 
 // The checkpoint to export, or nothing (said on err).

@@ -104,6 +104,7 @@ journal_writer::~journal_writer() {
 void journal_writer::start_batch() {
     builder_ = std::make_unique<flatbuffers::FlatBufferBuilder>(4096);
     records_.clear();
+    recorded_.clear();
 }
 
 std::vector<std::uint8_t> journal_writer::header_frame(std::uint64_t base_tick) const {
@@ -146,9 +147,11 @@ void journal_writer::row(const ecs::World& world, ecs::Entity e) {
     const auto list = fbb.CreateVector(values);
     records_.push_back(
         state::CreateRecord(fbb, state::RecordKind::Row, e.index(), e.version(), list).o);
+    recorded_.emplace_back(e, true);
 }
 
 void journal_writer::destroyed(ecs::Entity e) {
+    recorded_.emplace_back(e, false);
     records_.push_back(
         state::CreateRecord(*builder_, state::RecordKind::Destroy, e.index(), e.version()).o);
 }
@@ -157,6 +160,13 @@ void journal_writer::owner(const stored_owner& owner) {
     auto& fbb = *builder_;
     const auto table = detail::write_owner(fbb, owner);
     records_.push_back(state::CreateRecord(fbb, state::RecordKind::Owner, 0, 0, 0, table).o);
+}
+
+void journal_writer::token(const replay_cache::entry& token) {
+    auto& fbb = *builder_;
+    const auto table = detail::write_token(fbb, token);
+    records_.push_back(
+        state::CreateRecord(fbb, state::RecordKind::Token, 0, 0, 0, 0, table).o);
 }
 
 void journal_writer::commit(std::uint64_t tick, durable_fn durable) {
@@ -382,7 +392,7 @@ void apply_row(const state::Record& record, const std::vector<replay_type>& plan
 
 void replay_journal(const std::filesystem::path& segment, std::uint64_t after_tick,
                     ecs::World& world, const protocol::component_registry& types,
-                    owner_registry& owners, replay_report& report) {
+                    owner_registry& owners, replay_report& report, replay_cache* tokens) {
     const std::string name = segment.filename().string();
     std::ifstream in{segment, std::ios::binary};
     if (!in) {
@@ -478,6 +488,12 @@ void replay_journal(const std::filesystem::path& segment, std::uint64_t after_ti
                             case state::RecordKind::Owner:
                                 if (record->owner() != nullptr) {
                                     owners.restore(detail::read_owner(*record->owner()));
+                                }
+                                break;
+                            case state::RecordKind::Token:
+                                if (record->token() != nullptr && tokens != nullptr) {
+                                    tokens->restore(detail::read_token(*record->token()),
+                                                    std::chrono::system_clock::now());
                                 }
                                 break;
                             default:

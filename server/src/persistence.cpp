@@ -13,11 +13,13 @@ double ms_since(persistence::clock::time_point start) {
 }  // namespace
 
 persistence::persistence(const server_config& config, std::string game,
-                         const protocol::component_registry& types, server_metrics& metrics)
+                         const protocol::component_registry& types, server_metrics& metrics,
+                         replay_cache& tokens)
     : config_{config},
       game_{std::move(game)},
       types_{types},
       metrics_{metrics},
+      tokens_{tokens},
       dir_{config.state_dir} {
     if (config_.keep_checkpoints == 0) {
         throw std::invalid_argument("--keep-checkpoints must be at least 1");
@@ -68,6 +70,10 @@ std::optional<restore_summary> persistence::restore(ecs::World& world, owner_reg
             owners.restore(owner);
         }
         owners.set_next_id(image.next_owner);
+        const auto now = std::chrono::system_clock::now();
+        for (const replay_cache::entry& token : image.tokens) {
+            tokens_.restore(token, now);
+        }
         base = image.tick;
         values = report.values;
         summary.checkpoint = loaded->from.path.filename().string();
@@ -85,7 +91,7 @@ std::optional<restore_summary> persistence::restore(ecs::World& world, owner_reg
         if (segment.tick < base) {
             continue;  // the checkpoint holds it
         }
-        replay_journal(segment.path, base, world, types_, owners, summary.journal);
+        replay_journal(segment.path, base, world, types_, owners, summary.journal, &tokens_);
         ++segments;
     }
     for (const std::string& torn : summary.journal.torn) {
@@ -95,10 +101,18 @@ std::optional<restore_summary> persistence::restore(ecs::World& world, owner_reg
         spdlog::warn("{} journal rows named an entity older than its slot and were skipped",
                      summary.journal.skipped);
     }
-    if (!loaded && segments == 0) {
+    if (!loaded && summary.journal.batches == 0) {
+        // Nothing was ever acknowledged: segments holding only their header (a server killed
+        // before its first batch) are not a world. A new one starts; its start-up checkpoint
+        // comes first, and its segment replaces the old one.
         return std::nullopt;
     }
-    replayed_ = summary.journal.batches > 0;
+    if (!loaded) {
+        spdlog::warn("the journal in {} has {} batches but no checkpoint precedes it (an "
+                     "ecsnet older than the start-up checkpoint wrote it): replayed onto an "
+                     "empty world, without the entities the game made at its start",
+                     dir_.path().string(), summary.journal.batches);
+    }
     summary.tick = std::max(base, summary.journal.last_tick);
     summary.entities = world.alive();
     summary.milliseconds = ms_since(started);
@@ -111,14 +125,14 @@ std::optional<restore_summary> persistence::restore(ecs::World& world, owner_reg
 }
 
 void persistence::start(const ecs::World& world, const owner_registry& owners, std::uint64_t tick) {
-    if (replayed_) {
-        // The next segment starts at `tick`: what the replayed ones hold must be in a
-        // checkpoint first.
+    {
+        // What setup() made or ended (a new world's entities, a restored one's top-ups) exists
+        // nowhere else, and after a replay the next segment starts at `tick`: the world as it
+        // starts is a checkpoint before anything else can happen to the process.
         const auto started = clock::now();
         world_image image = copy(world, owners, tick);
         if (!write(image, ms_since(started))) {
-            throw std::runtime_error("cannot write the checkpoint that follows the journal's replay "
-                                     "(see the error above)");
+            throw std::runtime_error("cannot write the start-up checkpoint (see the error above)");
         }
     }
     if (config_.journal) {
@@ -145,6 +159,7 @@ world_image persistence::copy(const ecs::World& world, const owner_registry& own
                         .count();
     image.owners = owners.save();
     image.next_owner = owners.next_id();
+    image.tokens = tokens_.save();
     return image;
 }
 
@@ -177,7 +192,7 @@ bool persistence::checkpoint(const ecs::World& world, const owner_registry& owne
     return true;
 }
 
-void persistence::final_checkpoint(const ecs::World& world, const owner_registry& owners,
+bool persistence::final_checkpoint(const ecs::World& world, const owner_registry& owners,
                                    std::uint64_t tick) {
     if (journal_) {
         journal_->flush();
@@ -192,7 +207,7 @@ void persistence::final_checkpoint(const ecs::World& world, const owner_registry
     metrics_.checkpoint_copied(copy_ms / 1000.0);
     // The journal's segment stays: after a restart, the restore starts from this checkpoint
     // and replays no segment older than it.
-    (void)write(image, copy_ms);
+    return write(image, copy_ms);
 }
 
 bool persistence::write(const world_image& image, double copy_ms) {

@@ -26,8 +26,24 @@ replay_cache::verdict replay_cache::check(const std::string& player, const std::
 void replay_cache::remember(const std::string& player, const std::string& jti,
                             time_point expires) {
     auto key = key_of(player, jti);
-    if (by_id_.emplace(key, expires).second) {
+    if (by_id_.emplace(key, remembered{player, jti, expires}).second) {
         by_expiry_.emplace(expires, std::move(key));
+    }
+}
+
+std::vector<replay_cache::entry> replay_cache::save() const {
+    std::vector<entry> out;
+    out.reserve(by_expiry_.size());
+    for (const auto& [expires, key] : by_expiry_) {
+        const remembered& r = by_id_.at(key);
+        out.push_back(entry{r.player, r.jti, r.expires});
+    }
+    return out;
+}
+
+void replay_cache::restore(const entry& token, time_point now) {
+    if (token.expires > now) {
+        remember(token.player, token.jti, token.expires);
     }
 }
 

@@ -78,6 +78,9 @@ int run(int argc, char** argv, const game& g) {
     }
 
     setup_logging(parsed.config.log_level, parsed.config.log_format_);
+    // Past a file-size limit (RLIMIT_FSIZE) a write then fails with EFBIG, which the journal
+    // and the checkpoints report, rather than the process being killed mid-write.
+    std::signal(SIGXFSZ, SIG_IGN);
     // A game's own page on its WebSocket port, when it was built beside the binary.
     if (!g.web_app.empty() && parsed.config.web_root.empty() && parsed.config.ws_port >= 0) {
         const std::filesystem::path page = default_web_dir(g.web_app);
@@ -159,10 +162,21 @@ int run(int argc, char** argv, const game& g) {
                 signals.async_wait(on_signal);
             };
         signals.async_wait(on_signal);
+        // A stop the service decides itself (the journal cannot be written) ends the process
+        // as a signal does: nothing may keep run() from returning.
+        service.on_stop = [&] {
+            signals.cancel();
+            drain_timer.cancel();
+        };
         io.run();  // returns once every client has been flushed or cut off
         spdlog::info("stopped after {} ticks", service.tick());
         if (agones) {
             (void)agones->shutdown(std::chrono::seconds{3});
+        }
+        if (!service.failure().empty()) {
+            // Supervisors (Kubernetes, systemd, compose) must see it.
+            spdlog::critical("exiting with status 1: {}", service.failure());
+            return 1;
         }
         return 0;
     } catch (const std::exception& e) {

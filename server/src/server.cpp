@@ -151,7 +151,8 @@ server::server(asio::io_context& io, server_config config, const game& g)
         throw std::invalid_argument("--journal needs --state-dir");
     }
     if (!config_.state_dir.empty()) {
-        persistence_.emplace(config_, g.name.empty() ? std::string{"ecsnet"} : g.name, types_, metrics_);
+        persistence_.emplace(config_, g.name.empty() ? std::string{"ecsnet"} : g.name, types_,
+                             metrics_, admitted_tokens_);
         restoring_ = true;
         restored_ = persistence_->restore(*world_, owners_);
         restoring_ = false;
@@ -250,22 +251,42 @@ void server::stop() {
     stats_timer_.cancel();
     publish_health();
     spdlog::info("shutting down: {} clients, tick {}", active_, tick_);
-    if (persistence_) {
-        // What the last commands change belongs to a tick after the last checkpoint's.
-        ++tick_;
+    if (failure_.empty()) {
+        if (persistence_) {
+            // What the last commands change belongs to a tick after the last checkpoint's.
+            ++tick_;
+        }
+        // Commands received since the last tick are applied and answered: replies are owed.
+        apply_pending_commands();
+        commit_journal();
     }
-    // Commands received since the last tick are applied and answered: replies are owed.
-    apply_pending_commands();
-    if (persistence_) {
-        persistence_->final_checkpoint(*world_, owners_, tick_);
+    if (persistence_ && !persistence_->final_checkpoint(*world_, owners_, tick_) &&
+        failure_.empty()) {
+        failure_ = "the final checkpoint could not be written (see the error above)";
     }
     std::vector<std::shared_ptr<session>> all;
     for (const auto& [id, s] : sessions_) {
         all.push_back(s);
     }
     for (const auto& s : all) {
-        s->disconnect("shutting down", disconnect_reason::shutdown);
+        if (failure_.empty()) {
+            s->disconnect("shutting down", disconnect_reason::shutdown);
+        } else {
+            s->disconnect_withholding_results(failure_, disconnect_reason::shutdown);
+        }
     }
+    if (on_stop) {
+        on_stop();
+    }
+}
+
+void server::fail(std::string reason) {
+    if (!failure_.empty()) {
+        return;  // the first failure is the one to report (each later batch fails the same)
+    }
+    failure_ = std::move(reason);
+    spdlog::critical("{}: shutting down", failure_);
+    stop();
 }
 
 void server::drain() {
@@ -621,7 +642,7 @@ std::optional<server::refusal> server::admit_observer(session& s, const protocol
             return refusal{refusal_reason::identity, std::move(*refused)};
         }
         if (token) {
-            admitted_tokens_.remember(token->player, token->jti, token->expires);
+            remember_token(*token);
         }
         owner = welcome.client_id;
         owners_.connected(owner);
@@ -702,7 +723,7 @@ std::optional<server::refusal> server::admit(session& s, const protocol::hello& 
         give_up_seat(*seated[i]);
     }
     if (token) {
-        admitted_tokens_.remember(token->player, token->jti, token->expires);
+        remember_token(*token);
     }
     s.set_owner_id(owner);
     s.set_joined_as(hello.client_name, tick_);
@@ -736,15 +757,17 @@ std::optional<server::refusal> server::admit(session& s, const protocol::hello& 
 
 void server::queue_command(const std::shared_ptr<session>& s, protocol::client_message message) {
     pending_.push_back(pending_command{s, s->owner_id(), std::move(message)});
-    if (!running_) {
+    if (!running_ && failure_.empty()) {
         apply_pending_commands();  // stopped: no tick will come, and the session waits
+        commit_journal();
     }
 }
 
 void server::queue_result(const std::shared_ptr<session>& s, protocol::command_result result) {
     pending_.push_back(pending_command{s, s->owner_id(), std::move(result)});
-    if (!running_) {
+    if (!running_ && failure_.empty()) {
         apply_pending_commands();
+        commit_journal();
     }
 }
 
@@ -937,7 +960,7 @@ void server::apply_pending_commands() {
     std::vector<pending_command> commands;
     commands.swap(pending_);
     journal_writer* journal = persistence_ ? persistence_->journal() : nullptr;
-    std::vector<std::pair<std::weak_ptr<session>, protocol::command_result>> held;
+    held_results& held = held_results_;
     for (auto& command : commands) {
         const auto s = command.from.lock();
         if (s == nullptr || !s->awaits_results()) {
@@ -973,9 +996,49 @@ void server::apply_pending_commands() {
             s->send_result(result);
         }
     }
-    if (journal != nullptr && !held.empty()) {
-        send_when_durable(*journal, std::move(held));
+}
+
+void server::remember_token(const connect_token_claims& token) {
+    admitted_tokens_.remember(token.player, token.jti, token.expires);
+    // Kept with the world: a restart must not admit it again (docs/PERSISTENCE.md).
+    if (journal_writer* journal = persistence_ ? persistence_->journal() : nullptr) {
+        journal->token(replay_cache::entry{token.player, token.jti, token.expires});
     }
+}
+
+void server::journal_structure(journal_writer& journal, const ecs::World::change_set_type& changes) {
+    // Destroys first: an index a system freed may be handed out again in the same tick.
+    std::unordered_map<std::uint64_t, bool> last_is_row;
+    const auto key = [](ecs::Entity e) {
+        return (std::uint64_t{e.index()} << 32U) | std::uint64_t{e.version()};
+    };
+    for (const auto& [e, row] : journal.recorded()) {
+        last_is_row[key(e)] = row;
+    }
+    for (const auto& [k, row] : last_is_row) {
+        const ecs::Entity e{static_cast<std::uint32_t>(k >> 32U), static_cast<std::uint32_t>(k)};
+        if (row && !world_->valid(e)) {
+            journal.destroyed(e);  // a command's entity that a system ended in the same tick
+        }
+    }
+    for (const ecs::Entity e : changes.destroyed) {
+        if (!last_is_row.contains(key(e))) {
+            journal.destroyed(e);
+        }
+    }
+    for (const ecs::Entity e : changes.created) {
+        if (!last_is_row.contains(key(e)) && world_->valid(e)) {
+            journal.row(*world_, e);
+        }
+    }
+}
+
+void server::commit_journal() {
+    journal_writer* journal = persistence_ ? persistence_->journal() : nullptr;
+    if (journal == nullptr || (held_results_.empty() && journal->pending_records() == 0)) {
+        return;
+    }
+    send_when_durable(*journal, std::exchange(held_results_, {}));
 }
 
 void server::record_in_journal(journal_writer& journal, const protocol::client_message& message,
@@ -1012,10 +1075,11 @@ void server::send_when_durable(
             if (!error.empty()) {
                 // Acknowledging would be a lie: nothing is sent, and the server stops (as a
                 // database does when it cannot make its log durable).
-                spdlog::critical("the journal cannot be written ({}): {} replies withheld; "
-                                 "shutting down",
-                                 error, results.size());
-                stop();
+                if (failure_.empty()) {
+                    spdlog::error("{} replies withheld: their commands are not durable",
+                                  results.size());
+                }
+                fail("the journal cannot be written: " + error);
                 return;
             }
             for (const auto& [weak, result] : results) {
@@ -1120,6 +1184,10 @@ void server::run_tick() {
 
     world_->take_changes(changes_);
     const ecs::World::change_set_type& changes = changes_;
+    if (journal_writer* journal = persistence_ ? persistence_->journal() : nullptr) {
+        journal_structure(*journal, changes);
+        commit_journal();
+    }
     // The interest policy follows every change, watched or not: a client joining later sees
     // the world as it is.
     interest_.update(*world_, changes);

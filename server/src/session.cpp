@@ -132,6 +132,16 @@ void session::disconnect(std::string reason, disconnect_reason why) {
     });
 }
 
+void session::disconnect_withholding_results(std::string reason, disconnect_reason why) {
+    on_io_thread([reason = std::move(reason), why](session& s) mutable {
+        s.awaiting_results_ = 0;
+        if (s.phase_ == phase::finishing) {
+            s.phase_ = phase::joined;  // end() acts on a live session only
+        }
+        s.end(std::move(reason), why);
+    });
+}
+
 void session::close_now(std::string reason, disconnect_reason why) {
     on_io_thread([reason = std::move(reason), why](session& s) mutable {
         s.close(std::move(reason), why);

@@ -189,7 +189,8 @@ void check_column(const image_column& column) {
 // Roughly the payload's size, so the builder grows (and copies) at most once or twice.
 std::size_t expected_payload_bytes(const world_image& image) {
     std::size_t bytes = 1024 + image.game.size() + image.entities.versions.size() * 5 +
-                        image.entities.free.size() * 4 + image.owners.size() * 96;
+                        image.entities.free.size() * 4 + image.owners.size() * 96 +
+                        image.tokens.size() * 128;
     for (const image_column& c : image.columns) {
         bytes += 256 + c.indices.size() * 4 + c.values.size();
         for (const std::string& t : c.texts) {
@@ -360,6 +361,11 @@ world_image decode_payload(const state::Checkpoint& root) {
         }
     }
     image.next_owner = root.next_owner();
+    if (root.tokens() != nullptr) {
+        for (const state::AdmittedToken* t : *root.tokens()) {
+            image.tokens.push_back(detail::read_token(*t));
+        }
+    }
     return image;
 }
 
@@ -413,10 +419,16 @@ std::vector<std::uint8_t> encode_checkpoint(const world_image& image) {
         owners.push_back(state::CreateStoredOwner(fbb, o.id, player, digest));
     }
 
+    std::vector<flatbuffers::Offset<state::AdmittedToken>> tokens;
+    tokens.reserve(image.tokens.size());
+    for (const replay_cache::entry& t : image.tokens) {
+        tokens.push_back(detail::write_token(fbb, t));
+    }
+
     const auto root = state::CreateCheckpoint(
         fbb, checkpoint_format, image.tick, image.unix_ms, fbb.CreateString(image.game),
         versions, alive, free, fbb.CreateVector(types), fbb.CreateVector(columns),
-        fbb.CreateVector(owners), image.next_owner);
+        fbb.CreateVector(owners), image.next_owner, fbb.CreateVector(tokens));
     state::FinishCheckpointBuffer(fbb, root);
 
     const std::span<const std::uint8_t> payload{fbb.GetBufferPointer(), fbb.GetSize()};

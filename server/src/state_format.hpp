@@ -12,6 +12,7 @@
 
 #include "ecsnet/protocol/stored.hpp"
 #include "ecsnet/server/owners.hpp"
+#include "ecsnet/server/replay_cache.hpp"
 #include "ecsnet/wire/state_generated.h"
 
 namespace ecsnet::server::detail {
@@ -76,6 +77,23 @@ inline stored_owner read_owner(const state::StoredOwner& table) {
         owner.has_key = true;
     }
     return owner;
+}
+
+inline flatbuffers::Offset<state::AdmittedToken> write_token(flatbuffers::FlatBufferBuilder& fbb,
+                                                             const replay_cache::entry& token) {
+    const auto player = fbb.CreateString(token.player);
+    const auto jti = fbb.CreateString(token.jti);
+    const auto expires = std::chrono::duration_cast<std::chrono::seconds>(
+                             token.expires.time_since_epoch())
+                             .count();
+    return state::CreateAdmittedToken(fbb, player, jti, expires);
+}
+
+inline replay_cache::entry read_token(const state::AdmittedToken& table) {
+    return replay_cache::entry{
+        table.player() == nullptr ? std::string{} : table.player()->str(),
+        table.jti() == nullptr ? std::string{} : table.jti()->str(),
+        replay_cache::time_point{std::chrono::seconds{table.expires_unix_s()}}};
 }
 
 }  // namespace ecsnet::server::detail

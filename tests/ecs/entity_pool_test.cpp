@@ -3,6 +3,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <set>
@@ -587,6 +588,49 @@ TEST(EntityPoolPersistence, ReviveAFreeSlotTakesItOffTheQueue) {
     EXPECT_EQ(pool.create(), (Entity{0, 2}));
     EXPECT_EQ(pool.create(), (Entity{5, 2}));
     EXPECT_EQ(pool.create(), (Entity{10, 1}));
+}
+
+TEST(EntityPoolPersistence, ARevivedIndexReleasedAgainIsQueuedOnceAtTheEnd) {
+    EntityPool pool = busy_pool(0);  // free: 2, 9, 0, 5 (each at version 2)
+    pool.revive(Entity{9, 2});
+    pool.revive(Entity{0, 2});
+    pool.release(Entity{9, 2});  // back at version 3, behind 5
+    EXPECT_EQ(pool.free_count(), 3U);
+    EXPECT_EQ(pool.retired(), 0U);
+    EXPECT_THAT(pool.save().free, ::testing::ElementsAre(2U, 5U, 9U));
+    EXPECT_EQ(pool.create(), (Entity{2, 2}));
+    EXPECT_EQ(pool.create(), (Entity{5, 2}));
+    EXPECT_EQ(pool.create(), (Entity{9, 3}));
+    EXPECT_EQ(pool.create(), (Entity{10, 1}));
+}
+
+// A journal replay revives every spawned row into a world with many free slots (issue 37):
+// 100k revives among 1M free slots. Each revive searched and erased the queue before, about
+// 10^11 steps (the test timed out); the queue is now settled once.
+TEST(EntityPoolPersistence, ReviveIsLinearInTheFreeList) {
+    constexpr std::uint32_t slots = 1'000'000;
+    constexpr std::uint32_t revived = 100'000;
+    EntityPool::state s;
+    s.versions.assign(slots, 2);
+    s.alive.assign(slots, 0);
+    for (std::uint32_t i = 0; i < slots; ++i) {
+        s.free.push_back(i);
+    }
+    EntityPool pool;
+    pool.restore(s);
+    // Every tenth index, from the back: the old search walked nearly the whole queue each time.
+    for (std::uint32_t k = 0; k < revived; ++k) {
+        pool.revive(Entity{slots - 1 - 10 * k, 2});
+    }
+    EXPECT_EQ(pool.alive(), revived);
+    EXPECT_EQ(pool.free_count(), slots - revived);
+    EXPECT_EQ(pool.retired(), 0U);
+    const EntityPool::state after = pool.save();
+    ASSERT_EQ(after.free.size(), slots - revived);
+    EXPECT_EQ(after.free.front(), 0U);
+    EXPECT_TRUE(std::is_sorted(after.free.begin(), after.free.end())) << "the order is kept";
+    EXPECT_TRUE(std::none_of(after.free.begin(), after.free.end(),
+                             [](std::uint32_t i) { return (slots - 1 - i) % 10 == 0; }));
 }
 
 TEST(EntityPoolPersistence, ReviveAtAnotherVersionThanTheSlotHolds) {

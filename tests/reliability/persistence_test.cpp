@@ -92,12 +92,13 @@ std::uint64_t test_seed() {
     return std::random_device{}();
 }
 
-// The demo game with no demo entities (the world holds what the players spawned), a reconnect
-// grace far longer than a test (restored owners keep their entities until they are back), and
+// The demo game with `demo_entities` of its own (made by setup(), moved and bounced by its
+// systems; none: the world holds what the players spawned), a reconnect grace far longer than a test (restored owners keep their entities until they are back), and
 // the state dir.
-std::unique_ptr<server> start(const temp_dir& dir, const std::vector<std::string>& extra) {
-    std::vector<std::string> args{"--state-dir", dir.str(), "--demo-entities", "0",
-                                  "--reconnect-grace", "600"};
+std::unique_ptr<server> start(const temp_dir& dir, const std::vector<std::string>& extra,
+                              std::size_t demo_entities = 0) {
+    std::vector<std::string> args{"--state-dir", dir.str(), "--demo-entities",
+                                  std::to_string(demo_entities), "--reconnect-grace", "600"};
     args.insert(args.end(), extra.begin(), extra.end());
     return std::make_unique<server>(args);
 }
@@ -549,19 +550,67 @@ private:
     std::size_t in_doubt_total_ = 0;
 };
 
-// Every entity of the world belongs to one of the players (no demo entities, nothing else
-// spawns).
+// What the server and its systems made, beside the players' commands (issue 37): the demo
+// entities setup() made in the first life, and entities the lifetime system ended.
+struct server_made {
+    std::set<Entity> startup;          // owner 0, from the first life: exactly these, always
+    std::set<std::uint32_t> reapers;   // owners of the Lifetime entities below
+    std::set<Entity> expired;          // ended by the lifetime system, and durable: never again
+};
+
+// Every entity of the world belongs to one of the players, or is one of the start-up
+// entities, or a reaper's; the start-up ones are all there; no expired one came back.
 void check_owners(const world_view& world, const std::vector<player>& players,
-                  std::vector<std::string>& failures) {
-    std::set<std::uint32_t> owners;
+                  const server_made& made, std::vector<std::string>& failures) {
+    std::set<std::uint32_t> owners{made.reapers.begin(), made.reapers.end()};
     for (const player& p : players) {
         owners.insert(p.owner());
     }
+    std::set<Entity> startup;
     for (const auto& [e, o] : world.entities) {
-        if (!owners.contains(o.owner)) {
+        if (o.owner == 0) {
+            startup.insert(e);
+        } else if (!owners.contains(o.owner)) {
             failures.push_back("entity " + str(e) + " (" + describe(o) + ") belongs to no player");
         }
     }
+    if (startup != made.startup) {
+        failures.push_back(std::to_string(startup.size()) + " server-owned entities, not the " +
+                           std::to_string(made.startup.size()) + " that setup() made");
+    }
+    for (const Entity e : made.expired) {
+        if (world.contains(e)) {
+            failures.push_back("entity " + str(e) + " ended by the lifetime system is alive again");
+        }
+    }
+}
+
+// A connection of its own spawns an entity with a Lifetime of 3 ticks and waits for the
+// demo's lifetime system to end it; a refused command after it is answered only once the
+// batches before it are durable, so the system's destroy is on disk when this returns.
+void expire_one(std::uint16_t port, server_made& made) {
+    auto reaper = join(port, "persistence-reaper");
+    made.reapers.insert(reaper->welcome().client_id);
+    const std::uint32_t id = reaper->next_request_id();
+    const auto spawned = reaper->request(
+        protocol::spawn{id, protocol::component_set{}
+                                .set(Position{1.0F, 1.0F})
+                                .set(ecsnet::demo::Lifetime{3})},
+        id);
+    if (!spawned.ok) {
+        throw std::runtime_error("the reaper's spawn was refused: " + spawned.message);
+    }
+    const std::uint64_t after = reaper->mirror().tick() + 6;
+    if (!reaper->poll_until([&] {
+            return reaper->mirror().tick() >= after && !reaper->mirror().contains(spawned.entity);
+        }, 5s)) {
+        throw std::runtime_error("the lifetime system did not end " + str(spawned.entity));
+    }
+    const std::uint32_t fence = reaper->next_request_id();
+    if (reaper->request(protocol::destroy{fence, spawned.entity}, fence).ok) {
+        throw std::runtime_error("an ended entity was destroyed again");
+    }
+    made.expired.insert(spawned.entity);
 }
 
 struct kill_loop {
@@ -574,6 +623,8 @@ struct kill_loop {
     std::size_t min_kills = 10;
     std::size_t max_kills = 12;
     std::chrono::seconds budget{60};  // past it, no kill beyond min_kills
+    std::size_t demo_entities = 12;   // the server's own, from setup()
+    bool expire = false;              // each life, an entity the lifetime system ends (journal)
 };
 
 // Runs the players against the server, kills it (SIGKILL) after a random delay, restarts it on
@@ -593,15 +644,22 @@ void run_kill_loop(const std::string& test, const kill_loop& loop) {
     std::size_t max_entities = 0;
     std::optional<clock_type::time_point> cutoff;  // of the last kill
     std::vector<std::chrono::milliseconds> delays;
+    server_made made;
     for (;;) {
-        auto s = start(dir, loop.server_args);
+        auto s = start(dir, loop.server_args, loop.demo_entities);
+        if (!cutoff) {
+            for (const auto& [e, o] : observe(s->port()).entities) {
+                made.startup.insert(e);
+            }
+            ASSERT_EQ(made.startup.size(), loop.demo_entities) << last_lines(s->log());
+        }
         if (cutoff) {
             const world_view world = observe(s->port());
             std::vector<std::string> failures;
             for (const player& p : players) {
                 p.check(world, *cutoff, failures);
             }
-            check_owners(world, players, failures);
+            check_owners(world, players, made, failures);
             if (!failures.empty()) {
                 std::string text;
                 for (const std::string& f : failures) {
@@ -637,6 +695,9 @@ void run_kill_loop(const std::string& test, const kill_loop& loop) {
                 // Its last one: the player itself destroys its first one in prove_ownership.
                 players[i].prove_ownership(next.size() > 1 ? std::optional{next.rbegin()->first}
                                                            : std::nullopt);
+            }
+            if (loop.expire) {
+                expire_one(s->port(), made);
             }
             delays.push_back(delay);
             const auto kill_at = clock_type::now() + delay;
@@ -682,6 +743,8 @@ void run_kill_loop(const std::string& test, const kill_loop& loop) {
         .add("acknowledged", acked)
         .add("unanswered_at_kill", in_doubt)
         .add("largest_world", max_entities)
+        .add("startup_entities", made.startup.size())
+        .add("expired_by_a_system", made.expired.size())
         .print();
 }
 
@@ -693,7 +756,8 @@ TEST(Persistence, JournalLosesNothingAcknowledged) {
                    .max_delay = 2600ms,  // across the 2 s checkpoints
                    .min_kills = 10,
                    .max_kills = 12,
-                   .budget = 60s});
+                   .budget = 60s,
+                   .expire = true});
 }
 
 // Checkpoints every second and no journal: what was acknowledged more than 2 s before the kill

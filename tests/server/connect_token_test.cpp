@@ -180,6 +180,33 @@ TEST(ConnectToken, BadSignaturesAreRefused) {
     EXPECT_EQ(refusal(verify_connect_token(pasted, hs(), "eu-1", before)), why);
 }
 
+// Issue 37: cpp-jwt compared the base64 text of the MACs with an early exit, so the time to
+// refuse leaked how much of a forged signature was right. The comparison is now over the raw
+// 32 bytes with CRYPTO_memcmp; what can be checked here is that it decides exactly: the right
+// MAC matches, and a MAC wrong in any one byte (first, middle, last), cut short, grown or
+// empty does not, whatever its text.
+TEST(ConnectToken, HS256SignaturesAreComparedAsWholeRawMacs) {
+    using ecsnet::server::detail::hs256_signature_matches;
+    const std::string input = b64url(hs_header) + "." + b64url(good_claims);
+    std::array<unsigned char, 32> mac{};
+    unsigned int length = 0;
+    HMAC(EVP_sha256(), secret.data(), static_cast<int>(secret.size()),
+         reinterpret_cast<const unsigned char*>(input.data()), input.size(), mac.data(), &length);
+    ASSERT_EQ(length, 32U);
+    const std::string raw{reinterpret_cast<const char*>(mac.data()), mac.size()};
+    EXPECT_TRUE(hs256_signature_matches(secret, input, b64url(raw)));
+    for (const std::size_t at : {std::size_t{0}, std::size_t{15}, std::size_t{31}}) {
+        std::string wrong = raw;
+        wrong[at] = static_cast<char>(wrong[at] ^ 0x01);
+        EXPECT_FALSE(hs256_signature_matches(secret, input, b64url(wrong))) << "byte " << at;
+    }
+    EXPECT_FALSE(hs256_signature_matches(secret, input, b64url(raw.substr(0, 31))));
+    EXPECT_FALSE(hs256_signature_matches(secret, input, b64url(raw + "x")));
+    EXPECT_FALSE(hs256_signature_matches(secret, input, ""));
+    EXPECT_FALSE(hs256_signature_matches("another secret", input, b64url(raw)));
+    EXPECT_FALSE(hs256_signature_matches(secret, input + "x", b64url(raw)));
+}
+
 TEST(ConnectToken, EveryAlteredCharacterIsRefused) {
     for (const auto& [token, verifier] :
          {std::pair{std::string{known_hs256}, hs()}, std::pair{std::string{known_es256}, es()}}) {

@@ -7,9 +7,13 @@
 #include <gtest/gtest.h>
 #include <spdlog/spdlog.h>
 #include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/post.hpp>
 
+#include <sys/resource.h>
+
 #include <chrono>
+#include <csignal>
 #include <cstdint>
 #include <filesystem>
 #include <future>
@@ -17,6 +21,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -27,6 +32,8 @@
 #include "ecsnet/demo/components.hpp"
 #include "ecsnet/demo/game.hpp"
 #include "ecsnet/protocol/components.hpp"
+#include "ecsnet/server/connect_token.hpp"
+#include "ecsnet/server/run.hpp"
 #include "ecsnet/server/server.hpp"
 #include "state_image.hpp"
 
@@ -51,9 +58,10 @@ using namespace std::chrono_literals;
 // graceful shutdown (the last commands, the final checkpoint) runs.
 class running_server {
 public:
-    explicit running_server(server_config config) {
+    explicit running_server(server_config config,
+                            const ecsnet::server::game& g = ecsnet::demo::game()) {
         spdlog::set_level(spdlog::level::warn);
-        server_.emplace(io_, std::move(config), ecsnet::demo::game());
+        server_.emplace(io_, std::move(config), g);
         std::promise<std::uint16_t> port;
         auto port_future = port.get_future();
         thread_ = std::thread([this, port = std::move(port)]() mutable {
@@ -65,6 +73,7 @@ public:
                 return;
             }
             io_.run();
+            ended_.set_value();
         });
         try {
             port_ = port_future.get();
@@ -78,6 +87,18 @@ public:
     ~running_server() { stop(); }
 
     [[nodiscard]] std::uint16_t port() const noexcept { return port_; }
+
+    // Whether io_context::run() returned by itself (the server stopped on its own) within
+    // `timeout`; then the server's failure(), read after its thread is done.
+    std::optional<std::string> ended_within(std::chrono::milliseconds timeout) {
+        if (ended_future_.wait_for(timeout) != std::future_status::ready) {
+            return std::nullopt;
+        }
+        thread_.join();
+        std::string failure = server_->failure();
+        server_.reset();
+        return failure;
+    }
 
     template <typename F>
     auto call(F f) -> std::invoke_result_t<F&, ecsnet::server::server&> {
@@ -117,6 +138,8 @@ private:
     std::optional<ecsnet::server::server> server_;
     std::thread thread_;
     std::uint16_t port_{0};
+    std::promise<void> ended_;
+    std::future<void> ended_future_{ended_.get_future()};
 };
 
 server_config config_for(const fs::path& dir, bool journal) {
@@ -231,7 +254,8 @@ TEST(ServerPersistence, AStoppedServerComesBackWithTheSameWorldAndOwners) {
         tick_before = first.call([](ecsnet::server::server& s) { return s.tick(); });
         first.stop();
     }
-    ASSERT_EQ(files_like(dir.path(), "checkpoint-").size(), 1U) << "the final checkpoint";
+    ASSERT_EQ(files_like(dir.path(), "checkpoint-").size(), 2U)
+        << "the new world's start-up checkpoint and the final one";
 
     running_server second{config_for(dir.path(), false)};
     const auto restored = second.call([](ecsnet::server::server& s) { return s.restored(); });
@@ -296,8 +320,9 @@ TEST(ServerPersistence, WithTheJournalAnAcknowledgedCommandSurvivesACrash) {
         ASSERT_EQ(acknowledged.size(), 2U);
         first.crash();
     }
-    EXPECT_TRUE(files_like(dir.path(), "checkpoint-").empty()) << "a crash writes no checkpoint";
-    EXPECT_TRUE(files_like(at_ack.path(), "checkpoint-").empty());
+    EXPECT_EQ(files_like(dir.path(), "checkpoint-").size(), 1U)
+        << "the start-up checkpoint only: a crash writes none";
+    EXPECT_EQ(files_like(at_ack.path(), "checkpoint-").size(), 1U);
     EXPECT_EQ(files_like(at_ack.path(), "journal-").size(), 1U);
 
     for (const fs::path* state : {&at_ack.path(), &dir.path()}) {
@@ -330,10 +355,298 @@ TEST(ServerPersistence, WithoutTheJournalACrashLosesWhatFollowedTheLastCheckpoin
         ASSERT_TRUE(spawn(*alice, Position{}, Health{1}).ok);
         first.crash();
     }
-    EXPECT_TRUE(files_like(dir.path(), "checkpoint-").empty());
+    EXPECT_EQ(files_like(dir.path(), "checkpoint-").size(), 1U) << "the start-up checkpoint";
     running_server second{config_for(dir.path(), false)};
-    EXPECT_FALSE(second.call([](ecsnet::server::server& s) { return s.restored().has_value(); }));
+    EXPECT_TRUE(second.call([](ecsnet::server::server& s) { return s.restored().has_value(); }))
+        << "the world that started, empty";
     EXPECT_TRUE(world_of(second).empty());
+}
+
+// Issue 37: the game's start-up entities were in no checkpoint until the first periodic one,
+// and a header-only journal made the restart "restored", so setup() skipped its spawns: a
+// kill before the first checkpoint left 0 entities (with the journal) or a world that was not
+// the one that ran (without it).
+class StartUpWorld : public ::testing::TestWithParam<bool> {};
+
+TEST_P(StartUpWorld, AKillBeforeTheFirstCheckpointKeepsTheStartUpWorld) {
+    const bool journal = GetParam();
+    temp_dir dir;
+    server_config config = config_for(dir.path(), journal);
+    config.demo_entities = 12;
+    std::set<Entity> started;
+    {
+        running_server first{config};
+        for (const auto& [e, k] : world_of(first)) {
+            started.insert(e);
+        }
+        ASSERT_EQ(started.size(), 12U);
+        first.crash();
+    }
+    for (int life = 0; life < 2; ++life) {
+        SCOPED_TRACE("life " + std::to_string(life + 2));
+        running_server next{config};
+        const auto restored = next.call([](ecsnet::server::server& s) { return s.restored(); });
+        ASSERT_TRUE(restored.has_value()) << "the world that ran, not a new one";
+        EXPECT_THAT(restored->checkpoint, HasSubstr("checkpoint-"));
+        std::set<Entity> now;
+        for (const auto& [e, k] : world_of(next)) {
+            now.insert(e);
+        }
+        EXPECT_EQ(now, started) << "the same ids, not spawned again, not lost";
+        next.crash();  // and again: the next restart still finds them
+    }
+}
+
+INSTANTIATE_TEST_SUITE_P(ServerPersistence, StartUpWorld, ::testing::Bool(),
+                         [](const auto& info) { return info.param ? "Journal" : "NoJournal"; });
+
+// The demo game plus a system that makes an entity every tick until it has made `count`:
+// structural changes that no command made.
+ecsnet::server::game spawning_game(std::shared_ptr<int> count) {
+    ecsnet::server::game g = ecsnet::demo::game();
+    g.setup = [setup = g.setup, count](ecsnet::server::server& s) {
+        setup(s);
+        s.scheduler().add("spawner", ecsnet::ecs::component_access{}.writes<Position, Health>(),
+                          [count](ecsnet::ecs::SystemContext& ctx) {
+                              if (*count > 0) {
+                                  --*count;
+                                  const auto e = ctx.commands.create();
+                                  ctx.commands.emplace<Position>(e, 3.0F, 4.0F);
+                                  ctx.commands.emplace<Health>(e, 77);
+                              }
+                          });
+    };
+    return g;
+}
+
+TEST(ServerPersistence, WithTheJournalWhatSystemsMadeAndEndedSurvivesACrash) {
+    temp_dir dir;
+    std::map<Entity, kept> before;
+    Entity expired;
+    {
+        running_server first{config_for(dir.path(), true), spawning_game(std::make_shared<int>(5))};
+        auto alice = join(first.port());
+        // A command's entity that the demo's lifetime system ends three ticks later.
+        const std::uint32_t id = alice->next_request_id();
+        const auto r = alice->request(
+            protocol::spawn{id, component_set{}.set(Position{}).set(ecsnet::demo::Lifetime{3})}, id);
+        ASSERT_TRUE(r.ok) << r.message;
+        expired = r.entity;
+        const auto deadline = std::chrono::steady_clock::now() + 5s;
+        std::size_t made = 0;
+        while (std::chrono::steady_clock::now() < deadline) {
+            before = world_of(first);
+            made = 0;
+            for (const auto& [e, k] : before) {
+                made += k.health.value == 77 ? 1 : 0;
+            }
+            if (made == 5 && !before.contains(expired)) {
+                break;
+            }
+            std::this_thread::sleep_for(20ms);
+        }
+        ASSERT_EQ(made, 5U);
+        ASSERT_FALSE(before.contains(expired));
+        // Acknowledged: its batch is durable, and the batches of the ticks before it.
+        const auto last = spawn(*alice, Position{9.0F, 9.0F}, Health{5});
+        ASSERT_TRUE(last.ok) << last.message;
+        before = world_of(first);
+        first.crash();
+    }
+    running_server second{config_for(dir.path(), true), spawning_game(std::make_shared<int>(0))};
+    const auto after = world_of(second);
+    std::set<Entity> ids_before;
+    std::set<Entity> ids_after;
+    for (const auto& [e, k] : before) {
+        ids_before.insert(e);
+    }
+    for (const auto& [e, k] : after) {
+        ids_after.insert(e);
+        if (k.health.value == 77) {
+            EXPECT_EQ(k.position.x, 3.0F) << "a system's entity comes back with its values";
+        }
+    }
+    EXPECT_EQ(ids_after, ids_before) << "the system's 5 entities back, the expired one not";
+    EXPECT_FALSE(after.contains(expired));
+}
+
+// No file of this process may grow past `bytes` while it lives: a write past it fails with
+// EFBIG (SIGXFSZ ignored), as a write to a full file system fails with ENOSPC.
+class full_disk {
+public:
+    explicit full_disk(std::uintmax_t bytes) : old_handler_{std::signal(SIGXFSZ, SIG_IGN)} {
+        if (::getrlimit(RLIMIT_FSIZE, &saved_) != 0) {
+            throw std::runtime_error("getrlimit failed");
+        }
+        rlimit full = saved_;
+        full.rlim_cur = static_cast<rlim_t>(bytes);
+        if (::setrlimit(RLIMIT_FSIZE, &full) != 0) {
+            throw std::runtime_error("setrlimit failed");
+        }
+    }
+    full_disk(const full_disk&) = delete;
+    full_disk& operator=(const full_disk&) = delete;
+    ~full_disk() {
+        ::setrlimit(RLIMIT_FSIZE, &saved_);
+        std::signal(SIGXFSZ, old_handler_);
+    }
+
+private:
+    void (*old_handler_)(int);
+    rlimit saved_{};
+};
+
+// Issue 37: a replayed connect token was refused within one process life, but admitted again
+// after a restart of a persistent world (and could then act as the player). Admitted token ids
+// are kept with the world, in the checkpoint and the journal, until they expire.
+class TokensAfterARestart : public ::testing::TestWithParam<bool> {};
+
+TEST_P(TokensAfterARestart, AnAdmittedTokenIsRefusedAfterARestart) {
+    const bool crash = GetParam();  // crash: the journal has it; stop: the final checkpoint
+    temp_dir dir;
+    server_config config = config_for(dir.path(), true);
+    const std::string secret = "a-signing-secret-of-32-bytes....";
+    config.token_secret = secret;
+    config.world_id = "eu-1";
+    const auto token = [&](const std::string& jti) {
+        return ecsnet::server::issue_connect_token(
+            {"alice", "eu-1", jti, std::chrono::system_clock::now() + 1h, std::nullopt},
+            ecsnet::server::token_algorithm::hs256, secret);
+    };
+    const auto join_with = [](std::uint16_t port, const std::string& t) {
+        connect_options options;
+        options.port = port;
+        options.name = "alice";
+        options.timeout = 10s;
+        options.connect_token = t;
+        return std::make_unique<connection>(options);
+    };
+    const std::string used = token("jti-used-once");
+    {
+        running_server first{config};
+        auto alice = join_with(first.port(), used);
+        ASSERT_TRUE(spawn(*alice, Position{}, Health{1}).ok) << "acknowledged: its batch, "
+                                                                "the token's too, is durable";
+        if (crash) {
+            first.crash();
+        } else {
+            alice.reset();
+            first.stop();
+        }
+    }
+    running_server second{config};
+    try {
+        auto replayer = join_with(second.port(), used);
+        ADD_FAILURE() << "a token admitted before the restart admits again";
+    } catch (const std::exception& e) {
+        EXPECT_THAT(e.what(), HasSubstr("connect token already used"));
+    }
+    EXPECT_EQ(world_of(second).size(), 1U) << "the player's entity is untouched";
+    auto fresh = join_with(second.port(), token("jti-new"));
+    EXPECT_TRUE(fresh->is_open()) << "a new token of the same player admits";
+}
+
+INSTANTIATE_TEST_SUITE_P(ServerPersistence, TokensAfterARestart, ::testing::Bool(),
+                         [](const auto& info) { return info.param ? "Crash" : "Stop"; });
+
+// Issue 37: a journal that cannot be written said "shutting down" and then kept the process
+// alive forever, and the client owed replies heard nothing. Now: the SIGTERM path, a
+// Disconnect naming the reason at once, and io_context::run() returns with failure() set.
+// The disk is "full" through full_disk (RLIMIT_FSIZE).
+TEST(ServerPersistence, AJournalThatCannotBeWrittenStopsTheServerAndTellsTheClients) {
+    temp_dir dir;
+    running_server server{config_for(dir.path(), true)};
+    auto alice = join(server.port());
+    ASSERT_TRUE(spawn(*alice, Position{}, Health{1}).ok);
+    const auto journals = files_like(dir.path(), "journal-");
+    ASSERT_EQ(journals.size(), 1U);
+
+    std::optional<full_disk> full{std::in_place, fs::file_size(journals.front())};
+    for (int i = 0; i < 16; ++i) {
+        const std::uint32_t id = alice->next_request_id();
+        alice->send(protocol::spawn{id, component_set{}.set(Position{}).set(Health{i})});
+    }
+    const bool told = alice->poll_until([&] { return !alice->is_open(); }, 10s);
+    const auto failure = server.ended_within(10s);
+    full.reset();
+
+    ASSERT_TRUE(told) << "the client owed 16 replies heard nothing";
+    EXPECT_THAT(*alice->closed_reason(), HasSubstr("the journal cannot be written"));
+    EXPECT_THAT(*alice->closed_reason(), HasSubstr("File too large"));
+    ASSERT_TRUE(failure.has_value()) << "the server did not stop by itself";
+    EXPECT_THAT(*failure, HasSubstr("the journal cannot be written"));
+    for (std::uint32_t id = 2; id <= 17; ++id) {
+        EXPECT_FALSE(alice->take_result(id).has_value()) << "an unjournaled reply was sent";
+    }
+}
+
+// The same through run(), as the process runs: it must return (no signal needed) with exit
+// status 1, which is what Kubernetes, systemd or compose see.
+TEST(ServerRun, ExitsOneByItselfWhenTheJournalCannotBeWritten) {
+    temp_dir dir;
+    std::uint16_t port = 0;
+    {
+        boost::asio::io_context io;
+        boost::asio::ip::tcp::acceptor probe{
+            io, {boost::asio::ip::make_address("127.0.0.1"), 0}};
+        port = probe.local_endpoint().port();
+    }
+    std::vector<std::string> args{"ecsnet-server",  "--bind",      "127.0.0.1",
+                                  "--port",         std::to_string(port),
+                                  "--state-dir",    dir.path().string(),
+                                  "--journal",      "--log-level", "warn"};
+    std::vector<char*> argv;
+    for (std::string& a : args) {
+        argv.push_back(a.data());
+    }
+    auto exit_code = std::async(std::launch::async, [&] {
+        return ecsnet::server::run(static_cast<int>(argv.size()), argv.data(), ecsnet::demo::game());
+    });
+    std::unique_ptr<connection> alice;
+    for (int attempt = 0; attempt < 100 && alice == nullptr; ++attempt) {
+        try {
+            alice = join(port);
+        } catch (const std::exception&) {
+            std::this_thread::sleep_for(50ms);
+        }
+    }
+    ASSERT_NE(alice, nullptr) << "run() did not listen on " << port;
+    ASSERT_TRUE(spawn(*alice, Position{}, Health{1}).ok);
+    const auto journals = files_like(dir.path(), "journal-");
+    ASSERT_EQ(journals.size(), 1U);
+
+    std::optional<full_disk> full{std::in_place, fs::file_size(journals.front())};
+    for (int i = 0; i < 16; ++i) {
+        const std::uint32_t id = alice->next_request_id();
+        alice->send(protocol::spawn{id, component_set{}.set(Position{}).set(Health{i})});
+    }
+    const bool told = alice->poll_until([&] { return !alice->is_open(); }, 10s);
+    const bool returned = exit_code.wait_for(10s) == std::future_status::ready;
+    full.reset();
+    if (!returned) {
+        std::raise(SIGTERM);  // what a supervisor would have had to do; run() then returns
+    }
+    EXPECT_TRUE(told);
+    EXPECT_TRUE(returned) << "run() waited for a signal after the journal failed";
+    EXPECT_EQ(exit_code.get(), 1) << "a supervisor must see the failure";
+}
+
+TEST(ServerPersistence, AFinalCheckpointThatCannotBeWrittenIsAFailure) {
+    temp_dir dir;
+    const fs::path state = dir.path() / "state";
+    running_server server{config_for(state, false)};
+    auto alice = join(server.port());
+    ASSERT_TRUE(spawn(*alice, Position{}, Health{1}).ok);
+    fs::remove_all(state);  // the volume went away: the checkpoint's file cannot be made
+    server.call([](ecsnet::server::server& s) {
+        s.stop();
+        return 0;
+    });
+    const auto failure = server.ended_within(10s);
+    ASSERT_TRUE(failure.has_value());
+    EXPECT_THAT(*failure, HasSubstr("the final checkpoint could not be written"));
+    ASSERT_TRUE(alice->poll_until([&] { return !alice->is_open(); }, 5s));
+    EXPECT_THAT(*alice->closed_reason(), HasSubstr("the final checkpoint could not be written"));
 }
 
 }  // namespace

@@ -11,6 +11,7 @@
 #include <boost/asio/ip/tcp.hpp>
 
 #include <chrono>
+#include <filesystem>
 #include <fstream>
 #include <functional>
 #include <iostream>
@@ -316,6 +317,28 @@ TEST(ServerProcess, TokensWithoutAWorldIdWarnAtStartUp) {
     server_process development{local_with({})};
     ASSERT_TRUE(development.port().has_value()) << development.log();
     EXPECT_THAT(development.log(), testing::Not(HasSubstr("no --world-id")));
+}
+
+}  // namespace
+
+namespace {
+
+// Issue 37: a final checkpoint that failed on SIGTERM was logged, and the process exited 0
+// while the guarantees say "SIGTERM: nothing lost". A supervisor must see the failure.
+TEST(ServerProcess, SigtermExitsOneWhenTheFinalCheckpointCannotBeWritten) {
+    char pattern[] = "/tmp/ecsnet-process-state-XXXXXX";
+    ASSERT_NE(::mkdtemp(pattern), nullptr);
+    const std::string dir = std::string{pattern} + "/state";
+    server_process server{local_with({"--state-dir", dir, "--demo-entities", "5"})};
+    const auto port = server.port();
+    ASSERT_TRUE(port.has_value()) << server.log();
+    const auto alice = join(*port, "alice");
+    std::filesystem::remove_all(pattern);  // the volume went away
+    server.signal(SIGTERM);
+    ASSERT_TRUE(alice->poll_until([&] { return !alice->is_open(); }, 5s));
+    EXPECT_THAT(*alice->closed_reason(), HasSubstr("the final checkpoint could not be written"));
+    EXPECT_EQ(server.exit_code(10s), 1) << server.log();
+    EXPECT_THAT(server.log(), HasSubstr("exiting with status 1"));
 }
 
 }  // namespace

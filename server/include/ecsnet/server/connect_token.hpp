@@ -68,4 +68,12 @@ struct token_verifier {
 // "90", "90s", "15m", "1h", "7d" -> seconds; throws std::invalid_argument.
 [[nodiscard]] std::chrono::seconds parse_ttl(std::string_view text);
 
+namespace detail {
+// Whether `signature` (base64url, no padding) is the HMAC-SHA256 of `signed_part` under `key`.
+// The MACs are compared whole and in constant time (CRYPTO_memcmp): cpp-jwt compares their
+// base64 text with an early exit, which leaks how many leading characters matched.
+[[nodiscard]] bool hs256_signature_matches(std::string_view key, std::string_view signed_part,
+                                           std::string_view signature);
+}  // namespace detail
+
 }  // namespace ecsnet::server

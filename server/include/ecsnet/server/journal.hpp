@@ -10,11 +10,13 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "ecsnet/ecs/world.hpp"
 #include "ecsnet/protocol/registry.hpp"
 #include "ecsnet/server/owners.hpp"
+#include "ecsnet/server/replay_cache.hpp"
 
 namespace flatbuffers {
 class FlatBufferBuilder;
@@ -52,7 +54,12 @@ public:
     void row(const ecs::World& world, ecs::Entity e);
     void destroyed(ecs::Entity e);
     void owner(const stored_owner& owner);
+    void token(const replay_cache::entry& token);
     [[nodiscard]] std::size_t pending_records() const noexcept { return records_.size(); }
+    // The entities this tick's records name so far, in order; `second`: the record is a row.
+    [[nodiscard]] const std::vector<std::pair<ecs::Entity, bool>>& recorded() const noexcept {
+        return recorded_;
+    }
 
     // World thread: the records so far become the batch of `tick`. With none, nothing is
     // written, but `durable` still runs after every earlier batch.
@@ -80,6 +87,7 @@ private:
     std::string game_;
     std::unique_ptr<flatbuffers::FlatBufferBuilder> builder_;
     std::vector<std::uint32_t> records_;  // offsets in builder_
+    std::vector<std::pair<ecs::Entity, bool>> recorded_;
 
     std::mutex mutex_;
     std::condition_variable wake_;
@@ -103,12 +111,13 @@ struct replay_report {
     std::vector<std::string> torn;  // "journal-...log: torn tail at byte N (...)", per segment
 };
 
-// Applies the batches of `segment` with a tick above `after_tick` to the world and the owners,
-// in order; a torn or corrupt tail (a crash mid-write: never acknowledged) ends the segment
+// Applies the batches of `segment` with a tick above `after_tick` to the world, the owners
+// and (when given) the admitted connect tokens, in order; a torn or corrupt tail (a crash mid-write: never acknowledged) ends the segment
 // and is reported. Throws restore_error (world_image.hpp) when a stored type is incompatible
 // with the game's, std::runtime_error when the file cannot be read or is not a journal.
 void replay_journal(const std::filesystem::path& segment, std::uint64_t after_tick,
                     ecs::World& world, const protocol::component_registry& types,
-                    owner_registry& owners, replay_report& report);
+                    owner_registry& owners, replay_report& report,
+                    replay_cache* tokens = nullptr);
 
 }  // namespace ecsnet::server

@@ -35,8 +35,10 @@ public:
     using clock = std::chrono::steady_clock;
 
     // Opens and locks the state dir. Throws std::runtime_error (state_dir's messages).
+    // `tokens`: the admitted connect tokens, kept with the world and restored with it.
     persistence(const server_config& config, std::string game,
-                const protocol::component_registry& types, server_metrics& metrics);
+                const protocol::component_registry& types, server_metrics& metrics,
+                replay_cache& tokens);
     persistence(const persistence&) = delete;
     persistence& operator=(const persistence&) = delete;
     // Waits for a checkpoint being written and the journal's last batches.
@@ -47,9 +49,11 @@ public:
     // Empty when the dir holds nothing: a new world. Throws restore_error naming the type when
     // the game's types changed, std::runtime_error when checkpoints exist but none verifies.
     [[nodiscard]] std::optional<restore_summary> restore(ecs::World& world, owner_registry& owners);
-    // Once the game is set up, before the first tick: with --journal, opens the segment for
-    // the ticks after `tick`. When the restore replayed a journal, first writes a checkpoint
-    // of `tick` (the replayed segments are then not needed: each segment starts clean).
+    // Once the game is set up, before the first tick (and before the server listens): the
+    // world is first written as a checkpoint of `tick`, so that a kill at any moment after
+    // finds what setup() made on disk and each segment starts clean; then, with --journal,
+    // the segment for the ticks after `tick` is opened. Throws std::runtime_error when that
+    // checkpoint cannot be written.
     void start(const ecs::World& world, const owner_registry& owners, std::uint64_t tick);
 
     // The journal, with --journal (after start()).
@@ -61,8 +65,9 @@ public:
     // (counted, false) while the previous checkpoint is still being written.
     bool checkpoint(const ecs::World& world, const owner_registry& owners, std::uint64_t tick);
     // Shutdown: the journal's batches, then a last checkpoint, written before it returns.
-    // Logs (and counts) a failure rather than throwing.
-    void final_checkpoint(const ecs::World& world, const owner_registry& owners, std::uint64_t tick);
+    // Logs (and counts) a failure rather than throwing, and returns false.
+    [[nodiscard]] bool final_checkpoint(const ecs::World& world, const owner_registry& owners,
+                                        std::uint64_t tick);
 
 private:
     [[nodiscard]] world_image copy(const ecs::World& world, const owner_registry& owners,
@@ -75,9 +80,9 @@ private:
     std::string game_;
     const protocol::component_registry& types_;
     server_metrics& metrics_;
+    replay_cache& tokens_;
     state_dir dir_;
     std::unique_ptr<journal_writer> journal_;
-    bool replayed_{false};
     clock::time_point next_checkpoint_;
 
     std::mutex mutex_;

@@ -5,6 +5,7 @@
 #include <map>
 #include <string>
 #include <unordered_map>
+#include <vector>
 
 // The connect tokens a server has admitted, remembered until they expire, so that each admits
 // once (docs/SERVER.md, "Identity"). Bounded: at most `capacity` unexpired tokens. When full, a
@@ -25,6 +26,17 @@ public:
     // Remembers an admitted token until `expires`. Call after check() said fresh.
     void remember(const std::string& player, const std::string& jti, time_point expires);
 
+    // What a checkpoint keeps (--state-dir), so that a restart does not admit a token again.
+    struct entry {
+        std::string player;
+        std::string jti;
+        time_point expires;
+    };
+    [[nodiscard]] std::vector<entry> save() const;
+    // Remembers a saved token unless it has expired by `now`; past the capacity too (it was
+    // admitted: forgetting it would reopen its replay).
+    void restore(const entry& token, time_point now);
+
     [[nodiscard]] std::size_t size() const noexcept { return by_id_.size(); }
     [[nodiscard]] std::size_t capacity() const noexcept { return capacity_; }
 
@@ -33,7 +45,12 @@ private:
     void forget_expired(time_point now);
 
     std::size_t capacity_;
-    std::unordered_map<std::string, time_point> by_id_;
+    struct remembered {
+        std::string player;
+        std::string jti;
+        time_point expires;
+    };
+    std::unordered_map<std::string, remembered> by_id_;
     std::multimap<time_point, std::string> by_expiry_;
 };
 

@@ -176,6 +176,15 @@ public:
     // down", flush for at most the shutdown grace; io_context::run() then returns by itself
     // (once every session has closed). The destructor joins the I/O threads.
     void stop();
+    // stop() for a reason a supervisor must see (the journal cannot be written): every client
+    // gets Disconnect `reason` at once, replies it is still owed withheld; failure() names it,
+    // and run() exits 1. Any later failure of the stop itself (the final checkpoint) too.
+    void fail(std::string reason);
+    // Why the server stopped failing; empty while it runs and after a clean stop.
+    [[nodiscard]] const std::string& failure() const noexcept { return failure_; }
+    // Called once stop() has done its part, however it was reached (a signal, fail()): run()
+    // releases what keeps its io_context busy (the signal set) so that run() returns.
+    std::function<void()> on_stop;
     // The first step of a drain (SIGTERM with --drain-seconds): stop accepting (the listener
     // closes, health().draining turns true at once) but keep ticking and serving the clients
     // that are connected. stop() ends it.
@@ -397,9 +406,19 @@ private:
     // Journal writes end on the journal's thread; what they release is posted here, and must
     // not reach a server that is gone.
     std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
+    std::string failure_;
     // With --journal: the replies of this tick's commands wait until the journal has them.
+    using held_results = std::vector<std::pair<std::weak_ptr<session>, protocol::command_result>>;
+    held_results held_results_;
     void record_in_journal(journal_writer& journal, const protocol::client_message& message,
                            const protocol::command_result& result);
+    // What the tick's systems, hooks and despawns created or destroyed, beside its commands'
+    // records: a replay then gives back every entity and id (docs/PERSISTENCE.md).
+    void journal_structure(journal_writer& journal, const ecs::World::change_set_type& changes);
+    // The tick's batch: its records made durable, then its held replies sent.
+    void commit_journal();
+    // An admitted connect token: refused from now on, after a restart too.
+    void remember_token(const connect_token_claims& token);
     void send_when_durable(journal_writer& journal,
                            std::vector<std::pair<std::weak_ptr<session>, protocol::command_result>> results);
 

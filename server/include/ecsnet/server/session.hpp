@@ -71,6 +71,9 @@ public:
     void disconnect(std::string reason, disconnect_reason why);
     // Closes at once; `reason` is logged.
     void close_now(std::string reason, disconnect_reason why);
+    // As disconnect(), but the replies still owed will never come (the journal cannot make
+    // them durable): the session stops waiting for them and says goodbye at once.
+    void disconnect_withholding_results(std::string reason, disconnect_reason why);
     // The server's answer to Hello: refused with a reason, or joined; `read_only`: an
     // observer without an owner, whose commands are answered ReadOnly.
     void admitted(std::optional<std::string> refusal, bool read_only = false);

@@ -10,6 +10,7 @@
 #include "ecsnet/protocol/registry.hpp"
 #include "ecsnet/protocol/stored.hpp"
 #include "ecsnet/server/owners.hpp"
+#include "ecsnet/server/replay_cache.hpp"
 
 // A world copied out for a checkpoint: plain vectors, no game type, nothing shared with the
 // world, so a thread other than the world's can encode and write it while the world ticks on.
@@ -33,6 +34,7 @@ struct world_image {
     std::vector<image_column> columns;  // one per kept type, in the registry's order
     std::vector<stored_owner> owners;   // by id
     std::uint32_t next_owner{1};        // the owner registry's next id to try
+    std::vector<replay_cache::entry> tokens;  // admitted connect tokens, unexpired at capture
 
     [[nodiscard]] std::size_t alive() const noexcept;
 };

@@ -36,6 +36,7 @@ public:
         // Below the threshold we still recycle when no fresh index is left: the threshold is a
         // safety margin, and failing while indices wait would be a hidden limit.
         const bool fresh_left = slots_.size() <= static_cast<std::size_t>(Traits::max_index);
+        settle_free_list();
         if (free_count() != 0 && (free_count() > options_.min_free_indices || !fresh_left)) {
             const index_type index = pop_free();
             slot& s = slots_[index];
@@ -142,6 +143,7 @@ public:
             out.versions.push_back(s.version);
             out.alive.push_back(s.alive() ? 1 : 0);
         }
+        settle_free_list();
         out.free.assign(free_.begin() + static_cast<std::ptrdiff_t>(free_head_), free_.end());
         return out;
     }
@@ -198,6 +200,7 @@ public:
         slots_ = std::move(slots);
         free_ = std::move(free);
         free_head_ = 0;
+        free_unsettled_ = false;
         alive_ = alive;
         retired_ = retired;
     }
@@ -205,6 +208,8 @@ public:
     // Makes exactly `entity` alive again (a journal replay recreating an id the world handed
     // out): its slot, and any before it, are added when missing; its index leaves the free
     // list. Throws std::invalid_argument when the slot is alive or the version is null.
+    // O(1): the free list drops revived indices at its next use (settle_free_list), so that a
+    // replay of n rows into a world with f free slots costs O(n + f), not O(n x f).
     void revive(entity_type entity) {
         const auto i = static_cast<std::size_t>(entity.index());
         if (entity.is_null() || i > static_cast<std::size_t>(Traits::max_index)) {
@@ -216,7 +221,6 @@ public:
                                         ": its slot is alive at version " +
                                         std::to_string(slots_[i].version));
         }
-        const bool existed = i < slots_.size();
         while (slots_.size() <= i) {
             if (slots_.size() == slots_.capacity()) {
                 slots_.reserve(slots_.empty() ? 1024 : slots_.size() * 2);
@@ -227,22 +231,22 @@ public:
                 free_.push_back(added);
             }
         }
-        const auto it = std::find(free_.begin() + static_cast<std::ptrdiff_t>(free_head_),
-                                  free_.end(), entity.index());
-        if (it != free_.end()) {
-            free_.erase(it);
-        } else if (existed) {
-            --retired_;  // neither alive nor free: it was retired
-        }
         slots_[i].version = entity.version();
         slots_[i].set_alive(true);
         ++alive_;
+        free_unsettled_ = true;
     }
 
     [[nodiscard]] std::size_t alive() const noexcept { return alive_; }
     [[nodiscard]] std::size_t slots() const noexcept { return slots_.size(); }
-    [[nodiscard]] std::size_t free_count() const noexcept { return free_.size() - free_head_; }
-    [[nodiscard]] std::size_t retired() const noexcept { return retired_; }
+    [[nodiscard]] std::size_t free_count() const {
+        settle_free_list();
+        return free_.size() - free_head_;
+    }
+    [[nodiscard]] std::size_t retired() const {
+        settle_free_list();
+        return retired_;
+    }
     [[nodiscard]] const entity_pool_options& options() const noexcept { return options_; }
 
 private:
@@ -270,10 +274,36 @@ private:
         return index;
     }
 
-    std::vector<index_type> free_;
-    std::size_t free_head_{0};
+    // After revive(): a revived index may still be queued, and one revived and released again
+    // is queued twice (its old place and the end). Keeps, in order, the last entry of each
+    // index whose slot is not alive; every other dead slot is then retired. O(free + slots).
+    void settle_free_list() const {
+        if (!free_unsettled_) {
+            return;
+        }
+        std::vector<std::uint8_t> kept(slots_.size(), 0);
+        std::vector<index_type> settled;
+        settled.reserve(free_.size() - free_head_);
+        for (std::size_t k = free_.size(); k-- > free_head_;) {
+            const auto i = static_cast<std::size_t>(free_[k]);
+            if (!slots_[i].alive() && kept[i] == 0) {
+                kept[i] = 1;
+                settled.push_back(free_[k]);
+            }
+        }
+        std::reverse(settled.begin(), settled.end());
+        free_ = std::move(settled);
+        free_head_ = 0;
+        retired_ = slots_.size() - alive_ - free_.size();
+        free_unsettled_ = false;
+    }
+
+    // Mutable: settling changes how the free list is stored, never what it holds.
+    mutable std::vector<index_type> free_;
+    mutable std::size_t free_head_{0};
     std::size_t alive_{0};
-    std::size_t retired_{0};
+    mutable std::size_t retired_{0};
+    mutable bool free_unsettled_{false};
 };
 
 }  // namespace ecsnet::ecs
