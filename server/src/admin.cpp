@@ -18,7 +18,9 @@
 #include <openssl/crypto.h>
 #include <openssl/sha.h>
 
+#include <algorithm>
 #include <array>
+#include <cctype>
 #include <stdexcept>
 
 namespace ecsnet::server {
@@ -213,7 +215,83 @@ nlohmann::json clients_json(const clients_report& report) {
     return {{"tick", report.tick}, {"clients", std::move(clients)}};
 }
 
+std::string lower(std::string_view s) {
+    std::string out{s};
+    std::transform(out.begin(), out.end(), out.begin(),
+                   [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+    return out;
+}
+
+// The host of a Host header without its port: "[::1]:7778" -> "::1", "a.example:80" ->
+// "a.example"; nothing when it is malformed (an unbracketed IPv6 address, a bad port).
+std::optional<std::string> host_name(std::string_view host) {
+    std::string_view name = host;
+    std::string_view port;
+    if (host.starts_with('[')) {
+        const auto close = host.find(']');
+        if (close == std::string_view::npos) {
+            return std::nullopt;
+        }
+        name = host.substr(1, close - 1);
+        const std::string_view rest = host.substr(close + 1);
+        if (!rest.empty() && !rest.starts_with(':')) {
+            return std::nullopt;
+        }
+        port = rest.empty() ? rest : rest.substr(1);
+    } else if (const auto colon = host.find(':'); colon != std::string_view::npos) {
+        name = host.substr(0, colon);
+        port = host.substr(colon + 1);
+    }
+    if (name.empty() || port.size() > 5 ||
+        !std::all_of(port.begin(), port.end(), [](char c) { return c >= '0' && c <= '9'; })) {
+        return std::nullopt;
+    }
+    return lower(name);
+}
+
 }  // namespace
+
+bool admin_host_allowed(std::optional<std::string_view> host,
+                        const std::vector<std::string>& allowed) {
+    if (!host) {
+        return true;  // browsers always send Host: a request without one is not a page's
+    }
+    const auto name = host_name(*host);
+    if (!name) {
+        return false;
+    }
+    boost::system::error_code ec;
+    // inet_pton's strict forms only: a name such as "0x7f.1" is not taken for an address (a
+    // browser would have sent it canonical, "127.0.0.1").
+    (void)asio::ip::make_address(*name, ec);
+    if (!ec || *name == "localhost") {
+        return true;
+    }
+    return std::any_of(allowed.begin(), allowed.end(),
+                       [&](const std::string& a) { return lower(a) == *name; });
+}
+
+std::string check_admin_allowed_host(std::string_view name) {
+    if (name.empty()) {
+        return "an empty host name";
+    }
+    if (name.find("://") != std::string_view::npos) {
+        return "give the host name, not a URL: " + std::string{name};
+    }
+    if (name.find(':') != std::string_view::npos) {
+        return "give the name without a port (any port is allowed): " + std::string{name};
+    }
+    const bool valid = std::all_of(name.begin(), name.end(), [](char c) {
+        return std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '-' || c == '.' || c == '_';
+    });
+    return valid ? std::string{} : "not a host name: " + std::string{name};
+}
+
+bool is_loopback_bind(std::string_view bind) {
+    boost::system::error_code ec;
+    const auto address = asio::ip::make_address(std::string{bind}, ec);
+    return !ec && address.is_loopback();
+}
 
 admin_answer answer_admin_request(const server_health& health, std::string_view path) {
     admin_answer a;
@@ -284,6 +362,9 @@ admin_endpoint::response admin_endpoint::answer(const request& req) const {
 }
 
 admin_endpoint::response admin_endpoint::answer_clients(const request& req) const {
+    if (auto refusal = refuse_without_token(req)) {
+        return std::move(*refusal);
+    }
     if (!has_inspector_token(req, service_.config().inspector_token, true)) {
         response r = text_response(http::status::unauthorized, req,
                                    "the inspector's token is required (--inspector-token): "
@@ -302,6 +383,40 @@ admin_endpoint::response admin_endpoint::answer_clients(const request& req) cons
     return r;
 }
 
+std::optional<admin_endpoint::response> admin_endpoint::refuse_host(const request& req,
+                                                                   std::string_view path) const {
+    // The kubelet probes the pod's IP, but a probe may name any Host; these two reveal nothing
+    // worth a rebinding.
+    if (path == "/healthz" || path == "/readyz") {
+        return std::nullopt;
+    }
+    const auto field = req.find(http::field::host);
+    std::optional<std::string_view> host;
+    if (field != req.end()) {
+        host = std::string_view{field->value().data(), field->value().size()};
+    }
+    if (admin_host_allowed(host, options_.allowed_hosts)) {
+        return std::nullopt;
+    }
+    return text_response(http::status::forbidden, req,
+                         "Host " + std::string{host.value_or("")}.substr(0, 255) +
+                             " is not allowed on the admin endpoint (DNS rebinding): use an IP "
+                             "address or localhost, or allow the name with "
+                             "--admin-allowed-hosts (ECSNET_ADMIN_ALLOWED_HOSTS)\n");
+}
+
+std::optional<admin_endpoint::response> admin_endpoint::refuse_without_token(
+    const request& req) const {
+    if (!service_.config().inspector_token.empty() || is_loopback_bind(options_.bind)) {
+        return std::nullopt;
+    }
+    return text_response(http::status::forbidden, req,
+                         "observers and /clients are off: the admin endpoint listens on " +
+                             options_.bind +
+                             " (not loopback) without --inspector-token (ECSNET_INSPECTOR_TOKEN); "
+                             "set one, or bind --admin-bind 127.0.0.1\n");
+}
+
 std::optional<admin_endpoint::response> admin_endpoint::refuse_observer(
     const request& req, std::size_t early_bytes) const {
     if (!options_.observe) {
@@ -314,6 +429,9 @@ std::optional<admin_endpoint::response> admin_endpoint::refuse_observer(
         r.set(http::field::upgrade, "websocket");
         return r;
     }
+    if (auto refusal = refuse_without_token(req)) {
+        return refusal;
+    }
     const server_config& config = service_.config();
     // Browsers cannot set headers on a WebSocket: the token comes in the query.
     if (!has_inspector_token(req, config.inspector_token, false)) {
@@ -321,8 +439,8 @@ std::optional<admin_endpoint::response> admin_endpoint::refuse_observer(
                              "the inspector's token is required (--inspector-token): "
                              "/observe?token=TOKEN\n");
     }
-    // The same rule as the WebSocket port: another site's page must not watch through the
-    // browser of someone who can reach this endpoint.
+    // Another site's page must not watch through the browser of someone who can reach this
+    // endpoint. The admin endpoint's own list: the game port's (often "*") says nothing here.
     const auto origin_field = req.find(http::field::origin);
     std::optional<std::string_view> origin;
     if (origin_field != req.end()) {
@@ -330,9 +448,9 @@ std::optional<admin_endpoint::response> admin_endpoint::refuse_observer(
     }
     const auto host = req[http::field::host];
     if (!origin_allowed(origin, std::string_view{host.data(), host.size()},
-                        config.ws_allowed_origins)) {
+                        options_.allowed_origins)) {
         return text_response(http::status::forbidden, req,
-                             "this Origin is not allowed (--ws-allowed-origins)\n");
+                             "this Origin is not allowed (--admin-allowed-origins)\n");
     }
     if (early_bytes != 0) {
         return text_response(http::status::bad_request, req,
@@ -374,6 +492,11 @@ void admin_endpoint::start() {
                      inspector_.root().empty() ? std::string{"its directory"}
                                                : inspector_.root().string(),
                      inspector_missing);
+    }
+    if (service_.config().inspector_token.empty() && !is_loopback_bind(options_.bind)) {
+        spdlog::warn("observers and /clients are off: the admin endpoint listens on {} (not "
+                     "loopback) without --inspector-token; set one to use the inspector there",
+                     options_.bind);
     }
     asio::co_spawn(io_, accept_loop(), [](const std::exception_ptr& e) {
         if (e) {
@@ -469,8 +592,11 @@ asio::awaitable<void> admin_endpoint::serve(asio::ip::tcp::socket socket, std::u
     // other request (a refused upgrade too) is answered here.
     const request& req = parser.get();
     const std::string_view target = req.target();
+    const std::string_view path = target.substr(0, target.find('?'));
     response reply;
-    if (target.substr(0, target.find('?')) == "/observe") {
+    if (auto foreign = refuse_host(req, path)) {
+        reply = std::move(*foreign);
+    } else if (path == "/observe") {
         if (auto refusal = refuse_observer(req, buffer.size())) {
             reply = std::move(*refusal);
         } else {

@@ -1,5 +1,7 @@
 #include "ecsnet/server/config.hpp"
 
+#include "ecsnet/server/admin.hpp"
+
 #include "ecsnet/server/connect_token.hpp"
 #include "ecsnet/server/websocket_stream.hpp"
 
@@ -243,6 +245,23 @@ parsed_command_line parse_command_line(int argc, const char* const* argv,
     env(app.add_option("--admin-bind", c.admin_bind,
                        "Address of the admin endpoint (keep it private)"),
         "ECSNET_ADMIN_BIND");
+    CLI::Option* admin_allowed_hosts =
+        env(app.add_option("--admin-allowed-hosts", c.admin_allowed_hosts,
+                           "Host names the admin endpoint answers to besides IP addresses and "
+                           "localhost, comma-separated, no port (admin.example.internal); "
+                           "another name in Host gets 403 except on /healthz and /readyz (DNS "
+                           "rebinding)")
+                ->delimiter(',')
+                ->check([](const std::string& name) { return check_admin_allowed_host(name); }),
+            "ECSNET_ADMIN_ALLOWED_HOSTS");
+    CLI::Option* admin_allowed_origins =
+        env(app.add_option("--admin-allowed-origins", c.admin_allowed_origins,
+                           "Origins a browser may open the admin endpoint's /observe from, "
+                           "comma-separated (https://ops.example.com, * for any); default: its "
+                           "own host only. Not --ws-allowed-origins")
+                ->delimiter(',')
+                ->check([](const std::string& origin) { return check_allowed_origin(origin); }),
+            "ECSNET_ADMIN_ALLOWED_ORIGINS");
     env(app.add_option("--inspector-dir", c.inspector_dir,
                        "Directory of the web inspector, served by the admin endpoint at "
                        "/inspector/ (default: <exe dir>/../share/ecsnet/web/inspector, where "
@@ -286,7 +305,7 @@ parsed_command_line parse_command_line(int argc, const char* const* argv,
         env(app.add_option("--inspector-token", c.inspector_token,
                            "Secret the web inspector needs: /observe?token=SECRET, and /clients "
                            "with it or \"Authorization: Bearer SECRET\" (empty: none; needs "
-                           "--admin-port)"),
+                           "--admin-port); required for them when --admin-bind is not loopback"),
             "ECSNET_INSPECTOR_TOKEN");
     CLI::Option* inspector_writes =
         env(app.add_flag("--inspector-writes", c.inspector_writes,
@@ -441,6 +460,11 @@ parsed_command_line parse_command_line(int argc, const char* const* argv,
                                                           "served by the admin endpoint)");
         }
         // Observers come through the admin endpoint: without it these would silently do nothing.
+        for (const CLI::Option* o : {admin_allowed_hosts, admin_allowed_origins}) {
+            if (o->count() > 0 && c.admin_port < 0) {
+                throw CLI::ValidationError(o->get_name(), "needs --admin-port");
+            }
+        }
         for (const CLI::Option* o : {inspector_token, inspector_writes, max_observers}) {
             if (o->count() > 0 && c.admin_port < 0) {
                 throw CLI::ValidationError(o->get_name(), "needs --admin-port (observers join "

@@ -102,6 +102,8 @@ int run(int argc, char** argv, const game& g) {
             admin_options options;
             options.bind = parsed.config.admin_bind;
             options.port = static_cast<std::uint16_t>(parsed.config.admin_port);
+            options.allowed_hosts = parsed.config.admin_allowed_hosts;
+            options.allowed_origins = parsed.config.admin_allowed_origins;
             options.inspector_dir = parsed.config.inspector_dir.empty()
                                         ? default_web_dir("inspector")
                                         : std::filesystem::path{parsed.config.inspector_dir};

@@ -98,6 +98,40 @@ TEST(AdminAnswers, StatusIsJsonWithTheStats) {
     EXPECT_EQ(j.at("stats").at("skipped_ticks"), 7);
 }
 
+TEST(AdminHosts, LiteralAddressesLocalhostAndListedNamesOnly) {
+    using ecsnet::server::admin_host_allowed;
+    const std::vector<std::string> none;
+    for (const char* host : {"127.0.0.1", "127.0.0.1:7778", "localhost", "LocalHost:7778", "[::1]",
+                             "[::1]:7778", "10.1.2.3:7778", "[fd00::7]:80", "0.0.0.0"}) {
+        EXPECT_TRUE(admin_host_allowed(host, none)) << host;
+    }
+    EXPECT_TRUE(admin_host_allowed(std::nullopt, none)) << "no Host: not a browser";
+    // Names a rebinding page can stand behind; and what is not a Host at all.
+    for (const char* host : {"evil.example", "evil.example:7778", "localhost.evil.example",
+                             "127.0.0.1.evil.example", "0x7f.1", "127.1", "localhost.", "::1", "",
+                             "[::1", "[::1]x", "127.0.0.1:77a", "a.example:", "admin.example.internal"}) {
+        EXPECT_FALSE(admin_host_allowed(host, none)) << "'" << host << "'";
+    }
+    const std::vector<std::string> listed{"Admin.Example.Internal"};
+    EXPECT_TRUE(admin_host_allowed("admin.example.internal:7778", listed));
+    EXPECT_TRUE(admin_host_allowed("ADMIN.example.internal", listed));
+    EXPECT_FALSE(admin_host_allowed("x.admin.example.internal", listed));
+
+    using ecsnet::server::check_admin_allowed_host;
+    EXPECT_EQ(check_admin_allowed_host("admin.example.internal"), "");
+    EXPECT_THAT(check_admin_allowed_host("a.example:80"), HasSubstr("without a port"));
+    EXPECT_THAT(check_admin_allowed_host("http://a.example"), HasSubstr("not a URL"));
+    EXPECT_THAT(check_admin_allowed_host("a example"), HasSubstr("not a host name"));
+
+    using ecsnet::server::is_loopback_bind;
+    EXPECT_TRUE(is_loopback_bind("127.0.0.1"));
+    EXPECT_TRUE(is_loopback_bind("127.0.0.2"));
+    EXPECT_TRUE(is_loopback_bind("::1"));
+    EXPECT_FALSE(is_loopback_bind("0.0.0.0"));
+    EXPECT_FALSE(is_loopback_bind("::"));
+    EXPECT_FALSE(is_loopback_bind("10.1.2.3"));
+}
+
 // ---- a real server and admin endpoint --------------------------------------------------------
 
 class running_server {
@@ -604,6 +638,59 @@ TEST(AdminEndpoint, StatusReportsTickTimesAndRatesAndClientsListsAPlayer) {
     EXPECT_GT(c.at("bytes_in").get<std::uint64_t>(), 0U);
     EXPECT_EQ(http_get(port, "/clients?token=t0ken").status, 200U);
     EXPECT_EQ(http_get(port, "/observe").status, 404U) << "not wired here: no observers";
+}
+
+// ---- DNS rebinding: the Host header --------------------------------------------------------
+
+// The status line and body of GET `target` with this Host header (none when empty).
+std::string get_with_host(std::uint16_t port, const std::string& target, const std::string& host) {
+    return ecsnet::test::http_exchange(
+        port, "GET " + target + " HTTP/1.1\r\n" + (host.empty() ? "" : "Host: " + host + "\r\n") +
+                  "\r\n");
+}
+
+TEST(AdminEndpoint, AForeignHostNameGets403OnEveryPathButTheProbes) {
+    const inspector_files files;
+    admin_options options;
+    options.inspector_dir = files.dir();
+    running_server server{local_config(), options};
+    const std::uint16_t port = server.admin_port();
+    const std::string evil = "evil.example:" + std::to_string(port);
+    for (const char* path : {"/clients", "/status", "/metrics", "/", "/inspector/", "/nope"}) {
+        const std::string answer = get_with_host(port, path, evil);
+        EXPECT_THAT(answer, testing::StartsWith("HTTP/1.1 403")) << path;
+        EXPECT_THAT(answer, HasSubstr("--admin-allowed-hosts")) << path;
+        EXPECT_THAT(answer, testing::Not(HasSubstr("\"clients\""))) << path;
+    }
+    // The kubelet's probes name the pod's IP, or whatever the probe says: always answered.
+    EXPECT_THAT(get_with_host(port, "/healthz", evil), testing::StartsWith("HTTP/1.1 200"));
+    EXPECT_THAT(get_with_host(port, "/readyz", evil), testing::StartsWith("HTTP/1.1 200"));
+    // Literal addresses (Prometheus scrapes the pod IP) and localhost, with or without a port.
+    const std::string p = std::to_string(port);
+    for (const std::string& host : std::vector<std::string>{"127.0.0.1", "127.0.0.1:" + p,
+                                                            "localhost", "localhost:" + p,
+                                                            "[::1]:" + p, "10.1.2.3:7778", ""}) {
+        EXPECT_THAT(get_with_host(port, "/clients", host), testing::StartsWith("HTTP/1.1 200"))
+            << "'" << host << "'";
+        EXPECT_THAT(get_with_host(port, "/metrics", host), testing::StartsWith("HTTP/1.1 200"))
+            << "'" << host << "'";
+    }
+    EXPECT_THAT(get_with_host(port, "/inspector/", "localhost:" + std::to_string(port)),
+                HasSubstr("<title>inspector</title>"));
+}
+
+TEST(AdminEndpoint, AdminAllowedHostsAddsANameAndNoOther) {
+    admin_options options;
+    options.allowed_hosts = {"admin.example.internal"};
+    running_server server{local_config(), options};
+    const std::uint16_t port = server.admin_port();
+    EXPECT_THAT(get_with_host(port, "/clients", "admin.example.internal:7778"),
+                testing::StartsWith("HTTP/1.1 200"));
+    EXPECT_THAT(get_with_host(port, "/status", "ADMIN.example.internal"),
+                testing::StartsWith("HTTP/1.1 200"));
+    EXPECT_THAT(get_with_host(port, "/clients", "other.example.internal"),
+                testing::StartsWith("HTTP/1.1 403"));
+    EXPECT_THAT(get_with_host(port, "/clients", "evil.example"), testing::StartsWith("HTTP/1.1 403"));
 }
 
 }  // namespace

@@ -51,6 +51,8 @@ constexpr const char* all_variables[] = {"ECSNET_BIND",
                                          "ECSNET_STALL_TIMEOUT_MS",
                                          "ECSNET_ADMIN_PORT",
                                          "ECSNET_ADMIN_BIND",
+                                         "ECSNET_ADMIN_ALLOWED_HOSTS",
+                                         "ECSNET_ADMIN_ALLOWED_ORIGINS",
                                          "ECSNET_DRAIN_SECONDS",
                                          "ECSNET_TOKEN_SECRET",
                                          "ECSNET_WORLD_ID",
@@ -227,6 +229,41 @@ TEST_F(ServerConfig, WebSocketIsOffByDefaultAndItsOriginsAreChecked) {
     EXPECT_EQ(parse({"--ws-port", "65536"}).exit_code, 2);
     EXPECT_EQ(parse({"--ws-port", "-2"}).exit_code, 2);
     (void)testing::internal::GetCapturedStderr();
+}
+
+TEST_F(ServerConfig, AdminAllowedHostsAndOriginsAreTheAdminEndpointsOwn) {
+    EXPECT_TRUE(parse({"--admin-port", "0"}).config.admin_allowed_hosts.empty());
+    EXPECT_TRUE(parse({"--admin-port", "0"}).config.admin_allowed_origins.empty());
+    const auto on = parse({"--admin-port", "0", "--admin-allowed-hosts",
+                           "admin.example.internal,Ops.Example", "--admin-allowed-origins",
+                           "https://ops.example.com"});
+    ASSERT_EQ(on.exit_code, std::nullopt);
+    EXPECT_EQ(on.config.admin_allowed_hosts,
+              (std::vector<std::string>{"admin.example.internal", "Ops.Example"}));
+    EXPECT_EQ(on.config.admin_allowed_origins, std::vector<std::string>{"https://ops.example.com"});
+    EXPECT_TRUE(on.config.ws_allowed_origins.empty()) << "the game port's list is another";
+    ::setenv("ECSNET_ADMIN_PORT", "7778", 1);
+    ::setenv("ECSNET_ADMIN_ALLOWED_HOSTS", "a.example,b.example", 1);
+    ::setenv("ECSNET_ADMIN_ALLOWED_ORIGINS", "*", 1);
+    EXPECT_EQ(parse({}).config.admin_allowed_hosts,
+              (std::vector<std::string>{"a.example", "b.example"}));
+    EXPECT_EQ(parse({}).config.admin_allowed_origins, std::vector<std::string>{"*"});
+    clear_environment();
+
+    testing::internal::CaptureStderr();
+    EXPECT_EQ(parse({"--admin-port", "0", "--admin-allowed-hosts", "a.example:7778"}).exit_code, 2);
+    EXPECT_THAT(testing::internal::GetCapturedStderr(), HasSubstr("without a port"));
+    testing::internal::CaptureStderr();
+    EXPECT_EQ(parse({"--admin-port", "0", "--admin-allowed-hosts", "https://a.example"}).exit_code,
+              2);
+    EXPECT_THAT(testing::internal::GetCapturedStderr(), HasSubstr("not a URL"));
+    testing::internal::CaptureStderr();
+    EXPECT_EQ(parse({"--admin-port", "0", "--admin-allowed-origins", "ops.example.com"}).exit_code,
+              2);
+    EXPECT_THAT(testing::internal::GetCapturedStderr(), HasSubstr("give the scheme"));
+    testing::internal::CaptureStderr();
+    EXPECT_EQ(parse({"--admin-allowed-hosts", "a.example"}).exit_code, 2);
+    EXPECT_THAT(testing::internal::GetCapturedStderr(), HasSubstr("needs --admin-port"));
 }
 
 TEST_F(ServerConfig, WebRootAndInspectorDirAreExistingDirectoriesOfTheirPorts) {

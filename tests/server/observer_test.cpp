@@ -118,9 +118,9 @@ server_config observer_config() {
 
 // The server with the admin endpoint, as ecsnet-server runs them.
 struct observed_server {
-    explicit observed_server(server_config config)
+    explicit observed_server(server_config config, ecsnet::server::admin_options admin = {})
         : log{std::make_shared<player_log>()}, server{std::move(config), observed_game(log)} {
-        admin_port = server.start_admin();
+        admin_port = server.start_admin(std::move(admin));
     }
     player_log players() {
         return server.call([log = log](ecsnet::server::server&) { return *log; });
@@ -193,21 +193,113 @@ TEST(ObserverAdmission, TheTokenIsRequiredWhenSetAndCompared) {
     EXPECT_EQ(http_get(port, "/healthz").status, 200U);
 }
 
-TEST(ObserverAdmission, OriginsFollowTheWebSocketPortsRulesAndAPlainGetIs426) {
+TEST(ObserverAdmission, OriginsFollowTheSameHostRuleAndAPlainGetIs426) {
     observed_server s{observer_config()};
     const auto port = s.admin_port;
     const std::string refused = http_exchange(
         port, websocket_upgrade_request(port, "/observe", "Origin: https://evil.example.com\r\n"));
     EXPECT_THAT(refused, StartsWith("HTTP/1.1 403"));
-    EXPECT_THAT(refused, HasSubstr("--ws-allowed-origins"));
+    EXPECT_THAT(refused, HasSubstr("--admin-allowed-origins"));
     EXPECT_THAT(http_exchange(port, websocket_upgrade_request(port, "/observe",
                                                     "Origin: http://127.0.0.1:" +
                                                         std::to_string(port) + "\r\n")),
                 StartsWith("HTTP/1.1 101"))
         << "the inspector's own page (same host and port) may";
-    EXPECT_THAT(http_exchange(port, "GET /observe HTTP/1.1\r\nHost: x\r\n\r\n"),
+    EXPECT_THAT(http_exchange(port, "GET /observe HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"),
                 StartsWith("HTTP/1.1 426"));
     EXPECT_EQ(http_get(port, "/healthz").status, 200U) << "the endpoint goes on";
+}
+
+// An upgrade of /observe with this Host and Origin (each left out when empty).
+std::string observe_as(std::uint16_t port, const std::string& host, const std::string& origin,
+                       const std::string& query = "") {
+    return http_exchange(port, "GET /observe" + query + " HTTP/1.1\r\n" +
+                                   (host.empty() ? "" : "Host: " + host + "\r\n") +
+                                   "Upgrade: websocket\r\nConnection: Upgrade\r\n"
+                                   "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n"
+                                   "Sec-WebSocket-Version: 13\r\n" +
+                                   (origin.empty() ? "" : "Origin: " + origin + "\r\n") + "\r\n");
+}
+
+TEST(ObserverAdmission, ARebindingPagesHostNameIsRefusedItsOwnOriginNotWithstanding) {
+    observed_server s{observer_config()};
+    const auto port = s.admin_port;
+    const std::string p = std::to_string(port);
+    // evil.example resolves to 127.0.0.1 now: its page's Origin equals its Host.
+    const std::string refused = observe_as(port, "evil.example:" + p, "http://evil.example:" + p);
+    EXPECT_THAT(refused, StartsWith("HTTP/1.1 403"));
+    EXPECT_THAT(refused, HasSubstr("--admin-allowed-hosts"));
+    EXPECT_THAT(http_exchange(port, "GET /clients HTTP/1.1\r\nHost: evil.example:" + p + "\r\n\r\n"),
+                StartsWith("HTTP/1.1 403"));
+    EXPECT_EQ(s.server.call([](ecsnet::server::server& x) { return x.observers(); }), 0U);
+    // The inspector's page on localhost or an address (kubectl port-forward, an SSH tunnel).
+    EXPECT_THAT(observe_as(port, "localhost:" + p, "http://localhost:" + p), StartsWith("HTTP/1.1 101"));
+    EXPECT_THAT(observe_as(port, "127.0.0.1:" + p, "http://127.0.0.1:" + p), StartsWith("HTTP/1.1 101"));
+    EXPECT_THAT(observe_as(port, "localhost", ""), StartsWith("HTTP/1.1 101")) << "no Origin: no browser";
+}
+
+TEST(ObserverAdmission, AdminAllowedHostsAddsANameForTheInspector) {
+    const std::string name = "admin.example.internal";
+    {
+        observed_server s{observer_config()};
+        EXPECT_THAT(observe_as(s.admin_port, name, ""), StartsWith("HTTP/1.1 403"))
+            << "not listed";
+    }
+    ecsnet::server::admin_options options;
+    options.allowed_hosts = {name};
+    observed_server s{observer_config(), options};
+    const std::string p = std::to_string(s.admin_port);
+    EXPECT_THAT(observe_as(s.admin_port, name + ":" + p, "http://" + name + ":" + p),
+                StartsWith("HTTP/1.1 101"));
+    EXPECT_THAT(observe_as(s.admin_port, "evil.example:" + p, "http://evil.example:" + p),
+                StartsWith("HTTP/1.1 403"));
+}
+
+TEST(ObserverAdmission, TheGamePortsAllowedOriginsDoNotOpenObserve) {
+    server_config config = observer_config();
+    config.ws_port = 0;
+    config.ws_allowed_origins = {"*"};
+    {
+        observed_server s{config};
+        const auto port = s.admin_port;
+        const std::string refused =
+            observe_as(port, "127.0.0.1:" + std::to_string(port), "https://evil.example");
+        EXPECT_THAT(refused, StartsWith("HTTP/1.1 403"));
+        EXPECT_THAT(refused, HasSubstr("--admin-allowed-origins"));
+    }
+    // The admin endpoint's own list does.
+    ecsnet::server::admin_options options;
+    options.allowed_origins = {"https://ops.example.com"};
+    observed_server s{config, options};
+    const auto listed = s.admin_port;
+    const std::string listed_host = "127.0.0.1:" + std::to_string(listed);
+    EXPECT_THAT(observe_as(listed, listed_host, "https://ops.example.com"), StartsWith("HTTP/1.1 101"));
+    EXPECT_THAT(observe_as(listed, listed_host, "https://evil.example"), StartsWith("HTTP/1.1 403"));
+}
+
+TEST(ObserverAdmission, OffLoopbackObserversAndClientsNeedTheToken) {
+    ecsnet::server::admin_options wildcard;
+    wildcard.bind = "0.0.0.0";  // reached through 127.0.0.1 below
+    {
+        observed_server s{observer_config(), wildcard};
+        const auto port = s.admin_port;
+        const std::string host = "127.0.0.1:" + std::to_string(port);
+        const std::string refused = observe_as(port, host, "");
+        EXPECT_THAT(refused, StartsWith("HTTP/1.1 403"));
+        EXPECT_THAT(refused, HasSubstr("--inspector-token"));
+        EXPECT_THAT(refusal_of(observer_options(port)), HasSubstr("403"));
+        EXPECT_EQ(http_get(port, "/clients").status, 403U);
+        EXPECT_EQ(http_get(port, "/healthz").status, 200U);
+        EXPECT_EQ(http_get(port, "/status").status, 200U);
+    }
+    server_config config = observer_config();
+    config.inspector_token = "s3cret";
+    observed_server s{config, wildcard};
+    const auto port = s.admin_port;
+    EXPECT_THAT(observe_as(port, "127.0.0.1:" + std::to_string(port), ""), StartsWith("HTTP/1.1 401"));
+    auto observer = join(observer_options(port, "?token=s3cret"));
+    EXPECT_EQ(observer->welcome().client_id, 0U);
+    EXPECT_EQ(http_get(port, "/clients?token=s3cret").status, 200U);
 }
 
 TEST(ObserverAdmission, PastMaxObserversTheNextIsDisconnected) {

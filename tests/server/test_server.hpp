@@ -61,10 +61,9 @@ public:
     [[nodiscard]] std::uint16_t tcp_port() const noexcept { return port_; }
     [[nodiscard]] std::uint16_t ws_port() const noexcept { return ws_port_; }
 
-    // Starts the admin endpoint on a free port, wired to the server as run() wires it
-    // (observers included); returns its port.
+    // Starts the admin endpoint on a free port of options.bind (127.0.0.1 unless the test says),
+    // wired to the server as run() wires it (observers included); returns its port.
     std::uint16_t start_admin(server::admin_options options = {}) {
-        options.bind = "127.0.0.1";
         options.port = 0;
         options.observe = [this](server::released_socket socket, server::upgrade_request request) {
             server_->adopt_observer(std::move(socket), std::move(request));

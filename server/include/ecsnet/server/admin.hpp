@@ -14,6 +14,7 @@
 #include <string>
 #include <string_view>
 #include <thread>
+#include <vector>
 
 #include "ecsnet/server/server.hpp"
 #include "ecsnet/server/static_files.hpp"
@@ -23,6 +24,12 @@ namespace ecsnet::server {
 struct admin_options {
     std::string bind = "127.0.0.1";
     std::uint16_t port = 0;                    // 0: any free port
+    // Host names a request may name besides literal IP addresses and localhost
+    // (--admin-allowed-hosts; see admin_host_allowed).
+    std::vector<std::string> allowed_hosts;
+    // Origins a browser may open /observe from (--admin-allowed-origins: "https://x.example",
+    // "*"); empty: the request's own Host only. Never the game port's --ws-allowed-origins.
+    std::vector<std::string> allowed_origins;
     // At the cap a newcomer closes the oldest connection still waiting for its request; only
     // when every one has its request (they are answering) is the newcomer closed at once.
     std::size_t max_connections = 32;
@@ -50,6 +57,20 @@ struct admin_answer {
 // (The endpoint itself also serves the inspector: GET/HEAD /inspector/..., and / redirects there;
 // GET /clients, the joined connections; GET /observe, a WebSocket upgrade: an observer.)
 [[nodiscard]] admin_answer answer_admin_request(const server_health& health, std::string_view path);
+
+// Whether a request's Host header may reach the admin endpoint's data (everything but /healthz
+// and /readyz). DNS rebinding (a page on evil.example whose name now resolves to 127.0.0.1)
+// needs a *name* in Host: a literal IP address ("10.0.0.7:7778", "[::1]") cannot be rebound
+// and always passes, as do localhost, an absent Host (not a browser) and `allowed` (names
+// without a port, compared without case). A Host's port is not compared.
+[[nodiscard]] bool admin_host_allowed(std::optional<std::string_view> host,
+                                      const std::vector<std::string>& allowed);
+// Why an --admin-allowed-hosts entry is not a host name ("give the name without a port: ...");
+// empty when it is one.
+[[nodiscard]] std::string check_admin_allowed_host(std::string_view name);
+// Whether --admin-bind is a loopback address (127.0.0.0/8, ::1): off it, observers and
+// /clients need --inspector-token.
+[[nodiscard]] bool is_loopback_bind(std::string_view bind);
 
 // The admin HTTP/1.1 endpoint (Boost.Beast), for orchestrators: probes must answer even while
 // the game thread is stuck in a tick, so it runs its own io_context on its own thread and reads
@@ -83,6 +104,11 @@ private:
     [[nodiscard]] response answer_inspector(const request& req) const;
     // GET /clients (the inspector's token, if any, as a Bearer header or ?token=).
     [[nodiscard]] response answer_clients(const request& req) const;
+    // 403 when the request's Host is not allowed (admin_host_allowed) on this path.
+    [[nodiscard]] std::optional<response> refuse_host(const request& req,
+                                                      std::string_view path) const;
+    // 403 naming --inspector-token when the endpoint is off loopback and has no token.
+    [[nodiscard]] std::optional<response> refuse_without_token(const request& req) const;
     // Why a GET /observe may not become an observer (426, 401, 403, 503...), or nothing: the
     // connection then goes to options_.observe. `early_bytes`: read past the request.
     [[nodiscard]] std::optional<response> refuse_observer(const request& req,

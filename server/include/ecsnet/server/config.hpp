@@ -104,6 +104,9 @@ struct server_config {
     // port: a fixed default would make two servers on one host collide. 0: any free port.
     std::int32_t admin_port = -1;
     std::string admin_bind = "127.0.0.1";
+    // Host names and browser Origins the admin endpoint accepts (admin_options).
+    std::vector<std::string> admin_allowed_hosts;
+    std::vector<std::string> admin_allowed_origins;
     // The web inspector's files, served by the admin endpoint under /inspector/. Empty:
     // <exe dir>/../share/ecsnet/web/inspector (static_files.hpp, default_web_dir).
     std::string inspector_dir;
