@@ -549,6 +549,24 @@ TEST_P(TokensAfterARestart, AnAdmittedTokenIsRefusedAfterARestart) {
 INSTANTIATE_TEST_SUITE_P(ServerPersistence, TokensAfterARestart, ::testing::Bool(),
                          [](const auto& info) { return info.param ? "Crash" : "Stop"; });
 
+// After one acknowledged spawn (the journal exists), the disk is made full under it and 16
+// spawns are sent without waiting: their batch cannot be written.
+void owe_sixteen_on_a_full_disk(connection& alice, const fs::path& dir,
+                                std::optional<full_disk>& full) {
+    if (!spawn(alice, Position{}, Health{1}).ok) {
+        throw std::runtime_error("the first spawn was refused");
+    }
+    const auto journals = files_like(dir, "journal-");
+    if (journals.size() != 1) {
+        throw std::runtime_error(std::to_string(journals.size()) + " journal segments, not 1");
+    }
+    full.emplace(fs::file_size(journals.front()));
+    for (int i = 0; i < 16; ++i) {
+        const std::uint32_t id = alice.next_request_id();
+        alice.send(protocol::spawn{id, component_set{}.set(Position{}).set(Health{i})});
+    }
+}
+
 // Issue 37: a journal that cannot be written said "shutting down" and then kept the process
 // alive forever, and the client owed replies heard nothing. Now: the SIGTERM path, a
 // Disconnect naming the reason at once, and io_context::run() returns with failure() set.
@@ -557,15 +575,8 @@ TEST(ServerPersistence, AJournalThatCannotBeWrittenStopsTheServerAndTellsTheClie
     temp_dir dir;
     running_server server{config_for(dir.path(), true)};
     auto alice = join(server.port());
-    ASSERT_TRUE(spawn(*alice, Position{}, Health{1}).ok);
-    const auto journals = files_like(dir.path(), "journal-");
-    ASSERT_EQ(journals.size(), 1U);
-
-    std::optional<full_disk> full{std::in_place, fs::file_size(journals.front())};
-    for (int i = 0; i < 16; ++i) {
-        const std::uint32_t id = alice->next_request_id();
-        alice->send(protocol::spawn{id, component_set{}.set(Position{}).set(Health{i})});
-    }
+    std::optional<full_disk> full;
+    owe_sixteen_on_a_full_disk(*alice, dir.path(), full);
     const bool told = alice->poll_until([&] { return !alice->is_open(); }, 10s);
     const auto failure = server.ended_within(10s);
     full.reset();
@@ -602,6 +613,16 @@ TEST(ServerRun, ExitsOneByItselfWhenTheJournalCannotBeWritten) {
     auto exit_code = std::async(std::launch::async, [&] {
         return ecsnet::server::run(static_cast<int>(argv.size()), argv.data(), ecsnet::demo::game());
     });
+    // However the test ends, run() must return before the future is destroyed (which waits):
+    // SIGTERM is what a supervisor would have had to send.
+    struct stop_if_running {
+        std::future<int>& run;
+        ~stop_if_running() {
+            if (run.valid() && run.wait_for(0s) != std::future_status::ready) {
+                std::raise(SIGTERM);
+            }
+        }
+    } guard{exit_code};
     std::unique_ptr<connection> alice;
     for (int attempt = 0; attempt < 100 && alice == nullptr; ++attempt) {
         try {
@@ -611,23 +632,13 @@ TEST(ServerRun, ExitsOneByItselfWhenTheJournalCannotBeWritten) {
         }
     }
     ASSERT_NE(alice, nullptr) << "run() did not listen on " << port;
-    ASSERT_TRUE(spawn(*alice, Position{}, Health{1}).ok);
-    const auto journals = files_like(dir.path(), "journal-");
-    ASSERT_EQ(journals.size(), 1U);
-
-    std::optional<full_disk> full{std::in_place, fs::file_size(journals.front())};
-    for (int i = 0; i < 16; ++i) {
-        const std::uint32_t id = alice->next_request_id();
-        alice->send(protocol::spawn{id, component_set{}.set(Position{}).set(Health{i})});
-    }
+    std::optional<full_disk> full;
+    owe_sixteen_on_a_full_disk(*alice, dir.path(), full);
     const bool told = alice->poll_until([&] { return !alice->is_open(); }, 10s);
     const bool returned = exit_code.wait_for(10s) == std::future_status::ready;
     full.reset();
-    if (!returned) {
-        std::raise(SIGTERM);  // what a supervisor would have had to do; run() then returns
-    }
     EXPECT_TRUE(told);
-    EXPECT_TRUE(returned) << "run() waited for a signal after the journal failed";
+    ASSERT_TRUE(returned) << "run() waited for a signal after the journal failed";
     EXPECT_EQ(exit_code.get(), 1) << "a supervisor must see the failure";
 }
 
