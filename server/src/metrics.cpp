@@ -326,7 +326,9 @@ void server_metrics::inputs(std::uint64_t applied, std::uint64_t late, std::uint
     f_->inputs[2]->Increment(static_cast<double>(repeated));
 }
 
-std::uint64_t server_metrics::system_failed(std::string_view system) {
+void server_metrics::system_known(std::string_view system) { (void)system_counter(system); }
+
+prometheus::Counter& server_metrics::system_counter(std::string_view system) {
     auto it = f_->by_system.find(std::string{system});
     if (it == f_->by_system.end()) {
         it = f_->by_system
@@ -334,9 +336,14 @@ std::uint64_t server_metrics::system_failed(std::string_view system) {
                           &f_->system_failures->Add({{"system", std::string{system}}}))
                  .first;
     }
-    it->second->Increment();
+    return *it->second;
+}
+
+std::uint64_t server_metrics::system_failed(std::string_view system) {
+    Counter& c = system_counter(system);
+    c.Increment();
     f_->system_failures_sum.fetch_add(1, std::memory_order_relaxed);
-    return count(it->second);
+    return count(&c);
 }
 
 std::uint64_t server_metrics::game_failed(game_failure_kind kind, std::uint64_t n) noexcept {

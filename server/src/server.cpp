@@ -1154,11 +1154,29 @@ void server::despawn_departed() {
     }
 }
 
+void server::export_system_failures() {
+    // Each system (systems are only ever added) and hook that can fail is exported at 0 before
+    // it runs.
+    const auto& systems = scheduler_.systems();
+    for (; systems_exported_ < systems.size(); ++systems_exported_) {
+        metrics_.system_known(systems[systems_exported_].name);
+    }
+    if (on_player_joined && !hooks_exported_[0]) {
+        hooks_exported_[0] = true;
+        metrics_.system_known("on_player_joined");
+    }
+    if (on_player_left && !hooks_exported_[1]) {
+        hooks_exported_[1] = true;
+        metrics_.system_known("on_player_left");
+    }
+}
+
 void server::run_tick() {
     const auto started = clock::now();
     ++tick_;
     ticks_done_.store(tick_, std::memory_order_relaxed);
 
+    export_system_failures();
     apply_pending_commands();
     tell_player_events();
     despawn_departed();

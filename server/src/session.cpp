@@ -265,6 +265,7 @@ void session::close(std::string reason, disconnect_reason why) {
     decide(why);
     const bool announced = phase_ == phase::closing;
     phase_ = phase::closed;
+    count_traffic();  // what no frame was read or written with: a refused upgrade, a close frame
     stream_->close();
     wake_writer_.cancel();
     resume_reading_.cancel();
@@ -299,9 +300,19 @@ void session::decide(disconnect_reason why) noexcept {
     }
 }
 
-void session::count_in(std::size_t bytes) noexcept {
-    owner_.counters().received(bytes);
-    traffic_.bytes_in.fetch_add(bytes, std::memory_order_relaxed);
+void session::count_traffic(std::size_t frames_sent) noexcept {
+    // Only this thread writes the traffic counters: they are what was counted so far.
+    const socket_bytes& total = stream_->bytes();
+    const std::uint64_t in = total.read - traffic_.bytes_in.load(std::memory_order_relaxed);
+    const std::uint64_t out = total.written - traffic_.bytes_out.load(std::memory_order_relaxed);
+    if (in > 0) {
+        owner_.counters().received(in);
+        traffic_.bytes_in.store(total.read, std::memory_order_relaxed);
+    }
+    if (out > 0 || frames_sent > 0) {
+        owner_.counters().sent(out, frames_sent);
+        traffic_.bytes_out.store(total.written, std::memory_order_relaxed);
+    }
 }
 
 void session::count_dropped(std::size_t frames) noexcept {
@@ -506,7 +517,7 @@ awaitable<void> session::read_frames() {
                       ended_by(ec));
                 co_return;
             }
-            count_in(n);
+            count_traffic();
             if (have == 0) {
                 read_deadline_ = clock::now() + config.frame_timeout;
                 read_deadline_reason_ = "frame not completed in time";
@@ -530,7 +541,7 @@ awaitable<void> session::read_frames() {
         std::copy(prefix.begin(), prefix.end(), read_buffer_.begin());
         auto [body_ec, body_n] = co_await stream_->read(
             asio::buffer(read_buffer_.data() + protocol::frame_prefix_bytes, length));
-        count_in(body_n);
+        count_traffic();
         if (body_ec) {
             if (is_framing_violation(body_ec)) {
                 owner_.counters().invalid_frame();
@@ -583,7 +594,7 @@ awaitable<void> session::discard_input() {
     std::array<std::uint8_t, 4096> sink{};
     while (phase_ != phase::closed && !input_ended_) {
         auto [ec, n] = co_await stream_->read_some(asio::buffer(sink));
-        count_in(n);
+        count_traffic();
         if (is_framing_violation(ec)) {
             continue;  // frames no longer matter: only the end of the input does
         }
@@ -799,13 +810,13 @@ awaitable<void> session::write_loop([[maybe_unused]] std::shared_ptr<session> se
         }
         write_deadline_ = clock::now() + owner_.config().stall_timeout;
         auto [ec, written] = co_await stream_->write(buffers);
+        (void)written;  // counted at the socket, headers included (count_traffic)
         write_deadline_ = clock::time_point::max();
         if (ec) {
             close(ec.message(), disconnect_reason::network_error);
             co_return;
         }
-        owner_.counters().sent(written, in_flight_);
-        traffic_.bytes_out.fetch_add(written, std::memory_order_relaxed);
+        count_traffic(in_flight_);
         for (std::size_t i = 0; i < in_flight_; ++i) {
             unqueue_bytes(queue_.front().frame->size());
             if (queue_.front().droppable()) {

@@ -9,6 +9,8 @@
 #include <stdexcept>
 #include <type_traits>
 
+#include "counting_socket.hpp"
+
 namespace ecsnet::server {
 
 namespace asio = boost::asio;
@@ -23,11 +25,12 @@ template <typename Stream>
 class asio_stream final : public byte_stream {
 public:
     template <typename... Args>
-    explicit asio_stream(Args&&... args) : stream_{std::forward<Args>(args)...} {
-        describe_peer(socket());
+    explicit asio_stream(asio::ip::tcp::socket socket, Args&&... args)
+        : stream_{counting_socket{std::move(socket), bytes_}, std::forward<Args>(args)...} {
+        describe_peer(this->socket());
     }
     awaitable<boost::system::error_code> handshake() override {
-        if constexpr (std::is_same_v<Stream, asio::ip::tcp::socket>) {
+        if constexpr (std::is_same_v<Stream, counting_socket>) {
             co_return boost::system::error_code{};
         } else {
             auto [ec] = co_await stream_.async_handshake(asio::ssl::stream_base::server, use_tuple);
@@ -56,15 +59,15 @@ public:
     }
     asio::any_io_executor get_executor() override { return stream_.get_executor(); }
     std::string_view transport() const noexcept override {
-        return std::is_same_v<Stream, asio::ip::tcp::socket> ? "TCP" : "TLS";
+        return std::is_same_v<Stream, counting_socket> ? "TCP" : "TLS";
     }
 
 private:
     asio::ip::tcp::socket& socket() {
-        if constexpr (std::is_same_v<Stream, asio::ip::tcp::socket>) {
-            return stream_;
-        } else {
+        if constexpr (std::is_same_v<Stream, counting_socket>) {
             return stream_.next_layer();
+        } else {
+            return stream_.next_layer().next_layer();
         }
     }
 
@@ -83,12 +86,12 @@ void byte_stream::describe_peer(const asio::ip::tcp::socket& socket) {
 }
 
 std::unique_ptr<byte_stream> make_tcp_stream(asio::ip::tcp::socket socket) {
-    return std::make_unique<asio_stream<asio::ip::tcp::socket>>(std::move(socket));
+    return std::make_unique<asio_stream<counting_socket>>(std::move(socket));
 }
 
 std::unique_ptr<byte_stream> make_tls_stream(asio::ip::tcp::socket socket, asio::ssl::context& context) {
-    return std::make_unique<asio_stream<asio::ssl::stream<asio::ip::tcp::socket>>>(std::move(socket),
-                                                                                  context);
+    return std::make_unique<asio_stream<asio::ssl::stream<counting_socket>>>(std::move(socket),
+                                                                            context);
 }
 
 std::uint16_t listen_on(asio::ip::tcp::acceptor& acceptor, const std::string& bind,

@@ -18,6 +18,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "counting_socket.hpp"
 #include "ecsnet/protocol/frame.hpp"
 #include "ecsnet/server/logging.hpp"
 
@@ -28,6 +29,17 @@ namespace beast = boost::beast;
 namespace http = beast::http;
 namespace websocket = beast::websocket;
 using asio::awaitable;
+
+// Beast closes a WebSocket with these (found by argument-dependent lookup): as for the socket
+// underneath.
+void teardown(beast::role_type role, counting_socket& socket, boost::system::error_code& ec) {
+    websocket::teardown(role, socket.next_layer(), ec);
+}
+
+template <typename Handler>
+void async_teardown(beast::role_type role, counting_socket& socket, Handler&& handler) {
+    websocket::async_teardown(role, socket.next_layer(), std::forward<Handler>(handler));
+}
 
 namespace {
 
@@ -95,8 +107,9 @@ template <typename NextLayer>
 class websocket_stream final : public byte_stream {
 public:
     template <typename... Args>
-    explicit websocket_stream(const websocket_options& options, Args&&... args)
-        : options_{options}, ws_{std::forward<Args>(args)...} {
+    websocket_stream(const websocket_options& options, asio::ip::tcp::socket socket, Args&&... args)
+        : options_{options},
+          ws_{counting_socket{std::move(socket), bytes_}, std::forward<Args>(args)...} {
         describe_peer(beast::get_lowest_layer(ws_));
         ws_.binary(true);
         // One WebSocket frame per message: fragments would only add headers.
@@ -113,7 +126,7 @@ public:
             upgraded_ = !ec;
             co_return ec;
         }
-        if constexpr (!std::is_same_v<NextLayer, asio::ip::tcp::socket>) {
+        if constexpr (!std::is_same_v<NextLayer, counting_socket>) {
             auto [ec] = co_await ws_.next_layer().async_handshake(asio::ssl::stream_base::server,
                                                                    use_tuple);
             if (ec) {
@@ -245,7 +258,7 @@ public:
     }
     asio::any_io_executor get_executor() override { return ws_.get_executor(); }
     [[nodiscard]] std::string_view transport() const noexcept override {
-        return std::is_same_v<NextLayer, asio::ip::tcp::socket> ? "WebSocket" : "WebSocket+TLS";
+        return std::is_same_v<NextLayer, counting_socket> ? "WebSocket" : "WebSocket+TLS";
     }
 
 private:
@@ -309,14 +322,14 @@ private:
 
 std::unique_ptr<byte_stream> make_websocket_stream(asio::ip::tcp::socket socket,
                                                    const websocket_options& options) {
-    return std::make_unique<websocket_stream<asio::ip::tcp::socket>>(options, std::move(socket));
+    return std::make_unique<websocket_stream<counting_socket>>(options, std::move(socket));
 }
 
 std::unique_ptr<byte_stream> make_websocket_stream(asio::ip::tcp::socket socket,
                                                    upgrade_request request,
                                                    const websocket_options& options) {
     auto stream =
-        std::make_unique<websocket_stream<asio::ip::tcp::socket>>(options, std::move(socket));
+        std::make_unique<websocket_stream<counting_socket>>(options, std::move(socket));
     stream->answer(std::move(request));
     return stream;
 }
@@ -324,7 +337,7 @@ std::unique_ptr<byte_stream> make_websocket_stream(asio::ip::tcp::socket socket,
 std::unique_ptr<byte_stream> make_websocket_stream(asio::ip::tcp::socket socket,
                                                    asio::ssl::context& context,
                                                    const websocket_options& options) {
-    return std::make_unique<websocket_stream<asio::ssl::stream<asio::ip::tcp::socket>>>(
+    return std::make_unique<websocket_stream<asio::ssl::stream<counting_socket>>>(
         options, std::move(socket), context);
 }
 

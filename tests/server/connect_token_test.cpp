@@ -294,6 +294,20 @@ TEST(ConnectToken, MalformedTextIsRefused) {
     }
 }
 
+// docs/PROTOCOL.md "Identity": `typ` may be absent; present, it is "JWT" without case, checked
+// after the algorithm (3.4, 3.5) and before the signature.
+TEST(ConnectToken, TheTypHeaderIsJwtWithoutCaseOrAbsent) {
+    const auto verdict = [](std::string_view header) {
+        return refusal(verify_connect_token(crafted(header, good_claims, secret), hs(), "eu-1", before));
+    };
+    EXPECT_EQ(verdict(R"({"alg":"HS256"})"), "(accepted)");
+    EXPECT_EQ(verdict(R"({"alg":"HS256","typ":"jwt"})"), "(accepted)");
+    EXPECT_EQ(verdict(R"({"alg":"HS256","typ":"at+jwt"})"), "connect token is malformed (type mismatch)");
+    EXPECT_THAT(verdict(R"({"alg":"HS256","typ":5})"), testing::StartsWith("connect token is malformed ("));
+    EXPECT_EQ(verdict(R"({"alg":"RS256","typ":"at+jwt"})"),
+              "connect token is signed with RS256, this server accepts HS256 only");
+}
+
 TEST(ConnectToken, KeysAreCheckedWhenConfigured) {
     EXPECT_THROW((void)hs256_verifier("short"), std::invalid_argument);
     EXPECT_THROW((void)es256_verifier("not a key"), std::invalid_argument);

@@ -316,6 +316,27 @@ TEST(MetricsEndpoint, AScrapeUnderLoadPassesPromtoolAndAddsUpWithTheClients) {
     EXPECT_EQ(value(samples, "ecsnet_send_queue_bytes"), 0.0) << "nothing waits for a closed session";
 }
 
+// Prometheus' convention: a counter exists at 0 before it first counts (an alert on its
+// increase would otherwise miss the first failure, the series appearing at 1).
+TEST(MetricsEndpoint, EverySystemsFailuresAreExportedAtZeroBeforeItFails) {
+    test_server server{metrics_config(), positions_game()};
+    const std::uint16_t admin = server.start_admin();
+    const std::uint64_t added_at = server.call([](ecsnet::server::server& s) {
+        s.scheduler().add("move", ecsnet::ecs::component_access{}, [](ecsnet::ecs::SystemContext&) {});
+        s.on_player_left = [](std::uint32_t) {};
+        return s.tick();
+    });
+    for (int i = 0; i < 200 && server.tick() < added_at + 2; ++i) {
+        std::this_thread::sleep_for(10ms);
+    }
+    ASSERT_GE(server.tick(), added_at + 2) << "the server stopped ticking";
+    const auto samples = samples_of(http_get(admin, "/metrics").body);
+    EXPECT_EQ(value(samples, R"(ecsnet_system_failures_total{system="move"})"), 0.0);
+    EXPECT_EQ(value(samples, R"(ecsnet_system_failures_total{system="on_player_left"})"), 0.0);
+    EXPECT_EQ(value(samples, R"(ecsnet_system_failures_total{system="on_player_joined"})"), -1.0)
+        << "a hook the game did not set cannot fail";
+}
+
 TEST(MetricsEndpoint, RefusalsAreCountedByReason) {
     auto config = metrics_config();
     config.max_clients = 1;

@@ -1684,6 +1684,29 @@ TEST_P(ServerIdentity, ConnectTokensDecideTheOwner) {
     EXPECT_TRUE(destroy(*alice_again, hers).ok);
 }
 
+// docs/PROTOCOL.md "Identity", 3.3: an oversize token is an identity refusal like any other
+// malformed token (it was refused by the decoder, as an invalid frame, before the resume key
+// that needs no token was looked at).
+TEST_P(ServerIdentity, AConnectTokenOver2048BytesIsMalformedAndAKnownResumeKeyNeedsNone) {
+    const std::string secret = "a-signing-secret-of-32-bytes...";
+    server_config config = test_config();
+    config.token_secret = secret;
+    config.world_id = "eu-1";
+    test_server server{config};
+    const auto port = server.port();
+    const std::string oversize(protocol::max_connect_token_bytes + 1, 'a');
+    EXPECT_THAT(refusal_of(port, with_token(oversize)),
+                testing::EndsWith("connect token is malformed (longer than 2048 bytes)"));
+    EXPECT_EQ(server.stats().identity_refused, 1U);
+    EXPECT_EQ(server.stats().invalid_frames, 0U);
+
+    const auto alice = join_with(port, with_token(hs256_token(secret, "alice", "eu-1")));
+    connect_options again = with_token(oversize);
+    again.resume_key = alice->welcome().resume_key;
+    EXPECT_EQ(join_with(port, again)->welcome().player_id, "alice")
+        << "with a known resume key the token is not looked at";
+}
+
 // The attack of issue 24: a second user replayed alice's token and destroyed her entity; three
 // connections holding one token filled a --max-clients 3 server.
 TEST_P(ServerIdentity, AConnectTokenAdmitsOnceAndReconnectsUseTheResumeKey) {

@@ -307,6 +307,77 @@ TEST(WebSocketMessagesRaw, TextIsRefusedAndFragmentsOfOneMessageAreOneFrame) {
     EXPECT_TRUE(disconnected);
 }
 
+// ecsnet_bytes_*_total count the socket's bytes (docs/SERVER.md, "Metrics"): the upgrade, the
+// WebSocket headers and the close handshake too. Here the client is a plain socket speaking the
+// WebSocket by hand, so it knows every byte it wrote and read.
+TEST(WebSocketMetrics, TheByteCountersCountEveryByteOnTheSocket) {
+    test_server server{ws_config()};
+    const auto port = server.ws_port();
+    asio::io_context io;
+    asio::ip::tcp::socket socket{io};
+    socket.connect({asio::ip::make_address("127.0.0.1"), port});
+    std::size_t written = 0;
+    std::size_t read = 0;
+    const auto send = [&](const std::vector<std::uint8_t>& bytes) {
+        written += asio::write(socket, asio::buffer(bytes));
+    };
+    // A client's frame: FIN, the opcode, the mask bit and the length (< 126), the mask, the
+    // masked payload.
+    const auto client_frame = [](std::uint8_t opcode, std::span<const std::uint8_t> payload) {
+        const std::array<std::uint8_t, 4> mask{0x12, 0x34, 0x56, 0x78};
+        std::vector<std::uint8_t> frame{static_cast<std::uint8_t>(0x80 | opcode),
+                                        static_cast<std::uint8_t>(0x80 | payload.size())};
+        frame.insert(frame.end(), mask.begin(), mask.end());
+        for (std::size_t i = 0; i < payload.size(); ++i) {
+            frame.push_back(static_cast<std::uint8_t>(payload[i] ^ mask[i % 4]));
+        }
+        return frame;
+    };
+
+    const std::string upgrade = websocket_upgrade_request(port, "/");
+    written += asio::write(socket, asio::buffer(upgrade));
+    std::string answer;
+    while (answer.find("\r\n\r\n") == std::string::npos) {
+        std::array<char, 1024> chunk{};
+        const std::size_t n = socket.read_some(asio::buffer(chunk));
+        answer.append(chunk.data(), n);
+    }
+    ASSERT_THAT(answer, testing::StartsWith("HTTP/1.1 101"));
+    read += answer.size();
+
+    // A Ping before Hello is answered: 6 header bytes around the 48 of the frame, and a Pong.
+    const auto ping = *protocol::encode(protocol::client_message{protocol::ping{7}}, {});
+    ASSERT_LT(ping.size(), 126U);
+    send(client_frame(0x2, ping));
+    std::array<std::uint8_t, 2> header{};
+    read += asio::read(socket, asio::buffer(header));
+    ASSERT_EQ(header[0], 0x82) << "one unfragmented binary message";
+    std::vector<std::uint8_t> pong(header[1] & 0x7F);
+    read += asio::read(socket, asio::buffer(pong));
+
+    // The close handshake: ours (code 1000), the server's answer, then the end of the stream.
+    const std::array<std::uint8_t, 2> normal{0x03, 0xE8};
+    send(client_frame(0x8, normal));
+    boost::system::error_code ec;
+    std::array<std::uint8_t, 256> rest{};
+    while (!ec) {
+        read += socket.read_some(asio::buffer(rest), ec);
+    }
+    EXPECT_EQ(ec, asio::error::eof);
+    socket.shutdown(asio::ip::tcp::socket::shutdown_send, ec);  // the server waits for it
+
+    ecsnet::server::server_stats stats;
+    for (int i = 0; i < 300; ++i) {
+        stats = server.stats();
+        if (stats.bytes_in == written && stats.bytes_out == read) {
+            break;
+        }
+        std::this_thread::sleep_for(10ms);
+    }
+    EXPECT_EQ(stats.bytes_in, written) << "the upgrade request, a Ping and a close frame";
+    EXPECT_EQ(stats.bytes_out, read) << "the 101 answer, a Pong and a close frame";
+}
+
 TEST(WebSocketClose, AClientsCloseFrameEndsItsSessionCleanly) {
     test_server server{ws_config()};
     {

@@ -437,11 +437,10 @@ decoded_client decode_client_frame(std::span<const std::uint8_t> bytes, const sc
                 }
                 h.resume_key.assign(key->begin(), key->end());
             }
+            // Its length is the identity check's (an identity refusal, docs/PROTOCOL.md
+            // "Identity"), as is everything else about it: a server with a known resume key or
+            // without tokens never looks at it.
             if (const auto* token = m->connect_token()) {
-                if (token->size() > max_connect_token_bytes) {
-                    return fail(fatal_error("connect token longer than " +
-                                            std::to_string(max_connect_token_bytes) + " bytes"));
-                }
                 h.connect_token = token->str();
             }
             out.message = std::move(h);

@@ -118,6 +118,9 @@ public:
     void pending_evicted() noexcept;
     void refused(refusal_reason reason) noexcept;
     void inputs(std::uint64_t applied, std::uint64_t late, std::uint64_t repeated) noexcept;
+    // A system (or player hook) that can fail: its failure count is exported from now on, at 0
+    // until it fails (a rate or an alert then sees it start, not appear).
+    void system_known(std::string_view system);
     // Count one failure; returns how many of its kind so far (for the log line).
     std::uint64_t system_failed(std::string_view system);
     std::uint64_t game_failed(game_failure_kind kind, std::uint64_t n = 1) noexcept;
@@ -146,6 +149,8 @@ public:
 
 private:
     struct families;
+    prometheus::Counter& system_counter(std::string_view system);
+
     std::shared_ptr<prometheus::Registry> registry_;
     std::unique_ptr<families> f_;
 };

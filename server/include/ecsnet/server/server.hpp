@@ -294,6 +294,8 @@ private:
     boost::asio::awaitable<void> tick_loop();
     boost::asio::awaitable<void> stats_loop();
     void run_tick();
+    // ecsnet_system_failures_total at 0 for every system and hook not exported yet.
+    void export_system_failures();
     // Applies the commands queued since the last tick and sends every reply owed, in order.
     void apply_pending_commands();
     // Despawns the entities of owners whose reconnect grace ended without a connection.
@@ -385,6 +387,8 @@ private:
         bool resumed;
     };
     std::vector<player_event> player_events_;  // for on_player_joined/left at the next tick
+    std::size_t systems_exported_{0};
+    std::array<bool, 2> hooks_exported_{};  // on_player_joined, on_player_left
     void tell_player_events();
     struct departure {
         clock::time_point despawn_at;

@@ -191,7 +191,9 @@ private:
     void unqueue_bytes(std::size_t bytes) noexcept;
     void begin_closing(std::string reason);
     void notify_closed(const std::string& reason);
-    void count_in(std::size_t bytes) noexcept;
+    // Counts what crossed the socket since the last call (stream_->bytes(): every layer's
+    // bytes), and `frames_sent` frames written.
+    void count_traffic(std::size_t frames_sent = 0) noexcept;
     void count_dropped(std::size_t frames) noexcept;
 
     // Declared first, destroyed last: the stream and the timers belong to it.

@@ -18,6 +18,13 @@
 // nothing of the layers below, so another transport (a WebSocket) is one more implementation.
 namespace ecsnet::server {
 
+// Bytes through a connection's TCP socket in each direction, every layer's included (TLS
+// records, the WebSocket upgrade, frame headers and close handshake): what the metrics count.
+struct socket_bytes {
+    std::uint64_t read{0};
+    std::uint64_t written{0};
+};
+
 class byte_stream {
 public:
     using result = std::tuple<boost::system::error_code, std::size_t>;
@@ -44,9 +51,14 @@ public:
     // "203.0.113.7:51234", and the address alone: limits are per address.
     [[nodiscard]] const std::string& remote() const noexcept { return remote_; }
     [[nodiscard]] const std::string& remote_address() const noexcept { return remote_address_; }
+    // Counted as the socket's operations complete, on the stream's executor.
+    [[nodiscard]] const socket_bytes& bytes() const noexcept { return *bytes_; }
 
 protected:
     void describe_peer(const boost::asio::ip::tcp::socket& socket);
+
+    // Shared with the socket layer: a WebSocket's pending close can outlive the stream.
+    std::shared_ptr<socket_bytes> bytes_ = std::make_shared<socket_bytes>();
 
 private:
     std::string remote_{"unknown"};

@@ -25,7 +25,8 @@ inline constexpr std::size_t max_client_name_bytes = 64;
 inline constexpr std::size_t max_token_bytes = 256;
 inline constexpr std::size_t max_reason_bytes = 256;
 inline constexpr std::size_t resume_key_bytes = 32;
-inline constexpr std::size_t max_connect_token_bytes = 2048;  // a JWT (docs/PROTOCOL.md, "Identity")
+// A JWT: checked with the identity (docs/PROTOCOL.md, "Identity"), not when a Hello is decoded.
+inline constexpr std::size_t max_connect_token_bytes = 2048;
 inline constexpr std::size_t max_player_id_bytes = 64;
 
 // At most one value per component type, by wire name.
