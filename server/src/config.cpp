@@ -541,7 +541,13 @@ std::string describe(const server_config& c) {
                                     c.ws_allowed_origins.empty()
                                         ? std::string{"same-host"}
                                         : fmt::format("{}", fmt::join(c.ws_allowed_origins, ",")),
-                                    c.web_root.empty() ? "" : " web-root " + c.web_root),
+                                    c.web_root.empty()
+                                        ? std::string{}
+                                        : fmt::format(" web-root {} (pages {}/address, memory {} B, "
+                                                      "chunk {} B, stall {} ms)",
+                                                      c.web_root, c.web_max_per_address,
+                                                      c.web_memory_bytes, c.web_chunk_bytes,
+                                                      c.web_stall_timeout.count())),
         c.max_pending, c.max_pending_per_address,
         c.resync_interval.count(),
         c.keep_entities_on_disconnect

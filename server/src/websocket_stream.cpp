@@ -172,7 +172,7 @@ awaitable<void> serve_page(Stream stream, static_reply reply, page_budget::lease
         spdlog::debug("{}: sent", request_line);
     } else if (stalled) {
         lease.stalled();
-        spdlog::debug("{}: cut, the client took nothing for {} ms", request_line,
+        spdlog::debug("{}: cut, the client took no whole chunk in {} ms", request_line,
                       lease.limits().stall_timeout.count());
     } else {
         spdlog::debug("{}: the connection ended first", request_line);
