@@ -149,8 +149,12 @@ def main():
     parser.add_argument("--rate", type=float, default=1_000_000, help="bytes/s of the slow reader")
     parser.add_argument("--hold", type=float, default=4.0,
                         help="seconds the non-readers are held (RSS sampled every 50 ms)")
-    parser.add_argument("extra", nargs="*", help="more server options (after --)")
-    args = parser.parse_args()
+    argv = sys.argv[1:]
+    extra = []
+    if "--" in argv:
+        argv, extra = argv[:argv.index("--")], argv[argv.index("--") + 1:]
+    args = parser.parse_args(argv)
+    args.extra = extra
     check_prerequisites(args.server)
 
     with tempfile.TemporaryDirectory(prefix="ecsnet-web-measure-") as root:
