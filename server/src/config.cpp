@@ -51,6 +51,7 @@ parsed_command_line parse_command_line(int argc, const char* const* argv,
     std::int64_t idle_ms = c.idle_timeout.count();
     std::int64_t frame_ms = c.frame_timeout.count();
     std::int64_t stall_ms = c.stall_timeout.count();
+    std::int64_t web_stall_ms = c.web_stall_timeout.count();
     std::int64_t stats_s = c.stats_interval.count();
     std::int64_t resync_ms = c.resync_interval.count();
     std::int64_t drain_s = c.drain.count();
@@ -138,6 +139,27 @@ parsed_command_line parse_command_line(int argc, const char* const* argv,
                        "--ws-port")
             ->check(CLI::ExistingDirectory),
         "ECSNET_WEB_ROOT");
+    env(app.add_option("--web-chunk-bytes", c.web_chunk_bytes,
+                       "--web-root: a page connection's memory: its file is read and sent this "
+                       "much at a time")
+            ->check(CLI::Range(std::size_t{4096}, std::size_t{16} * 1024 * 1024)),
+        "ECSNET_WEB_CHUNK_BYTES");
+    env(app.add_option("--web-memory-bytes", c.web_memory_bytes,
+                       "--web-root: the memory of all page connections together (a chunk "
+                       "each); a page request past it gets 503 with Retry-After")
+            ->check(CLI::Range(std::size_t{4096}, std::size_t{1} << 40U)),
+        "ECSNET_WEB_MEMORY_BYTES");
+    env(app.add_option("--web-max-per-address", c.web_max_per_address,
+                       "--web-root: page connections from one address at once; the next gets "
+                       "429 with Retry-After")
+            ->check(CLI::Range(1, 1'000'000)),
+        "ECSNET_WEB_MAX_PER_ADDRESS");
+    env(app.add_option("--web-stall-timeout-ms", web_stall_ms,
+                       "--web-root: a page connection whose client takes less than a chunk "
+                       "in this long is closed (the request itself is due within "
+                       "--hello-timeout-ms)")
+            ->check(CLI::Range(100, 3'600'000)),
+        "ECSNET_WEB_STALL_TIMEOUT_MS");
     env(app.add_option("--max-pending", c.max_pending,
                        "Connections waiting for their Hello at most (not counted in --max-clients); "
                        "past it the oldest is closed")
@@ -455,6 +477,11 @@ parsed_command_line parse_command_line(int argc, const char* const* argv,
             throw CLI::ValidationError("--web-root", "needs --ws-port (the page is served on the "
                                                      "WebSocket port)");
         }
+        if (c.web_memory_bytes < c.web_chunk_bytes) {
+            throw CLI::ValidationError("--web-memory-bytes",
+                                       "must hold at least one chunk (--web-chunk-bytes " +
+                                           std::to_string(c.web_chunk_bytes) + ")");
+        }
         if (!c.inspector_dir.empty() && c.admin_port < 0) {
             throw CLI::ValidationError("--inspector-dir", "needs --admin-port (the inspector is "
                                                           "served by the admin endpoint)");
@@ -489,6 +516,7 @@ parsed_command_line parse_command_line(int argc, const char* const* argv,
     c.idle_timeout = std::chrono::milliseconds{idle_ms};
     c.frame_timeout = std::chrono::milliseconds{frame_ms};
     c.stall_timeout = std::chrono::milliseconds{stall_ms};
+    c.web_stall_timeout = std::chrono::milliseconds{web_stall_ms};
     c.stats_interval = std::chrono::seconds{stats_s};
     c.resync_interval = std::chrono::milliseconds{resync_ms};
     c.drain = std::chrono::seconds{drain_s};
@@ -537,7 +565,13 @@ std::string describe(const server_config& c) {
                                     c.ws_allowed_origins.empty()
                                         ? std::string{"same-host"}
                                         : fmt::format("{}", fmt::join(c.ws_allowed_origins, ",")),
-                                    c.web_root.empty() ? "" : " web-root " + c.web_root),
+                                    c.web_root.empty()
+                                        ? std::string{}
+                                        : fmt::format(" web-root {} (pages {}/address, memory {} B, "
+                                                      "chunk {} B, stall {} ms)",
+                                                      c.web_root, c.web_max_per_address,
+                                                      c.web_memory_bytes, c.web_chunk_bytes,
+                                                      c.web_stall_timeout.count())),
         c.max_pending, c.max_pending_per_address,
         c.resync_interval.count(),
         c.keep_entities_on_disconnect

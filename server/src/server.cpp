@@ -139,6 +139,9 @@ server::server(asio::io_context& io, server_config config, const game& g)
     };
     if (!config_.web_root.empty()) {
         ws_options_.web_root.emplace(config_.web_root);
+        ws_options_.pages = page_budget{page_limits{config_.web_chunk_bytes, config_.web_memory_bytes,
+                                                    config_.web_max_per_address,
+                                                    config_.web_stall_timeout}};
     }
     interest_.set_defaults(interest_manager::defaults{config_.interest_radius, config_.client_budget});
     interest_.on_policy_failure = [this](std::string_view call, std::string_view what) {

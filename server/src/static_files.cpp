@@ -2,12 +2,14 @@
 
 #include <boost/beast/http/field.hpp>
 #include <boost/beast/http/status.hpp>
+#include <fcntl.h>
 #include <spdlog/spdlog.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <array>
 #include <cctype>
-#include <fstream>
 #include <optional>
 #include <system_error>
 #include <utility>
@@ -119,6 +121,12 @@ response text_answer(http::status status, unsigned version, bool head, std::stri
     return segments;
 }
 
+[[nodiscard]] static_reply reply_of(response message) {
+    static_reply reply;
+    reply.message = std::move(message);
+    return reply;
+}
+
 // Large files are an operator's mistake, not a client's: said a few times a minute at most.
 log_limiter& size_warnings() {
     static log_limiter limiter{5, std::chrono::seconds{60}};
@@ -139,13 +147,13 @@ bool static_files::available() const {
     return !root_.empty() && fs::is_directory(root_, ec);
 }
 
-response static_files::answer(http::verb method, std::string_view target, unsigned version) const {
+static_reply static_files::open(http::verb method, std::string_view target, unsigned version) const {
     const bool head = method == http::verb::head;
     if (method != http::verb::get && !head) {
         response r = text_answer(http::status::method_not_allowed, version, false,
                                  "only GET and HEAD");
         r.set(http::field::allow, "GET, HEAD");
-        return r;
+        return reply_of(std::move(r));
     }
     const std::size_t query_at = std::min(target.find('?'), target.size());
     const std::string_view raw_path = target.substr(0, query_at);
@@ -163,39 +171,39 @@ response static_files::answer(http::verb method, std::string_view target, unsign
     };
 
     if (!raw_path.starts_with(mount_)) {
-        return not_found({});
+        return reply_of(not_found({}));
     }
     const std::string_view rest = raw_path.substr(mount_.size());
     if (rest.empty()) {
-        return redirect_to_directory(mount_);  // "/inspector": its pages link relative to "/inspector/"
+        return reply_of(redirect_to_directory(mount_));  // "/inspector": its pages link relative to "/inspector/"
     }
     if (rest.front() != '/') {
-        return not_found({});  // "/inspectorx"
+        return reply_of(not_found({}));  // "/inspectorx"
     }
     const std::optional<std::string> decoded = percent_decode(rest);
     if (!decoded) {
-        return text_answer(http::status::bad_request, version, head,
-                           "bad request: malformed percent-encoding in " + shown);
+        return reply_of(text_answer(http::status::bad_request, version, head,
+                                    "bad request: malformed percent-encoding in " + shown));
     }
     if (decoded->find('\0') != std::string::npos) {
-        return text_answer(http::status::bad_request, version, head,
-                           "bad request: a NUL byte in the path");
+        return reply_of(text_answer(http::status::bad_request, version, head,
+                                    "bad request: a NUL byte in the path"));
     }
     const std::vector<std::string_view> segments = split_segments(*decoded);
     for (const std::string_view segment : segments) {
         if (segment == "..") {
-            return text_answer(http::status::bad_request, version, head,
-                               "bad request: '..' in the path " + shown);
+            return reply_of(text_answer(http::status::bad_request, version, head,
+                                        "bad request: '..' in the path " + shown));
         }
         if (segment.front() == '.') {
-            return not_found("hidden files are not served");
+            return reply_of(not_found("hidden files are not served"));
         }
     }
 
     std::error_code ec;
     const fs::path root = fs::canonical(root_, ec);
     if (ec || !fs::is_directory(root, ec)) {
-        return not_found("the served directory is missing");
+        return reply_of(not_found("the served directory is missing"));
     }
     fs::path wanted = root;
     for (const std::string_view segment : segments) {
@@ -204,10 +212,10 @@ response static_files::answer(http::verb method, std::string_view target, unsign
     // Symlinks inside the root are followed, as long as they stay inside it.
     fs::path file = fs::canonical(wanted, ec);
     if (ec) {
-        return not_found({});
+        return reply_of(not_found({}));
     }
     if (!inside(root, file)) {
-        return not_found("it links out of the served directory");
+        return reply_of(not_found("it links out of the served directory"));
     }
     std::string name = segments.empty() ? std::string{} : std::string{segments.back()};
     if (fs::is_directory(file, ec)) {
@@ -216,43 +224,76 @@ response static_files::answer(http::verb method, std::string_view target, unsign
             for (const std::string_view segment : segments) {
                 path += "/" + percent_encode(segment);
             }
-            return redirect_to_directory(path);
+            return reply_of(redirect_to_directory(path));
         }
         file = fs::canonical(file / "index.html", ec);
         if (ec || !inside(root, file)) {
-            return not_found("no index.html; directories are not listed");
+            return reply_of(not_found("no index.html; directories are not listed"));
         }
         name = "index.html";
     }
-    if (!fs::is_regular_file(file, ec)) {
-        return not_found({});
+    // Opened without following a link (the real path has none left) nor blocking (a FIFO put
+    // there since), and judged by what was opened.
+    const int fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+    struct stat st {};
+    if (fd < 0 || ::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        if (fd >= 0) {
+            ::close(fd);
+        }
+        return reply_of(not_found({}));
     }
-    const std::uintmax_t size = fs::file_size(file, ec);
-    if (ec) {
-        return not_found({});
+    static_reply reply = reply_of(make_answer(http::status::ok, version, head, content_type_of(name), {}));
+    reply.file_size = static_cast<std::uint64_t>(st.st_size);
+    reply.message.content_length(*reply.file_size);
+    if (head) {
+        ::close(fd);
+    } else {
+        reply.file.emplace();
+        reply.file->native_handle(fd);
     }
-    if (size > max_file_bytes_) {
+    return reply;
+}
+
+response static_files::answer(http::verb method, std::string_view target, unsigned version) const {
+    static_reply reply = open(method, target, version);
+    if (!reply.file_size) {
+        return std::move(reply.message);
+    }
+    const bool head = method == http::verb::head;
+    const std::string shown = printable(target.substr(0, std::min(target.find('?'), target.size())), 200);
+    if (*reply.file_size > max_file_bytes_) {
         std::size_t suppressed = 0;
         if (size_warnings().allow(suppressed)) {
             spdlog::warn("static files: {} is {} bytes, over the {} served at most: answered 500{}",
-                         file.string(), size, max_file_bytes_,
+                         shown, *reply.file_size, max_file_bytes_,
                          suppressed > 0 ? fmt::format(" ({} more not logged)", suppressed) : "");
         }
         return text_answer(http::status::internal_server_error, version, head,
                            "server error: " + shown + " is too large to serve");
     }
-    std::string body(static_cast<std::size_t>(size), '\0');
-    std::ifstream in{file, std::ios::binary};
-    in.read(body.data(), static_cast<std::streamsize>(body.size()));
-    if (!in || in.gcount() != static_cast<std::streamsize>(body.size())) {
+    if (head) {
+        return std::move(reply.message);
+    }
+    std::string body(static_cast<std::size_t>(*reply.file_size), '\0');
+    boost::system::error_code ec;
+    std::size_t have = 0;
+    while (have < body.size() && !ec) {
+        const std::size_t n = reply.file->read(body.data() + have, body.size() - have, ec);
+        if (n == 0) {
+            break;
+        }
+        have += n;
+    }
+    if (ec || have != body.size()) {
         std::size_t suppressed = 0;
         if (size_warnings().allow(suppressed)) {
-            spdlog::warn("static files: cannot read {}: answered 500", file.string());
+            spdlog::warn("static files: cannot read {}: answered 500", shown);
         }
         return text_answer(http::status::internal_server_error, version, head,
                            "server error: cannot read " + shown);
     }
-    return make_answer(http::status::ok, version, head, content_type_of(name), std::move(body));
+    reply.message.body() = std::move(body);
+    return std::move(reply.message);
 }
 
 std::string_view content_type_of(const fs::path& file) {

@@ -1,8 +1,12 @@
 #include "ecsnet/server/websocket_stream.hpp"
 
 #include <boost/asio/as_tuple.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/experimental/awaitable_operators.hpp>
 #include <boost/asio/ssl/stream.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
+#include <boost/asio/write.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/core/stream_traits.hpp>
 #include <boost/beast/http.hpp>
@@ -13,8 +17,11 @@
 #include <algorithm>
 #include <array>
 #include <cctype>
+#include <chrono>
+#include <exception>
 #include <type_traits>
 #include <utility>
+#include <variant>
 
 #include <spdlog/spdlog.h>
 
@@ -95,6 +102,98 @@ const ws_error_category& category() noexcept {
     return out;
 }
 
+using clock = std::chrono::steady_clock;
+
+// Closes the socket once `deadline` passes (the transfer moves it on); ends when cancelled.
+awaitable<void> cut_when_stalled(asio::ip::tcp::socket& socket, const clock::time_point& deadline,
+                                 bool& stalled) {
+    asio::steady_timer timer{socket.get_executor()};
+    for (;;) {
+        timer.expires_at(deadline);
+        auto [ec] = co_await timer.async_wait(use_tuple);
+        if (ec) {
+            co_return;
+        }
+        if (clock::now() >= deadline) {
+            stalled = true;
+            boost::system::error_code ignored;
+            socket.close(ignored);
+            co_return;
+        }
+    }
+}
+
+// The headers, then the file a chunk at a time: one chunk in memory, each written whole
+// within the stall timeout. A file that shrank meanwhile ends the connection short of its
+// Content-Length (the client sees a truncated answer, never other bytes).
+template <typename Stream>
+awaitable<void> send_page(Stream& stream, static_reply& reply, page_budget::lease& lease,
+                          clock::time_point& deadline, bool& complete) {
+    const auto stall = lease.limits().stall_timeout;
+    http::response_serializer<http::string_body> serializer{reply.message};
+    deadline = clock::now() + stall;
+    if (!reply.file) {
+        auto [ec, n] = co_await http::async_write(stream, serializer, use_tuple);
+        (void)n;
+        complete = !ec;
+        co_return;
+    }
+    auto [ec, n] = co_await http::async_write_header(stream, serializer, use_tuple);
+    (void)n;
+    if (ec) {
+        co_return;
+    }
+    const std::span<char> chunk = lease.buffer();
+    std::uint64_t left = *reply.file_size;
+    while (left > 0) {
+        boost::system::error_code read_ec;
+        const std::size_t got = reply.file->read(
+            chunk.data(), static_cast<std::size_t>(std::min<std::uint64_t>(chunk.size(), left)),
+            read_ec);
+        if (read_ec || got == 0) {
+            spdlog::debug("a served file ended early (changed while sent): {}",
+                          read_ec ? read_ec.message() : "shorter than when opened");
+            co_return;
+        }
+        lease.read_from_file(got);
+        deadline = clock::now() + stall;
+        auto [write_ec, written] =
+            co_await asio::async_write(stream, asio::buffer(chunk.data(), got), use_tuple);
+        (void)written;
+        if (write_ec) {
+            co_return;
+        }
+        left -= got;
+    }
+    complete = true;
+}
+
+// A page connection, on its own once its request is read: the session that read it has ended.
+template <typename Stream>
+awaitable<void> serve_page(Stream stream, static_reply reply, page_budget::lease lease,
+                           std::string request_line) {
+    using namespace asio::experimental::awaitable_operators;
+    auto& socket = beast::get_lowest_layer(stream);
+    clock::time_point deadline = clock::now() + lease.limits().stall_timeout;
+    bool complete = false;
+    bool stalled = false;
+    co_await (send_page(stream, reply, lease, deadline, complete) ||
+              cut_when_stalled(socket, deadline, stalled));
+    if (complete) {
+        lease.served();
+        spdlog::debug("{}: sent", request_line);
+    } else if (stalled) {
+        lease.stalled();
+        spdlog::debug("{}: cut, the client took no whole chunk in {} ms", request_line,
+                      lease.limits().stall_timeout.count());
+    } else {
+        spdlog::debug("{}: the connection ended first", request_line);
+    }
+    boost::system::error_code ignored;
+    socket.shutdown(asio::ip::tcp::socket::shutdown_both, ignored);
+    socket.close(ignored);
+}
+
 // "https://Example.com:8443/" -> "https://example.com:8443"; the authority is what follows "://".
 [[nodiscard]] std::string normalize_origin(std::string_view origin) {
     while (!origin.empty() && origin.back() == '/') {
@@ -146,7 +245,7 @@ public:
         const auto& request = parser.get();
         if (!websocket::is_upgrade(request)) {
             if (options_.web_root) {
-                co_await serve_page(request);
+                co_await answer_page(request);
                 co_return make_error(ws_error::page_served);
             }
             co_await refuse(request.version(), http::status::upgrade_required,
@@ -263,14 +362,55 @@ public:
 
 private:
     // A plain GET/HEAD answered from the web root (a game's page beside its WebSocket); one
-    // request per connection.
-    awaitable<void> serve_page(const http::request<http::empty_body>& request) {
-        auto response =
-            options_.web_root->answer(request.method(), request.target(), request.version());
-        response.keep_alive(false);
-        spdlog::debug("{} {} {} from {}: {}", transport(), std::string_view{request.method_string()},
-                      printable(request.target(), 200), remote(), response.result_int());
-        (void)co_await http::async_write(ws_.next_layer(), response, use_tuple);
+    // request per connection. Admitted, the answer goes on in a page connection of its own
+    // with the socket: the Hello deadline bounded the request, the page bounds the answer.
+    awaitable<void> answer_page(const http::request<http::empty_body>& request) {
+        static_reply reply =
+            options_.web_root->open(request.method(), request.target(), request.version());
+        reply.message.keep_alive(false);
+        std::string request_line =
+            fmt::format("{} {} {} from {}: {}", transport(), std::string_view{request.method_string()},
+                        printable(request.target(), 200), remote(), reply.message.result_int());
+        const std::size_t buffer_bytes =
+            reply.file ? static_cast<std::size_t>(std::min<std::uint64_t>(
+                             *reply.file_size, options_.pages.limits().chunk_bytes))
+                       : 0;
+        auto admitted = options_.pages.admit(remote_address(),
+                                             reply.message.body().size() + buffer_bytes, buffer_bytes);
+        if (const auto* refused = std::get_if<page_budget::refusal>(&admitted)) {
+            const bool per_address = *refused == page_budget::refusal::per_address;
+            spdlog::debug("{}: refused, {}", request_line,
+                          per_address ? "too many page connections from this address"
+                                      : "page memory exhausted");
+            http::response<http::string_body> response{
+                per_address ? http::status::too_many_requests : http::status::service_unavailable,
+                request.version()};
+            response.set(http::field::content_type, "text/plain; charset=utf-8");
+            response.set(http::field::retry_after, "1");
+            response.keep_alive(false);
+            response.body() = per_address ? "too many page requests from your address at once "
+                                            "(--web-max-per-address)\n"
+                                          : "busy: page memory exhausted (--web-memory-bytes)\n";
+            response.prepare_payload();
+            if (request.method() == http::verb::head) {
+                response.body().clear();
+            }
+            (void)co_await http::async_write(ws_.next_layer(), response, use_tuple);
+            co_return;
+        }
+        asio::co_spawn(ws_.get_executor(),
+                       serve_page(NextLayer{std::move(ws_.next_layer())}, std::move(reply),
+                                  std::get<page_budget::lease>(std::move(admitted)),
+                                  std::move(request_line)),
+                       [](const std::exception_ptr& e) {
+                           if (e) {
+                               try {
+                                   std::rethrow_exception(e);
+                               } catch (const std::exception& ex) {
+                                   spdlog::error("a page connection failed: {}", ex.what());
+                               }
+                           }
+                       });
     }
 
     // An HTTP answer instead of the upgrade; the session then closes the connection.

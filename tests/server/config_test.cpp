@@ -27,6 +27,10 @@ constexpr const char* all_variables[] = {"ECSNET_BIND",
                                          "ECSNET_WS_PORT",
                                          "ECSNET_WS_ALLOWED_ORIGINS",
                                          "ECSNET_WEB_ROOT",
+                                         "ECSNET_WEB_CHUNK_BYTES",
+                                         "ECSNET_WEB_MEMORY_BYTES",
+                                         "ECSNET_WEB_MAX_PER_ADDRESS",
+                                         "ECSNET_WEB_STALL_TIMEOUT_MS",
                                          "ECSNET_INSPECTOR_DIR",
                                          "ECSNET_PORT",
                                          "ECSNET_TICK_RATE",
@@ -264,6 +268,54 @@ TEST_F(ServerConfig, AdminAllowedHostsAndOriginsAreTheAdminEndpointsOwn) {
     testing::internal::CaptureStderr();
     EXPECT_EQ(parse({"--admin-allowed-hosts", "a.example"}).exit_code, 2);
     EXPECT_THAT(testing::internal::GetCapturedStderr(), HasSubstr("needs --admin-port"));
+}
+
+TEST_F(ServerConfig, WebPageBoundsHaveFlagsEnvVarsAndSaneDefaults) {
+    const std::string dir = std::filesystem::temp_directory_path().string();
+    const server_config defaults = parse({}).config;
+    EXPECT_EQ(defaults.web_chunk_bytes, 64U * 1024);
+    EXPECT_EQ(defaults.web_memory_bytes, 32U * 1024 * 1024);
+    EXPECT_EQ(defaults.web_max_per_address, 8U);
+    EXPECT_EQ(defaults.web_stall_timeout, 10s);
+    testing::internal::CaptureStdout();
+    (void)parse({"--help"});
+    const std::string help = testing::internal::GetCapturedStdout();
+    for (const char* word : {"--web-chunk-bytes", "ECSNET_WEB_CHUNK_BYTES", "--web-memory-bytes",
+                             "ECSNET_WEB_MEMORY_BYTES", "--web-max-per-address",
+                             "ECSNET_WEB_MAX_PER_ADDRESS", "--web-stall-timeout-ms",
+                             "ECSNET_WEB_STALL_TIMEOUT_MS"}) {
+        EXPECT_THAT(help, HasSubstr(word));
+    }
+
+    const auto flags = parse({"--ws-port", "0", "--web-root", dir.c_str(), "--web-chunk-bytes",
+                              "8192", "--web-memory-bytes", "1048576", "--web-max-per-address", "3",
+                              "--web-stall-timeout-ms", "2500"});
+    ASSERT_EQ(flags.exit_code, std::nullopt);
+    EXPECT_EQ(flags.config.web_chunk_bytes, 8192U);
+    EXPECT_EQ(flags.config.web_memory_bytes, 1'048'576U);
+    EXPECT_EQ(flags.config.web_max_per_address, 3U);
+    EXPECT_EQ(flags.config.web_stall_timeout, 2500ms);
+    EXPECT_THAT(describe(flags.config), HasSubstr("pages 3/address, memory 1048576 B, chunk 8192 B, "
+                                                  "stall 2500 ms"));
+
+    ::setenv("ECSNET_WEB_MAX_PER_ADDRESS", "5", 1);
+    ::setenv("ECSNET_WEB_STALL_TIMEOUT_MS", "700", 1);
+    ::setenv("ECSNET_WEB_CHUNK_BYTES", "4096", 1);
+    ::setenv("ECSNET_WEB_MEMORY_BYTES", "65536", 1);
+    const server_config from_env = parse({}).config;
+    EXPECT_EQ(from_env.web_max_per_address, 5U);
+    EXPECT_EQ(from_env.web_stall_timeout, 700ms);
+    EXPECT_EQ(from_env.web_chunk_bytes, 4096U);
+    EXPECT_EQ(from_env.web_memory_bytes, 65'536U);
+    clear_environment();
+
+    testing::internal::CaptureStderr();
+    EXPECT_EQ(parse({"--web-chunk-bytes", "65536", "--web-memory-bytes", "8192"}).exit_code, 2);
+    EXPECT_THAT(testing::internal::GetCapturedStderr(), HasSubstr("at least one chunk"));
+    testing::internal::CaptureStderr();
+    EXPECT_EQ(parse({"--web-max-per-address", "0"}).exit_code, 2);
+    EXPECT_EQ(parse({"--web-stall-timeout-ms", "10"}).exit_code, 2);
+    (void)testing::internal::GetCapturedStderr();
 }
 
 TEST_F(ServerConfig, WebRootAndInspectorDirAreExistingDirectoriesOfTheirPorts) {

@@ -11,6 +11,10 @@
 #include <boost/beast/websocket.hpp>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <cstdlib>
 #include <filesystem>
@@ -36,6 +40,7 @@ namespace websocket = beast::websocket;
 namespace protocol = ecsnet::protocol;
 using ecsnet::server::check_allowed_origin;
 using ecsnet::server::origin_allowed;
+using ecsnet::server::page_stats;
 using ecsnet::server::server_config;
 using ecsnet::test::http_exchange;
 using ecsnet::test::raw_socket;
@@ -208,6 +213,231 @@ TEST_F(WebSocketWebRoot, WithoutAWebRootAPlainGetStillGets426) {
     const std::string answer = get(server.ws_port(), "GET", "/game.js");
     EXPECT_THAT(answer, testing::StartsWith("HTTP/1.1 426"));
     EXPECT_THAT(answer, Not(HasSubstr("play();")));
+}
+
+// A page client on a plain socket with a small receive buffer: the server's writes stall once
+// its own send buffer is full (~4 MiB on loopback), so a file well past that is held up by how
+// this client reads.
+class page_client {
+public:
+    page_client(std::uint16_t port, const std::string& method, const std::string& target) {
+        fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        EXPECT_GE(fd_, 0);
+        const int receive_buffer = 64 * 1024;
+        ::setsockopt(fd_, SOL_SOCKET, SO_RCVBUF, &receive_buffer, sizeof receive_buffer);
+        sockaddr_in address{};
+        address.sin_family = AF_INET;
+        address.sin_port = htons(port);
+        address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        EXPECT_EQ(::connect(fd_, reinterpret_cast<const sockaddr*>(&address), sizeof address), 0);
+        const std::string request = method + " " + target + " HTTP/1.1\r\nHost: 127.0.0.1:" +
+                                    std::to_string(port) + "\r\n\r\n";
+        EXPECT_EQ(::send(fd_, request.data(), request.size(), MSG_NOSIGNAL),
+                  static_cast<ssize_t>(request.size()));
+    }
+    page_client(const page_client&) = delete;
+    page_client& operator=(const page_client&) = delete;
+    ~page_client() {
+        if (fd_ >= 0) {
+            ::close(fd_);
+        }
+    }
+
+    // Reads until the connection ends or `limit` passes, `step` bytes at a time with `pause`
+    // after each: a steady reader of step/pause bytes per second. True when it ended.
+    bool read_to_end(std::chrono::milliseconds limit, std::size_t step = 1U << 20U,
+                     std::chrono::milliseconds pause = 0ms) {
+        const auto until = std::chrono::steady_clock::now() + limit;
+        std::vector<char> buffer(step);
+        while (std::chrono::steady_clock::now() < until) {
+            pollfd p{fd_, POLLIN, 0};
+            if (::poll(&p, 1, 50) <= 0) {
+                continue;
+            }
+            const ssize_t n = ::recv(fd_, buffer.data(), buffer.size(), 0);
+            if (n <= 0) {
+                return true;  // the end, or a reset
+            }
+            received.append(buffer.data(), static_cast<std::size_t>(n));
+            std::this_thread::sleep_for(pause);
+        }
+        return false;
+    }
+    // The answer's head ("HTTP/1.1 200 OK\r\n...\r\n\r\n"), read alone.
+    std::string read_head(std::chrono::milliseconds limit) {
+        const auto until = std::chrono::steady_clock::now() + limit;
+        while (received.find("\r\n\r\n") == std::string::npos &&
+               std::chrono::steady_clock::now() < until) {
+            pollfd p{fd_, POLLIN, 0};
+            char c = 0;
+            if (::poll(&p, 1, 50) > 0 && ::recv(fd_, &c, 1, 0) == 1) {
+                received.push_back(c);
+            }
+        }
+        return received;
+    }
+    [[nodiscard]] std::string body() const {
+        const auto end = received.find("\r\n\r\n");
+        return end == std::string::npos ? std::string{} : received.substr(end + 4);
+    }
+
+    std::string received;
+
+private:
+    int fd_ = -1;
+};
+
+// Bytes that differ from their neighbours, so a misplaced chunk shows.
+std::string file_content(std::size_t size) {
+    std::string content(size, '\0');
+    for (std::size_t i = 0; i < size; ++i) {
+        content[i] = static_cast<char>((i * 131U + i / 65'521U) & 0xFFU);
+    }
+    return content;
+}
+
+page_stats pages_of(test_server& server) {
+    return server.call([](ecsnet::server::server& s) { return s.web_pages(); });
+}
+
+page_stats wait_for_pages(test_server& server, const std::function<bool(const page_stats&)>& done) {
+    page_stats now{};
+    for (int i = 0; i < 250; ++i) {
+        now = pages_of(server);
+        if (done(now)) {
+            break;
+        }
+        std::this_thread::sleep_for(20ms);
+    }
+    return now;
+}
+
+// Well past what loopback's kernel buffers hold, and under the 16 MiB the old code served.
+constexpr std::size_t big_file_bytes = 15U << 20U;
+
+TEST_F(WebSocketWebRoot, ANonReadingClientHoldsOneChunkNotTheFile) {
+    std::ofstream{dir_ / "big.bin", std::ios::binary} << file_content(big_file_bytes);
+    server_config config = ws_config();
+    config.web_root = dir_.string();
+    test_server server{config};
+    page_client idle{server.ws_port(), "GET", "/big.bin"};
+    // Until the socket buffers are full and the transfer waits for the client.
+    page_stats pages{};
+    std::uint64_t before = 0;
+    for (int i = 0; i < 100; ++i) {
+        std::this_thread::sleep_for(50ms);
+        pages = pages_of(server);
+        if (pages.file_bytes_read > 0 && pages.file_bytes_read == before) {
+            break;
+        }
+        before = pages.file_bytes_read;
+    }
+    EXPECT_EQ(pages.connections, 1U);
+    EXPECT_GT(pages.file_bytes_read, 0U);
+    EXPECT_LT(pages.file_bytes_read, big_file_bytes / 2) << "read ahead of the client";
+    EXPECT_LE(pages.peak_buffered_bytes, config.web_chunk_bytes) << "one chunk in memory";
+}
+
+TEST_F(WebSocketWebRoot, HeadOfAFileOverTheOldBoundSaysItsLengthAndReadsNothing) {
+    const std::size_t huge = 24U << 20U;  // no size bound on a streamed file
+    std::ofstream{dir_ / "big.bin", std::ios::binary} << file_content(huge);
+    server_config config = ws_config();
+    config.web_root = dir_.string();
+    test_server server{config};
+    const std::string head = get(server.ws_port(), "HEAD", "/big.bin");
+    EXPECT_THAT(head, testing::StartsWith("HTTP/1.1 200"));
+    EXPECT_THAT(head, HasSubstr("Content-Length: " + std::to_string(huge) + "\r\n"));
+    EXPECT_THAT(head, testing::EndsWith("\r\n\r\n")) << "no body to HEAD";
+    const page_stats pages = wait_for_pages(server, [](const page_stats& p) { return p.served == 1; });
+    EXPECT_EQ(pages.served, 1U);
+    EXPECT_EQ(pages.file_bytes_read, 0U);
+    EXPECT_EQ(pages.peak_buffered_bytes, 0U);
+}
+
+TEST_F(WebSocketWebRoot, AReaderSlowerThanTheHelloDeadlineGetsTheWholeFile) {
+    const std::string content = file_content(12U << 20U);
+    std::ofstream{dir_ / "game.wasm", std::ios::binary} << content;
+    server_config config = ws_config();
+    config.web_root = dir_.string();
+    config.hello_timeout = 300ms;
+    test_server server{config};
+    page_client reader{server.ws_port(), "GET", "/game.wasm"};
+    // About 4 MB/s: some 3 s for the file, ten times the Hello timeout.
+    EXPECT_TRUE(reader.read_to_end(30s, 64 * 1024, 15ms));
+    EXPECT_THAT(reader.received, testing::StartsWith("HTTP/1.1 200"));
+    EXPECT_THAT(reader.received, HasSubstr("Content-Length: " + std::to_string(content.size())));
+    EXPECT_EQ(reader.body().size(), content.size());
+    EXPECT_TRUE(reader.body() == content) << "the bytes of the file, in order";
+    const page_stats pages = wait_for_pages(server, [](const page_stats& p) { return p.served == 1; });
+    EXPECT_EQ(pages.served, 1U);
+    EXPECT_EQ(pages.stalled, 0U);
+}
+
+TEST_F(WebSocketWebRoot, AStalledReaderIsCutByTheProgressRule) {
+    std::ofstream{dir_ / "big.bin", std::ios::binary} << file_content(big_file_bytes);
+    server_config config = ws_config();
+    config.web_root = dir_.string();
+    config.hello_timeout = 20s;  // not what ends it
+    config.web_stall_timeout = 300ms;
+    test_server server{config};
+    page_client stalled{server.ws_port(), "GET", "/big.bin"};
+    const page_stats pages = wait_for_pages(server, [](const page_stats& p) { return p.stalled == 1; });
+    EXPECT_EQ(pages.stalled, 1U);
+    EXPECT_EQ(pages.connections, 0U);
+    EXPECT_EQ(pages.buffered_bytes, 0U) << "its chunk given back";
+    // What the kernel had taken is still there to read, then the end: the file cut short.
+    EXPECT_TRUE(stalled.read_to_end(10s));
+    EXPECT_THAT(stalled.received, testing::StartsWith("HTTP/1.1 200"));
+    EXPECT_LT(stalled.body().size(), big_file_bytes);
+}
+
+TEST_F(WebSocketWebRoot, PastThePerAddressCapThePageRequestGets429) {
+    std::ofstream{dir_ / "big.bin", std::ios::binary} << file_content(big_file_bytes);
+    server_config config = ws_config();
+    config.web_root = dir_.string();
+    config.web_max_per_address = 2;
+    test_server server{config};
+    const auto port = server.ws_port();
+    auto first = std::make_unique<page_client>(port, "GET", "/big.bin");
+    page_client second{port, "GET", "/big.bin"};
+    EXPECT_EQ(wait_for_pages(server, [](const page_stats& p) { return p.connections == 2; }).connections,
+              2U);
+    const std::string third = get(port, "GET", "/index.html");
+    EXPECT_THAT(third, testing::StartsWith("HTTP/1.1 429"));
+    EXPECT_THAT(third, HasSubstr("Retry-After: 1\r\n"));
+    EXPECT_THAT(third, HasSubstr("--web-max-per-address"));
+    EXPECT_EQ(wait_for_pages(server, [](const page_stats& p) { return p.refused_address == 1; })
+                  .refused_address,
+              1U);
+    // A place given back is taken again.
+    first.reset();
+    EXPECT_EQ(wait_for_pages(server, [](const page_stats& p) { return p.connections == 1; }).connections,
+              1U);
+    EXPECT_THAT(get(port, "GET", "/index.html"), testing::EndsWith("\r\n\r\n<title>arena</title>"));
+}
+
+TEST_F(WebSocketWebRoot, PastThePageMemoryTheNextRequestGets503) {
+    std::ofstream{dir_ / "big.bin", std::ios::binary} << file_content(big_file_bytes);
+    server_config config = ws_config();
+    config.web_root = dir_.string();
+    config.web_chunk_bytes = 64 * 1024;
+    config.web_memory_bytes = 2 * 64 * 1024;  // two transfers' chunks
+    test_server server{config};
+    const auto port = server.ws_port();
+    page_client first{port, "GET", "/big.bin"};
+    page_client second{port, "GET", "/big.bin"};
+    const page_stats holding =
+        wait_for_pages(server, [](const page_stats& p) { return p.connections == 2; });
+    EXPECT_EQ(holding.connections, 2U);
+    EXPECT_EQ(holding.buffered_bytes, 2U * 64 * 1024);
+    const std::string third = get(port, "GET", "/big.bin");
+    EXPECT_THAT(third, testing::StartsWith("HTTP/1.1 503"));
+    EXPECT_THAT(third, HasSubstr("Retry-After: 1\r\n"));
+    EXPECT_THAT(third, HasSubstr("--web-memory-bytes"));
+    const page_stats after =
+        wait_for_pages(server, [](const page_stats& p) { return p.refused_memory == 1; });
+    EXPECT_EQ(after.refused_memory, 1U);
+    EXPECT_LE(after.peak_buffered_bytes, config.web_memory_bytes);
 }
 
 TEST(WebSocketUpgrade, AnUpgradeNeverFinishedIsClosedAtTheHelloTimeout) {

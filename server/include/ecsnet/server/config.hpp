@@ -59,6 +59,14 @@ struct server_config {
     // Files answered to plain HTTP GET/HEAD on the WebSocket port (static_files.hpp): a game's
     // browser page, from the same origin as its WebSocket. Empty: off (such requests get 426).
     std::string web_root;
+    // Its page connections (page_budget.hpp): a file streams a chunk at a time; the chunks of
+    // all page connections together at most web_memory_bytes (past it: 503); from one address
+    // web_max_per_address at once (past it: 429); a chunk not taken by the client within
+    // web_stall_timeout ends the connection.
+    std::size_t web_chunk_bytes = 64 * 1024;
+    std::size_t web_memory_bytes = 32 * 1024 * 1024;
+    std::size_t web_max_per_address = 8;
+    std::chrono::milliseconds web_stall_timeout{10'000};
     // Connections that have not sent Hello yet: a bound of their own (past it the oldest is
     // closed, so a prompt player still gets in) and a bound per remote address.
     std::size_t max_pending = 256;

@@ -201,6 +201,8 @@ public:
     [[nodiscard]] std::uint16_t port() const noexcept { return port_; }
     // The WebSocket port (--ws-port); 0 when off.
     [[nodiscard]] std::uint16_t ws_port() const noexcept { return ws_port_; }
+    // The --web-root page connections' counters (any thread).
+    [[nodiscard]] page_stats web_pages() const { return ws_options_.pages.stats(); }
     [[nodiscard]] std::uint64_t tick() const noexcept { return tick_; }
     [[nodiscard]] const ecs::World& world() const noexcept { return *world_; }
     [[nodiscard]] ecs::World& world() noexcept { return *world_; }

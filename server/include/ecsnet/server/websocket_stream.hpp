@@ -12,6 +12,7 @@
 #include <string_view>
 #include <vector>
 
+#include "ecsnet/server/page_budget.hpp"
 #include "ecsnet/server/static_files.hpp"
 #include "ecsnet/server/stream.hpp"
 
@@ -29,7 +30,11 @@ struct websocket_options {
     std::size_t max_request_bytes = 8 * 1024;  // the upgrade request, headers and all
     // --web-root: a plain HTTP GET/HEAD (not an upgrade) is answered with its files, then the
     // connection ends (handshake() returns an error is_page_served() knows). Without: 426.
+    // The request is read within the Hello deadline; the answer is then handed to a page
+    // connection of its own, bounded by `pages` instead (429 or 503 when it has no room): the
+    // file streams a chunk at a time, each taken within the stall timeout.
     std::optional<static_files> web_root{};
+    page_budget pages{};
 };
 
 [[nodiscard]] std::unique_ptr<byte_stream> make_websocket_stream(
