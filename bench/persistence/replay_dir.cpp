@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <string>
+#include <vector>
 
 #include "ecsnet/demo/components.hpp"
 #include "ecsnet/demo/game.hpp"
@@ -38,12 +39,15 @@ int main(int argc, char** argv) {
     ecsnet::protocol::component_registry types;
     demo::register_components(types);
     auto world = ecsnet::ecs::World::make();
+    std::vector<ecsnet::ecs::Entity> made;
+    made.reserve(kept + free_slots);
     for (std::size_t i = 0; i < kept + free_slots; ++i) {
-        const auto e = world->create();
-        world->emplace<demo::Position>(e, 1.0F, 2.0F);
-        if (i >= kept) {
-            world->destroy(e);
-        }
+        made.push_back(world->create());
+        world->emplace<demo::Position>(made.back(), 1.0F, 2.0F);
+    }
+    // All made first: destroyed one by one, the indices would be reused at once.
+    for (std::size_t i = kept; i < made.size(); ++i) {
+        world->destroy(made[i]);
     }
     try {
         ecsnet::server::state_dir state{dir};
