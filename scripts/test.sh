@@ -86,7 +86,10 @@ scripts/install-deps.sh "${groups[@]}"
 # ccache is missing, so that a build directory configured with it earlier does not fail.
 if command -v ccache >/dev/null 2>&1; then
   launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
-  echo "ccache: $(command -v ccache)"
+  # Paths relative to the checkout, for every stage: a clone in another folder (CI's) then
+  # hits what an earlier run on this machine compiled.
+  export CCACHE_BASEDIR=${CCACHE_BASEDIR:-$PWD} CCACHE_NOHASHDIR=${CCACHE_NOHASHDIR:-true}
+  echo "ccache: $(command -v ccache) (base dir $CCACHE_BASEDIR)"
 else
   launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=)
   echo "ccache: not installed, building without it"
@@ -187,7 +190,7 @@ if [ "$release" = 1 ]; then
   # The image's build stage builds the two programs at these same paths with this cache
   # mounted (ECSNET_IMAGE_* below, docker/Dockerfile), so its compile is cache hits. The base
   # directory and no working directory in the hash: the image sets the same.
-  CCACHE_BASEDIR="$PWD" CCACHE_NOHASHDIR=true cmake --build "$release_build" -j "$jobs"
+  cmake --build "$release_build" -j "$jobs"
   stage "ctest: Release"
   run_ctest Release --test-dir "$release_build" --output-on-failure -j "$jobs"
 fi
