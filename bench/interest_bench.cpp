@@ -29,9 +29,9 @@
 #include "ecsnet/protocol/frame.hpp"
 #include "ecsnet/protocol/mirror.hpp"
 #include "ecsnet/protocol/registry.hpp"
-#include "ecsnet/server/client_view.hpp"
-#include "ecsnet/server/interest.hpp"
-#include "ecsnet/server/replicator.hpp"
+#include "ecsnet/server/replication/client_view.hpp"
+#include "ecsnet/server/replication/interest.hpp"
+#include "ecsnet/server/replication/replicator.hpp"
 
 namespace {
 

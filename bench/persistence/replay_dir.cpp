@@ -13,9 +13,9 @@
 
 #include "ecsnet/demo/components.hpp"
 #include "ecsnet/demo/game.hpp"
-#include "ecsnet/server/journal.hpp"
-#include "ecsnet/server/state_dir.hpp"
-#include "ecsnet/server/world_image.hpp"
+#include "ecsnet/server/persistence/journal.hpp"
+#include "ecsnet/server/persistence/state_dir.hpp"
+#include "ecsnet/server/persistence/world_image.hpp"
 
 int main(int argc, char** argv) {
     CLI::App app{"persistence-replay-dir: a state dir whose restore replays many spawns into "

@@ -1,9 +1,9 @@
 #include "ecsnet/server/config.hpp"
 
-#include "ecsnet/server/admin.hpp"
+#include "ecsnet/server/operations/admin.hpp"
 
-#include "ecsnet/server/connect_token.hpp"
-#include "ecsnet/server/websocket_stream.hpp"
+#include "ecsnet/server/admission/connect_token.hpp"
+#include "ecsnet/server/transport/websocket_stream.hpp"
 
 #include <CLI/CLI.hpp>
 #include <spdlog/fmt/fmt.h>

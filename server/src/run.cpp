@@ -12,15 +12,15 @@
 #include <functional>
 #include <optional>
 
-#include "ecsnet/server/admin.hpp"
-#include "ecsnet/server/agones.hpp"
+#include "ecsnet/server/operations/admin.hpp"
+#include "ecsnet/server/operations/agones.hpp"
 #include "ecsnet/server/config.hpp"
-#include "ecsnet/server/connect_token.hpp"
-#include "ecsnet/server/healthcheck.hpp"
-#include "ecsnet/server/inspect_state.hpp"
-#include "ecsnet/server/logging.hpp"
+#include "ecsnet/server/admission/connect_token.hpp"
+#include "ecsnet/server/operations/healthcheck.hpp"
+#include "ecsnet/server/persistence/inspect_state.hpp"
+#include "ecsnet/server/operations/logging.hpp"
 #include "ecsnet/server/server.hpp"
-#include "ecsnet/server/static_files.hpp"
+#include "ecsnet/server/transport/static_files.hpp"
 
 namespace {
 

@@ -15,8 +15,8 @@
 #include <cmath>
 
 #include "ecsnet/protocol/checksum.hpp"
-#include "ecsnet/server/connect_token.hpp"
-#include "ecsnet/server/session.hpp"
+#include "ecsnet/server/admission/connect_token.hpp"
+#include "ecsnet/server/session/session.hpp"
 
 namespace ecsnet::server {
 

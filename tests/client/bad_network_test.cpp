@@ -13,7 +13,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "../server/test_server.hpp"
+#include "test_server.hpp"
 #include "ecsnet/arena/bot.hpp"
 #include "ecsnet/arena/game.hpp"
 #include "ecsnet/client/session.hpp"

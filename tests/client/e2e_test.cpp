@@ -24,7 +24,7 @@
 #include <thread>
 #include <vector>
 
-#include "ecsnet/server/connect_token.hpp"
+#include "ecsnet/server/admission/connect_token.hpp"
 #include "fake_server.hpp"
 #include "process.hpp"
 

@@ -28,7 +28,7 @@
 #include <utility>
 #include <vector>
 
-#include "../server/test_server.hpp"
+#include "test_server.hpp"
 #include "ecsnet/client/connection.hpp"
 #include "ecsnet/client/session.hpp"
 #include "ecsnet/demo/components.hpp"

@@ -32,7 +32,7 @@
 #include "ecsnet/protocol/registry.hpp"
 #include "ecsnet/protocol/replication.hpp"
 #include "ecsnet/protocol/schema.hpp"
-#include "ecsnet/server/commands.hpp"
+#include "ecsnet/server/simulation/commands.hpp"
 
 namespace ecsnet::fuzz {
 

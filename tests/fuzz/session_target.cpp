@@ -35,7 +35,7 @@
 #include "ecsnet/protocol/frame.hpp"
 #include "ecsnet/protocol/messages.hpp"
 #include "ecsnet/protocol/mirror.hpp"
-#include "ecsnet/server/connect_token.hpp"
+#include "ecsnet/server/admission/connect_token.hpp"
 #include "ecsnet/server/server.hpp"
 #include "fuzz_input.hpp"
 #include "fuzz_targets.hpp"

@@ -28,7 +28,7 @@
 #include "ecsnet/demo/components.hpp"
 #include "ecsnet/protocol/components.hpp"
 #include "ecsnet/protocol/messages.hpp"
-#include "ecsnet/server/connect_token.hpp"
+#include "ecsnet/server/admission/connect_token.hpp"
 #include "harness.hpp"
 #include "http_get.hpp"
 #include "process.hpp"

@@ -2,7 +2,7 @@
 // io_context, and the test thread talks to it only through clients (and through call(), which
 // runs a function on the server's thread).
 #include "ecsnet/server/server.hpp"
-#include "ecsnet/server/connect_token.hpp"
+#include "ecsnet/server/admission/connect_token.hpp"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

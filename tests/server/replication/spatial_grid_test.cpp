@@ -1,0 +1,224 @@
+// spatial_grid: the hashed uniform grid behind interest management. Queries are checked against
+// a brute force over the same points: exactly the entities of the cells the square overlaps.
+#include "ecsnet/server/replication/spatial_grid.hpp"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <map>
+#include <random>
+#include <stdexcept>
+#include <vector>
+
+namespace {
+
+using ecsnet::ecs::Entity;
+using ecsnet::server::point;
+using ecsnet::server::spatial_grid;
+
+std::vector<Entity> query(const spatial_grid& grid, point centre, float radius) {
+    std::vector<Entity> out;
+    grid.query(centre, radius, [&](Entity e) { out.push_back(e); });
+    std::sort(out.begin(), out.end());
+    return out;
+}
+
+// What query() must return: every entity whose cell lies between the cells of the square's
+// corners, computed here from the cells' definition, floor(coordinate / cell size).
+std::vector<Entity> brute_force(const std::map<Entity, point>& placed, float cell, point centre,
+                                float radius) {
+    const auto c = [&](float v) { return static_cast<std::int64_t>(std::floor(double{v} / cell)); };
+    std::vector<Entity> out;
+    for (const auto& [e, p] : placed) {
+        if (c(p.x) >= c(centre.x - radius) && c(p.x) <= c(centre.x + radius) &&
+            c(p.y) >= c(centre.y - radius) && c(p.y) <= c(centre.y + radius)) {
+            out.push_back(e);
+        }
+    }
+    return out;  // the map is ordered by entity
+}
+
+TEST(SpatialGrid, PlaceMoveErase) {
+    spatial_grid grid{10.0F};
+    const Entity a{1, 1};
+    const Entity b{2, 1};
+    grid.place(a, {5, 5});
+    grid.place(b, {5, 6});
+    EXPECT_TRUE(grid.placed(a));
+    EXPECT_EQ(grid.size(), 2U);
+    EXPECT_EQ(grid.occupied_cells(), 1U);
+    EXPECT_EQ(query(grid, {5, 5}, 1), (std::vector<Entity>{a, b}));
+
+    grid.place(a, {105, 5});  // another cell: leaves the first
+    EXPECT_EQ(grid.size(), 2U);
+    EXPECT_EQ(grid.occupied_cells(), 2U);
+    EXPECT_EQ(query(grid, {5, 5}, 1), (std::vector<Entity>{b}));
+    EXPECT_EQ(query(grid, {105, 5}, 1), (std::vector<Entity>{a}));
+
+    grid.place(a, {106, 7});  // the same cell
+    EXPECT_EQ(grid.occupied_cells(), 2U);
+    EXPECT_EQ(query(grid, {105, 5}, 1), (std::vector<Entity>{a}));
+
+    grid.erase(b);
+    EXPECT_FALSE(grid.placed(b));
+    EXPECT_EQ(grid.size(), 1U);
+    EXPECT_EQ(grid.occupied_cells(), 1U) << "an emptied cell costs nothing";
+    EXPECT_TRUE(query(grid, {5, 5}, 1).empty());
+    grid.erase(b);  // not placed: nothing
+    grid.erase(Entity{99, 1});
+    EXPECT_EQ(grid.size(), 1U);
+    grid.erase(a);
+    EXPECT_EQ(grid.size(), 0U);
+    EXPECT_EQ(grid.occupied_cells(), 0U);
+}
+
+TEST(SpatialGrid, CellsAreFloorOfCoordinateOverSize) {
+    const spatial_grid grid{10.0F};
+    EXPECT_EQ(grid.cell_of({0, 0}), (spatial_grid::cell{0, 0}));
+    EXPECT_EQ(grid.cell_of({9.999F, 10.0F}), (spatial_grid::cell{0, 1}));
+    EXPECT_EQ(grid.cell_of({-0.001F, -10.0F}), (spatial_grid::cell{-1, -1}));
+    EXPECT_EQ(grid.cell_of({-10.001F, 25.0F}), (spatial_grid::cell{-2, 2}));
+}
+
+TEST(SpatialGrid, QueryOnCellBoundaries) {
+    spatial_grid grid{10.0F};
+    const Entity on_edge{1, 1};   // x = 10: first point of cell 1
+    const Entity below{2, 1};     // x just under 10: cell 0
+    const Entity negative{3, 1};  // x = -10: first point of cell -1
+    grid.place(on_edge, {10, 0});
+    grid.place(below, {9.99F, 0});
+    grid.place(negative, {-10, 0});
+    // A square ending exactly on x = 10 reaches into cell 1.
+    EXPECT_EQ(query(grid, {5, 0}, 5), (std::vector<Entity>{on_edge, below}));
+    // A square from x = 0 to 9.5: cell 0 only.
+    EXPECT_EQ(query(grid, {4.75F, 0}, 4.75F), (std::vector<Entity>{below}));
+    // A square starting exactly on x = -10 includes cell -1.
+    EXPECT_EQ(query(grid, {-5, 0}, 5), (std::vector<Entity>{below, negative}));
+    EXPECT_EQ(query(grid, {-15, 0}, 5), (std::vector<Entity>{negative}));
+    EXPECT_TRUE(query(grid, {-15, 0}, 4).empty()) << "x = -10 is in cell -1, not -2";
+    // Radius 0: the centre's cell.
+    EXPECT_EQ(query(grid, {10, 0}, 0), (std::vector<Entity>{on_edge}));
+    // A negative radius covers nothing.
+    EXPECT_TRUE(query(grid, {10, 0}, -50).empty());
+}
+
+TEST(SpatialGrid, QueryMatchesBruteForceOnRandomPoints) {
+    std::mt19937 rng{1234};
+    for (const float cell : {1.0F, 7.5F, 64.0F}) {
+        spatial_grid grid{cell};
+        std::map<Entity, point> placed;
+        std::uniform_real_distribution<float> coordinate{-500.0F, 500.0F};
+        std::uniform_real_distribution<float> radius{0.0F, 120.0F};
+        std::uniform_int_distribution<std::uint32_t> index{0, 399};
+        for (int step = 0; step < 3000; ++step) {
+            const Entity e{index(rng), 1};
+            if (rng() % 5 == 0) {
+                grid.erase(e);
+                placed.erase(e);
+            } else {
+                // Some points exactly on cell boundaries.
+                point p{coordinate(rng), coordinate(rng)};
+                if (rng() % 4 == 0) {
+                    p.x = std::floor(p.x / cell) * cell;
+                }
+                grid.place(e, p);
+                placed[e] = p;
+            }
+            ASSERT_EQ(grid.size(), placed.size());
+            if (step % 10 == 0) {
+                const point centre{coordinate(rng), coordinate(rng)};
+                const float r = step % 20 == 0 ? radius(rng) : radius(rng) * 10.0F;
+                const std::vector<Entity> expected = brute_force(placed, cell, centre, r);
+                ASSERT_EQ(query(grid, centre, r), expected)
+                    << "cell " << cell << ", centre " << centre.x << "," << centre.y << ", radius "
+                    << r << ", step " << step;
+                // in_query() agrees with query(), for placed entities and for others.
+                for (std::uint32_t i = 0; i < 400; i += 7) {
+                    for (const Entity probe : {Entity{i, 1}, Entity{i, 2}}) {
+                        ASSERT_EQ(grid.in_query(probe, centre, r),
+                                  std::binary_search(expected.begin(), expected.end(), probe))
+                            << "entity " << i << " version " << probe.version() << ", step " << step;
+                    }
+                }
+                // A negative radius too (what query() visits then, possibly one cell).
+                const std::vector<Entity> inverted = query(grid, centre, -r);
+                for (const auto& [e, p] : placed) {
+                    ASSERT_EQ(grid.in_query(e, centre, -r),
+                              std::binary_search(inverted.begin(), inverted.end(), e));
+                }
+            }
+        }
+        for (const auto& [e, p] : placed) {
+            EXPECT_TRUE(grid.placed(e));
+            EXPECT_EQ(*grid.position(e), p) << "position() is where it was placed last";
+        }
+        EXPECT_EQ(grid.position(Entity{400, 1}), nullptr);
+    }
+}
+
+TEST(SpatialGrid, ANewVersionAtTheSameIndexReplacesTheOld) {
+    spatial_grid grid{10.0F};
+    const Entity old_one{4, 1};
+    const Entity new_one{4, 2};
+    grid.place(old_one, {1, 1});
+    grid.place(new_one, {2, 2});  // same cell
+    EXPECT_FALSE(grid.placed(old_one));
+    EXPECT_TRUE(grid.placed(new_one));
+    EXPECT_EQ(grid.size(), 1U);
+    EXPECT_EQ(query(grid, {1, 1}, 1), (std::vector<Entity>{new_one}));
+
+    const Entity newer{4, 3};
+    grid.place(newer, {55, 55});  // another cell
+    EXPECT_EQ(grid.size(), 1U);
+    EXPECT_TRUE(query(grid, {1, 1}, 1).empty());
+    EXPECT_EQ(query(grid, {55, 55}, 1), (std::vector<Entity>{newer}));
+
+    grid.erase(old_one);  // any version at the index
+    EXPECT_FALSE(grid.placed(newer));
+    EXPECT_EQ(grid.size(), 0U);
+}
+
+TEST(SpatialGrid, NonFiniteAndHugeCoordinatesDoNotCrash) {
+    spatial_grid grid{10.0F};
+    constexpr float inf = std::numeric_limits<float>::infinity();
+    constexpr float nan = std::numeric_limits<float>::quiet_NaN();
+    constexpr float huge = std::numeric_limits<float>::max();
+    const std::vector<point> points{{nan, 0},     {0, nan},       {inf, -inf},     {-inf, inf},
+                                    {huge, huge}, {-huge, 1e30F}, {1e30F, -1e30F}, {0, 0}};
+    for (std::uint32_t i = 0; i < points.size(); ++i) {
+        grid.place(Entity{i, 1}, points[i]);
+    }
+    EXPECT_EQ(grid.size(), points.size());
+    // Outermost cells: a query of the far corner finds what lies there, and the loop over
+    // cells ends there (no overflow past the last cell).
+    for (const point centre : points) {
+        for (const float radius : {0.0F, 1.0F, 1e6F, huge, inf, nan}) {
+            std::size_t n = 0;
+            grid.query(centre, radius, [&](Entity) { ++n; });
+            EXPECT_LE(n, points.size());
+        }
+    }
+    EXPECT_EQ(query(grid, {huge, huge}, 1), (std::vector<Entity>{Entity{4, 1}}));
+    EXPECT_EQ(query(grid, {inf, -inf}, 1), (std::vector<Entity>{Entity{2, 1}, Entity{6, 1}}));
+    // A radius covering everything finds everything, once each.
+    EXPECT_EQ(query(grid, {0, 0}, inf).size(), points.size());
+    EXPECT_EQ(query(grid, {0, 0}, huge).size(), points.size());
+    for (std::uint32_t i = 0; i < points.size(); ++i) {
+        grid.erase(Entity{i, 1});
+    }
+    EXPECT_EQ(grid.size(), 0U);
+    EXPECT_EQ(grid.occupied_cells(), 0U);
+}
+
+TEST(SpatialGrid, BadCellSizeThrows) {
+    for (const float size :
+         {0.0F, -1.0F, std::numeric_limits<float>::quiet_NaN(),
+          std::numeric_limits<float>::infinity(), -std::numeric_limits<float>::infinity()}) {
+        EXPECT_THROW(spatial_grid{size}, std::invalid_argument) << size;
+    }
+    EXPECT_NO_THROW(spatial_grid{0.001F});
+}
+
+}  // namespace
