@@ -26,7 +26,7 @@
 #include <utility>
 #include <vector>
 
-#include "../server/test_server.hpp"
+#include "test_server.hpp"
 #include "ecsnet/client/session.hpp"
 #include "ecsnet/protocol/components.hpp"
 #include "test_types.hpp"
@@ -702,6 +702,45 @@ TEST_P(Session, EventsMayUseTheSessionButNotUpdateIt) {
     ASSERT_TRUE(p.pump_until([&] { return p.results.contains(request); }));
     EXPECT_TRUE(p.results.at(request).ok) << p.results.at(request).message;
     ASSERT_TRUE(p.pump_until([&] { return p.s.acked_input_tick() > 0; }));
+    EXPECT_EQ(p.s.state(), session_state::joined);
+}
+
+// A handler that replaces the events (itself included) is not destroyed while it runs: the rest
+// of this update() fires the events as they were when it began, the new ones serve from the next.
+TEST_P(Session, AnEventMayReplaceTheEventsTheNewOnesServeFromTheNextUpdate) {
+    player p{options(server_.port())};
+    ASSERT_TRUE(p.join()) << p.s.closed_reason();
+    int updates = 0;  // update() calls so far, the one running included
+    int replaced_in = -1;
+    int old_after_replacing = 0;  // the old handler, later in the update that replaced it
+    int old_later = 0;            // the old handler in a later update()
+    int new_in_same_update = 0;
+    int new_later = 0;
+    const auto marker = std::make_shared<int>(7);  // owned by the old handler alone
+    p.s.events() = {};
+    // Both drifters move every tick: each Delta fires `updated` at least twice.
+    p.s.events().updated = [&, marker](Entity, std::uint32_t) {
+        ASSERT_EQ(*marker, 7) << "the running handler was destroyed";
+        if (replaced_in < 0) {
+            replaced_in = updates;
+            p.s.events().updated = [&](Entity, std::uint32_t) {
+                ++(updates == replaced_in ? new_in_same_update : new_later);
+            };
+            ASSERT_EQ(*marker, 7) << "replacing the events destroyed the running handler";
+            return;
+        }
+        ++(updates == replaced_in ? old_after_replacing : old_later);
+    };
+    const auto deadline = std::chrono::steady_clock::now() + 15s;
+    while (new_later == 0 && std::chrono::steady_clock::now() < deadline) {
+        ++updates;
+        p.s.update();
+        std::this_thread::sleep_for(5ms);
+    }
+    ASSERT_GT(new_later, 0);
+    EXPECT_GT(old_after_replacing, 0) << "the update that replaced them fires the old events";
+    EXPECT_EQ(new_in_same_update, 0);
+    EXPECT_EQ(old_later, 0);
     EXPECT_EQ(p.s.state(), session_state::joined);
 }
 

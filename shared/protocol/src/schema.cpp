@@ -620,10 +620,16 @@ flatbuffers::Offset<flatbuffers::Vector<flatbuffers::Offset<wire::ComponentType>
                                                f.quantized.min, f.quantized.max,
                                                f.quantized.step));
         }
+        // One builder call a statement: as arguments their order would be the compiler's (g++
+        // and clang differ), and so would Welcome's bytes. g++'s order, the golden frames'.
+        flatbuffers::Offset<flatbuffers::Vector<flatbuffers::Offset<wire::Field>>> field_list;
+        if (!t.is_string) {
+            field_list = fbb.CreateVector(fields);
+        }
+        const auto name = fbb.CreateString(t.name);
         out.push_back(wire::CreateComponentType(
-            fbb, t.id, fbb.CreateString(t.name), static_cast<wire::Writer>(t.written_by),
-            t.owner_only, t.is_string ? t.max_bytes : 0,
-            t.is_string ? 0 : fbb.CreateVector(fields), t.input, t.replicated, t.interpolated));
+            fbb, t.id, name, static_cast<wire::Writer>(t.written_by), t.owner_only,
+            t.is_string ? t.max_bytes : 0, field_list, t.input, t.replicated, t.interpolated));
     }
     return fbb.CreateVector(out);
 }

@@ -1,0 +1,103 @@
+// What a session sends each update(): input for each tick and the pings that keep the server
+// clock (session/impl.hpp); the input calls of the public session.
+#include <algorithm>
+
+#include "impl.hpp"
+
+namespace ecsnet::client {
+
+namespace asio = boost::asio;
+using time_point = std::chrono::steady_clock::time_point;
+using std::chrono::milliseconds;
+
+void session::impl::send_ping(time_point now) {
+    if (now < next_ping) {
+        return;
+    }
+    next_ping = now + options.ping_interval;
+    if (enqueue(protocol::ping{++ping_nonce})) {
+        pings.emplace_back(ping_nonce, now);
+        while (pings.size() > 16) {
+            pings.pop_front();
+        }
+    }
+}
+
+void session::impl::send_input() {
+    if (input.empty() || input_entity.is_null() || !clock.synchronized()) {
+        return;
+    }
+    const std::uint64_t due = clock.input_tick();
+    const std::uint64_t batch = protocol::max_input_ticks;
+    if (next_input_tick == 0 || due + batch < next_input_tick) {
+        next_input_tick = due;  // the first, or the estimate went back by more than a batch
+    }
+    if (due < next_input_tick) {
+        return;  // this tick's input is sent already
+    }
+    // A slow frame: every tick since the last Input, the newest 16 at most (older ones
+    // would arrive late anyway).
+    const std::uint64_t oldest = due >= batch ? due - batch + 1 : 1;
+    const std::uint64_t first = std::max(next_input_tick, oldest);
+    const protocol::input message{input_entity, first,
+                                  std::vector<protocol::component_set>(due - first + 1, input)};
+    next_input_tick = due + 1;
+    protocol::frame frame;
+    try {
+        frame = protocol::encode(message, mirror.types());
+    } catch (const std::exception& e) {  // the server's types changed under a reconnect
+        last_rejected = protocol::input_rejected{first, wire::ErrorCode::InvalidValue,
+                                                 std::string{"input not sent: "} + e.what(), 1};
+        input = {};
+        input_entity = {};
+        fire(active.input_rejected, *last_rejected);
+        return;
+    }
+    if (enqueue(std::move(frame))) {
+        ++stats.input_frames_sent;
+        stats.input_ticks_sent += message.ticks.size();
+        last_input_tick = due;
+    }
+}
+
+void session::set_input(ecs::Entity entity, const protocol::component_set& values) {
+    impl& s = *impl_;
+    if (!s.welcome) {
+        throw client_error("set_input before Welcome: the server's input types are not known yet");
+    }
+    if (entity.is_null()) {
+        throw client_error("set_input: no entity");
+    }
+    try {
+        (void)protocol::encode(protocol::input{entity, 1, {values}}, s.mirror.types());
+    } catch (const std::invalid_argument& e) {
+        throw client_error(std::string{"set_input: "} + e.what());
+    }
+    if (entity != s.input_entity) {
+        s.input = {};
+        s.input_entity = entity;
+        s.next_input_tick = 0;
+    }
+    for (const protocol::component_value& v : values.values()) {
+        s.input.set(v);
+    }
+}
+
+void session::clear_input() noexcept {
+    impl_->input = {};
+    impl_->input_entity = {};
+    impl_->next_input_tick = 0;
+}
+
+std::uint64_t session::acked_input_tick() const noexcept {
+    return impl_->last_ack ? impl_->last_ack->applied_tick : 0;
+}
+std::uint64_t session::last_input_tick() const noexcept { return impl_->last_input_tick; }
+const std::optional<protocol::input_ack>& session::last_input_ack() const noexcept {
+    return impl_->last_ack;
+}
+const std::optional<protocol::input_rejected>& session::last_input_rejected() const noexcept {
+    return impl_->last_rejected;
+}
+
+}  // namespace ecsnet::client
