@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # The whole test suite on a fresh Debian 12 machine: installs missing packages (those of the
 # build, the fuzzers and the image test: scripts/install-deps.sh build fuzz image), builds Debug
-# with AddressSanitizer + UndefinedBehaviorSanitizer and runs every test through ctest
+# with clang, AddressSanitizer + UndefinedBehaviorSanitizer and libFuzzer's coverage (one build
+# for the tests and the fuzzers) and runs every test through ctest
 # (including the fault, load and soak tests of tests/reliability), then the threaded tests (the
 # server's and tests/reliability) under ThreadSanitizer in build/tsan, then the Release build
 # (the README's, -O3, no sanitizer) in build/release-tests and its tests but the socket-level
-# suites the sanitizer stages run (see the stage), then the fuzzers (scripts/fuzz.sh: libFuzzer, clang, 30 s per target)
+# suites the sanitizer stages run (see the stage), then the fuzzers (scripts/fuzz.sh on the ASan
+# build: libFuzzer, 30 s per target)
 # and the Docker image test (docker/test-image.sh, with podman). Uses ccache when installed.
 # A failing ctest stage does not stop the others; the last line sums every ctest stage.
 # Usage: scripts/test.sh [--no-image] [--no-fuzz] [--no-tsan] [--no-release] [ctest args]
@@ -76,8 +78,8 @@ run_ctest() {  # stage label, then ctest arguments
 stage "dependencies"
 # Everything the selected stages run, installed at once (one apt-get update) and checked before
 # the build: the fuzzers' clang and the image test's podman, netavark and iptables included.
-groups=(build web ops)
-[ "$fuzz" = 1 ] && groups+=(fuzz)
+# fuzz: clang, which builds the ASan stage (and the fuzzers with it) even with --no-fuzz.
+groups=(build web ops fuzz)
 [ "$image" = 1 ] && groups+=(image)
 scripts/install-deps.sh "${groups[@]}"
 
@@ -94,6 +96,12 @@ else
   launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=)
   echo "ccache: not installed, building without it"
 fi
+# mold (install-deps' build group) links a sanitized test program in 2 s where GNU ld takes
+# 8 (docs/BENCHMARKS.md, "CI time"); every build links about a hundred.
+linker=(-DECSNET_LINKER=)
+if command -v mold >/dev/null 2>&1; then
+  linker=(-DECSNET_LINKER=mold)
+fi
 
 stage "npm ci: the TypeScript SDK, the inspector, the arena's page"
 # Their tests run under ctest in the ASan build (sdk/ts, inspector/, games/arena/web/
@@ -102,7 +110,7 @@ stage "npm ci: the TypeScript SDK, the inspector, the arena's page"
 # build/asan/share/ecsnet/web, where its servers find them.
 scripts/web-deps.sh
 
-stage "build: Debug + ASan + UBSan"
+stage "build: Debug + ASan + UBSan + fuzzers (clang)"
 build=${ECSNET_TEST_BUILD_DIR:-build/asan}
 jobs=${ECSNET_JOBS:-$(nproc)}
 # The EnTT comparison (bench/ecs_vs_entt and its test) needs EnTT's headers, which are not part
@@ -122,9 +130,19 @@ fi
 # -g1 (line tables) instead of Debug's -g: sanitizer reports keep their files and lines, and the
 # sanitized builds compile a little (~5 %) and link faster (docs/BENCHMARKS.md, "CI time").
 debug_info=(-DCMAKE_CXX_FLAGS_DEBUG=-g1)
-cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Debug -DECSNET_SANITIZE=ON -DECSNET_WERROR=ON \
-  "${debug_info[@]}" \
-  -DECSNET_ENTT_DIR="$entt_dir" "${launcher[@]}"
+# One build for the tests and the fuzzers (CI time: the same sources were compiled a fourth time
+# for libFuzzer): clang, every object with libFuzzer's coverage (-fsanitize=fuzzer-no-link, no
+# effect without libFuzzer linked), and the fuzz targets (ECSNET_FUZZ) beside the tests. g++
+# still builds the TSan and Release stages, with -Werror: both compilers' warnings count.
+clang=$(command -v clang++-14 || command -v clang++)
+if [ -f "$build/CMakeCache.txt" ] && ! grep -q "^CMAKE_CXX_COMPILER:[A-Z]*=$clang\$" "$build/CMakeCache.txt"; then
+  echo "$build was configured with another compiler: configuring it again from scratch"
+  rm -rf "$build/CMakeCache.txt" "$build/CMakeFiles"
+fi
+cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_COMPILER="$clang" \
+  -DECSNET_SANITIZE=ON -DECSNET_WERROR=ON -DCMAKE_CXX_FLAGS=-fsanitize=fuzzer-no-link \
+  -DECSNET_FUZZ=ON "${debug_info[@]}" \
+  -DECSNET_ENTT_DIR="$entt_dir" "${launcher[@]}" "${linker[@]}"
 cmake --build "$build" -j "$jobs"
 
 stage "ctest: Debug + ASan + UBSan"
@@ -164,7 +182,8 @@ if [ "$tsan" = 1 ]; then
   tsan_build=${ECSNET_TSAN_BUILD_DIR:-build/tsan}
   cmake -S . -B "$tsan_build" -G Ninja -DCMAKE_BUILD_TYPE=Debug -DECSNET_SANITIZE_THREAD=ON \
     "${debug_info[@]}" \
-    -DECSNET_WERROR=ON -DECSNET_BUILD_BENCH=OFF -DECSNET_SDK_TS_TESTS=OFF -DECSNET_WEB=OFF "${launcher[@]}"
+    -DECSNET_WERROR=ON -DECSNET_BUILD_BENCH=OFF -DECSNET_SDK_TS_TESTS=OFF -DECSNET_WEB=OFF \
+    "${launcher[@]}" "${linker[@]}"
   cmake --build "$tsan_build" -j "$jobs" --target "${tsan_targets[@]}"
   stage "ctest: ThreadSanitizer"
   TSAN_OPTIONS=${TSAN_OPTIONS:-halt_on_error=1:second_deadlock_stack=1} \
@@ -186,7 +205,7 @@ if [ "$release" = 1 ]; then
   release_skip='^(server_(admin|agones|input_server|interest_server|websocket_stream)_test|client_(session|websocket|bad_network|latency_proxy)_test|reliability_.*)$'
   cmake -S . -B "$release_build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DECSNET_WERROR=ON \
     -DECSNET_BUILD_BENCH=OFF -DECSNET_SDK_TS_TESTS=OFF -DECSNET_WEB=OFF -DECSNET_TEST_DRIVER_FLAGS=-O1 \
-    -DECSNET_SKIP_TEST_TARGETS="$release_skip" "${launcher[@]}"
+    -DECSNET_SKIP_TEST_TARGETS="$release_skip" "${launcher[@]}" "${linker[@]}"
   # The image's build stage builds the two programs at these same paths with this cache
   # mounted (ECSNET_IMAGE_* below, docker/Dockerfile), so its compile is cache hits. The base
   # directory and no working directory in the hash: the image sets the same.
@@ -203,7 +222,9 @@ if [ "$fuzz" = 1 ]; then
   # 11653/11750). Longer runs: ECSNET_FUZZ_SECONDS.
   fuzz_seconds=${ECSNET_FUZZ_SECONDS:-30}
   stage "fuzzing (libFuzzer, $fuzz_seconds s per target)"
-  ECSNET_FUZZ_SECONDS=$fuzz_seconds scripts/fuzz.sh
+  # The targets were built with the tests (the ASan stage): nothing is compiled again.
+  ECSNET_FUZZ_SECONDS=$fuzz_seconds ECSNET_FUZZ_BUILD_DIR="$build" ECSNET_FUZZ_USE_BUILD=1 \
+    scripts/fuzz.sh
 fi
 
 if [ "$image" = 1 ]; then

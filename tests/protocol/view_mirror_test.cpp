@@ -46,9 +46,7 @@ using due_list = std::vector<std::pair<Entity, std::uint64_t>>;
 
 // model_types(): owner 0, spot 1, mixed 2, secret 3 (owner-only), gauge 4, tag 5.
 namespace id {
-constexpr std::uint16_t owner = 0;
 constexpr std::uint16_t spot = 1;
-constexpr std::uint16_t mixed = 2;
 constexpr std::uint16_t secret = 3;
 constexpr std::uint16_t gauge = 4;
 constexpr std::uint16_t tag = 5;
