@@ -43,7 +43,8 @@ build  libssl-dev
 build  prometheus-cpp-dev
 build  ccache                  ccache
 build  mold                    mold
-build  coreutils               nproc mktemp tee timeout
+build  coreutils               nproc mktemp tee timeout nice
+build  util-linux              chrt
 build  sed                     sed
 fuzz   clang-14                clang++-14
 fuzz   libclang-rt-14-dev

@@ -145,18 +145,11 @@ cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_COMPILER="$
   -DECSNET_ENTT_DIR="$entt_dir" "${launcher[@]}" "${linker[@]}"
 cmake --build "$build" -j "$jobs"
 
-stage "ctest: Debug + ASan + UBSan"
-# The soak (tests/reliability/soak_test.cpp) runs alone (RUN_SERIAL): 180 s by default, 90 s in
-# CI (CI time; its criteria need 60 s: a slow reader's first cut-off and RSS levelling off come
-# ~25 s in). ECSNET_SOAK_SECONDS sets it either way.
-if [ "${CI:-}" = true ] && [ -z "${ECSNET_SOAK_SECONDS:-}" ]; then
-  export ECSNET_SOAK_SECONDS=90
-fi
-export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1:strict_string_checks=1}
-export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
-run_ctest ASan --test-dir "$build" --output-on-failure -j "$jobs" \
-  ${ctest_args[@]+"${ctest_args[@]}"}
-
+# The TSan and Release builds run while the ASan tests run, at idle priority (SCHED_IDLE, nice
+# 19): they take only the CPU time the tests leave (much of the tests' time is waiting on
+# sockets and timers), so the tests' timings are not disturbed, and each build has a head start
+# when its stage comes (docs/BENCHMARKS.md, "CI time"). Configured here, built in the background
+# one after the other; each stage below waits for its own build and fails the run if it failed.
 if [ "$tsan" = 1 ]; then
   # Sessions' I/O runs on --io-threads threads beside the world's (docs/SERVER.md, "Threads"):
   # the tests that run a server, in this process (server_server_test, server_admin_test, two of
@@ -178,18 +171,12 @@ if [ "$tsan" = 1 ]; then
                 server_websocket_stream_test client_websocket_test server_observer_test
                 server_metrics_test server_agones_test server_journal_test server_persistence_test)
   tsan_tests='^(Transports/)?(Server[A-Z][A-Za-z]*|Admin[A-Za-z]*|Timeouts|Caps|Abuse|InputServer[A-Za-z]*|WebSocket[A-Za-z]*|Observer[A-Za-z]*|MetricsEndpoint|Agones[A-Za-z]*|JournalTest|ConnectionOverWebSocket|BadNetwork|LatencyProxy|Threads/Session[A-Za-z]*)\.|^InterestServer\.(EachClient|TheChecksum)'
-  stage "ThreadSanitizer: the threaded tests (build/tsan)"
   tsan_build=${ECSNET_TSAN_BUILD_DIR:-build/tsan}
   cmake -S . -B "$tsan_build" -G Ninja -DCMAKE_BUILD_TYPE=Debug -DECSNET_SANITIZE_THREAD=ON \
     "${debug_info[@]}" \
     -DECSNET_WERROR=ON -DECSNET_BUILD_BENCH=OFF -DECSNET_SDK_TS_TESTS=OFF -DECSNET_WEB=OFF \
-    "${launcher[@]}" "${linker[@]}"
-  cmake --build "$tsan_build" -j "$jobs" --target "${tsan_targets[@]}"
-  stage "ctest: ThreadSanitizer"
-  TSAN_OPTIONS=${TSAN_OPTIONS:-halt_on_error=1:second_deadlock_stack=1} \
-    run_ctest TSan --test-dir "$tsan_build" --output-on-failure -j "$jobs" -R "$tsan_tests"
+    "${launcher[@]}" "${linker[@]}" > /dev/null
 fi
-
 if [ "$release" = 1 ]; then
   # What users run (the README's build): -O3, NDEBUG, no sanitizer, so timing and the
   # optimizer differ from the stages above; a Release-only failure is found here. The test drivers
@@ -200,16 +187,83 @@ if [ "$release" = 1 ]; then
   # WebSocket and bad-network suites, tests/reliability) are not built here; every unit suite,
   # the whole session suite over TCP and WebSocket (server_server_test) and the real processes
   # (server_process_test, client_e2e_test) are.
-  stage "build: Release (build/release-tests)"
   release_build=${ECSNET_RELEASE_BUILD_DIR:-build/release-tests}
   release_skip='^(server_(admin|agones|input_server|interest_server|websocket_stream)_test|client_(session|websocket|bad_network|latency_proxy)_test|reliability_.*)$'
-  cmake -S . -B "$release_build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DECSNET_WERROR=ON \
-    -DECSNET_BUILD_BENCH=OFF -DECSNET_SDK_TS_TESTS=OFF -DECSNET_WEB=OFF -DECSNET_TEST_DRIVER_FLAGS=-O1 \
-    -DECSNET_SKIP_TEST_TARGETS="$release_skip" "${launcher[@]}" "${linker[@]}"
   # The image's build stage builds the two programs at these same paths with this cache
   # mounted (ECSNET_IMAGE_* below, docker/Dockerfile), so its compile is cache hits. The base
   # directory and no working directory in the hash: the image sets the same.
-  cmake --build "$release_build" -j "$jobs"
+  cmake -S . -B "$release_build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DECSNET_WERROR=ON \
+    -DECSNET_BUILD_BENCH=OFF -DECSNET_SDK_TS_TESTS=OFF -DECSNET_WEB=OFF -DECSNET_TEST_DRIVER_FLAGS=-O1 \
+    -DECSNET_SKIP_TEST_TARGETS="$release_skip" "${launcher[@]}" "${linker[@]}" > /dev/null
+fi
+background=$(mktemp -d /tmp/ecsnet-background.XXXXXX)
+background_pid=""
+# Ends the background builds with the script, however it ends.
+trap '[ -z "$background_pid" ] || kill -- -"$background_pid" 2>/dev/null || true; rm -rf "$background"' EXIT
+if [ "$tsan" = 1 ] || [ "$release" = 1 ]; then
+  set -m  # the builds in a process group of their own, which the trap below can end whole
+  (
+    if [ "$tsan" = 1 ]; then
+      started_at=$(date +%s)
+      rc=0
+      nice -n 19 chrt --idle 0 cmake --build "$tsan_build" -j "$jobs" --target "${tsan_targets[@]}" \
+        > "$background/tsan.log" 2>&1 || rc=$?
+      echo "$rc $started_at $(date +%s)" > "$background/tsan.done"
+    fi
+    if [ "$release" = 1 ]; then
+      started_at=$(date +%s)
+      rc=0
+      nice -n 19 chrt --idle 0 cmake --build "$release_build" -j "$jobs" \
+        > "$background/release.log" 2>&1 || rc=$?
+      echo "$rc $started_at $(date +%s)" > "$background/release.done"
+    fi
+  ) &
+  background_pid=$!
+  set +m
+fi
+# Waits for a background build (tsan or release); exits the script if it failed, with its log.
+wait_for_build() {
+  local name=$1 rc started_at ended_at
+  while [ ! -f "$background/$name.done" ]; do
+    if ! kill -0 "$background_pid" 2>/dev/null && [ ! -f "$background/$name.done" ]; then
+      echo "the $name build ended without a result"; cat "$background/$name.log" 2>/dev/null; exit 1
+    fi
+    sleep 2
+  done
+  read -r rc started_at ended_at < "$background/$name.done"
+  echo "$name build: $((ended_at - started_at)) s, ended $(( $(date +%s) - ended_at )) s ago"
+  builds+=("$(printf '%5d s  build: %s (in the background from %d s)' $((ended_at - started_at)) "$name" $((started_at - started)))")
+  if [ "$rc" != 0 ]; then
+    tail -n 100 "$background/$name.log"
+    echo "the $name build failed (exit $rc)"
+    exit 1
+  fi
+}
+builds=()
+
+stage "ctest: Debug + ASan + UBSan (the TSan and Release builds beside it, at idle priority)"
+# The soak (tests/reliability/soak_test.cpp) runs alone (RUN_SERIAL): 180 s by default, 90 s in
+# CI (CI time; its criteria need 60 s: a slow reader's first cut-off and RSS levelling off come
+# ~25 s in). ECSNET_SOAK_SECONDS sets it either way.
+if [ "${CI:-}" = true ] && [ -z "${ECSNET_SOAK_SECONDS:-}" ]; then
+  export ECSNET_SOAK_SECONDS=90
+fi
+export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1:strict_string_checks=1}
+export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
+run_ctest ASan --test-dir "$build" --output-on-failure -j "$jobs" \
+  ${ctest_args[@]+"${ctest_args[@]}"}
+
+if [ "$tsan" = 1 ]; then
+  stage "build: ThreadSanitizer, what is left (build/tsan)"
+  wait_for_build tsan
+  stage "ctest: ThreadSanitizer"
+  TSAN_OPTIONS=${TSAN_OPTIONS:-halt_on_error=1:second_deadlock_stack=1} \
+    run_ctest TSan --test-dir "$tsan_build" --output-on-failure -j "$jobs" -R "$tsan_tests"
+fi
+
+if [ "$release" = 1 ]; then
+  stage "build: Release, what is left (build/release-tests)"
+  wait_for_build release
   stage "ctest: Release"
   run_ctest Release --test-dir "$release_build" --output-on-failure -j "$jobs"
 fi
@@ -242,6 +296,10 @@ fi
 stage "done"
 echo "stage timings:"
 printf '  %s\n' "${timings[@]}"
+if [ ${#builds[@]} -gt 0 ]; then
+  echo "background builds (their time overlaps the stages above):"
+  printf '  %s\n' "${builds[@]}"
+fi
 if [ ${#ctest_failures[@]} -gt 0 ]; then
   echo "failed ctest stages: ${ctest_failures[*]}"
 fi

@@ -20,33 +20,8 @@
 #include "ecsnet/protocol/registry.hpp"
 #include "ecsnet/server/persistence/world_image.hpp"
 #include "ecsnet/wire/state_generated.h"
+#include "kept_types.hpp"
 #include "state_image.hpp"
-
-namespace ecsnet::test_journal {
-
-// Kept without being replicated.
-struct Hunger {
-    float level{};
-    std::uint32_t meals{};
-    friend bool operator==(const Hunger&, const Hunger&) = default;
-};
-
-// Hunger as a later release of the game keeps it: a field added.
-struct HungerV2 {
-    float level{};
-    std::uint32_t meals{};
-    std::int32_t mood{};
-    friend bool operator==(const HungerV2&, const HungerV2&) = default;
-};
-
-}  // namespace ecsnet::test_journal
-
-namespace ecsnet::protocol {
-template <>
-struct persistent<test_journal::Hunger> : persist<"hunger"> {};
-template <>
-struct persistent<test_journal::HungerV2> : persist<"hunger"> {};
-}  // namespace ecsnet::protocol
 
 namespace {
 
@@ -69,8 +44,8 @@ using ecsnet::server::world_image;
 using ecsnet::test::read_bytes;
 using ecsnet::test::temp_dir;
 using ecsnet::test::write_bytes;
-using ecsnet::test_journal::Hunger;
-using ecsnet::test_journal::HungerV2;
+using ecsnet::test::Hunger;
+using ecsnet::test::HungerV2;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 namespace fs = std::filesystem;

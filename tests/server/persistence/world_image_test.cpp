@@ -14,30 +14,7 @@
 #include "ecsnet/demo/components.hpp"
 #include "ecsnet/protocol/components.hpp"
 #include "ecsnet/protocol/registry.hpp"
-
-namespace ecsnet::test_world_image {
-
-// Kept without being replicated, and the same type as a later release of the game has it.
-struct Hunger {
-    float level{};
-    std::uint32_t meals{};
-    friend bool operator==(const Hunger&, const Hunger&) = default;
-};
-struct HungerV2 {
-    float level{};
-    std::uint32_t meals{};
-    std::int32_t mood{};
-    friend bool operator==(const HungerV2&, const HungerV2&) = default;
-};
-
-}  // namespace ecsnet::test_world_image
-
-namespace ecsnet::protocol {
-template <>
-struct persistent<test_world_image::Hunger> : persist<"hunger"> {};
-template <>
-struct persistent<test_world_image::HungerV2> : persist<"hunger"> {};
-}  // namespace ecsnet::protocol
+#include "kept_types.hpp"
 
 namespace {
 
@@ -56,8 +33,8 @@ using ecsnet::server::content_hash;
 using ecsnet::server::restore;
 using ecsnet::server::restore_error;
 using ecsnet::server::world_image;
-using ecsnet::test_world_image::Hunger;
-using ecsnet::test_world_image::HungerV2;
+using ecsnet::test::Hunger;
+using ecsnet::test::HungerV2;
 using ::testing::AllOf;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
