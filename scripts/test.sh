@@ -7,8 +7,9 @@
 # server's and tests/reliability) under ThreadSanitizer in build/tsan, then the Release build
 # (the README's, -O3, no sanitizer) in build/release-tests and its tests but the socket-level
 # suites the sanitizer stages run (see the stage), then the fuzzers (scripts/fuzz.sh on the ASan
-# build: libFuzzer, 30 s per target)
-# and the Docker image test (docker/test-image.sh, with podman). Uses ccache when installed.
+# build: libFuzzer, 30 s per target) and the Docker image test (docker/test-image.sh, with
+# podman). The TSan and Release builds run beside the ASan tests at idle priority. Uses ccache
+# and mold when installed.
 # A failing ctest stage does not stop the others; the last line sums every ctest stage.
 # Usage: scripts/test.sh [--no-image] [--no-fuzz] [--no-tsan] [--no-release] [ctest args]
 set -euo pipefail
@@ -26,7 +27,7 @@ for arg in "$@"; do
     --no-tsan) tsan=0 ;;
     --no-release) release=0 ;;
     --fuzz) fuzz=1 ;;  # the default; kept for old command lines
-    -h|--help) sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,/^# Usage/p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) ctest_args+=("$arg") ;;
   esac
 done
