@@ -43,15 +43,6 @@ void log_exception(const char* what, const std::exception_ptr& e) {
     }
 }
 
-double percentile(std::vector<double>& values, double p) {
-    if (values.empty()) {
-        return 0.0;
-    }
-    const auto k = static_cast<std::size_t>(std::ceil(p * static_cast<double>(values.size()))) - 1;
-    std::nth_element(values.begin(), values.begin() + static_cast<std::ptrdiff_t>(k), values.end());
-    return values[k];
-}
-
 bool same_secret(const std::string& a, const std::string& b) {
     // Constant time in the content: do not leak how much of the token matched. Comparing
     // digests also hides the length.
@@ -119,7 +110,10 @@ server::server(asio::io_context& io, server_config config, const game& g)
       admitted_tokens_{config_.max_remembered_tokens},
       connection_lines_{config_.connection_log_lines == 0 ? std::numeric_limits<std::size_t>::max()
                                                           : config_.connection_log_lines,
-                        std::chrono::seconds{10}} {
+                        std::chrono::seconds{10}},
+      health_{health_publisher::settings{config_.tick_rate, config_.max_clients,
+                                         config_.inspector_writes,
+                                         !config_.inspector_token.empty()}} {
     if (!config_.token_secret.empty() && !config_.token_public_key.empty()) {
         throw std::invalid_argument("give --token-secret or --token-public-key, not both");
     }
@@ -210,12 +204,7 @@ void server::start() {
     interest_.update(*world_, world_->take_changes());
 
     running_ = true;
-    {
-        const std::lock_guard lock{health_mutex_};
-        published_.tick_loop_running = true;
-        published_.last_tick_end = clock::now();  // the first tick is due one period from now
-        published_.ws_port = ws_port_;
-    }
+    health_.tick_loop_started(ws_port_);
     publish_health();
     publish_clients(true);
     spdlog::info("ecsnet-server starting: {}", describe(config_));
@@ -305,59 +294,6 @@ void server::drain() {
                  tick_);
 }
 
-server_health server::health() const {
-    const auto period = std::chrono::duration<double>(1.0 / config_.tick_rate);
-    const auto limit = std::max(std::chrono::milliseconds{1000},
-                                std::chrono::ceil<std::chrono::milliseconds>(10 * period));
-    server_health h;
-    std::array<double, tick_window> window{};
-    std::unique_lock lock{health_mutex_};
-    std::copy(published_.tick_ms.begin(), published_.tick_ms.end(), window.begin());
-    h.tick_ms.window_ticks = published_.tick_ms_count;
-    h.observers = published_.observers;
-    h.entities = published_.entities;
-    h.bytes_out_per_s = published_.bytes_out_per_s;
-    h.bytes_in_per_s = published_.bytes_in_per_s;
-    h.interest = published_.interest;
-    h.ws_port = published_.ws_port;
-    h.tick_rate = config_.tick_rate;
-    h.inspector_writes = config_.inspector_writes;
-    h.inspector_token = !config_.inspector_token.empty();
-    h.accepting = published_.accepting;
-    h.draining = published_.draining;
-    h.tick = published_.tick;
-    h.clients = published_.clients;
-    h.max_clients = config_.max_clients;
-    h.stats = published_.stats;
-    h.tick_limit = limit;
-    h.last_tick_age = std::chrono::duration_cast<std::chrono::milliseconds>(
-        clock::now() - published_.last_tick_end);
-    if (!published_.tick_loop_running) {
-        h.problem = published_.tick_loop_ended.empty() ? "not started"
-                                                       : "tick loop " + published_.tick_loop_ended;
-    } else if (h.last_tick_age > limit) {
-        h.problem = "no tick completed for " + std::to_string(h.last_tick_age.count()) +
-                    " ms (limit " + std::to_string(limit.count()) + " ms), last tick " +
-                    std::to_string(h.tick);
-    }
-    h.ticking = h.problem.empty();
-    lock.unlock();
-    // The percentiles off the lock: the world thread takes it every tick.
-    std::vector<double> ticks(window.begin(),
-                              window.begin() + static_cast<std::ptrdiff_t>(h.tick_ms.window_ticks));
-    if (!ticks.empty()) {
-        h.tick_ms.max = *std::max_element(ticks.begin(), ticks.end());
-        h.tick_ms.p99 = percentile(ticks, 0.99);
-        h.tick_ms.p50 = percentile(ticks, 0.50);
-    }
-    return h;
-}
-
-clients_report server::client_list() const {
-    const std::lock_guard lock{health_mutex_};
-    return published_.client_list;
-}
-
 void server::publish_health(bool tick_ended, double tick_ms) {
     server_health::interest_settings interest{interest_.enabled(), 0.0F,
                                               interest_.default_settings().radius, 0};
@@ -371,21 +307,10 @@ void server::publish_health(bool tick_ended, double tick_ms) {
     }
     metrics_.set_world(server_metrics::world_state{tick_, world_->alive(), active_,
                                                    pending_ids_.size(), observers_, draining_});
-    const std::lock_guard lock{health_mutex_};
-    if (tick_ended) {
-        published_.last_tick_end = clock::now();
-        published_.tick_ms[published_.tick_ms_next] = tick_ms;
-        published_.tick_ms_next = (published_.tick_ms_next + 1) % tick_window;
-        published_.tick_ms_count = std::min(published_.tick_ms_count + 1, tick_window);
-    }
-    published_.observers = observers_;
-    published_.entities = world_->alive();
-    published_.interest = interest;
-    published_.accepting = running_ && acceptor_.is_open();
-    published_.draining = draining_;
-    published_.tick = tick_;
-    published_.clients = active_;
-    published_.stats = stats();
+    health_.publish(health_publisher::world_state{running_ && acceptor_.is_open(), draining_, tick_,
+                                                  active_, observers_, world_->alive(), stats(),
+                                                  interest},
+                    tick_ended, tick_ms);
 }
 
 void server::tick_loop_ended(const std::exception_ptr& e) {
@@ -399,9 +324,7 @@ void server::tick_loop_ended(const std::exception_ptr& e) {
             why = "failed";
         }
     }
-    const std::lock_guard lock{health_mutex_};
-    published_.tick_loop_running = false;
-    published_.tick_loop_ended = why;
+    health_.tick_loop_ended(std::move(why));
 }
 
 awaitable<void> server::accept_loop(asio::ip::tcp::acceptor& listener, bool websocket) {
@@ -1290,10 +1213,7 @@ void server::publish_clients(bool now) {
     const double out_rate = per_second(totals.bytes_out, bytes_out_reported_);
     const double in_rate = per_second(totals.bytes_in, bytes_in_reported_);
     clients_reported_at_ = at;
-    const std::lock_guard lock{health_mutex_};
-    published_.client_list = std::move(report);
-    published_.bytes_out_per_s = out_rate;
-    published_.bytes_in_per_s = in_rate;
+    health_.publish_clients(std::move(report), out_rate, in_rate);
 }
 
 void server::measure_budgets() {

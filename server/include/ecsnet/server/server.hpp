@@ -36,6 +36,7 @@
 #include "ecsnet/server/replication/interest.hpp"
 #include "ecsnet/server/transport/io_pool.hpp"
 #include "ecsnet/server/operations/logging.hpp"
+#include "ecsnet/server/operations/health_publisher.hpp"
 #include "ecsnet/server/operations/metrics.hpp"
 #include "ecsnet/server/admission/owners.hpp"
 #include "ecsnet/server/persistence/persistence.hpp"
@@ -49,81 +50,6 @@ namespace ecsnet::server {
 class session;
 
 
-
-// The server's state as other threads may read it (server::health()): the admin endpoint's
-// /healthz, /readyz and /status are computed from it.
-struct server_health {
-    bool ticking{false};    // the tick loop runs and its last tick ended within tick_limit
-    bool accepting{false};  // the listener is open
-    bool draining{false};   // drain() or stop() was called
-    std::string problem;    // why not ticking; empty while ticking
-    std::chrono::milliseconds last_tick_age{0};  // since the last tick ended (or the start)
-    std::chrono::milliseconds tick_limit{0};     // max(1 s, 10 tick periods)
-    std::uint64_t tick{0};
-    std::size_t clients{0};  // joined; current (published on each join and disconnect)
-    std::size_t max_clients{0};
-    server_stats stats;  // as of the last tick, join, refusal, disconnect or accept
-    // For the web inspector (/status): observers joined, live entities after the last tick,
-    // the tick's work time over the last tick_window ticks, the bytes per second of the last
-    // full second, and settings.
-    std::size_t observers{0};
-    std::size_t entities{0};
-    double tick_rate{0.0};
-    struct tick_time {
-        double p50{0.0};
-        double p99{0.0};
-        double max{0.0};
-        std::size_t window_ticks{0};
-    } tick_ms;
-    double bytes_out_per_s{0.0};
-    double bytes_in_per_s{0.0};
-    bool inspector_writes{false};
-    bool inspector_token{false};
-    struct interest_settings {
-        bool enabled{false};
-        float cell_size{0.0F};  // 0: not a grid policy
-        float radius{0.0F};     // the default radius
-        std::uint64_t budget_bytes_per_tick{0};  // the default budget; 0: none
-    } interest;
-    std::uint16_t ws_port{0};  // 0: off
-
-    // Every player slot taken: a newcomer would get "server full".
-    [[nodiscard]] bool full() const noexcept { return clients >= max_clients; }
-    // Liveness is `ticking`; readiness (take new players here) also needs an open listener, no
-    // drain and a free slot. A full server is healthy but not ready.
-    [[nodiscard]] bool ready() const noexcept {
-        return ticking && accepting && !draining && !full();
-    }
-};
-
-// One joined connection as /clients reports it (published by the world thread once a second).
-struct client_report {
-    std::uint64_t session{0};
-    std::uint32_t owner{0};  // 0: an observer without an owner (read-only)
-    std::string player;      // a connect token's player id; empty for development owners
-    std::string name;        // its Hello's name, display only
-    std::string transport;   // "TCP", "TLS", "WebSocket", "WebSocket+TLS"
-    std::string address;     // "ip:port"
-    bool observer{false};
-    std::uint64_t joined_tick{0};
-    std::uint64_t bytes_out{0};
-    std::uint64_t bytes_in{0};
-    double bytes_out_per_s{0.0};     // since the previous report
-    double budget_bytes_per_s{0.0};  // its interest budget; 0: none
-    std::uint64_t dropped_frames{0};
-    std::uint64_t resyncs{0};
-    struct area {
-        float x{0.0F};
-        float y{0.0F};
-        float radius{0.0F};
-    };
-    std::optional<area> interest;  // under interest management, once it has a focus
-    std::size_t view_entities{0};  // what its mirror holds (the whole world without a view)
-};
-struct clients_report {
-    std::uint64_t tick{0};
-    std::vector<client_report> clients;  // by session id
-};
 
 // A connected TCP socket taken out of its io_context (basic_socket::release()), for another
 // thread to attach to one of its own; closed when destroyed untaken.
@@ -190,9 +116,9 @@ public:
     // that are connected. stop() ends it.
     void drain();
     // Safe to call from any thread (the admin endpoint runs on its own).
-    [[nodiscard]] server_health health() const;
+    [[nodiscard]] server_health health() const { return health_.health(); }
     // The joined connections as of the last report (at most a second old). Any thread.
-    [[nodiscard]] clients_report client_list() const;
+    [[nodiscard]] clients_report client_list() const { return health_.client_list(); }
     // An observer (the web inspector): a WebSocket upgrade the admin endpoint read and checked
     // (token, Origin) on its connection. The server answers the upgrade and runs a session
     // that takes no player slot (docs/SERVER.md, "Observers"). Any thread.
@@ -309,7 +235,7 @@ private:
     template <typename... Args>
     void report_game_failure(std::uint64_t so_far, fmt::format_string<Args...> text,
                              Args&&... args);
-    // Copies what health() reports, under health_mutex_; once per tick and on state changes.
+    // Publishes what health() reports (health_); once per tick and on state changes.
     // `tick_ms`: the work time of the tick that ended, for /status.
     void publish_health(bool tick_ended = false, double tick_ms = 0.0);
     void tick_loop_ended(const std::exception_ptr& e);
@@ -436,31 +362,8 @@ private:
     log_limiter client_warnings_{10, std::chrono::seconds{10}};   // a client misbehaved
     log_limiter connection_lines_;  // joins, leaves, refusals: --connection-log-lines
 
-    static constexpr std::size_t tick_window = 300;  // ticks /status's tick_ms covers
-    // What health() reads from other threads.
-    struct published_health {
-        clock::time_point last_tick_end{};
-        bool tick_loop_running{false};
-        std::string tick_loop_ended;  // why it is not running ("" before the start)
-        bool accepting{false};
-        bool draining{false};
-        std::uint64_t tick{0};
-        std::size_t clients{0};
-        server_stats stats;
-        std::size_t observers{0};
-        std::size_t entities{0};
-        double bytes_out_per_s{0.0};
-        double bytes_in_per_s{0.0};
-        server_health::interest_settings interest;
-        std::uint16_t ws_port{0};
-        // The work time of the last ticks (ring), for the percentiles health() computes.
-        std::array<double, tick_window> tick_ms{};
-        std::size_t tick_ms_count{0};
-        std::size_t tick_ms_next{0};
-        clients_report client_list;
-    };
-    mutable std::mutex health_mutex_;
-    published_health published_;
+    // What health() and client_list() return to other threads: published by this thread.
+    health_publisher health_;
 };
 
 }  // namespace ecsnet::server
