@@ -5,8 +5,8 @@
 # for the tests and the fuzzers) and runs every test through ctest
 # (including the fault, load and soak tests of tests/reliability), then the threaded tests (the
 # server's and tests/reliability) under ThreadSanitizer in build/tsan, then the Release build
-# (the README's, -O3, no sanitizer) in build/release-tests and its tests but the socket-level
-# suites the sanitizer stages run (see the stage), then the fuzzers (scripts/fuzz.sh on the ASan
+# (the README's, -O3, no sanitizer) in build/release-tests: the programs and the suites whose
+# subject changes with the optimizer (see the stage), then the fuzzers (scripts/fuzz.sh on the ASan
 # build: libFuzzer, 30 s per target) and the Docker image test (docker/test-image.sh, with
 # podman). The TSan and Release builds run beside the ASan tests at idle priority. Uses ccache
 # and mold when installed.
@@ -132,8 +132,8 @@ fi
 # sanitized builds compile a little (~5 %) and link faster (docs/BENCHMARKS.md, "CI time").
 debug_info=(-DCMAKE_CXX_FLAGS_DEBUG=-g1)
 # One build for the tests and the fuzzers (CI time: the same sources were compiled a fourth time
-# for libFuzzer): clang, every object with libFuzzer's coverage (-fsanitize=fuzzer-no-link, no
-# effect without libFuzzer linked), and the fuzz targets (ECSNET_FUZZ) beside the tests. g++
+# for libFuzzer): clang, and the fuzz targets (ECSNET_FUZZ) beside the tests; what the fuzzers
+# run carries libFuzzer's coverage (tests/fuzz/CMakeLists.txt), the tests' drivers do not. g++
 # still builds the TSan and Release stages, with -Werror: both compilers' warnings count.
 clang=$(command -v clang++-14 || command -v clang++)
 if [ -f "$build/CMakeCache.txt" ] && ! grep -q "^CMAKE_CXX_COMPILER:[A-Z]*=$clang\$" "$build/CMakeCache.txt"; then
@@ -141,7 +141,7 @@ if [ -f "$build/CMakeCache.txt" ] && ! grep -q "^CMAKE_CXX_COMPILER:[A-Z]*=$clan
   rm -rf "$build/CMakeCache.txt" "$build/CMakeFiles"
 fi
 cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_COMPILER="$clang" \
-  -DECSNET_SANITIZE=ON -DECSNET_WERROR=ON -DCMAKE_CXX_FLAGS=-fsanitize=fuzzer-no-link \
+  -DECSNET_SANITIZE=ON -DECSNET_WERROR=ON -DCMAKE_CXX_FLAGS= \
   -DECSNET_FUZZ=ON "${debug_info[@]}" \
   -DECSNET_ENTT_DIR="$entt_dir" "${launcher[@]}" "${linker[@]}"
 cmake --build "$build" -j "$jobs"
@@ -179,23 +179,24 @@ if [ "$tsan" = 1 ]; then
     "${launcher[@]}" "${linker[@]}" > /dev/null
 fi
 if [ "$release" = 1 ]; then
-  # What users run (the README's build): -O3, NDEBUG, no sanitizer, so timing and the
-  # optimizer differ from the stages above; a Release-only failure is found here. The test drivers
-  # outside tests/ecs are built at -O1 (ECSNET_TEST_DRIVER_FLAGS, tests/CMakeLists.txt): what
-  # they test keeps -O3. Its own build directory: scripts/demo.sh configures build/release
-  # without tests. CI time: the socket-level suites that the ASan and TSan stages both run
-  # (admin, input and interest over a live server, the WebSocket stream, the client session,
-  # WebSocket and bad-network suites, tests/reliability) are not built here; every unit suite,
-  # the whole session suite over TCP and WebSocket (server_server_test) and the real processes
-  # (server_process_test, client_e2e_test) are.
+  # What users run (the README's build): -O3, NDEBUG, no sanitizer. CI time: every suite runs
+  # in the ASan stage (and the threaded ones under TSan); this stage builds the programs users
+  # run (the image's two among them) and the suites whose subject changes with the optimizer:
+  # the real processes (server_process_test, client_e2e_test: ecsnet-server and ecsnet-client
+  # as built here), the games' systems (arena_test, demo_game_test), the bytes on the wire
+  # (protocol_golden_test) and random operations against a reference (protocol_convergence_test).
+  # Their drivers are built at -O1 (ECSNET_TEST_DRIVER_FLAGS, tests/CMakeLists.txt): what they
+  # test keeps -O3. Its own build directory: scripts/demo.sh configures build/release without
+  # tests.
   release_build=${ECSNET_RELEASE_BUILD_DIR:-build/release-tests}
-  release_skip='^(server_(admin|agones|input_server|interest_server|websocket_stream)_test|client_(session|websocket|bad_network|latency_proxy)_test|reliability_.*)$'
+  release_tests='^(server_process_test|client_e2e_test|arena_test|demo_game_test|protocol_golden_test|protocol_convergence_test)$'
   # The image's build stage builds the two programs at these same paths with this cache
   # mounted (ECSNET_IMAGE_* below, docker/Dockerfile), so its compile is cache hits. The base
   # directory and no working directory in the hash: the image sets the same.
   cmake -S . -B "$release_build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DECSNET_WERROR=ON \
     -DECSNET_BUILD_BENCH=OFF -DECSNET_SDK_TS_TESTS=OFF -DECSNET_WEB=OFF -DECSNET_TEST_DRIVER_FLAGS=-O1 \
-    -DECSNET_SKIP_TEST_TARGETS="$release_skip" "${launcher[@]}" "${linker[@]}" > /dev/null
+    -DECSNET_TEST_TARGETS="$release_tests" -DECSNET_SKIP_TEST_TARGETS= \
+    "${launcher[@]}" "${linker[@]}" > /dev/null
 fi
 background=$(mktemp -d /tmp/ecsnet-background.XXXXXX)
 background_pid=""
@@ -243,11 +244,11 @@ wait_for_build() {
 builds=()
 
 stage "ctest: Debug + ASan + UBSan (the TSan and Release builds beside it, at idle priority)"
-# The soak (tests/reliability/soak_test.cpp) runs alone (RUN_SERIAL): 180 s by default, 90 s in
-# CI (CI time; its criteria need 60 s: a slow reader's first cut-off and RSS levelling off come
+# The soak (tests/reliability/soak_test.cpp) runs alone (RUN_SERIAL): 180 s by default, 60 s in
+# CI, the least it accepts (CI time; a slow reader's first cut-off and RSS levelling off come
 # ~25 s in). ECSNET_SOAK_SECONDS sets it either way.
 if [ "${CI:-}" = true ] && [ -z "${ECSNET_SOAK_SECONDS:-}" ]; then
-  export ECSNET_SOAK_SECONDS=90
+  export ECSNET_SOAK_SECONDS=60
 fi
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1:strict_string_checks=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
@@ -266,7 +267,9 @@ if [ "$release" = 1 ]; then
   stage "build: Release, what is left (build/release-tests)"
   wait_for_build release
   stage "ctest: Release"
-  run_ctest Release --test-dir "$release_build" --output-on-failure -j "$jobs"
+  # The tests that build nothing (scripts, manifests) ran in the ASan stage.
+  run_ctest Release --test-dir "$release_build" --output-on-failure -j "$jobs" \
+    -E '^(scripts|docker)\.|^deploy_'
 fi
 
 if [ "$fuzz" = 1 ]; then

@@ -12,6 +12,8 @@
 #include <iterator>
 #include <stdexcept>
 #include <system_error>
+#include <unordered_map>
+#include <variant>
 
 #include "ecsnet/server/persistence/world_image.hpp"
 #include "state_format.hpp"
@@ -120,6 +122,52 @@ std::vector<std::uint8_t> journal_writer::header_frame(std::uint64_t base_tick) 
     const auto framed = frame(fbb.GetBufferPointer(), fbb.GetSize());
     out.insert(out.end(), framed.begin(), framed.end());
     return out;
+}
+
+void journal_writer::command(const ecs::World& world, const protocol::client_message& message,
+                             const protocol::command_result& result) {
+    if (std::holds_alternative<protocol::spawn>(message)) {
+        if (world.valid(result.entity)) {
+            row(world, result.entity);
+        }
+    } else if (const auto* destroy = std::get_if<protocol::destroy>(&message)) {
+        destroyed(destroy->entity);
+    } else if (const auto* set = std::get_if<protocol::set_components>(&message)) {
+        if (world.valid(set->entity)) {
+            row(world, set->entity);
+        }
+    } else if (const auto* remove = std::get_if<protocol::remove_components>(&message)) {
+        if (world.valid(remove->entity)) {
+            row(world, remove->entity);
+        }
+    }
+}
+
+void journal_writer::structure(const ecs::World& world, const ecs::World::change_set_type& changes) {
+    // Destroys first: an index a system freed may be handed out again in the same tick.
+    std::unordered_map<std::uint64_t, bool> last_is_row;
+    const auto key = [](ecs::Entity e) {
+        return (std::uint64_t{e.index()} << 32U) | std::uint64_t{e.version()};
+    };
+    for (const auto& [e, is_row] : recorded_) {
+        last_is_row[key(e)] = is_row;
+    }
+    for (const auto& [k, is_row] : last_is_row) {
+        const ecs::Entity e{static_cast<std::uint32_t>(k >> 32U), static_cast<std::uint32_t>(k)};
+        if (is_row && !world.valid(e)) {
+            destroyed(e);  // a command's entity that a system ended in the same tick
+        }
+    }
+    for (const ecs::Entity e : changes.destroyed) {
+        if (!last_is_row.contains(key(e))) {
+            destroyed(e);
+        }
+    }
+    for (const ecs::Entity e : changes.created) {
+        if (!last_is_row.contains(key(e)) && world.valid(e)) {
+            row(world, e);
+        }
+    }
 }
 
 void journal_writer::row(const ecs::World& world, ecs::Entity e) {

@@ -1,73 +1,36 @@
 #pragma once
 
 #include <boost/asio/awaitable.hpp>
-#include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
-#include <boost/asio/ip/tcp.hpp>
-#include <boost/asio/ssl/context.hpp>
 #include <boost/asio/steady_timer.hpp>
-#include <fmt/format.h>
 
-#include <array>
 #include <atomic>
 #include <chrono>
 #include <cstdint>
-#include <deque>
+#include <exception>
 #include <functional>
-#include <map>
 #include <memory>
 #include <optional>
-#include <set>
-#include <mutex>
 #include <string>
-#include <unordered_map>
-#include <variant>
 #include <vector>
 
 #include "ecsnet/ecs/scheduler.hpp"
-#include "ecsnet/protocol/checksum.hpp"
-#include "ecsnet/protocol/messages.hpp"
-#include "ecsnet/protocol/replication.hpp"
-#include "ecsnet/server/simulation/commands.hpp"
+#include "ecsnet/protocol/registry.hpp"
+#include "ecsnet/server/admission/admission.hpp"
 #include "ecsnet/server/config.hpp"
-#include "ecsnet/server/admission/connect_token.hpp"
 #include "ecsnet/server/game.hpp"
-#include "ecsnet/server/simulation/input_buffer.hpp"
-#include "ecsnet/server/replication/interest.hpp"
-#include "ecsnet/server/transport/io_pool.hpp"
-#include "ecsnet/server/operations/logging.hpp"
+#include "ecsnet/server/operations/client_reports.hpp"
 #include "ecsnet/server/operations/health_publisher.hpp"
+#include "ecsnet/server/operations/logging.hpp"
 #include "ecsnet/server/operations/metrics.hpp"
-#include "ecsnet/server/admission/owners.hpp"
+#include "ecsnet/server/operations/stats_log.hpp"
 #include "ecsnet/server/persistence/persistence.hpp"
-#include "ecsnet/server/admission/replay_cache.hpp"
+#include "ecsnet/server/replication/interest.hpp"
 #include "ecsnet/server/replication/replicator.hpp"
-#include "ecsnet/server/session/session_host.hpp"
-#include "ecsnet/server/transport/websocket_stream.hpp"
+#include "ecsnet/server/session/session_hub.hpp"
+#include "ecsnet/server/simulation/tick_pipeline.hpp"
 
 namespace ecsnet::server {
-
-class session;
-
-
-
-// A connected TCP socket taken out of its io_context (basic_socket::release()), for another
-// thread to attach to one of its own; closed when destroyed untaken.
-class released_socket {
-public:
-    explicit released_socket(boost::asio::ip::tcp::socket& socket);  // throws system_error
-    released_socket(released_socket&& other) noexcept;
-    released_socket(const released_socket&) = delete;
-    released_socket& operator=(const released_socket&) = delete;
-    released_socket& operator=(released_socket&&) = delete;
-    ~released_socket();
-    // The connection as a socket of `executor`'s context. Throws system_error.
-    [[nodiscard]] boost::asio::ip::tcp::socket attach(const boost::asio::any_io_executor& executor);
-
-private:
-    boost::asio::ip::tcp protocol_;
-    boost::asio::ip::tcp::socket::native_handle_type handle_;
-};
 
 // The ecsnet service. The world runs on the one thread that runs the io_context: the tick
 // timer, the systems, command application, the accept loop, admission (Hello) and the owner
@@ -83,7 +46,7 @@ private:
 // delta encoded once for all, or under interest management each client's own) and the
 // checksums -> queued to the sessions. Nothing else writes to the world, so a snapshot taken
 // between ticks and the deltas after it always agree.
-class server final : private session_host {
+class server final {
 public:
     using clock = std::chrono::steady_clock;
 
@@ -124,35 +87,33 @@ public:
     // that takes no player slot (docs/SERVER.md, "Observers"). Any thread.
     void adopt_observer(released_socket socket, upgrade_request request);
 
-    [[nodiscard]] std::uint16_t port() const noexcept { return port_; }
+    [[nodiscard]] std::uint16_t port() const noexcept { return sessions_.port(); }
     // The WebSocket port (--ws-port); 0 when off.
-    [[nodiscard]] std::uint16_t ws_port() const noexcept { return ws_port_; }
+    [[nodiscard]] std::uint16_t ws_port() const noexcept { return sessions_.ws_port(); }
     // The --web-root page connections' counters (any thread).
-    [[nodiscard]] page_stats web_pages() const { return ws_options_.pages.stats(); }
+    [[nodiscard]] page_stats web_pages() const { return sessions_.web_pages(); }
     [[nodiscard]] std::uint64_t tick() const noexcept { return tick_; }
     [[nodiscard]] const ecs::World& world() const noexcept { return *world_; }
     [[nodiscard]] ecs::World& world() noexcept { return *world_; }
-    [[nodiscard]] ecs::Scheduler& scheduler() noexcept { return scheduler_; }
+    [[nodiscard]] ecs::Scheduler& scheduler() noexcept { return simulation_.scheduler(); }
     // The replicated component types, as Welcome describes them.
-    [[nodiscard]] const protocol::component_registry& types() const noexcept override {
-        return types_;
-    }
+    [[nodiscard]] const protocol::component_registry& types() const noexcept { return types_; }
     // The world's counters and the sessions' (added from the I/O threads), as of now, read
     // from the metrics. Any thread.
     [[nodiscard]] server_stats stats() const;
     // GET /metrics: the Prometheus text exposition (format 0.0.4). Any thread; never waits
     // for a tick.
     [[nodiscard]] std::string metrics_text() const { return metrics_.text(); }
-    [[nodiscard]] const server_config& config() const noexcept override { return config_; }
+    [[nodiscard]] const server_config& config() const noexcept { return config_; }
     // Size of the last snapshot sent (all chunks); 0 before the first join.
     // Any thread.
-    [[nodiscard]] std::size_t snapshot_bytes() const noexcept override { return snapshot_bytes_; }
-    [[nodiscard]] std::size_t clients() const noexcept { return active_; }
+    [[nodiscard]] std::size_t snapshot_bytes() const noexcept { return sessions_.snapshot_bytes(); }
+    [[nodiscard]] std::size_t clients() const noexcept { return sessions_.sessions().players(); }
     // Joined observers (not in clients()).
-    [[nodiscard]] std::size_t observers() const noexcept { return observers_; }
+    [[nodiscard]] std::size_t observers() const noexcept { return sessions_.sessions().observers(); }
     // Connections that have not completed Hello.
-    [[nodiscard]] std::size_t pending_connections() const noexcept { return pending_ids_.size(); }
-    [[nodiscard]] const owner_registry& owners() const noexcept { return owners_; }
+    [[nodiscard]] std::size_t pending_connections() const noexcept { return admission_.pending(); }
+    [[nodiscard]] const owner_registry& owners() const noexcept { return admission_.owners(); }
     // Interest management (docs/INTEREST.md): off until the game sets a policy, e.g.
     // interest().use_grid<Position>(...); the defaults come from --interest-*, --client-budget.
     [[nodiscard]] interest_manager& interest() noexcept { return interest_; }
@@ -161,7 +122,9 @@ public:
         return replicator_.view(session_id);
     }
     // Session ids of the joined connections, in connection order.
-    [[nodiscard]] std::vector<std::uint64_t> joined_sessions() const;
+    [[nodiscard]] std::vector<std::uint64_t> joined_sessions() const {
+        return sessions_.sessions().joined();
+    }
 
     // With --state-dir: what the server restored at start (docs/PERSISTENCE.md); empty for a
     // new world. A game's setup() spawns its first entities only when this is empty.
@@ -179,86 +142,30 @@ public:
     std::function<void(std::uint32_t owner)> on_player_left;
 
 private:
-    // session_host: what sessions call (posted to this thread, but for the first group).
-    [[nodiscard]] session_counters& counters() noexcept override { return metrics_; }
-    [[nodiscard]] log_limiter& client_warnings() noexcept override { return client_warnings_; }
-    [[nodiscard]] log_limiter& connection_lines() noexcept override { return connection_lines_; }
-    [[nodiscard]] boost::asio::io_context& world_context() noexcept override { return io_; }
-    [[nodiscard]] std::uint64_t ticks_done() const noexcept override {
-        return ticks_done_.load(std::memory_order_relaxed);
-    }
-    void hello(const std::shared_ptr<session>& s, const protocol::hello& message) override;
-    void queue_command(const std::shared_ptr<session>& s, protocol::client_message message) override;
-    void queue_result(const std::shared_ptr<session>& s, protocol::command_result result) override;
-    // A resync's snapshot: send_snapshot(), then snapshot_sent().
-    void resync(const std::shared_ptr<session>& s) override;
-    void set_focus(session& s, const protocol::focus& focus) override;
-    // Checks an Input against the world (owner, entity) and the buffer (too early), keeps it
-    // for its ticks; a refusal goes back to the session (InputRejected).
-    void queue_input(const std::shared_ptr<session>& s, protocol::input input) override;
-    void closed(session& s, const std::string& reason) override;
-    void finished() override;
-
-    // Why a Hello is refused: the metric's label and the text the client gets.
-    struct refusal {
-        refusal_reason reason;
-        std::string text;
-    };
-    [[nodiscard]] std::optional<refusal> admit(session& s, const protocol::hello& hello);
-    // An observer's Hello: an owner only with --inspector-writes and a credential; `read_only`
-    // when it has none.
-    [[nodiscard]] std::optional<refusal> admit_observer(session& s, const protocol::hello& hello,
-                                                        bool& read_only);
-    [[nodiscard]] std::optional<refusal> refuse_version(const protocol::hello& hello) const;
-    void start_observer(released_socket socket, upgrade_request request);
-    // Player connections of an owner (its connections that are not observers).
-    [[nodiscard]] std::size_t player_connections(std::uint32_t owner) const;
-    // The /clients report and the bytes per second, at most once a second (`now`: always).
-    void publish_clients(bool now = false);
-    void send_snapshot(session& s);
-
-    // Sessions over `listener`: TCP (or TLS), or WebSocket (wss with the TLS context).
-    boost::asio::awaitable<void> accept_loop(boost::asio::ip::tcp::acceptor& listener, bool websocket);
     boost::asio::awaitable<void> tick_loop();
+    void tick_loop_ended(const std::exception_ptr& e);
     boost::asio::awaitable<void> stats_loop();
     void run_tick();
-    // ecsnet_system_failures_total at 0 for every system and hook not exported yet.
-    void export_system_failures();
-    // Applies the commands queued since the last tick and sends every reply owed, in order.
-    void apply_pending_commands();
-    // Despawns the entities of owners whose reconnect grace ended without a connection.
-    void despawn_departed();
-    // Applies this tick's player inputs (input_buffer), before the systems.
-    void apply_inputs();
-    // Logs (rate-limited, on game_errors_) a failure of the game's code, counted already:
-    // `so_far` of its kind.
-    template <typename... Args>
-    void report_game_failure(std::uint64_t so_far, fmt::format_string<Args...> text,
-                             Args&&... args);
-    // Publishes what health() reports (health_); once per tick and on state changes.
-    // `tick_ms`: the work time of the tick that ended, for /status.
-    void publish_health(bool tick_ended = false, double tick_ms = 0.0);
-    void tick_loop_ended(const std::exception_ptr& e);
+    // The clients' commands queued since the last tick, applied; with --journal, the tick's
+    // batch (their records) made durable before their replies go.
+    void apply_commands();
     // Queues the tick's frames (replicator) to every joined session.
     void broadcast_tick(const ecs::World::change_set_type& changes);
-    // Each budgeted client's bytes this tick against its budget (ecsnet_client_budget_use_ratio).
-    void measure_budgets();
-
-    struct pending_command {
-        std::weak_ptr<session> from;
-        std::uint32_t client;
-        std::variant<protocol::client_message, protocol::command_result> what;
-    };
-    void start_pending(const std::shared_ptr<session>& s);
-    void end_pending(session& s);
-    // The owner a Hello's credential names (resume key, or a connect token), or why it is
-    // refused; creates nothing the refusal would leave behind but an idle owner. A verified,
-    // fresh token's claims go to `token`, remembered once the connection is admitted.
-    [[nodiscard]] std::optional<std::string> identify(const protocol::hello& hello,
-                                                      protocol::welcome& welcome,
-                                                      std::optional<connect_token_claims>& token);
-    // A newer connection of the same owner took this one's seat.
-    void give_up_seat(session& s);
+    // What health() reports and the world's gauges; once per tick and on state changes.
+    // `tick_ms`: the work time of the tick that ended, for /status.
+    void publish_health(bool tick_ended = false, double tick_ms = 0.0);
+    // The /clients report, at most once a second (`now`: always).
+    void publish_clients(bool now = false);
+    [[nodiscard]] client_reports::sources report_sources() noexcept {
+        return {sessions_.sessions(), admission_.owners(), replicator_, interest_};
+    }
+    // With --state-dir: the world, owners and tokens of the last run, its owners in their
+    // reconnect grace.
+    void restore();
+    // With --journal, the journal; else null.
+    [[nodiscard]] journal_writer* journal() noexcept {
+        return persistence_ ? persistence_->journal() : nullptr;
+    }
 
     boost::asio::io_context& io_;
     server_config config_;
@@ -266,104 +173,30 @@ private:
     server_metrics metrics_;
     protocol::component_registry types_;
     std::shared_ptr<ecs::World> world_;
-    ecs::World::change_set_type changes_;  // this tick's; kept so its lists keep their capacity
-    ecs::Scheduler scheduler_;
-    command_processor commands_;
+    std::uint64_t tick_{0};
+    std::atomic<std::uint64_t> ticks_done_{0};  // tick_, for other threads (the sessions' Pongs)
+    // The parts (docs/ARCHITECTURE.md): the systems, commands and inputs run each tick; who
+    // may join and as whom; what each client sees; the connections.
+    tick_pipeline simulation_;
+    admission admission_;
     interest_manager interest_;
     replicator replicator_;
-    input_buffer inputs_;
-
-    std::optional<boost::asio::ssl::context> tls_;
-    websocket_options ws_options_;
-    // After what sessions use (config, types, TLS context), before the sessions: stopped first
-    // (in ~server), its contexts outlive every session.
-    io_pool pool_;
-    boost::asio::ip::tcp::acceptor acceptor_;
-    boost::asio::ip::tcp::acceptor ws_acceptor_;
+    // After what sessions use; its I/O threads stop first (in its destructor).
+    session_hub sessions_;
     boost::asio::steady_timer tick_timer_;
     boost::asio::steady_timer stats_timer_;
-    std::uint16_t port_{0};
-    std::uint16_t ws_port_{0};
     bool running_{false};
     bool draining_{false};
-
-    std::map<std::uint64_t, std::shared_ptr<session>> sessions_;
-    // Until every session has closed its socket, the io_context's run() must not return: they
-    // flush on the I/O threads after closed(), and post finished() here at the very end.
-    std::optional<boost::asio::executor_work_guard<boost::asio::io_context::executor_type>>
-        sessions_work_;
-    std::size_t unfinished_sessions_{0};
-    std::uint64_t next_session_id_{1};  // connection numbers, for logs; 64 bits never wrap
-    owner_registry owners_;
-    std::optional<token_verifier> tokens_;  // set: identity by connect tokens
-    replay_cache admitted_tokens_;
-    std::set<std::uint64_t> pending_ids_;  // before Hello, oldest first
-    std::unordered_map<std::string, std::size_t> pending_per_address_;
-    std::size_t active_{0};
-    std::size_t observers_{0};          // joined
-    std::size_t observer_sessions_{0};  // connected, joined or not: --max-observers
-    std::unordered_map<std::uint32_t, std::size_t> observer_connections_;  // by owner
-    clock::time_point clients_reported_at_{};
-    std::uint64_t bytes_out_reported_{0};
-    std::uint64_t bytes_in_reported_{0};
-    std::vector<pending_command> pending_;
-    // Owners whose last connection left, in the order their reconnect grace ends (the grace is
-    // one length for all); an entry is stale when the owner came back or left again since.
-    struct player_event {
-        std::uint32_t owner;
-        bool joined;  // else left
-        bool resumed;
-    };
-    std::vector<player_event> player_events_;  // for on_player_joined/left at the next tick
-    std::size_t systems_exported_{0};
-    std::array<bool, 2> hooks_exported_{};  // on_player_joined, on_player_left
-    void tell_player_events();
-    struct departure {
-        clock::time_point despawn_at;
-        std::uint32_t owner;
-    };
-    std::deque<departure> departures_;
-    std::unordered_map<std::uint32_t, clock::time_point> departed_;  // owner -> its despawn_at
-
-    std::uint64_t tick_{0};
-    std::atomic<std::uint64_t> ticks_done_{0};  // tick_, for the sessions' Pongs
-    std::atomic<std::size_t> snapshot_bytes_{0};  // read by sessions (their queue bound)
-
-    input_counters inputs_counted_{};     // inputs_.counters() as the metrics last counted them
-    std::vector<double> budget_ratios_;   // measure_budgets()'s, kept for their capacity
+    std::string failure_;
     // --state-dir: after everything it reads (types, metrics), destroyed before them.
     std::optional<persistence> persistence_;
     std::optional<restore_summary> restored_;
     bool restoring_{false};
-    // Journal writes end on the journal's thread; what they release is posted here, and must
-    // not reach a server that is gone.
-    std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
-    std::string failure_;
-    // With --journal: the replies of this tick's commands wait until the journal has them.
-    using held_results = std::vector<std::pair<std::weak_ptr<session>, protocol::command_result>>;
-    held_results held_results_;
-    void record_in_journal(journal_writer& journal, const protocol::client_message& message,
-                           const protocol::command_result& result);
-    // What the tick's systems, hooks and despawns created or destroyed, beside its commands'
-    // records: a replay then gives back every entity and id (docs/PERSISTENCE.md).
-    void journal_structure(journal_writer& journal, const ecs::World::change_set_type& changes);
-    // The tick's batch: its records made durable, then its held replies sent.
-    void commit_journal();
-    // An admitted connect token: refused from now on, after a restart too.
-    void remember_token(const connect_token_claims& token);
-    void send_when_durable(journal_writer& journal,
-                           std::vector<std::pair<std::weak_ptr<session>, protocol::command_result>> results);
-
-    std::vector<double> tick_ms_;  // since the last stats line
-    std::vector<double> interest_ms_;  // ms per tick serving the views, since the last stats line
-    std::uint64_t bytes_at_last_stats_{0};
-    log_limiter server_warnings_{10, std::chrono::seconds{10}};   // accept errors, overruns
-    log_limiter game_errors_{10, std::chrono::seconds{10}};       // the game's code failed
-    log_limiter client_warnings_{10, std::chrono::seconds{10}};   // a client misbehaved
-    log_limiter connection_lines_;  // joins, leaves, refusals: --connection-log-lines
-
-    // What health() and client_list() return to other threads: published by this thread.
+    // What other threads read (health(), client_list()) and what the logs and metrics show.
     health_publisher health_;
+    client_reports client_reports_;
+    stats_log stats_log_;
+    log_limiter tick_warnings_{10, std::chrono::seconds{10}};  // overruns, skipped ticks
 };
 
 }  // namespace ecsnet::server

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "ecsnet/ecs/world.hpp"
+#include "ecsnet/protocol/messages.hpp"
 #include "ecsnet/protocol/registry.hpp"
 #include "ecsnet/server/admission/owners.hpp"
 #include "ecsnet/server/admission/replay_cache.hpp"
@@ -55,6 +56,13 @@ public:
     void destroyed(ecs::Entity e);
     void owner(const stored_owner& owner);
     void token(const replay_cache::entry& token);
+    // What an applied client command left: the entity as it is now (a row), or its end.
+    void command(const ecs::World& world, const protocol::client_message& message,
+                 const protocol::command_result& result);
+    // What the tick's systems, hooks and despawns created or destroyed beside its commands'
+    // records, so that a replay gives back every entity and id (docs/PERSISTENCE.md). After
+    // the tick's commands, before commit().
+    void structure(const ecs::World& world, const ecs::World::change_set_type& changes);
     [[nodiscard]] std::size_t pending_records() const noexcept { return records_.size(); }
     // The entities this tick's records name so far, in order; `second`: the record is a row.
     [[nodiscard]] const std::vector<std::pair<ecs::Entity, bool>>& recorded() const noexcept {

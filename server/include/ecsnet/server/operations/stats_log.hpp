@@ -1,0 +1,44 @@
+#pragma once
+
+// The line the server logs every --stats-interval: the tick's work time (p50, p99) since the
+// last line, bytes out per second, and what connections, input and interest management did.
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "ecsnet/server/operations/stats.hpp"
+
+namespace ecsnet::server {
+
+class stats_log {
+public:
+    using clock = std::chrono::steady_clock;
+
+    // The work time of a tick, and of serving the views in it (under interest management).
+    void tick_timed(double ms) { tick_ms_.push_back(ms); }
+    void views_timed(double ms) { views_ms_.push_back(ms); }
+
+    struct world_line {
+        std::uint64_t tick{0};
+        std::size_t entities{0};
+        std::size_t clients{0};
+        server_stats totals;
+        std::size_t connection_lines_unlogged{0};  // since the last line
+        std::size_t connection_log_lines{0};       // --connection-log-lines
+        std::size_t input_players{0};
+        std::size_t input_ticks_held{0};
+        bool interest{false};
+    };
+    // Logs the lines for the time since the last call (or the start), then starts over.
+    void log(const world_line& now);
+
+private:
+    std::vector<double> tick_ms_;
+    std::vector<double> views_ms_;
+    std::uint64_t bytes_out_{0};
+    clock::time_point last_{clock::now()};
+};
+
+}  // namespace ecsnet::server
