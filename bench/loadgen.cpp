@@ -578,9 +578,7 @@ void run_arena_client(const options& o, std::uint16_t port, std::size_t index,
 
 }  // namespace
 
-int main(int argc, char** argv) {
-    options o;
-    CLI::App app{"ecsnet-loadgen: measure an ecsnet-server with K real clients"};
+void add_options(CLI::App& app, options& o) {
     app.add_option("--server", o.server_binary, "ecsnet-server binary to start (pinned to --server-core)");
     app.add_option("--port", o.port,
                    "Attach to a server already listening on 127.0.0.1:PORT (with --transport ws, "
@@ -638,246 +636,292 @@ int main(int argc, char** argv) {
                    "started server gets --ws-port 0); bytes then include the WebSocket headers")
         ->capture_default_str()
         ->check(CLI::IsMember({"tcp", "ws"}));
-    CLI11_PARSE(app, argc, argv);
+}
+
+// The load: the server started (or attached to), K clients through warm-up and the window,
+// then the extra joins.
+struct load_run {
+    double window_s{0.0};
+    std::optional<double> cpu0;  // the server's CPU seconds at the window's start, and end
+    std::optional<double> cpu1;
+    double rss_max{0.0};
+    std::vector<double> p99s;   // the server's per-second tick p99s over the window
+    std::int64_t overruns{-1};  // unknown when attached to a server we did not start
+    std::vector<double> joins;  // ms, the extra joins after the window
+    std::vector<client_result> results;
+};
+
+load_run run_load(const options& o) {
     const bool arena = o.game == "arena";
+    load_run out;
+    // Each client holds a socket and its io_context's descriptors: 1000 clients need more
+    // than the usual soft limit of 1024.
+    if (rlimit files{};
+        getrlimit(RLIMIT_NOFILE, &files) == 0 && files.rlim_cur < files.rlim_max) {
+        files.rlim_cur = files.rlim_max;
+        (void)setrlimit(RLIMIT_NOFILE, &files);
+    }
+    pin_to(0, o.loadgen_core);
+    launched_server launched;
+    std::uint16_t port = o.port;
+    int pid = o.server_pid;
+    if (!o.server_binary.empty()) {
+        launch(o, launched);
+        port = o.websocket() ? launched.ws_port : launched.port;
+        pid = launched.pid;
+    }
+
+    std::atomic<int> current{static_cast<int>(phase::warmup)};
+    std::vector<client_result>& results = out.results;
+    results.resize(o.clients);
+    std::vector<std::thread> threads;
+    threads.reserve(o.clients);
+    for (std::size_t i = 0; i < o.clients; ++i) {
+        threads.emplace_back(arena ? run_arena_client : run_client, std::cref(o), port, i,
+                             std::cref(current), std::ref(results[i]));
+    }
+    std::this_thread::sleep_for(std::chrono::duration<double>(o.warmup_s));
+
+    std::size_t log_lines = 0;
+    std::uint64_t overruns_before = 0;
+    if (!launched.log_path.empty()) {
+        overruns_before = read_tick_stats(launched.log_path, 0, log_lines).last_overruns;
+    }
+    out.cpu0 = pid > 0 ? cpu_seconds(pid) : std::nullopt;
+    const auto t0 = clock_type::now();
+    current = static_cast<int>(phase::measure);
+    while (clock_type::now() - t0 < std::chrono::duration<double>(o.window_s)) {
+        std::this_thread::sleep_for(250ms);
+        if (pid > 0) {
+            out.rss_max = std::max(out.rss_max, rss_mib(pid).value_or(0.0));
+        }
+    }
+    out.window_s = std::chrono::duration<double>(clock_type::now() - t0).count();
+    out.cpu1 = pid > 0 ? cpu_seconds(pid) : std::nullopt;
+    current = static_cast<int>(phase::done);
+    for (auto& t : threads) {
+        t.join();
+    }
+    if (!launched.log_path.empty()) {
+        std::size_t total = 0;
+        const tick_stats window_stats = read_tick_stats(launched.log_path, log_lines, total);
+        out.p99s = window_stats.p99s;
+        if (window_stats.first_overruns) {
+            out.overruns = static_cast<std::int64_t>(window_stats.last_overruns - overruns_before);
+        }
+    }
+
+    // Warm joins: fresh connections to the running server, one after another.
+    for (std::size_t j = 0; j < o.joins; ++j) {
+        const auto started = clock_type::now();
+        ecsnet::client::connect_options co;
+        co.port = port;
+        co.websocket = o.websocket();
+        co.name = "joiner";
+        co.timeout = 60s;
+        ecsnet::client::connection c(co);
+        out.joins.push_back(ms_since(started));
+    }
+    return out;
+}
+
+// The clients' results summed over the window.
+struct load_totals {
+    std::vector<double> spawn_ms;
+    std::vector<double> client_bps;  // per client, over the window
+    double entered_ps{0};            // per client, per second
+    double left_ps{0};
+    double in_view{0};               // mean entities in a client's view
+    bool interest{false};
+    std::uint32_t client_budget{0};
+    double interest_radius{0};
+    std::uint64_t bytes{0};
+    std::uint64_t ticks{0};
+    std::uint64_t matched{0};
+    std::uint64_t mismatched{0};
+    std::uint64_t inconsistent{0};
+    std::vector<double> first_joins;
+    std::uint64_t inputs{0};
+    std::uint64_t input_bytes{0};
+    std::uint64_t inputs_late{0};
+    std::uint64_t inputs_repeated{0};
+    std::size_t shipless{0};
+    double per_client_bps{0};
+    double bytes_per_update{0};
+    double cpu_pct{-1};
+    double inputs_ps{0};
+    double input_bps{0};
+};
+
+load_totals sum_clients(const options& o, const load_run& run) {
+    load_totals t;
+    const double window = run.window_s;
+    for (const auto& r : run.results) {
+        if (!r.error.empty()) {
+            throw std::runtime_error("a client failed: " + r.error);
+        }
+        t.spawn_ms.insert(t.spawn_ms.end(), r.spawn_ms.begin(), r.spawn_ms.end());
+        t.bytes += r.bytes;
+        t.ticks = std::max(t.ticks, r.ticks);
+        t.matched += r.checksums_matched;
+        t.mismatched += r.checksums_mismatched;
+        t.inconsistent += r.inconsistencies;
+        t.first_joins.push_back(r.join_ms);
+        t.inputs += r.inputs;
+        t.input_bytes += r.inputs * r.input_frame_bytes;
+        t.inputs_late += r.inputs_late;
+        t.inputs_repeated += r.inputs_repeated;
+        t.shipless += r.found_ship ? 0 : 1;
+        t.client_bps.push_back(static_cast<double>(r.bytes) / window);
+        t.entered_ps += static_cast<double>(r.entered) / window;
+        t.left_ps += static_cast<double>(r.left) / window;
+        t.in_view += r.in_view_samples == 0
+                       ? 0.0
+                       : r.in_view_sum / static_cast<double>(r.in_view_samples);
+        t.interest = t.interest || r.interest;
+        t.client_budget = r.client_budget;
+        t.interest_radius = r.interest_radius;
+    }
+    const auto k = static_cast<double>(o.clients);
+    t.entered_ps /= k;
+    t.left_ps /= k;
+    t.in_view /= k;
+    t.per_client_bps = static_cast<double>(t.bytes) / static_cast<double>(o.clients) / window;
+    // Per entity the client holds, per tick: the world's entities, or those in its view.
+    const double updated = t.interest ? t.in_view : static_cast<double>(o.entities);
+    t.bytes_per_update = t.ticks == 0 || updated <= 0.0
+                                        ? 0.0
+                                        : static_cast<double>(t.bytes) /
+                                              static_cast<double>(o.clients) /
+                                              static_cast<double>(t.ticks) / updated;
+    t.cpu_pct = run.cpu0 && run.cpu1 ? (*run.cpu1 - *run.cpu0) / window * 100.0 : -1.0;
+    t.inputs_ps = static_cast<double>(t.inputs) / k / window;
+    t.input_bps = static_cast<double>(t.input_bytes) / k / window;
+    return t;
+}
+
+nlohmann::json report_json(const options& o, const load_run& run, const load_totals& t) {
+    const bool arena = o.game == "arena";
+    return nlohmann::json{
+        {"label", o.label},
+        {"game", o.game},
+        {"transport", o.transport},
+        {"input", arena && !o.no_input},
+        {"inputs_per_s_per_client", t.inputs_ps},
+        {"input_bytes_per_s_per_client", t.input_bps},
+        {"inputs_late", t.inputs_late},
+        {"inputs_repeated", t.inputs_repeated},
+        {"clients_without_ship", t.shipless},
+        {"entities", o.entities},
+        {"clients", o.clients},
+        {"tick_rate", o.tick_rate},
+        {"window_s", run.window_s},
+        {"ticks", t.ticks},
+        {"bytes_per_s_per_client", t.per_client_bps},
+        {"bytes_per_s_per_client_p50", percentile(t.client_bps, 0.5)},
+        {"bytes_per_s_per_client_p99", percentile(t.client_bps, 0.99)},
+        {"interest", t.interest},
+        {"interest_radius",
+         t.interest ? nlohmann::json(t.interest_radius) : nlohmann::json(nullptr)},
+        {"client_budget", t.interest ? nlohmann::json(t.client_budget) : nlohmann::json(nullptr)},
+        {"focus_speed",
+         t.interest && !arena ? nlohmann::json(o.focus_speed) : nlohmann::json(nullptr)},
+        {"in_view_mean", t.in_view},
+        {"entered_per_s_per_client", t.entered_ps},
+        {"left_per_s_per_client", t.left_ps},
+        {"bytes_per_entity_update", t.bytes_per_update},
+        {"join_ms_median", percentile(run.joins, 0.5)},
+        {"join_ms_max", run.joins.empty() ? 0.0 : *std::max_element(run.joins.begin(), run.joins.end())},
+        {"first_join_ms_median", percentile(t.first_joins, 0.5)},
+        {"spawn_to_visible_ms_p50", percentile(t.spawn_ms, 0.5)},
+        {"spawn_to_visible_ms_p99", percentile(t.spawn_ms, 0.99)},
+        {"spawn_samples", t.spawn_ms.size()},
+        {"checksums_matched", t.matched},
+        {"checksum_mismatches", t.mismatched},
+        {"inconsistencies", t.inconsistent},
+        {"server_cpu_pct", t.cpu_pct},
+        {"server_rss_mib_max", run.rss_max},
+        {"tick_p99_ms_max", run.p99s.empty() ? -1.0 : *std::max_element(run.p99s.begin(), run.p99s.end())},
+        {"tick_p99_ms_median", run.p99s.empty() ? -1.0 : percentile(run.p99s, 0.5)},
+        {"tick_overruns", run.overruns},
+    };
+}
+
+void print_report(const options& o, const load_run& run, const load_totals& t,
+                  const nlohmann::json& j) {
+    const bool arena = o.game == "arena";
+    std::printf("%-32s %s\n", "scenario", o.label.c_str());
+    std::printf("%-32s %zu %s, %zu clients over %s, %.0f Hz, %.1f s window, %llu ticks\n",
+                "load", o.entities, arena ? "asteroids" : "moving entities", o.clients,
+                o.websocket() ? "WebSocket" : "TCP", o.tick_rate, run.window_s,
+                static_cast<unsigned long long>(t.ticks));
     if (arena) {
+        std::printf("%-32s %s: %.1f/s and %.0f B/s per client, %llu late, %llu ticks "
+                    "repeated, %zu clients without a ship\n",
+                    "bot input", o.no_input ? "off (--no-input)" : "on", t.inputs_ps, t.input_bps,
+                    static_cast<unsigned long long>(t.inputs_late),
+                    static_cast<unsigned long long>(t.inputs_repeated), t.shipless);
+    }
+    if (t.interest && arena) {
+        std::printf("%-32s radius %g, budget %s, following each ship\n",
+                    "interest per client", t.interest_radius,
+                    t.client_budget == 0 ? "unlimited"
+                                       : (std::to_string(t.client_budget) + " B/s").c_str());
+    } else if (t.interest) {
+        std::printf(
+            "%-32s radius %g, budget %s, focus speed %g/s in [-%g, %g]^2\n",
+            "interest per client", t.interest_radius,
+            t.client_budget == 0 ? "unlimited" : (std::to_string(t.client_budget) + " B/s").c_str(),
+            o.focus_speed, o.world_half_extent, o.world_half_extent);
+    } else {
+        std::printf("%-32s off (every client receives the whole world)\n",
+                    "interest per client");
+    }
+    std::printf("%-32s %.0f B/s (p50 %.0f, p99 %.0f across clients)\n", "bytes per client",
+                t.per_client_bps, percentile(t.client_bps, 0.5), percentile(t.client_bps, 0.99));
+    std::printf("%-32s %.1f mean, entered %.1f/s, left %.1f/s per client\n", "entities in view",
+                t.in_view, t.entered_ps, t.left_ps);
+    std::printf("%-32s %.2f B\n",
+                t.interest ? "bytes per entity in view update" : "bytes per moving entity update",
+                t.bytes_per_update);
+    std::printf("%-32s median %.2f ms, max %.2f ms (%zu joins)\n", "join to complete mirror",
+                percentile(run.joins, 0.5), j["join_ms_max"].get<double>(), run.joins.size());
+    std::printf("%-32s p50 %.2f ms, p99 %.2f ms (%zu spawns)\n", "spawn to visible",
+                percentile(t.spawn_ms, 0.5), percentile(t.spawn_ms, 0.99), t.spawn_ms.size());
+    std::printf("%-32s %llu mismatches, %llu matched, %llu inconsistencies\n", "checksums",
+                static_cast<unsigned long long>(t.mismatched),
+                static_cast<unsigned long long>(t.matched),
+                static_cast<unsigned long long>(t.inconsistent));
+    std::printf("%-32s %.2f %% of one core, RSS max %.1f MiB\n", "server", t.cpu_pct, run.rss_max);
+    std::printf("%-32s p99 max %.3f ms, median %.3f ms (per-second stats lines), %lld "
+                "overruns\n",
+                "server tick time", j["tick_p99_ms_max"].get<double>(),
+                j["tick_p99_ms_median"].get<double>(), static_cast<long long>(run.overruns));
+    std::printf("%s\n", j.dump().c_str());
+}
+
+int main(int argc, char** argv) {
+    options o;
+    CLI::App app{"ecsnet-loadgen: measure an ecsnet-server with K real clients"};
+    add_options(app, o);
+    CLI11_PARSE(app, argc, argv);
+    if (o.game == "arena") {
         o.spawns = 0;  // the probe spawns the demo's types
     }
     if (o.server_binary.empty() == (o.port == 0)) {
         std::cerr << "loadgen: give either --server PATH or --port P (see --help)\n";
         return 2;
     }
-
     try {
-        // Each client holds a socket and its io_context's descriptors: 1000 clients need more
-        // than the usual soft limit of 1024.
-        if (rlimit files{};
-            getrlimit(RLIMIT_NOFILE, &files) == 0 && files.rlim_cur < files.rlim_max) {
-            files.rlim_cur = files.rlim_max;
-            (void)setrlimit(RLIMIT_NOFILE, &files);
-        }
-        pin_to(0, o.loadgen_core);
-        launched_server launched;
-        std::uint16_t port = o.port;
-        int pid = o.server_pid;
-        if (!o.server_binary.empty()) {
-            launch(o, launched);
-            port = o.websocket() ? launched.ws_port : launched.port;
-            pid = launched.pid;
-        }
-
-        std::atomic<int> current{static_cast<int>(phase::warmup)};
-        std::vector<client_result> results(o.clients);
-        std::vector<std::thread> threads;
-        threads.reserve(o.clients);
-        for (std::size_t i = 0; i < o.clients; ++i) {
-            threads.emplace_back(arena ? run_arena_client : run_client, std::cref(o), port, i,
-                                 std::cref(current), std::ref(results[i]));
-        }
-        std::this_thread::sleep_for(std::chrono::duration<double>(o.warmup_s));
-
-        std::size_t log_lines = 0;
-        std::uint64_t overruns_before = 0;
-        if (!launched.log_path.empty()) {
-            overruns_before = read_tick_stats(launched.log_path, 0, log_lines).last_overruns;
-        }
-        const auto cpu0 = pid > 0 ? cpu_seconds(pid) : std::nullopt;
-        const auto t0 = clock_type::now();
-        current = static_cast<int>(phase::measure);
-        double rss_max = 0.0;
-        while (clock_type::now() - t0 < std::chrono::duration<double>(o.window_s)) {
-            std::this_thread::sleep_for(250ms);
-            if (pid > 0) {
-                rss_max = std::max(rss_max, rss_mib(pid).value_or(0.0));
-            }
-        }
-        const double window = std::chrono::duration<double>(clock_type::now() - t0).count();
-        const auto cpu1 = pid > 0 ? cpu_seconds(pid) : std::nullopt;
-        current = static_cast<int>(phase::done);
-        for (auto& t : threads) {
-            t.join();
-        }
-        std::vector<double> p99s;
-        std::int64_t overruns = -1;  // unknown when attached to a server we did not start
-        if (!launched.log_path.empty()) {
-            std::size_t total = 0;
-            const tick_stats window_stats = read_tick_stats(launched.log_path, log_lines, total);
-            p99s = window_stats.p99s;
-            if (window_stats.first_overruns) {
-                overruns = static_cast<std::int64_t>(window_stats.last_overruns - overruns_before);
-            }
-        }
-
-        // Warm joins: fresh connections to the running server, one after another.
-        std::vector<double> joins;
-        for (std::size_t j = 0; j < o.joins; ++j) {
-            const auto started = clock_type::now();
-            ecsnet::client::connect_options co;
-            co.port = port;
-            co.websocket = o.websocket();
-            co.name = "joiner";
-            co.timeout = 60s;
-            ecsnet::client::connection c(co);
-            joins.push_back(ms_since(started));
-        }
-
-        std::vector<double> spawn_ms;
-        std::vector<double> client_bps;  // per client, over the window
-        double entered_ps = 0;           // sums over clients, per second
-        double left_ps = 0;
-        double in_view = 0;
-        bool interest = false;
-        std::uint32_t client_budget = 0;
-        double interest_radius = 0;
-        std::uint64_t bytes = 0;
-        std::uint64_t ticks = 0;
-        std::uint64_t matched = 0;
-        std::uint64_t mismatched = 0;
-        std::uint64_t inconsistent = 0;
-        std::vector<double> first_joins;
-        std::uint64_t inputs = 0;
-        std::uint64_t input_bytes = 0;
-        std::uint64_t inputs_late = 0;
-        std::uint64_t inputs_repeated = 0;
-        std::size_t shipless = 0;
-        for (const auto& r : results) {
-            if (!r.error.empty()) {
-                throw std::runtime_error("a client failed: " + r.error);
-            }
-            spawn_ms.insert(spawn_ms.end(), r.spawn_ms.begin(), r.spawn_ms.end());
-            bytes += r.bytes;
-            ticks = std::max(ticks, r.ticks);
-            matched += r.checksums_matched;
-            mismatched += r.checksums_mismatched;
-            inconsistent += r.inconsistencies;
-            first_joins.push_back(r.join_ms);
-            inputs += r.inputs;
-            input_bytes += r.inputs * r.input_frame_bytes;
-            inputs_late += r.inputs_late;
-            inputs_repeated += r.inputs_repeated;
-            shipless += r.found_ship ? 0 : 1;
-            client_bps.push_back(static_cast<double>(r.bytes) / window);
-            entered_ps += static_cast<double>(r.entered) / window;
-            left_ps += static_cast<double>(r.left) / window;
-            in_view += r.in_view_samples == 0
-                           ? 0.0
-                           : r.in_view_sum / static_cast<double>(r.in_view_samples);
-            interest = interest || r.interest;
-            client_budget = r.client_budget;
-            interest_radius = r.interest_radius;
-        }
-        const auto k = static_cast<double>(o.clients);
-        entered_ps /= k;
-        left_ps /= k;
-        in_view /= k;
-        const double per_client_bps = static_cast<double>(bytes) / static_cast<double>(o.clients) / window;
-        // Per entity the client holds, per tick: the world's entities, or those in its view.
-        const double updated = interest ? in_view : static_cast<double>(o.entities);
-        const double bytes_per_update = ticks == 0 || updated <= 0.0
-                                            ? 0.0
-                                            : static_cast<double>(bytes) /
-                                                  static_cast<double>(o.clients) /
-                                                  static_cast<double>(ticks) / updated;
-        const double cpu_pct = cpu0 && cpu1 ? (*cpu1 - *cpu0) / window * 100.0 : -1.0;
-        const double inputs_ps = static_cast<double>(inputs) / k / window;
-        const double input_bps = static_cast<double>(input_bytes) / k / window;
-
-        nlohmann::json j{
-            {"label", o.label},
-            {"game", o.game},
-            {"transport", o.transport},
-            {"input", arena && !o.no_input},
-            {"inputs_per_s_per_client", inputs_ps},
-            {"input_bytes_per_s_per_client", input_bps},
-            {"inputs_late", inputs_late},
-            {"inputs_repeated", inputs_repeated},
-            {"clients_without_ship", shipless},
-            {"entities", o.entities},
-            {"clients", o.clients},
-            {"tick_rate", o.tick_rate},
-            {"window_s", window},
-            {"ticks", ticks},
-            {"bytes_per_s_per_client", per_client_bps},
-            {"bytes_per_s_per_client_p50", percentile(client_bps, 0.5)},
-            {"bytes_per_s_per_client_p99", percentile(client_bps, 0.99)},
-            {"interest", interest},
-            {"interest_radius",
-             interest ? nlohmann::json(interest_radius) : nlohmann::json(nullptr)},
-            {"client_budget", interest ? nlohmann::json(client_budget) : nlohmann::json(nullptr)},
-            {"focus_speed",
-             interest && !arena ? nlohmann::json(o.focus_speed) : nlohmann::json(nullptr)},
-            {"in_view_mean", in_view},
-            {"entered_per_s_per_client", entered_ps},
-            {"left_per_s_per_client", left_ps},
-            {"bytes_per_entity_update", bytes_per_update},
-            {"join_ms_median", percentile(joins, 0.5)},
-            {"join_ms_max", joins.empty() ? 0.0 : *std::max_element(joins.begin(), joins.end())},
-            {"first_join_ms_median", percentile(first_joins, 0.5)},
-            {"spawn_to_visible_ms_p50", percentile(spawn_ms, 0.5)},
-            {"spawn_to_visible_ms_p99", percentile(spawn_ms, 0.99)},
-            {"spawn_samples", spawn_ms.size()},
-            {"checksums_matched", matched},
-            {"checksum_mismatches", mismatched},
-            {"inconsistencies", inconsistent},
-            {"server_cpu_pct", cpu_pct},
-            {"server_rss_mib_max", rss_max},
-            {"tick_p99_ms_max", p99s.empty() ? -1.0 : *std::max_element(p99s.begin(), p99s.end())},
-            {"tick_p99_ms_median", p99s.empty() ? -1.0 : percentile(p99s, 0.5)},
-            {"tick_overruns", overruns},
-        };
-        std::printf("%-32s %s\n", "scenario", o.label.c_str());
-        std::printf("%-32s %zu %s, %zu clients over %s, %.0f Hz, %.1f s window, %llu ticks\n",
-                    "load", o.entities, arena ? "asteroids" : "moving entities", o.clients,
-                    o.websocket() ? "WebSocket" : "TCP", o.tick_rate, window,
-                    static_cast<unsigned long long>(ticks));
-        if (arena) {
-            std::printf("%-32s %s: %.1f/s and %.0f B/s per client, %llu late, %llu ticks "
-                        "repeated, %zu clients without a ship\n",
-                        "bot input", o.no_input ? "off (--no-input)" : "on", inputs_ps, input_bps,
-                        static_cast<unsigned long long>(inputs_late),
-                        static_cast<unsigned long long>(inputs_repeated), shipless);
-        }
-        if (interest && arena) {
-            std::printf("%-32s radius %g, budget %s, following each ship\n",
-                        "interest per client", interest_radius,
-                        client_budget == 0 ? "unlimited"
-                                           : (std::to_string(client_budget) + " B/s").c_str());
-        } else if (interest) {
-            std::printf(
-                "%-32s radius %g, budget %s, focus speed %g/s in [-%g, %g]^2\n",
-                "interest per client", interest_radius,
-                client_budget == 0 ? "unlimited" : (std::to_string(client_budget) + " B/s").c_str(),
-                o.focus_speed, o.world_half_extent, o.world_half_extent);
-        } else {
-            std::printf("%-32s off (every client receives the whole world)\n",
-                        "interest per client");
-        }
-        std::printf("%-32s %.0f B/s (p50 %.0f, p99 %.0f across clients)\n", "bytes per client",
-                    per_client_bps, percentile(client_bps, 0.5), percentile(client_bps, 0.99));
-        std::printf("%-32s %.1f mean, entered %.1f/s, left %.1f/s per client\n", "entities in view",
-                    in_view, entered_ps, left_ps);
-        std::printf("%-32s %.2f B\n",
-                    interest ? "bytes per entity in view update" : "bytes per moving entity update",
-                    bytes_per_update);
-        std::printf("%-32s median %.2f ms, max %.2f ms (%zu joins)\n", "join to complete mirror",
-                    percentile(joins, 0.5), j["join_ms_max"].get<double>(), joins.size());
-        std::printf("%-32s p50 %.2f ms, p99 %.2f ms (%zu spawns)\n", "spawn to visible",
-                    percentile(spawn_ms, 0.5), percentile(spawn_ms, 0.99), spawn_ms.size());
-        std::printf("%-32s %llu mismatches, %llu matched, %llu inconsistencies\n", "checksums",
-                    static_cast<unsigned long long>(mismatched),
-                    static_cast<unsigned long long>(matched),
-                    static_cast<unsigned long long>(inconsistent));
-        std::printf("%-32s %.2f %% of one core, RSS max %.1f MiB\n", "server", cpu_pct, rss_max);
-        std::printf("%-32s p99 max %.3f ms, median %.3f ms (per-second stats lines), %lld "
-                    "overruns\n",
-                    "server tick time", j["tick_p99_ms_max"].get<double>(),
-                    j["tick_p99_ms_median"].get<double>(), static_cast<long long>(overruns));
-        std::printf("%s\n", j.dump().c_str());
-        if (mismatched != 0 || inconsistent != 0) {
+        const load_run run = run_load(o);
+        const load_totals t = sum_clients(o, run);
+        const nlohmann::json j = report_json(o, run, t);
+        print_report(o, run, t, j);
+        if (t.mismatched != 0 || t.inconsistent != 0) {
             std::fprintf(stderr,
                          "loadgen: FAILED: %llu checksum mismatches, %llu inconsistencies\n",
-                         static_cast<unsigned long long>(mismatched),
-                         static_cast<unsigned long long>(inconsistent));
+                         static_cast<unsigned long long>(t.mismatched),
+                         static_cast<unsigned long long>(t.inconsistent));
             return 1;
         }
         return 0;

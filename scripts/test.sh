@@ -215,7 +215,10 @@ if [ "$tsan" = 1 ] || [ "$release" = 1 ]; then
     if [ "$release" = 1 ]; then
       started_at=$(date +%s)
       rc=0
-      nice -n 19 chrt --idle 0 cmake --build "$release_build" -j "$jobs" \
+      # One locale for this build and the image's (docker/Dockerfile): ccache hashes LANG and
+      # LC_*, and a container without them missed every object the host compiled with them.
+      env -u LC_ALL -u LC_CTYPE -u LC_MESSAGES LANG=C.UTF-8 \
+        nice -n 19 chrt --idle 0 cmake --build "$release_build" -j "$jobs" \
         > "$background/release.log" 2>&1 || rc=$?
       echo "$rc $started_at $(date +%s)" > "$background/release.done"
     fi

@@ -117,7 +117,8 @@ std::string shell_failure_message(const CLI::App*, const CLI::Error& e) {
     return std::string{"error: "} + e.what() + "\n";
 }
 
-void add_commands(CLI::App& app, bindings& b, bool in_shell) {
+// spawn: its --set, the shortcuts for the demo's types, --count (and --hold outside the shell).
+void add_spawn(CLI::App& app, bindings& b, bool in_shell) {
     b.spawn = app.add_subcommand(
         "spawn", "Spawn entities owned by this client; prints 'spawned INDEX:VERSION' for each");
     b.spawn
@@ -173,6 +174,40 @@ void add_commands(CLI::App& app, bindings& b, bool in_shell) {
                           "live on");
         b.spawn->footer(despawn_note);
     }
+}
+
+// watch: --seconds, --every-update, and the focus of interest management.
+void add_watch(CLI::App& app, bindings& b) {
+    b.watch = app.add_subcommand(
+        "watch",
+        "Stream spawns and destroys as they arrive, with a summary every second (entities, "
+        "tick, bytes/s, component updates and removals per type, checksum OK or DESYNC; with "
+        "interest management also entered/s, left/s and the use of the byte budget); exit 1 "
+        "on desync");
+    b.seconds_opt = b.watch
+                        ->add_option("--seconds", b.seconds,
+                                     "Stop after this many seconds (default: until Ctrl-C)")
+                        ->check(CLI::PositiveNumber);
+    b.watch->add_flag("--every-update", b.inv.watch.every_update,
+                      "Also print every component update and removal, with its value "
+                      "(demo entities update ~30 times per second each)");
+    b.focus_opt = b.watch
+                      ->add_option("--focus", b.focus,
+                                   "Interest management: centre this client's area of interest "
+                                   "on X,Y (negative: --focus=-100,50); a server that sends the "
+                                   "whole world ignores it, with a warning")
+                      ->type_name("X,Y")
+                      ->check(xy_text);
+    b.move_opt = b.watch
+                     ->add_option("--move", b.move,
+                                  "Move the focus (from --focus, else 0,0) by VX,VY units per "
+                                  "second, telling the server about 10 times per second")
+                     ->type_name("VX,VY")
+                     ->check(xy_text);
+}
+
+void add_commands(CLI::App& app, bindings& b, bool in_shell) {
+    add_spawn(app, b, in_shell);
 
     b.destroy = app.add_subcommand(
         "destroy",
@@ -223,32 +258,7 @@ void add_commands(CLI::App& app, bindings& b, bool in_shell) {
     b.list = app.add_subcommand(
         "list", "Print the entities of the world (index:version, owner, components), by index");
 
-    b.watch = app.add_subcommand(
-        "watch",
-        "Stream spawns and destroys as they arrive, with a summary every second (entities, "
-        "tick, bytes/s, component updates and removals per type, checksum OK or DESYNC; with "
-        "interest management also entered/s, left/s and the use of the byte budget); exit 1 "
-        "on desync");
-    b.seconds_opt = b.watch
-                        ->add_option("--seconds", b.seconds,
-                                     "Stop after this many seconds (default: until Ctrl-C)")
-                        ->check(CLI::PositiveNumber);
-    b.watch->add_flag("--every-update", b.inv.watch.every_update,
-                      "Also print every component update and removal, with its value "
-                      "(demo entities update ~30 times per second each)");
-    b.focus_opt = b.watch
-                      ->add_option("--focus", b.focus,
-                                   "Interest management: centre this client's area of interest "
-                                   "on X,Y (negative: --focus=-100,50); a server that sends the "
-                                   "whole world ignores it, with a warning")
-                      ->type_name("X,Y")
-                      ->check(xy_text);
-    b.move_opt = b.watch
-                     ->add_option("--move", b.move,
-                                  "Move the focus (from --focus, else 0,0) by VX,VY units per "
-                                  "second, telling the server about 10 times per second")
-                     ->type_name("VX,VY")
-                     ->check(xy_text);
+    add_watch(app, b);
 
     if (in_shell) {
         b.help = app.add_subcommand("help", "List the commands, or show one command's help");

@@ -371,6 +371,56 @@ int run_list(context& ctx) {
     return exit_ok;
 }
 
+// Interest management: the server sends what is near the focus (and the client's own and
+// global entities); the focus given is sent now (and again by the caller as it moves).
+std::optional<xy> send_first_focus(context& ctx, const watch_args& args, bool interest) {
+    if (!args.focus && !args.move) {
+        return std::nullopt;
+    }
+    if (!interest) {
+        const std::string given = args.focus && args.move ? "--focus and --move have"
+                                  : args.focus            ? "--focus has"
+                                                          : "--move has";
+        ctx.out.warning("this server sends the whole world (no interest management): " + given +
+                        " no effect");
+        return std::nullopt;
+    }
+    const xy focus = args.focus.value_or(xy{});
+    ctx.conn.send(protocol::focus{focus.x, focus.y});
+    return focus;
+}
+
+// Adds one interval's counts to the whole watch's.
+void add_interval(watch_summary& total, const watch_summary& interval) {
+    total.bytes += interval.bytes;
+    total.spawned += interval.spawned;
+    total.destroyed += interval.destroyed;
+    total.snapshots += interval.snapshots;
+    total.removed += interval.removed;
+    total.entered += interval.entered;
+    total.left += interval.left;
+    for (std::size_t id = 0; id < total.updates.size(); ++id) {
+        total.updates[id] += interval.updates[id];
+    }
+    total.checksums_matched += interval.checksums_matched;
+    total.checksums_mismatched += interval.checksums_mismatched;
+    total.checksum = interval.checksum;
+    total.checksum_tick = interval.checksum_tick;
+    if (!interval.problem.empty()) {
+        total.problem = interval.problem;
+    }
+}
+
+// The next interval starts with the latest checksum state, and counts from zero.
+watch_summary next_interval(const watch_summary& interval) {
+    watch_summary next;
+    next.checksum = interval.checksum;
+    next.checksum_tick = interval.checksum_tick;
+    next.interest = interval.interest;
+    next.client_budget = interval.client_budget;
+    return next;
+}
+
 int run_watch(context& ctx, const watch_args& args) {
     auto& conn = ctx.conn;
     auto& m = conn.mirror();
@@ -379,20 +429,8 @@ int run_watch(context& ctx, const watch_args& args) {
                                                      std::chrono::duration<double>(*args.seconds))
                                        : clock::time_point::max();
 
-    // Interest management: the server sends what is near the focus (and the client's own and
-    // global entities); the focus given is sent now, and again as it moves.
     const bool interest = conn.welcome().interest_radius > 0.0F;
-    std::optional<xy> focus;
-    if ((args.focus || args.move) && !interest) {
-        const std::string given = args.focus && args.move ? "--focus and --move have"
-                                  : args.focus            ? "--focus has"
-                                                          : "--move has";
-        ctx.out.warning("this server sends the whole world (no interest management): " + given +
-                        " no effect");
-    } else if (args.focus || args.move) {
-        focus = args.focus.value_or(xy{});
-        conn.send(protocol::focus{focus->x, focus->y});
-    }
+    std::optional<xy> focus = send_first_focus(ctx, args, interest);
 
     watch_summary interval;
     interval.interest = interest;
@@ -464,32 +502,8 @@ int run_watch(context& ctx, const watch_args& args) {
         interval.entered = m.statistics().entered - entered_at_start;
         interval.left = m.statistics().left - left_at_start;
         ctx.out.watch_summary_line(m.types(), interval, false);
-
-        total.bytes += interval.bytes;
-        total.spawned += interval.spawned;
-        total.destroyed += interval.destroyed;
-        total.snapshots += interval.snapshots;
-        total.removed += interval.removed;
-        total.entered += interval.entered;
-        total.left += interval.left;
-        for (std::size_t id = 0; id < total.updates.size(); ++id) {
-            total.updates[id] += interval.updates[id];
-        }
-        total.checksums_matched += interval.checksums_matched;
-        total.checksums_mismatched += interval.checksums_mismatched;
-        total.checksum = interval.checksum;
-        total.checksum_tick = interval.checksum_tick;
-        if (!interval.problem.empty()) {
-            total.problem = interval.problem;
-        }
-
-        // The next interval starts with the latest checksum state, and counts from zero.
-        watch_summary next;
-        next.checksum = interval.checksum;
-        next.checksum_tick = interval.checksum_tick;
-        next.interest = interval.interest;
-        next.client_budget = interval.client_budget;
-        interval = next;
+        add_interval(total, interval);
+        interval = next_interval(interval);
         interval_start = now;
         bytes_at_start = conn.bytes_received();
         entered_at_start = m.statistics().entered;

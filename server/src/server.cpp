@@ -187,6 +187,7 @@ void server::start() {
         log_exception("tick loop", e);
         tick_loop_ended(e);
     });
+    stats_log_ = stats_log{};  // its first line covers the time since the start
     asio::co_spawn(io_, stats_loop(), [](const std::exception_ptr& e) { log_exception("stats loop", e); });
 }
 

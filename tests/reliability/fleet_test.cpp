@@ -29,6 +29,7 @@
 #include "ecsnet/protocol/components.hpp"
 #include "ecsnet/protocol/messages.hpp"
 #include "ecsnet/server/admission/connect_token.hpp"
+#include "client_polling.hpp"
 #include "harness.hpp"
 #include "http_get.hpp"
 #include "process.hpp"
@@ -190,11 +191,8 @@ struct player {
 
 std::unique_ptr<connection> join(std::uint16_t port, const std::string& name,
                                  const std::string& token) {
-    connect_options options;
-    options.port = port;
-    options.name = name;
+    connect_options options = ecsnet::test::join_options(port, name);
     options.connect_token = token;
-    options.timeout = 10s;  // sanitizer builds are slow
     return std::make_unique<connection>(options);
 }
 

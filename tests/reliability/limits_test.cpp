@@ -39,6 +39,7 @@
 #include "ecsnet/protocol/components.hpp"
 #include "ecsnet/protocol/frame.hpp"
 #include "ecsnet/protocol/messages.hpp"
+#include "client_polling.hpp"
 #include "harness.hpp"
 #include "http_get.hpp"
 #include "process.hpp"
@@ -208,10 +209,8 @@ struct close_watch {
 
 std::unique_ptr<connection> join(std::uint16_t port, const std::string& name,
                                  std::chrono::milliseconds timeout = 10s) {
-    connect_options options;
-    options.port = port;
-    options.name = name;
-    options.timeout = timeout;  // sanitizer builds are slow
+    connect_options options = ecsnet::test::join_options(port, name);
+    options.timeout = timeout;
     options.websocket = ecsnet::test::current_transport() == ecsnet::test::transport::websocket;
     return std::make_unique<connection>(options);
 }

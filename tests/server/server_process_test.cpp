@@ -27,6 +27,7 @@
 #include <nlohmann/json.hpp>
 
 #include "ecsnet/client/connection.hpp"
+#include "client_polling.hpp"
 #include "http_get.hpp"
 #include "server_process.hpp"
 #include "test_support.hpp"
@@ -36,20 +37,13 @@ namespace {
 namespace protocol = ecsnet::protocol;
 using ecsnet::client::connect_options;
 using ecsnet::client::connection;
+using ecsnet::test::join;
 using ecsnet::test::raw_socket;
 using ecsnet::test::server_process;
 using testing::HasSubstr;
 using namespace std::chrono_literals;
 using clock_type = std::chrono::steady_clock;
 
-
-std::unique_ptr<connection> join(std::uint16_t port, const std::string& name) {
-    connect_options options;
-    options.port = port;
-    options.name = name;
-    options.timeout = 10s;
-    return std::make_unique<connection>(options);
-}
 
 // A port on which nothing listens (now).
 std::uint16_t unused_port() {

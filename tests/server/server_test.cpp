@@ -31,6 +31,7 @@
 #include "ecsnet/client/connection.hpp"
 #include "ecsnet/demo/game.hpp"
 #include "ecsnet/protocol/registry.hpp"
+#include "client_polling.hpp"
 #include "test_server.hpp"
 #include "test_support.hpp"
 
@@ -114,11 +115,8 @@ connect_options over_current_transport(connect_options options) {
 
 std::unique_ptr<connection> join(std::uint16_t port, const std::string& name,
                                  const std::string& token = {}) {
-    connect_options options;
-    options.port = port;
-    options.name = name;
+    connect_options options = ecsnet::test::join_options(port, name);
     options.token = token;
-    options.timeout = 10s;
     return std::make_unique<connection>(over_current_transport(options));
 }
 

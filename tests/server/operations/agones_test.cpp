@@ -47,6 +47,7 @@
 #include "ecsnet/demo/game.hpp"
 #include "ecsnet/server/config.hpp"
 #include "ecsnet/server/server.hpp"
+#include "client_polling.hpp"
 #include "server_process.hpp"
 
 namespace {
@@ -57,6 +58,7 @@ namespace http = beast::http;
 using ecsnet::server::agones_options;
 using ecsnet::server::agones_sdk;
 using ecsnet::server::server_config;
+using ecsnet::test::join;
 using ecsnet::test::server_process;
 using namespace std::chrono_literals;
 using clock_type = std::chrono::steady_clock;
@@ -402,14 +404,6 @@ agones_options test_options(std::uint16_t port) {
     options.retry_min = 50ms;
     options.retry_max = 400ms;
     return options;
-}
-
-std::unique_ptr<ecsnet::client::connection> join(std::uint16_t port, const std::string& name) {
-    ecsnet::client::connect_options options;
-    options.port = port;
-    options.name = name;
-    options.timeout = 10s;
-    return std::make_unique<ecsnet::client::connection>(options);
 }
 
 bool last_label_is(const fake_sidecar& sidecar, const std::string& value) {

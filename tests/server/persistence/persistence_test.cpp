@@ -35,6 +35,7 @@
 #include "ecsnet/server/admission/connect_token.hpp"
 #include "ecsnet/server/run.hpp"
 #include "ecsnet/server/server.hpp"
+#include "client_polling.hpp"
 #include "state_image.hpp"
 
 namespace {
@@ -159,10 +160,7 @@ server_config config_for(const fs::path& dir, bool journal) {
 
 std::unique_ptr<connection> join(std::uint16_t port,
                                  std::optional<std::vector<std::uint8_t>> key = {}) {
-    connect_options options;
-    options.port = port;
-    options.name = "alice";
-    options.timeout = 10s;
+    connect_options options = ecsnet::test::join_options(port, "alice");
     if (key) {
         options.resume_key = *key;
     }

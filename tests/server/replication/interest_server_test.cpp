@@ -37,6 +37,7 @@ using ecsnet::demo::Position;
 using ecsnet::ecs::Entity;
 using ecsnet::server::server_config;
 using ecsnet::test::held;
+using ecsnet::test::join;
 using ecsnet::test::raw_socket;
 using ecsnet::test::poll_all_until;
 using ecsnet::test::test_server;
@@ -54,14 +55,6 @@ server_config interest_config() {
     c.client_budget = 0.0;  // unlimited unless a test says otherwise
     c.checksum_interval = 5;
     return c;
-}
-
-std::unique_ptr<connection> join(std::uint16_t port, const std::string& name) {
-    connect_options options;
-    options.port = port;
-    options.name = name;
-    options.timeout = 10s;
-    return std::make_unique<connection>(options);
 }
 
 Entity spawn_at(connection& c, float x, float y) {

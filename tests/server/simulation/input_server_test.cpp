@@ -18,6 +18,7 @@
 #include "ecsnet/demo/components.hpp"
 #include "ecsnet/protocol/registry.hpp"
 #include "input_server_test_generated.h"
+#include "client_polling.hpp"
 #include "test_server.hpp"
 #include "test_support.hpp"
 
@@ -46,6 +47,7 @@ using ecsnet::client::connect_options;
 using ecsnet::client::connection;
 using ecsnet::ecs::Entity;
 using ecsnet::server::server_config;
+using ecsnet::test::join;
 using ecsnet::test::raw_socket;
 using ecsnet::test::Steer;
 using ecsnet::test::test_server;
@@ -93,14 +95,6 @@ server_config input_config() {
     c.reconnect_grace = 0ms;
     c.input_buffer_ticks = 16;
     return c;
-}
-
-std::unique_ptr<connection> join(std::uint16_t port, const std::string& name) {
-    connect_options options;
-    options.port = port;
-    options.name = name;
-    options.timeout = 10s;
-    return std::make_unique<connection>(options);
 }
 
 Entity spawn_ship(connection& c) {

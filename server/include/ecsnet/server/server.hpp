@@ -35,10 +35,13 @@ namespace ecsnet::server {
 // The ecsnet service. The world runs on the one thread that runs the io_context: the tick
 // timer, the systems, command application, the accept loop, admission (Hello) and the owner
 // registry; nothing else touches the world, so it needs no lock. The sessions' socket I/O
-// (reads, writes, TLS, timeouts) runs on --io-threads threads of the server's io_pool. The two
-// sides hand work to each other by posting handlers, never by sharing fields: a tick's frames
-// are immutable shared buffers posted to every session; a session posts Hello, its commands,
-// its resync requests and its end back (docs/SERVER.md, "Threads").
+// (reads, writes, TLS, timeouts) runs on --io-threads threads (the session hub's io_pool). The
+// two sides hand work to each other by posting handlers, never by sharing fields: a tick's
+// frames are immutable shared buffers posted to every session; a session posts Hello, its
+// commands, its resync requests and its end back (docs/SERVER.md, "Threads").
+//
+// The class is the composition of the server's parts, one object each (docs/ARCHITECTURE.md,
+// "The parts"): what a game reads is this public surface.
 //
 // Each tick, on absolute deadlines: apply the commands received since the last tick in
 // arrival order -> run the systems (each followed by a sync point) -> take the change set ->
