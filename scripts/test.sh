@@ -131,6 +131,12 @@ fi
 # -g1 (line tables) instead of Debug's -g: sanitizer reports keep their files and lines, and the
 # sanitized builds compile a little (~5 %) and link faster (docs/BENCHMARKS.md, "CI time").
 debug_info=(-DCMAKE_CXX_FLAGS_DEBUG=-g1)
+# Unity builds: each library's sources compiled a batch of 8 per file, so the headers (Asio,
+# Beast, spdlog, FlatBuffers) are parsed once per batch instead of once per source: under TSan
+# the server and client libraries took 368 s of compile instead of 727 (docs/BENCHMARKS.md, "CI
+# time"). Every stage and the image build use it (the image's compile then hits the Release
+# stage's cache). The ASan build's session path stays file by file (tests/fuzz/CMakeLists.txt).
+unity=(-DCMAKE_UNITY_BUILD=ON)
 # One build for the tests and the fuzzers (CI time: the same sources were compiled a fourth time
 # for libFuzzer): clang, and the fuzz targets (ECSNET_FUZZ) beside the tests; what the fuzzers
 # run carries libFuzzer's coverage (tests/fuzz/CMakeLists.txt), the tests' drivers do not. g++
@@ -142,7 +148,7 @@ if [ -f "$build/CMakeCache.txt" ] && ! grep -q "^CMAKE_CXX_COMPILER:[A-Z]*=$clan
 fi
 cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_COMPILER="$clang" \
   -DECSNET_SANITIZE=ON -DECSNET_WERROR=ON -DCMAKE_CXX_FLAGS= \
-  -DECSNET_FUZZ=ON "${debug_info[@]}" \
+  -DECSNET_FUZZ=ON "${debug_info[@]}" "${unity[@]}" \
   -DECSNET_ENTT_DIR="$entt_dir" "${launcher[@]}" "${linker[@]}"
 cmake --build "$build" -j "$jobs"
 
@@ -174,7 +180,7 @@ if [ "$tsan" = 1 ]; then
   tsan_tests='^(Transports/)?(Server[A-Z][A-Za-z]*|Admin[A-Za-z]*|Timeouts|Caps|Abuse|InputServer[A-Za-z]*|WebSocket[A-Za-z]*|Observer[A-Za-z]*|MetricsEndpoint|Agones[A-Za-z]*|JournalTest|ConnectionOverWebSocket|BadNetwork|LatencyProxy|Threads/Session[A-Za-z]*)\.|^InterestServer\.(EachClient|TheChecksum)'
   tsan_build=${ECSNET_TSAN_BUILD_DIR:-build/tsan}
   cmake -S . -B "$tsan_build" -G Ninja -DCMAKE_BUILD_TYPE=Debug -DECSNET_SANITIZE_THREAD=ON \
-    "${debug_info[@]}" \
+    "${debug_info[@]}" "${unity[@]}" \
     -DECSNET_WERROR=ON -DECSNET_BUILD_BENCH=OFF -DECSNET_SDK_TS_TESTS=OFF -DECSNET_WEB=OFF \
     "${launcher[@]}" "${linker[@]}" > /dev/null
 fi
@@ -193,7 +199,7 @@ if [ "$release" = 1 ]; then
   # The image's build stage builds the two programs at these same paths with this cache
   # mounted (ECSNET_IMAGE_* below, docker/Dockerfile), so its compile is cache hits. The base
   # directory and no working directory in the hash: the image sets the same.
-  cmake -S . -B "$release_build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DECSNET_WERROR=ON \
+  cmake -S . -B "$release_build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DECSNET_WERROR=ON "${unity[@]}" \
     -DECSNET_BUILD_BENCH=OFF -DECSNET_SDK_TS_TESTS=OFF -DECSNET_WEB=OFF -DECSNET_TEST_DRIVER_FLAGS=-O1 \
     -DECSNET_TEST_TARGETS="$release_tests" -DECSNET_SKIP_TEST_TARGETS= \
     "${launcher[@]}" "${linker[@]}" > /dev/null

@@ -1,4 +1,5 @@
 #include "component_arg.hpp"
+#include "in_quotes.hpp"
 
 #include <charconv>
 #include <cstdint>
@@ -18,13 +19,6 @@ using protocol::field_value;
 
 // Messages are built with += only: GCC 12 at -O3 warns falsely (-Wrestrict, PR 105329) on
 // "literal" + std::string&&.
-std::string quoted(std::string_view text) {
-    std::string out{"'"};
-    out += text;
-    out += '\'';
-    return out;
-}
-
 std::string_view trim(std::string_view text) {
     const auto first = text.find_first_not_of(" \t");
     if (first == std::string_view::npos) {
@@ -95,7 +89,7 @@ bool fail(std::string* why, std::string text) {
 std::optional<component_arg> parse_component_arg(std::string_view text, std::string* why) {
     const auto equals = text.find('=');
     if (equals == std::string_view::npos || trim(text.substr(0, equals)).empty()) {
-        std::string message = quoted(text);
+        std::string message = in_quotes(text);
         message += " is not TYPE=VALUES (e.g. position=1.5,-2 or name=ship)";
         fail(why, std::move(message));
         return std::nullopt;
@@ -109,7 +103,7 @@ const component_info* resolve_type(const protocol::schema& types, std::string_vi
     const component_info* type = types.find(name);
     if (type == nullptr) {
         std::string message = "the server has no component ";
-        message += quoted(name);
+        message += in_quotes(name);
         message += "; it has: ";
         bool first = true;
         for (const component_info& t : types.types()) {
@@ -122,7 +116,7 @@ const component_info* resolve_type(const protocol::schema& types, std::string_vi
     }
     if (type->written_by == protocol::writer::server) {
         std::string message = "component ";
-        message += quoted(type->name);
+        message += in_quotes(type->name);
         message += " is set by the server only";
         fail(why, std::move(message));
         return nullptr;
@@ -142,7 +136,7 @@ std::optional<protocol::component_value> resolve_component(const protocol::schem
     if (type->is_string) {
         const std::string longest = substitute_number(arg.values, count);
         if (longest.size() > type->max_bytes) {
-            std::string message = quoted(longest);
+            std::string message = in_quotes(longest);
             message += " is ";
             message += std::to_string(longest.size());
             message += " bytes long; a ";
@@ -173,7 +167,7 @@ std::optional<protocol::component_value> resolve_component(const protocol::schem
         rest.remove_prefix(comma + 1);
     }
     if (parts.size() != type->fields.size()) {
-        std::string message = quoted(type->name);
+        std::string message = in_quotes(type->name);
         message += " takes ";
         message += std::to_string(type->fields.size());
         message += type->fields.size() == 1 ? " value (" : " values (";
@@ -181,7 +175,7 @@ std::optional<protocol::component_value> resolve_component(const protocol::schem
         message += "), not ";
         message += std::to_string(parts.size());
         message += ": ";
-        message += quoted(arg.values);
+        message += in_quotes(arg.values);
         fail(why, std::move(message));
         return std::nullopt;
     }
@@ -190,7 +184,7 @@ std::optional<protocol::component_value> resolve_component(const protocol::schem
         const field_info& field = type->fields[i];
         const auto value = parse_field(field, parts[i]);
         if (!value) {
-            std::string message = quoted(parts[i]);
+            std::string message = in_quotes(parts[i]);
             message += field.type == field_type::bool_  ? " is not true or false: "
                        : protocol::is_float(field.type) ? " is not a number: "
                                                         : " is not a whole number: ";

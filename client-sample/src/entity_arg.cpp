@@ -1,4 +1,5 @@
 #include "entity_arg.hpp"
+#include "in_quotes.hpp"
 
 #include <charconv>
 #include <cstdint>
@@ -12,23 +13,16 @@ namespace {
 // "literal" + std::string&&.
 constexpr std::string_view form_hint = " (write index:version, e.g. 5:1)";
 
-std::string quoted(std::string_view text) {
-    std::string out{"'"};
-    out += text;
-    out += '\'';
-    return out;
-}
-
 // A whole decimal number of u32 range: digits only (no sign, no spaces, no hex).
 bool parse_u32(std::string_view text, std::string_view what, std::string_view whole,
                std::uint32_t& out, std::string* why) {
     const auto fail = [&](std::string_view problem, bool quote_part) {
         if (why != nullptr) {
-            *why = quoted(whole);
+            *why = in_quotes(whole);
             *why += ": the ";
             *why += what;
             *why += ' ';
-            *why += quote_part ? quoted(text) : std::string{text};
+            *why += quote_part ? in_quotes(text) : std::string{text};
             *why += problem;
             *why += form_hint;
         }
@@ -36,7 +30,7 @@ bool parse_u32(std::string_view text, std::string_view what, std::string_view wh
     };
     if (text.empty()) {
         if (why != nullptr) {
-            *why = quoted(whole);
+            *why = in_quotes(whole);
             *why += ": the ";
             *why += what;
             *why += " is missing";
@@ -68,7 +62,7 @@ std::optional<ecs::Entity> parse_entity(std::string_view text, std::string* why)
         if (why != nullptr) {
             const bool digits =
                 !text.empty() && text.find_first_not_of("0123456789") == std::string_view::npos;
-            *why = quoted(text);
+            *why = in_quotes(text);
             *why += " has no version (write index:version, e.g. ";
             *why += digits ? text : std::string_view{"5"};
             *why += ":1)";
@@ -83,7 +77,7 @@ std::optional<ecs::Entity> parse_entity(std::string_view text, std::string* why)
     }
     if (version == ecs::default_entity_traits::null_version) {
         if (why != nullptr) {
-            *why = quoted(text);
+            *why = in_quotes(text);
             *why += ": version 0 names no entity (versions start at 1)";
         }
         return std::nullopt;

@@ -14,15 +14,16 @@
 #include "ecsnet/protocol/checksum.hpp"
 #include "ecsnet/server/admission/connect_token.hpp"
 #include "ecsnet/server/session/session.hpp"
+#include "transport/use_tuple.hpp"
 
 namespace ecsnet::server {
 
 namespace asio = boost::asio;
+using detail::use_tuple;
 using asio::awaitable;
 
 namespace {
 
-constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
 // A tick loop that is late by more than this many periods (a stall, a VM pause) skips the
 // missed ticks instead of replaying them back to back, and re-anchors its deadlines.
 constexpr std::int64_t max_catch_up_ticks = 5;

@@ -27,6 +27,14 @@ void throwing_failure_handler(const std::string& message) {
     throw check_failure{message};
 }
 
+bool tracing() noexcept {
+    static const bool on = [] {
+        const char* v = std::getenv("ECSNET_FUZZ_TRACE");
+        return v != nullptr && *v != '\0' && *v != '0';
+    }();
+    return on;
+}
+
 void report_failure(const std::string& message) {
     current_handler(message);
     std::abort();  // a handler must not return

@@ -84,15 +84,8 @@ const proto::component_registry& demo_types() {
         }                                                                   \
     } while (false)
 
-// ECSNET_FUZZ_TRACE=1 prints every step to stderr, to understand a finding.
-bool tracing() {
-    static const bool on = [] {
-        const char* v = std::getenv("ECSNET_FUZZ_TRACE");
-        return v != nullptr && *v != '\0' && *v != '0';
-    }();
-    return on;
-}
-
+// ECSNET_FUZZ_TRACE=1 (tracing(), failure.cpp) prints every step to stderr, to understand a
+// finding.
 template <typename... Parts>
 void trace(const Parts&... parts) {
     if (tracing()) {

@@ -97,5 +97,7 @@ void set_failure_handler(failure_handler handler) noexcept;
 [[noreturn]] void throwing_failure_handler(const std::string& message);
 // Hands a violated property to the current handler (failure.cpp).
 [[noreturn]] void report_failure(const std::string& message);
+// True when ECSNET_FUZZ_TRACE is set (and not 0): the targets then print every step to stderr.
+[[nodiscard]] bool tracing() noexcept;
 
 }  // namespace ecsnet::fuzz

@@ -61,16 +61,9 @@ using namespace std::chrono_literals;
         }                                                                      \
     } while (false)
 
-// ECSNET_FUZZ_TRACE=1 prints the steps of each input with their times, to understand a finding.
-bool tracing() {
-    static const bool on = [] {
-        const char* v = std::getenv("ECSNET_FUZZ_TRACE");
-        return v != nullptr && *v != '\0' && *v != '0';
-    }();
-    return on;
-}
-
-void trace(const clock::time_point since, const std::string& what) {
+// ECSNET_FUZZ_TRACE=1 (tracing(), failure.cpp) prints the steps of each input with their
+// times, to understand a finding.
+void trace_since(const clock::time_point since, const std::string& what) {
     if (tracing()) {
         const auto us = std::chrono::duration_cast<std::chrono::microseconds>(clock::now() - since);
         std::fprintf(stderr, "trace: %7lld us  %s\n", static_cast<long long>(us.count()),
@@ -468,7 +461,7 @@ void run_session(harness& h, std::span<const std::uint8_t> input) {
     observer seen{h.service};
     {
         fuzz_client client{h};
-        trace(started, "connected at tick " + std::to_string(h.service.tick()));
+        trace_since(started, "connected at tick " + std::to_string(h.service.tick()));
         if ((flags & 1U) != 0) {
             proto::hello hello{proto::protocol_version, "fuzz", ""};
             if (!h.service.config().token_secret.empty()) {
@@ -485,7 +478,7 @@ void run_session(harness& h, std::span<const std::uint8_t> input) {
         if ((flags & 16U) != 0) {
             client.shutdown_send();
         }
-        trace(started, "sent " + std::to_string(payload.size()) + " bytes in chunks of " +
+        trace_since(started, "sent " + std::to_string(payload.size()) + " bytes in chunks of " +
                            std::to_string(chunk));
         // Two ticks: the commands sent are applied and answered, their changes replicated.
         const std::uint64_t sent_at = h.service.tick();
@@ -499,9 +492,9 @@ void run_session(harness& h, std::span<const std::uint8_t> input) {
                                  2000ms),
                              "the server stopped ticking");
         drain(client, seen);
-        trace(started, client.closed_by_server() ? "closed by the server" : "two ticks later");
+        trace_since(started, client.closed_by_server() ? "closed by the server" : "two ticks later");
     }
-    trace(started, "closed");
+    trace_since(started, "closed");
 
     // The client closed: the server lets go of the connection, then of its entities.
     ECSNET_SESSION_CHECK(run_until(
@@ -517,7 +510,7 @@ void run_session(harness& h, std::span<const std::uint8_t> input) {
     }
     ECSNET_SESSION_CHECK(h.service.world().alive() <= config.max_entities,
                          std::to_string(h.service.world().alive()) + " entities");
-    trace(started, "connection gone, a tick later; " + std::to_string(h.service.stats().ticks) +
+    trace_since(started, "connection gone, a tick later; " + std::to_string(h.service.stats().ticks) +
                        " ticks, " + std::to_string(h.service.stats().overruns) + " overruns");
     if (const std::string error = h.errors->take(); !error.empty()) {
         fail("the server logged an error: " + error);

@@ -1,6 +1,7 @@
 #include "ecsnet/server/operations/admin.hpp"
 
 #include "ecsnet/server/transport/stream.hpp"
+#include "../transport/use_tuple.hpp"
 
 #include <spdlog/spdlog.h>
 #include <boost/asio/as_tuple.hpp>
@@ -26,12 +27,12 @@
 namespace ecsnet::server {
 
 namespace asio = boost::asio;
+using detail::use_tuple;
 namespace beast = boost::beast;
 namespace http = beast::http;
 
 namespace {
 
-constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
 
 // Constant time in the content (digests also hide the length): a wrong token says nothing of
 // how much of it matched.

@@ -1,4 +1,5 @@
 #include "ecsnet/server/operations/agones.hpp"
+#include "../transport/use_tuple.hpp"
 
 #include <spdlog/spdlog.h>
 #include <boost/asio/as_tuple.hpp>
@@ -21,13 +22,13 @@
 namespace ecsnet::server {
 
 namespace asio = boost::asio;
+using detail::use_tuple;
 namespace beast = boost::beast;
 namespace http = beast::http;
 using clock_type = std::chrono::steady_clock;
 
 namespace {
 
-constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
 
 // A GameServer with a few hundred labels is a few tens of KiB; a watch line longer than this is
 // not one.

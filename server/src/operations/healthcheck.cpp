@@ -1,4 +1,5 @@
 #include "ecsnet/server/operations/healthcheck.hpp"
+#include "../transport/use_tuple.hpp"
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
@@ -18,12 +19,12 @@
 namespace ecsnet::server {
 
 namespace asio = boost::asio;
+using detail::use_tuple;
 namespace beast = boost::beast;
 namespace http = beast::http;
 
 namespace {
 
-constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
 
 std::string trimmed(std::string text) {
     while (!text.empty() && (text.back() == '\n' || text.back() == '\r')) {

@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "ecsnet/server/persistence/journal.hpp"
 #include "ecsnet/server/persistence/state_dir.hpp"
 #include "ecsnet/wire/state_generated.h"
 
@@ -23,12 +24,6 @@ namespace ecsnet::server {
 namespace {
 
 namespace fs = std::filesystem;
-
-// The journal's framing (journal.cpp writes it): the magic, then frames of a u32 payload size,
-// the u64 XXH3-64 of the payload, the payload; the first payload a JournalHeader, every later
-// one a JournalBatch.
-constexpr std::string_view journal_magic = "ECSNJRNL";
-constexpr std::size_t frame_head_bytes = 12;
 
 std::string iso_time(std::int64_t unix_ms) {
     const std::int64_t seconds = unix_ms >= 0 ? unix_ms / 1000 : -((-unix_ms + 999) / 1000);
@@ -93,16 +88,16 @@ journal_summary read_journal(const state_dir::file& f) {
         const std::size_t left = bytes.size() - at;
         std::uint32_t size = 0;
         std::uint64_t checksum = 0;
-        if (left >= frame_head_bytes) {
+        if (left >= journal_frame_head_bytes) {
             std::memcpy(&size, bytes.data() + at, sizeof(size));
             std::memcpy(&checksum, bytes.data() + at + 4, sizeof(checksum));
         }
-        if (left < frame_head_bytes || size > left - frame_head_bytes) {
+        if (left < journal_frame_head_bytes || size > left - journal_frame_head_bytes) {
             out.problem = fmt::format("torn tail at byte {}", at);
             return out;
         }
-        const std::uint8_t* body = bytes.data() + at + frame_head_bytes;
-        const bool last = at + frame_head_bytes + size == bytes.size();
+        const std::uint8_t* body = bytes.data() + at + journal_frame_head_bytes;
+        const bool last = at + journal_frame_head_bytes + size == bytes.size();
         if (XXH3_64bits(body, size) != checksum) {
             out.problem = last ? fmt::format("torn tail at byte {}", at)
                                : fmt::format("checksum mismatch in the frame at byte {}: the {} "
@@ -128,7 +123,7 @@ journal_summary read_journal(const state_dir::file& f) {
             out.records += batch->records() == nullptr ? 0 : batch->records()->size();
             out.last_tick = batch->tick();
         }
-        at += frame_head_bytes + size;
+        at += journal_frame_head_bytes + size;
     }
     if (out.base_tick && *out.base_tick != f.tick) {
         out.problem = fmt::format("its header says base tick {}, its name {}", *out.base_tick,

@@ -22,16 +22,14 @@ namespace ecsnet::server {
 
 namespace {
 
-constexpr char journal_magic[8] = {'E', 'C', 'S', 'N', 'J', 'R', 'N', 'L'};
-constexpr std::size_t frame_header_bytes = 12;  // u32 size, u64 XXH3-64
 
 std::vector<std::uint8_t> frame(const std::uint8_t* payload, std::size_t size) {
-    std::vector<std::uint8_t> out(frame_header_bytes + size);
+    std::vector<std::uint8_t> out(journal_frame_head_bytes + size);
     const auto size32 = static_cast<std::uint32_t>(size);
     const std::uint64_t sum = XXH3_64bits(payload, size);
     std::memcpy(out.data(), &size32, 4);
     std::memcpy(out.data() + 4, &sum, 8);
-    std::memcpy(out.data() + frame_header_bytes, payload, size);
+    std::memcpy(out.data() + journal_frame_head_bytes, payload, size);
     return out;
 }
 
@@ -118,7 +116,7 @@ std::vector<std::uint8_t> journal_writer::header_frame(std::uint64_t base_tick) 
     const auto game = fbb.CreateString(game_);
     const auto list = fbb.CreateVector(types);
     fbb.Finish(state::CreateJournalHeader(fbb, journal_format, base_tick, game, list));
-    std::vector<std::uint8_t> out(journal_magic, journal_magic + sizeof journal_magic);
+    std::vector<std::uint8_t> out(journal_magic.begin(), journal_magic.end());
     const auto framed = frame(fbb.GetBufferPointer(), fbb.GetSize());
     out.insert(out.end(), framed.begin(), framed.end());
     return out;
@@ -449,33 +447,33 @@ void replay_journal(const std::filesystem::path& segment, std::uint64_t after_ti
     const std::vector<std::uint8_t> bytes{std::istreambuf_iterator<char>{in},
                                           std::istreambuf_iterator<char>{}};
     ++report.segments;
-    if (bytes.size() < sizeof journal_magic) {
+    if (bytes.size() < journal_magic.size()) {
         report.torn.push_back(name + ": torn at byte 0 (no header: the segment was being started)");
         return;
     }
-    if (std::memcmp(bytes.data(), journal_magic, sizeof journal_magic) != 0) {
+    if (std::memcmp(bytes.data(), journal_magic.data(), journal_magic.size()) != 0) {
         throw std::runtime_error(segment.string() + " is not an ecsnet journal (bad magic)");
     }
-    std::size_t at = sizeof journal_magic;
+    std::size_t at = journal_magic.size();
     std::vector<replay_type> plans;
     bool header = true;
     while (at < bytes.size()) {
         const std::size_t left = bytes.size() - at;
         std::uint32_t size = 0;
         std::uint64_t sum = 0;
-        if (left >= frame_header_bytes) {
+        if (left >= journal_frame_head_bytes) {
             std::memcpy(&size, bytes.data() + at, 4);
             std::memcpy(&sum, bytes.data() + at + 4, 8);
         }
         // A copy: FlatBuffers reads its scalars in place, and frames are not aligned.
         std::vector<std::uint8_t> frame_copy;
-        if (left >= frame_header_bytes && left - frame_header_bytes >= size) {
-            frame_copy.assign(bytes.data() + at + frame_header_bytes,
-                              bytes.data() + at + frame_header_bytes + size);
+        if (left >= journal_frame_head_bytes && left - journal_frame_head_bytes >= size) {
+            frame_copy.assign(bytes.data() + at + journal_frame_head_bytes,
+                              bytes.data() + at + journal_frame_head_bytes + size);
         }
         const std::uint8_t* payload = frame_copy.data();
         std::string torn;
-        if (left < frame_header_bytes || left - frame_header_bytes < size) {
+        if (left < journal_frame_head_bytes || left - journal_frame_head_bytes < size) {
             torn = "incomplete frame";
         } else if (XXH3_64bits(payload, size) != sum) {
             torn = "checksum mismatch";
@@ -490,13 +488,13 @@ void replay_journal(const std::filesystem::path& segment, std::uint64_t after_ti
         // A file system may also leave zeros where an unsynced append was cut (power loss).
         const bool zeros_after = std::all_of(bytes.begin() + static_cast<std::ptrdiff_t>(at),
                                              bytes.end(), [](std::uint8_t b) { return b == 0; });
-        if (!torn.empty() && !zeros_after && left >= frame_header_bytes &&
-            left - frame_header_bytes > size) {
+        if (!torn.empty() && !zeros_after && left >= journal_frame_head_bytes &&
+            left - journal_frame_head_bytes > size) {
             // Whole frames follow the bad one: not a write cut short by a crash, but damage to
             // batches that were acknowledged. The operator decides.
             throw std::runtime_error(
                 segment.string() + ": the frame at byte " + std::to_string(at) + " is corrupt (" +
-                torn + ") and " + std::to_string(left - frame_header_bytes - size) +
+                torn + ") and " + std::to_string(left - journal_frame_head_bytes - size) +
                 " bytes of later batches follow it; refusing to start without them: restore a "
                 "backup, or accept losing them with `truncate -s " + std::to_string(at) + " " +
                 segment.string() + "`");
@@ -555,7 +553,7 @@ void replay_journal(const std::filesystem::path& segment, std::uint64_t after_ti
                 report.last_tick = std::max(report.last_tick, batch->tick());
             }
         }
-        at += frame_header_bytes + size;
+        at += journal_frame_head_bytes + size;
     }
 }
 

@@ -11,16 +11,17 @@
 
 #include "ecsnet/server/session/session_host.hpp"
 #include "ecsnet/server/transport/websocket_stream.hpp"
+#include "../transport/use_tuple.hpp"
 
 namespace ecsnet::server {
 
 namespace asio = boost::asio;
+using detail::use_tuple;
 using asio::awaitable;
 using clock = session::clock;
 
 namespace {
 
-constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
 
 // A read that ended the connection: the client closed it (a FIN, or a WebSocket close
 // frame), or the network failed (a reset, a TLS error).

@@ -16,14 +16,15 @@
 
 #include "ecsnet/server/session/session.hpp"
 #include "ecsnet/server/transport/stream.hpp"
+#include "../transport/use_tuple.hpp"
 
 namespace ecsnet::server {
 
 namespace asio = boost::asio;
+using detail::use_tuple;
 
 namespace {
 
-constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
 // After an accept error such as EMFILE the connection stays in the backlog: retrying at once
 // would spin. Wait, then retry.
 constexpr auto accept_backoff = std::chrono::milliseconds{150};

@@ -10,15 +10,16 @@
 #include <type_traits>
 
 #include "counting_socket.hpp"
+#include "use_tuple.hpp"
 
 namespace ecsnet::server {
 
 namespace asio = boost::asio;
+using detail::use_tuple;
 using asio::awaitable;
 
 namespace {
 
-constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
 
 // The byte_stream over an Asio stream: a TCP socket, or TLS over one.
 template <typename Stream>

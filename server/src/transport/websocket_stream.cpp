@@ -28,10 +28,12 @@
 #include "counting_socket.hpp"
 #include "ecsnet/protocol/frame.hpp"
 #include "ecsnet/server/operations/logging.hpp"
+#include "use_tuple.hpp"
 
 namespace ecsnet::server {
 
 namespace asio = boost::asio;
+using detail::use_tuple;
 namespace beast = boost::beast;
 namespace http = beast::http;
 namespace websocket = beast::websocket;
@@ -50,7 +52,6 @@ void async_teardown(beast::role_type role, counting_socket& socket, Handler&& ha
 
 namespace {
 
-constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
 
 enum class ws_error {
     not_one_frame = 1,

@@ -9,6 +9,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <utility>
 #include <vector>
@@ -33,6 +34,10 @@ class FlatBufferBuilder;
 // A segment is an 8-byte magic ECSNJRNL, then frames: u32 payload size, u64 XXH3-64 of the
 // payload, a FlatBuffer (schemas/state.fbs): a JournalHeader, then one JournalBatch per tick.
 namespace ecsnet::server {
+
+// The segment framing above, for the writer and for inspect-state.
+inline constexpr std::string_view journal_magic = "ECSNJRNL";
+inline constexpr std::size_t journal_frame_head_bytes = 12;  // u32 size, u64 XXH3-64
 
 inline constexpr std::uint32_t journal_format = 1;
 
