@@ -151,6 +151,37 @@ TEST(ServerClock, EasesSmallErrorsAndNeverRunsBackwardsForThem) {
     EXPECT_NEAR(c.arrival_tick(), static_cast<double>(sim.first_tick + 360), 0.3);
 }
 
+// Frames held by a stall (5 to 1 ticks late, within the snap distance) raise the jitter
+// estimate at once, and with it the delay the jitter calls for: the rendered tick slows down
+// instead of stepping back (ecsnet once stepped it back by up to a tick: BadNetwork's
+// interpolation test saw an entity move "in -0.9 ticks").
+TEST(ServerClock, RenderTickNeverRunsBackwardsWhenTheJitterRises) {
+    simulation sim;
+    server_clock c{defaults()};
+    c.on_welcome(sim.first_tick, sim.arrival(sim.sent_at(sim.first_tick)));
+    feed(c, sim, sim.first_tick + 1, sim.first_tick + 60);
+    const double delay_before = c.render_delay();
+    double peak_delay = delay_before;
+    double last = c.render_tick();
+    time_point now = sim.arrival(sim.sent_at(sim.first_tick + 60));
+    // Ticks 61-63 are held until 100 ms after tick 63 was due; the frames after them queue.
+    const time_point stall_end = sim.arrival(sim.sent_at(sim.first_tick + 63)) + 100ms;
+    for (std::uint64_t t = sim.first_tick + 61; t < sim.first_tick + 241; ++t) {
+        const time_point received = std::max(sim.arrival(sim.sent_at(t)), stall_end);
+        while (now < received) {  // rendering at 60 Hz
+            c.advance(now);
+            EXPECT_GE(c.render_tick(), last) << "tick " << t;
+            last = c.render_tick();
+            now += 16667us;
+        }
+        c.on_tick(t, received);
+        peak_delay = std::max(peak_delay, c.render_delay());
+    }
+    EXPECT_GT(peak_delay, delay_before + 0.5) << "the late frames did not raise the jitter";
+    // ... and the rendered tick took that delay on, eased: it trails the newest frame by it.
+    EXPECT_NEAR(c.arrival_tick() - c.render_tick(), c.render_delay(), 0.25);
+}
+
 TEST(ServerClock, ALongStallIsCorrectedAtOnce) {
     simulation sim;
     server_clock c{defaults()};

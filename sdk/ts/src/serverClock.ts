@@ -27,6 +27,7 @@ export class ServerClock {
   private jitter_ = 0;
   private farSamples = 0;
   private shown = 0;
+  private delayShown = 0; // the eased render delay (renderTick = shown - this)
   private shownAt = 0;
   private srtt = 0;
   private rttvar = 0;
@@ -61,6 +62,7 @@ export class ServerClock {
       this.offset = tick;
       this.shown = tick;
       this.shownAt = received;
+      this.delayShown = this.renderDelay;
       return;
     }
     const d = tick - this.options.rate * this.seconds(received);
@@ -127,16 +129,21 @@ export class ServerClock {
     const error = target - predicted;
     if (Math.abs(error) > this.options.snapTicks) {
       this.shown = target;
+      this.delayShown = this.renderDelay;
       return;
     }
     const limit = this.options.maxSpeedChange * this.options.rate * dt;
     this.shown = predicted + Math.min(Math.max(error, -limit), limit);
+    // The delay eases at the same rate, so the rendered tick never runs backwards when the
+    // jitter estimate rises (C++ server_clock::advance).
+    this.delayShown += Math.min(Math.max(this.renderDelay - this.delayShown, -limit), limit);
   }
 
   get synchronized(): boolean { return this.started; }
   get serverTick(): number { return this.shown + this.oneWayTicks(); }
   get arrivalTick(): number { return this.shown; }
-  get renderTick(): number { return this.shown - this.renderDelay; }
+  // Eased towards renderDelay as fast as the estimate may change: never backwards but on a snap.
+  get renderTick(): number { return this.shown - this.delayShown; }
   get inputTick(): number {
     const arrives = this.serverTick + this.oneWayTicks() + this.inputMargin();
     return Math.floor(Math.max(0, Math.floor(arrives))) + 1;

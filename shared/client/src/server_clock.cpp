@@ -42,6 +42,7 @@ void server_clock::sample(double tick, clock::time_point received) {
         offset_ = tick;
         shown_ = tick;
         shown_at_ = received;
+        delay_shown_ = render_delay();
         return;
     }
     const double d = tick - options_.rate * seconds(received);
@@ -111,10 +112,15 @@ void server_clock::advance(clock::time_point now) {
     const double error = target - predicted;
     if (std::abs(error) > options_.snap_ticks) {
         shown_ = target;
+        delay_shown_ = render_delay();
         return;
     }
     const double limit = options_.max_speed_change * options_.rate * dt;
     shown_ = predicted + std::clamp(error, -limit, limit);
+    // The delay eases at the same rate: the arrival estimate moves at 0.9-1.1x real time and
+    // the delay at most 0.1x, so the rendered tick never runs backwards (a late frame that
+    // raises the jitter estimate used to step it back by up to a tick).
+    delay_shown_ += std::clamp(render_delay() - delay_shown_, -limit, limit);
 }
 
 std::uint64_t server_clock::input_tick() const noexcept {

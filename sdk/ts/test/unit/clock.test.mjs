@@ -54,6 +54,35 @@ test('server clock: RFC 6298 smoothing, snap after three far samples, never back
   assert.ok(Math.abs(clock.arrivalTick - (50 + 10 * 0.07)) < 1e-6, `${clock.arrivalTick}`);
 });
 
+test('server clock: the render tick never runs backwards when late frames raise the jitter', () => {
+  // Frames of a 30 Hz server, 50 ms one way; ticks 61-63 are held until 100 ms after tick 63
+  // was due (5 to 3 ticks late: a stall within the snap distance) and the frames after them
+  // queue behind (C++'s
+  // ServerClock.RenderTickNeverRunsBackwardsWhenTheJitterRises is the same case).
+  const normal = (n) => n / 30 + 0.05;
+  const stallEnd = normal(63) + 0.1;
+  const arrival = (n) => (n >= 61 ? Math.max(normal(n), stallEnd) : normal(n));
+  const clock = new ServerClock({ rate: 30 });
+  clock.onWelcome(1000, normal(0));
+  let next = 1;
+  let before = 0;
+  let peak = 0;
+  let last = -Infinity;
+  let backwards = 0;
+  for (let t = normal(0); t < 8; t += 1 / 60) { // rendering at 60 Hz
+    while (arrival(next) <= t) { clock.onTick(1000 + next, arrival(next)); ++next; }
+    if (next <= 61) before = clock.renderDelay;
+    peak = Math.max(peak, clock.renderDelay);
+    clock.advance(t);
+    if (clock.renderTick < last) ++backwards;
+    last = clock.renderTick;
+  }
+  assert.equal(backwards, 0);
+  assert.ok(peak > before + 0.5, `the late frames did not raise the jitter: ${before} -> ${peak}`);
+  assert.ok(Math.abs(clock.arrivalTick - clock.renderTick - clock.renderDelay) < 0.25,
+    `${clock.arrivalTick - clock.renderTick} vs ${clock.renderDelay}`);
+});
+
 test('server clock: late inputs raise the margin once per round trip', () => {
   const clock = new ServerClock({ rate: 30 });
   clock.onWelcome(0, 0);

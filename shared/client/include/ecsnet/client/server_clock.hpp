@@ -45,13 +45,16 @@ public:
     [[nodiscard]] double server_tick() const noexcept { return shown_ + one_way_ticks(); }
     // The tick whose frames are arriving now.
     [[nodiscard]] double arrival_tick() const noexcept { return shown_; }
-    // The tick to render: arrival tick minus render_delay().
-    [[nodiscard]] double render_tick() const noexcept { return shown_ - render_delay(); }
+    // The tick to render: arrival tick minus the render delay, eased towards render_delay() as
+    // fast as the estimate itself may change (max_speed_change): when the jitter grows, the
+    // rendered tick slows down instead of stepping back. Never backwards but on a snap.
+    [[nodiscard]] double render_tick() const noexcept { return shown_ - delay_shown_; }
     // The tick to stamp the next input with: the first the server has not run by the time it
     // arrives, plus the margin.
     [[nodiscard]] std::uint64_t input_tick() const noexcept;
 
-    [[nodiscard]] double render_delay() const noexcept;  // ticks
+    // The render delay the jitter calls for, in ticks (render_tick() eases towards it).
+    [[nodiscard]] double render_delay() const noexcept;
     [[nodiscard]] double input_margin() const noexcept;  // ticks
     [[nodiscard]] double jitter() const noexcept { return jitter_; }  // ticks, smoothed
     [[nodiscard]] std::optional<std::chrono::duration<double>> rtt() const noexcept;
@@ -72,6 +75,7 @@ private:
     double jitter_ = 0.0;  // mean absolute deviation of samples from offset_, in ticks
     int far_samples_ = 0;  // consecutive samples further than snap_ticks away
     double shown_ = 0.0;   // the eased estimate of the arrival tick
+    double delay_shown_ = 0.0;  // the eased render delay (render_tick() = shown_ - this)
     clock::time_point shown_at_{};
     // Round trip (RFC 6298's smoothing), seconds; 0 before the first Pong.
     double srtt_ = 0.0;
