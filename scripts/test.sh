@@ -6,10 +6,10 @@
 # (including the fault, load and soak tests of tests/reliability), then the threaded tests (the
 # server's and tests/reliability) under ThreadSanitizer in build/tsan, then the Release build
 # (the README's, -O3, no sanitizer) in build/release-tests: the programs and the suites whose
-# subject changes with the optimizer (see the stage), then the Docker image test
-# (docker/test-image.sh, with podman) and the fuzzers (scripts/fuzz.sh on the ASan build:
-# libFuzzer, 30 s per target). The TSan and Release builds run beside the ASan tests, and the
-# fuzzers beside the image test, at idle priority. Unity builds; ccache and mold when installed.
+# subject changes with the optimizer (see the stage), then the fuzzers (scripts/fuzz.sh on the ASan
+# build: libFuzzer, 30 s per target) and the Docker image test (docker/test-image.sh, with
+# podman). The TSan and Release builds run beside the ASan tests at idle priority. Uses ccache
+# and mold when installed.
 # A failing ctest stage does not stop the others; the last line sums every ctest stage.
 # Usage: scripts/test.sh [--no-image] [--no-fuzz] [--no-tsan] [--no-release] [ctest args]
 set -euo pipefail
@@ -206,11 +206,8 @@ if [ "$release" = 1 ]; then
 fi
 background=$(mktemp -d /tmp/ecsnet-background.XXXXXX)
 background_pid=""
-fuzz_pid=""
-# Ends the background builds (and the fuzzers, below) with the script, however it ends.
-trap '[ -z "$background_pid" ] || kill -- -"$background_pid" 2>/dev/null || true
-      [ -z "$fuzz_pid" ] || kill -- -"$fuzz_pid" 2>/dev/null || true
-      rm -rf "$background"' EXIT
+# Ends the background builds with the script, however it ends.
+trap '[ -z "$background_pid" ] || kill -- -"$background_pid" 2>/dev/null || true; rm -rf "$background"' EXIT
 if [ "$tsan" = 1 ] || [ "$release" = 1 ]; then
   set -m  # the builds in a process group of their own, which the trap below can end whole
   (
@@ -291,23 +288,10 @@ if [ "$fuzz" = 1 ]; then
   # client_frame 6028/6084, commands 6282/6277, mirror 2901/3016, schema 2679/2845, session
   # 11653/11750). Longer runs: ECSNET_FUZZ_SECONDS.
   fuzz_seconds=${ECSNET_FUZZ_SECONDS:-30}
+  stage "fuzzing (libFuzzer, $fuzz_seconds s per target)"
   # The targets were built with the tests (the ASan stage): nothing is compiled again.
-  fuzz_run=(env ECSNET_FUZZ_SECONDS="$fuzz_seconds" ECSNET_FUZZ_BUILD_DIR="$build"
-            ECSNET_FUZZ_USE_BUILD=1 scripts/fuzz.sh)
-  if [ "$image" = 1 ]; then
-    # CI time: beside the image test, which mostly waits (podman, its containers, a compile
-    # that hits the Release stage's cache), at idle priority so that the image test keeps the
-    # CPU it needs. Their output and result come after the image test.
-    stage "fuzzing (libFuzzer, $fuzz_seconds s per target), beside the image test"
-    set -m
-    ( rc=0; nice -n 19 chrt --idle 0 "${fuzz_run[@]}" > "$background/fuzz.log" 2>&1 || rc=$?
-      echo "$rc" > "$background/fuzz.done" ) &
-    fuzz_pid=$!
-    set +m
-  else
-    stage "fuzzing (libFuzzer, $fuzz_seconds s per target)"
-    "${fuzz_run[@]}"
-  fi
+  ECSNET_FUZZ_SECONDS=$fuzz_seconds ECSNET_FUZZ_BUILD_DIR="$build" ECSNET_FUZZ_USE_BUILD=1 \
+    scripts/fuzz.sh
 fi
 
 if [ "$image" = 1 ]; then
@@ -320,18 +304,6 @@ if [ "$image" = 1 ]; then
   fi
   env ${image_ccache[@]+"${image_ccache[@]}"} ECSNET_CLIENT="$PWD/$build/bin/ecsnet-client" \
     docker/test-image.sh
-fi
-
-if [ -n "$fuzz_pid" ]; then
-  stage "fuzzing: what ran beside the image test"
-  wait "$fuzz_pid" || true
-  fuzz_pid=""
-  cat "$background/fuzz.log"
-  fuzz_rc=$(cat "$background/fuzz.done" 2>/dev/null || echo "no result")
-  if [ "$fuzz_rc" != 0 ]; then
-    echo "fuzzing failed (exit $fuzz_rc)"
-    exit 1
-  fi
 fi
 
 stage "done"
