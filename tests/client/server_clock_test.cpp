@@ -59,6 +59,12 @@ void feed(server_clock& c, simulation& sim, std::uint64_t first, std::uint64_t l
     }
 }
 
+// The Welcome at the simulation's first tick, then `ticks` ticks fed as above.
+void welcome_and_feed(server_clock& c, simulation& sim, std::uint64_t ticks) {
+    c.on_welcome(sim.first_tick, sim.arrival(sim.sent_at(sim.first_tick)));
+    feed(c, sim, sim.first_tick + 1, sim.first_tick + ticks);
+}
+
 TEST(ServerClock, RefusesNonsenseOptions) {
     server_clock::options o = defaults();
     o.rate = 0.0;
@@ -89,8 +95,7 @@ TEST(ServerClock, AnInputStampedNowArrivesBeforeItsTickRuns) {
     simulation sim;
     sim.jitter = seconds{0.02};
     server_clock c{defaults()};
-    c.on_welcome(sim.first_tick, sim.arrival(sim.sent_at(sim.first_tick)));
-    feed(c, sim, sim.first_tick + 1, sim.first_tick + 150);
+    welcome_and_feed(c, sim, 150);
     int late = 0;
     for (std::uint64_t t = sim.first_tick + 151; t < sim.first_tick + 451; ++t) {
         const time_point received = sim.arrival(sim.sent_at(t));
@@ -110,8 +115,7 @@ TEST(ServerClock, RenderTimeStaysBehindTheNewestFrameUnderJitter) {
     simulation sim;
     sim.jitter = seconds{0.04};  // +- 1.2 ticks
     server_clock c{defaults()};
-    c.on_welcome(sim.first_tick, sim.arrival(sim.sent_at(sim.first_tick)));
-    feed(c, sim, sim.first_tick + 1, sim.first_tick + 150);
+    welcome_and_feed(c, sim, 150);
     EXPECT_GT(c.jitter(), 0.0);
     EXPECT_GT(c.render_delay(), 2.0);  // adapted to the jitter
     // Rendering at 60 Hz between arrivals: the render tick has a newer frame after it.
@@ -136,8 +140,7 @@ TEST(ServerClock, RenderTimeStaysBehindTheNewestFrameUnderJitter) {
 TEST(ServerClock, EasesSmallErrorsAndNeverRunsBackwardsForThem) {
     simulation sim;
     server_clock c{defaults()};
-    c.on_welcome(sim.first_tick, sim.arrival(sim.sent_at(sim.first_tick)));
-    feed(c, sim, sim.first_tick + 1, sim.first_tick + 60);
+    welcome_and_feed(c, sim, 60);
     // The network gets 100 ms slower: frames arrive 3 ticks later than the estimate says.
     sim.delay = seconds{0.15};
     double last = c.arrival_tick();
@@ -158,8 +161,7 @@ TEST(ServerClock, EasesSmallErrorsAndNeverRunsBackwardsForThem) {
 TEST(ServerClock, RenderTickNeverRunsBackwardsWhenTheJitterRises) {
     simulation sim;
     server_clock c{defaults()};
-    c.on_welcome(sim.first_tick, sim.arrival(sim.sent_at(sim.first_tick)));
-    feed(c, sim, sim.first_tick + 1, sim.first_tick + 60);
+    welcome_and_feed(c, sim, 60);
     const double delay_before = c.render_delay();
     double peak_delay = delay_before;
     double last = c.render_tick();
@@ -185,8 +187,7 @@ TEST(ServerClock, RenderTickNeverRunsBackwardsWhenTheJitterRises) {
 TEST(ServerClock, ALongStallIsCorrectedAtOnce) {
     simulation sim;
     server_clock c{defaults()};
-    c.on_welcome(sim.first_tick, sim.arrival(sim.sent_at(sim.first_tick)));
-    feed(c, sim, sim.first_tick + 1, sim.first_tick + 60);
+    welcome_and_feed(c, sim, 60);
     // The server stalls 5 s and skips those ticks: tick numbers go on from 1061, 5 s later.
     sim.start += 5s;
     for (std::uint64_t t = sim.first_tick + 61; t < sim.first_tick + 70; ++t) {
@@ -200,8 +201,7 @@ TEST(ServerClock, ALongStallIsCorrectedAtOnce) {
 TEST(ServerClock, LateInputsWidenTheMarginOncePerRoundTripAndRoomNarrowsIt) {
     simulation sim;
     server_clock c{defaults()};
-    c.on_welcome(sim.first_tick, sim.arrival(sim.sent_at(sim.first_tick)));
-    feed(c, sim, sim.first_tick + 1, sim.first_tick + 30);
+    welcome_and_feed(c, sim, 30);
     const double base = c.input_margin();
     const time_point t0 = sim.arrival(sim.sent_at(sim.first_tick + 30));
     ecsnet::protocol::input_ack late{1030, 1029, -1, 1, 0};
