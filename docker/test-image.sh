@@ -149,7 +149,7 @@ compose_env=()
 make_base_tarballs() {
   local mirror rootfs
   mirror=$(sed -n 's/^URIs:[[:space:]]*\([^[:space:]]*\).*/\1/p' \
-             /etc/apt/sources.list.d/debian.sources 2> /dev/null | grep -v security | head -n 1)
+             /etc/apt/sources.list.d/debian.sources 2> /dev/null | awk '!/security/ && !found { print; found = 1 }')
   [ -n "$mirror" ] || mirror=$(awk '$1 == "deb" && $0 !~ /security/ { print $2; exit }' \
                                  /etc/apt/sources.list 2> /dev/null)
   [ -n "$mirror" ] || mirror=http://deb.debian.org/debian
@@ -414,7 +414,7 @@ pm run -d --name "$server_name" --network=slirp4netns -p "127.0.0.1:$port:7777" 
 wait_healthy "$server_name" 30 || { pm logs "$server_name" 2>&1 | indent; fail "not healthy within 30 s"; }
 ok "healthy after $(elapsed "$step_start") s"
 logs=$(pm logs "$server_name" 2>&1)
-echo "$logs" | head -n 2 | indent
+head -n 2 <<< "$logs" | indent
 grep -q 'tick_rate=20 .*demo_entities=20 .*on_disconnect=keep' <<< "$logs" \
   || fail "the ECSNET_* environment did not reach the server"
 grep -q 'listening on 0.0.0.0:7777' <<< "$logs" || fail "not listening on 0.0.0.0:7777"
@@ -466,7 +466,7 @@ mapfile -t ids < <(echo "$spawned" | sed -n 's/^spawned \([0-9]*:[0-9]*\).*/\1/p
 [ "${#ids[@]}" -eq 5 ] || fail "spawn --count 5 printed ${#ids[@]} entities"
 ok "spawned ${ids[*]}"
 listed=$(ecsnet_client list) || { echo "$listed" | indent; fail "list"; }
-echo "$listed" | head -n 3 | indent
+head -n 3 <<< "$listed" | indent
 echo "$listed" | tail -n 1 | indent
 for id in "${ids[@]}"; do
   grep -Eq "(^|[^0-9:])$id([^0-9:]|$)" <<< "$listed" || fail "list does not show $id"

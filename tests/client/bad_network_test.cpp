@@ -19,7 +19,7 @@
 #include "ecsnet/client/session.hpp"
 #include "latency_proxy.hpp"
 
-namespace {
+namespace bad_network_test {
 
 namespace arena = ecsnet::arena;
 namespace client = ecsnet::client;
@@ -246,4 +246,4 @@ TEST_F(BadNetwork, AReconnectKeepsTheShip) {
     EXPECT_EQ(alice.pilot.ship(), ship) << "the bot flies another ship";
 }
 
-}  // namespace
+}  // namespace bad_network_test

@@ -7,7 +7,7 @@
 #include <vector>
 
 namespace ecsnet::client_cli {
-namespace {
+namespace component_arg_test {
 
 using protocol::component_info;
 using protocol::field_info;
@@ -151,5 +151,6 @@ TEST(SubstituteNumber, ReplacesEveryPlaceholder) {
     EXPECT_EQ(substitute_number("plain", 3), "plain");
 }
 
-}  // namespace
+}  // namespace component_arg_test
+
 }  // namespace ecsnet::client_cli

@@ -45,7 +45,7 @@ struct replicated<test::changed::HealthFloat>
 }  // namespace ecsnet::protocol
 
 namespace ecsnet::test {
-namespace {
+namespace connection_test {
 
 using client::connect_options;
 using client::connection;
@@ -294,5 +294,6 @@ TEST(ConnectionSchema, AddedFieldsAndUnknownTypesAreFine) {
     EXPECT_EQ(positioned, 3U);
 }
 
-}  // namespace
+}  // namespace connection_test
+
 }  // namespace ecsnet::test

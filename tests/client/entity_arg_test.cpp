@@ -4,7 +4,7 @@
 #include <gtest/gtest.h>
 
 namespace ecsnet::client_cli {
-namespace {
+namespace entity_arg_test {
 
 using ::testing::HasSubstr;
 
@@ -60,5 +60,6 @@ TEST(ParseEntity, WhyIsOptional) {
     EXPECT_TRUE(parse_entity("5:1", nullptr).has_value());
 }
 
-}  // namespace
+}  // namespace entity_arg_test
+
 }  // namespace ecsnet::client_cli

@@ -10,7 +10,7 @@
 
 #include "test_types.hpp"
 
-namespace {
+namespace interpolation_test {
 
 namespace protocol = ecsnet::protocol;
 using ecsnet::client::interpolation;
@@ -160,4 +160,4 @@ TEST(Interpolation, ARenderedPathNeverJumpsMoreThanItsSpeedAllows) {
     }
 }
 
-}  // namespace
+}  // namespace interpolation_test

@@ -27,7 +27,7 @@
 // server on the other (the socket its listener accepted), so it sees both ends of every byte.
 // All sockets are non-blocking and every wait is bounded by a deadline.
 namespace ecsnet::test {
-namespace {
+namespace latency_proxy_test {
 
 using namespace std::chrono_literals;
 using steady = std::chrono::steady_clock;
@@ -529,5 +529,6 @@ TEST(LatencyProxy, RejectsABufferLimitOfZero) {
     EXPECT_THROW(latency_proxy({.buffer_limit = 0}), std::invalid_argument);
 }
 
-}  // namespace
+}  // namespace latency_proxy_test
+
 }  // namespace ecsnet::test

@@ -9,7 +9,7 @@
 #include <random>
 #include <stdexcept>
 
-namespace {
+namespace server_clock_test {
 
 using ecsnet::client::server_clock;
 using namespace std::chrono_literals;
@@ -218,4 +218,4 @@ TEST(ServerClock, LateInputsWidenTheMarginOncePerRoundTripAndRoomNarrowsIt) {
     EXPECT_DOUBLE_EQ(c.input_margin(), base + 1.0);
 }
 
-}  // namespace
+}  // namespace server_clock_test

@@ -31,7 +31,7 @@
 #include "ecsnet/protocol/components.hpp"
 #include "test_types.hpp"
 
-namespace {
+namespace session_test {
 
 namespace asio = boost::asio;
 namespace protocol = ecsnet::protocol;
@@ -862,9 +862,9 @@ TEST(SessionOptions, ASessionAlwaysJoins) {
     EXPECT_THROW(session{bad_delay}, client_error);
 }
 
-}  // namespace
+}  // namespace session_test
 
-namespace {
+namespace session_test {
 
 TEST_P(Session, CloseReleasesTheConnectionWithoutAnotherUpdate) {
     player p{options(server_.port())};
@@ -896,4 +896,4 @@ TEST_P(Session, AnEntityThatStopsStandsStillInsteadOfDriftingOn) {
     EXPECT_EQ(shown->x, latest->x) << "extrapolated past a tick that brought no move";
 }
 
-}  // namespace
+}  // namespace session_test

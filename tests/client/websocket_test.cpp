@@ -34,7 +34,7 @@
 #include "ecsnet/demo/components.hpp"
 #include "latency_proxy.hpp"
 
-namespace {
+namespace websocket_test {
 
 namespace asio = boost::asio;
 namespace beast = boost::beast;
@@ -465,4 +465,4 @@ INSTANTIATE_TEST_SUITE_P(Threads, SessionOverWebSocket, testing::Bool(),
                              return info.param ? "NetworkThread" : "GameThread";
                          });
 
-}  // namespace
+}  // namespace websocket_test

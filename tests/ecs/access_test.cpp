@@ -16,7 +16,7 @@ struct Health {
 };
 }  // namespace game
 
-namespace {
+namespace access_test {
 
 using ecsnet::ecs::component_access;
 using ecsnet::ecs::type_hash_v;
@@ -85,4 +85,4 @@ TEST(ComponentAccess, DescribeListsReadsThenWritesInDeclarationOrder) {
     EXPECT_EQ(access.describe(), "reads {game::Velocity, game::Health} writes {game::Position}");
 }
 
-}  // namespace
+}  // namespace access_test

@@ -18,7 +18,7 @@
 #include "ecsnet/ecs/type_info.hpp"
 #include "ecsnet/ecs/world.hpp"
 
-namespace {
+namespace change_set_test {
 
 using ecsnet::ecs::Entity;
 using ecsnet::ecs::type_hash_v;
@@ -666,4 +666,4 @@ TEST_F(ChangeSetProperty, ChangeSetIsTheNetDifferenceBetweenTicks) {
     }
 }
 
-}  // namespace
+}  // namespace change_set_test

@@ -13,7 +13,7 @@
 
 #include "ecsnet/ecs/world.hpp"
 
-namespace {
+namespace command_buffer_test {
 
 using ecsnet::ecs::CommandBuffer;
 using ecsnet::ecs::Entity;
@@ -342,4 +342,4 @@ TEST(CommandBuffer, RemoveIfPresentIsToleratedOnMissingComponents) {
     EXPECT_FALSE(w->has<Health>(e));
 }
 
-}  // namespace
+}  // namespace command_buffer_test

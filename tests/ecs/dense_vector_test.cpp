@@ -12,7 +12,7 @@
 #include <utility>
 #include <vector>
 
-namespace {
+namespace dense_vector_test {
 
 using ecsnet::ecs::detail::dense_vector;
 using ecsnet::ecs::detail::realloc_vector;
@@ -169,4 +169,4 @@ TEST(DenseVector, ViewsAsASpanOfItsElements) {
     EXPECT_EQ(sum, 0U + 3U + 6U + 9U);
 }
 
-}  // namespace
+}  // namespace dense_vector_test

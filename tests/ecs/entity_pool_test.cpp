@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-namespace {
+namespace entity_pool_test {
 
 using ecsnet::ecs::capacity_exhausted;
 using ecsnet::ecs::entity_pool_options;
@@ -710,4 +710,4 @@ TEST(EntityPoolPersistence, ReviveIsRefusedOnAnAliveSlotOrANullEntity) {
     EXPECT_EQ(view_of(pool), before);
 }
 
-}  // namespace
+}  // namespace entity_pool_test

@@ -7,7 +7,7 @@
 #include <type_traits>
 #include <unordered_set>
 
-namespace {
+namespace entity_test {
 
 using ecsnet::ecs::Entity;
 using ecsnet::ecs::null_entity;
@@ -133,4 +133,4 @@ TEST(Entity, TinyEntitiesHashDistinctly) {
     EXPECT_EQ(set.count(TinyEntity{10, 2}), 0U);
 }
 
-}  // namespace
+}  // namespace entity_test

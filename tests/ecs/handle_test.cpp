@@ -12,7 +12,7 @@
 
 #include "ecsnet/ecs/world.hpp"
 
-namespace {
+namespace handle_test {
 
 using ecsnet::ecs::component_exists;
 using ecsnet::ecs::component_missing;
@@ -343,4 +343,4 @@ TEST(HandleHash, EqualHandlesHashEquallyAndWorkInUnorderedSets) {
     EXPECT_EQ(set.count(Handle{}), 0U);
 }
 
-}  // namespace
+}  // namespace handle_test

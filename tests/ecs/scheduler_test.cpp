@@ -16,7 +16,7 @@
 #include "ecsnet/ecs/access.hpp"
 #include "ecsnet/ecs/world.hpp"
 
-namespace {
+namespace scheduler_test {
 
 using ecsnet::ecs::access_violation;
 using ecsnet::ecs::component_access;
@@ -492,4 +492,4 @@ TEST_F(SchedulerAccess, UndeclaredStructuralOperationsChangeNothing) {
     EXPECT_FALSE(w_->valid(e_));
 }
 
-}  // namespace
+}  // namespace scheduler_test

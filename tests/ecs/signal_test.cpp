@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-namespace {
+namespace signal_test {
 
 using ecsnet::ecs::signal;
 
@@ -175,4 +175,4 @@ TEST(Signal, ThrowingListenerDoesNotBreakTheSignal) {
     EXPECT_EQ(s.size(), 3U);
 }
 
-}  // namespace
+}  // namespace signal_test

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-namespace {
+namespace signature_test {
 
 using ecsnet::ecs::component_id;
 using ecsnet::ecs::signature;
@@ -252,4 +252,4 @@ TEST(SignatureTable, EnsureBitsBeforeAnyRow) {
     EXPECT_EQ(table.row(1).size(), 3U);
 }
 
-}  // namespace
+}  // namespace signature_test

@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <vector>
 
-namespace {
+namespace sparse_set_test {
 
 using ecsnet::ecs::Entity;
 using ecsnet::ecs::detail::paged_array;
@@ -233,4 +233,4 @@ TEST(SparseSet, LargestIndexWorks) {
     EXPECT_TRUE(set.find_index(tiny_traits::no_index).is_null());
 }
 
-}  // namespace
+}  // namespace sparse_set_test

@@ -14,7 +14,7 @@
 #include <utility>
 #include <vector>
 
-namespace {
+namespace storage_test {
 
 using ecsnet::ecs::basic_storage;
 using ecsnet::ecs::Entity;
@@ -368,4 +368,4 @@ TEST(Storage, PropertyRandomOperationsMatchAMapModel) {
     EXPECT_GT(reuses, 5'000);
 }
 
-}  // namespace
+}  // namespace storage_test

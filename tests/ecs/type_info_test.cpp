@@ -22,7 +22,7 @@ struct Box {
 };
 }  // namespace game
 
-namespace {
+namespace type_info_test {
 
 using ecsnet::ecs::type_hash_v;
 using ecsnet::ecs::type_info;
@@ -86,4 +86,4 @@ TEST(TypeInfo, StripsCvAndReferences) {
     EXPECT_TRUE((std::is_same_v<type_info<const game::Velocity&>::type, game::Velocity>));
 }
 
-}  // namespace
+}  // namespace type_info_test

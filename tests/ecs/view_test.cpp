@@ -12,7 +12,7 @@
 #include "ecsnet/ecs/config.hpp"
 #include "ecsnet/ecs/world.hpp"
 
-namespace {
+namespace view_test {
 
 using ecsnet::ecs::component_missing;
 using ecsnet::ecs::Entity;
@@ -460,4 +460,4 @@ TEST_F(ViewFixture, WritingValuesAndCreatingEntitiesDuringIterationIsAllowed) {
     }
 }
 
-}  // namespace
+}  // namespace view_test

@@ -21,7 +21,7 @@
 #include <utility>
 #include <vector>
 
-namespace {
+namespace world_test {
 
 using ecsnet::ecs::component_exists;
 using ecsnet::ecs::component_id;
@@ -1301,4 +1301,4 @@ TEST(WorldPersistence, DestroyThenReviveTheSameIndexInOneTick) {
     EXPECT_FALSE(w->valid(old));
 }
 
-}  // namespace
+}  // namespace world_test

@@ -13,7 +13,7 @@
 #include "ecsnet/ecs/world.hpp"
 #include "test_types.hpp"
 
-namespace {
+namespace checksum_test {
 
 namespace proto = ecsnet::protocol;
 namespace checksum = ecsnet::protocol::checksum;
@@ -110,14 +110,14 @@ struct Secret {
     float y{};
 };
 
-}  // namespace
+}  // namespace checksum_test
 
 template <>
-struct ecsnet::protocol::replicated<Secret>
+struct ecsnet::protocol::replicated<checksum_test::Secret>
     : ecsnet::protocol::replicate<ecsnet::testing::wire::Spot, "secret",
                                   ecsnet::protocol::replicate_options{.owner_only = true}> {};
 
-namespace {
+namespace checksum_test {
 
 TEST(Checksum, EmptyWorldIsZero) {
     EXPECT_EQ(of_world(*make_world()), 0U);
@@ -378,4 +378,4 @@ TEST(Checksum, LeavesOutTypesReplicatedToTheirOwnerOnly) {
     EXPECT_TRUE(registry.info(secret).owner_only);
 }
 
-}  // namespace
+}  // namespace checksum_test

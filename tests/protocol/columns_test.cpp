@@ -37,7 +37,7 @@ template <>
 struct ecsnet::protocol::replicated<ecsnet::protocol::testing::Padded>
     : ecsnet::protocol::replicate<ecsnet::test_wire::Padded, "padded"> {};
 
-namespace {
+namespace columns_test {
 
 namespace proto = ecsnet::protocol;
 namespace wire = ecsnet::wire;
@@ -631,4 +631,4 @@ TEST(Components, ValidValue) {
     EXPECT_TRUE(accepts(demo::Name{std::string(demo::max_name_bytes, 'n')}));
 }
 
-}  // namespace
+}  // namespace columns_test

@@ -9,7 +9,7 @@
 #include "ecsnet/protocol/replication.hpp"
 #include "test_types.hpp"
 
-namespace {
+namespace evolution_test {
 
 namespace proto = ecsnet::protocol;
 namespace ecs = ecsnet::ecs;
@@ -122,4 +122,4 @@ TEST(Evolution, ACommandForATypeTheServerLacksFailsBeforeItIsSent) {
     }
 }
 
-}  // namespace
+}  // namespace evolution_test

@@ -16,7 +16,7 @@
 #include "ecsnet/protocol/messages.hpp"
 #include "test_types.hpp"
 
-namespace {
+namespace frame_test {
 
 namespace proto = ecsnet::protocol;
 namespace wire = ecsnet::wire;
@@ -646,4 +646,4 @@ TEST(FrameReader, EmptyBodyIsAFrameThatDoesNotVerify) {
     EXPECT_FALSE(client_ok(out));
 }
 
-}  // namespace
+}  // namespace frame_test

@@ -32,7 +32,7 @@ struct ecsnet::protocol::replicated<ecsnet::testing::LeakyStick>
                                                 .max = 1.0,
                                                 .step = ecsnet::testing::stick_step}}> {};
 
-namespace {
+namespace input_test {
 
 namespace proto = ecsnet::protocol;
 namespace wire = ecsnet::wire;
@@ -286,4 +286,4 @@ TEST(InputReplication, AMirrorRefusesAColumnOfAnInputType) {
     EXPECT_THAT(m.error(), HasSubstr("stick, which the schema says is not replicated"));
 }
 
-}  // namespace
+}  // namespace input_test

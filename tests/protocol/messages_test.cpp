@@ -14,7 +14,7 @@
 #include "printers.hpp"
 #include "test_types.hpp"
 
-namespace {
+namespace messages_test {
 
 namespace proto = ecsnet::protocol;
 namespace wire = ecsnet::wire;
@@ -775,4 +775,4 @@ TEST(ValidUtf8, RejectsStrayContinuationBytes) {
     EXPECT_FALSE(proto::valid_utf8("\xC3\xA9\xA9"));
 }
 
-}  // namespace
+}  // namespace messages_test

@@ -31,7 +31,7 @@
 #include "printers.hpp"
 #include "test_types.hpp"
 
-namespace {
+namespace mirror_test {
 
 namespace proto = ecsnet::protocol;
 namespace wire = ecsnet::wire;
@@ -1189,4 +1189,4 @@ TEST(MirrorResync, EveryNewInconsistencyIsReportedAgain) {
     }
 }
 
-}  // namespace
+}  // namespace mirror_test

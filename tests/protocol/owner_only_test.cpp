@@ -9,7 +9,7 @@
 #include "ecsnet/protocol/replication.hpp"
 #include "test_types.hpp"
 
-namespace {
+namespace owner_only_test {
 
 namespace proto = ecsnet::protocol;
 namespace ecs = ecsnet::ecs;
@@ -153,4 +153,4 @@ TEST_F(OwnerOnly, TheMirrorRefusesOwnerOnlyDeltasThatBreakTheRules) {
     EXPECT_THAT(fresh.error(), HasSubstr("owner-only delta carries spot"));
 }
 
-}  // namespace
+}  // namespace owner_only_test

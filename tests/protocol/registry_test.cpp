@@ -9,14 +9,14 @@
 #include "ecsnet/protocol/checksum.hpp"
 #include "test_types.hpp"
 
-namespace {
+namespace registry_test {
 
 namespace proto = ecsnet::protocol;
 namespace ecs = ecsnet::ecs;
 using ::testing::HasSubstr;
 using namespace ecsnet::testing;
 
-}  // namespace
+}  // namespace registry_test
 
 // A second type under a name that is taken.
 struct Impostor {
@@ -25,7 +25,7 @@ struct Impostor {
 template <>
 struct ecsnet::protocol::replicated<Impostor> : replicate<ecsnet::testing::wire::Gauge, "gauge"> {};
 
-namespace {
+namespace registry_test {
 
 TEST(Registry, OwnerComesFirstThenTheGamesTypesInOrder) {
     proto::component_registry types;
@@ -123,4 +123,4 @@ TEST(Registry, EncodeWritesOneBitPackedColumn) {
     }
 }
 
-}  // namespace
+}  // namespace registry_test

@@ -10,7 +10,7 @@
 
 #include "test_types.hpp"
 
-namespace {
+namespace replicated_test {
 
 namespace proto = ecsnet::protocol;
 using ecsnet::testing::Tag;
@@ -130,4 +130,4 @@ TEST(Replicated, TextOfAStringComponent) {
     EXPECT_EQ(proto::text_of(label), "hello");
 }
 
-}  // namespace
+}  // namespace replicated_test

@@ -29,7 +29,7 @@
 #include "printers.hpp"
 #include "test_types.hpp"
 
-namespace {
+namespace replication_test {
 
 namespace proto = ecsnet::protocol;
 namespace wire = ecsnet::wire;
@@ -869,4 +869,4 @@ TEST(ReplicationSnapshot, PositionAndVelocityCostAtMostTwentyFourBytesPerEntity)
     EXPECT_EQ(mirror.size(), count);
 }
 
-}  // namespace
+}  // namespace replication_test

@@ -13,7 +13,7 @@
 #include "ecsnet/protocol/messages.hpp"
 #include "test_types.hpp"
 
-namespace {
+namespace schema_test {
 
 namespace proto = ecsnet::protocol;
 namespace wire = ecsnet::wire;
@@ -415,4 +415,4 @@ TEST(Compatibility, CheckedComparesACompiledLayoutOnceAndThrowsOnEveryMismatch) 
     EXPECT_EQ(none->checked(compiled), nullptr) << "a type the server lacks is no mismatch";
 }
 
-}  // namespace
+}  // namespace schema_test

@@ -65,7 +65,7 @@ template <>
 struct persistent<testing::Spot> : persist<"spot_kept"> {};
 }  // namespace ecsnet::protocol
 
-namespace {
+namespace stored_test {
 
 using ecsnet::ecs::Entity;
 using ecsnet::ecs::World;
@@ -547,4 +547,4 @@ TEST(StoredOps, ReplicatedStringTypeKeepsItsText) {
     EXPECT_THAT(texts, ElementsAre("hello"));
 }
 
-}  // namespace
+}  // namespace stored_test

@@ -24,7 +24,7 @@
 #include "printers.hpp"
 #include "test_types.hpp"
 
-namespace {
+namespace view_mirror_test {
 
 namespace proto = ecsnet::protocol;
 namespace wire = ecsnet::wire;
@@ -603,4 +603,4 @@ TEST_F(ViewMirror, ACorruptedValueOnANonExcludedEntityIsCaught) {
     EXPECT_TRUE(mirror_.take_resync_reason().has_value());
 }
 
-}  // namespace
+}  // namespace view_mirror_test

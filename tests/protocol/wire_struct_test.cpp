@@ -14,7 +14,7 @@
 #include "ecsnet/test_wire/padded_generated.h"
 #include "test_types.hpp"
 
-namespace {
+namespace wire_struct_test {
 
 namespace proto = ecsnet::protocol;
 namespace wire = ecsnet::wire;
@@ -150,4 +150,4 @@ TEST(WireStruct, DescribeTakesTheStructsFields) {
     EXPECT_EQ(spot.fields[1].quantized, (proto::quantization{0.0, 4096.0, 1.0 / 64.0}));
 }
 
-}  // namespace
+}  // namespace wire_struct_test

@@ -13,7 +13,7 @@
 #include <thread>
 #include <vector>
 
-namespace {
+namespace config_test {
 
 using ecsnet::server::describe;
 using ecsnet::server::log_format;
@@ -502,8 +502,6 @@ TEST_F(ServerConfig, DescribeNamesTheSettingsButNotTheToken) {
     EXPECT_THAT(text, testing::Not(HasSubstr("s3cret")));
 }
 
-}  // namespace
-
 constexpr const char* secret_32 = "0123456789abcdef0123456789abcdef";
 
 TEST_F(ServerConfig, IssueTokenTakesPlayerTtlWorldAndTheSecretFromTheEnvironment) {
@@ -553,7 +551,7 @@ TEST_F(ServerConfig, TooShortTokenSecretExitsTwo) {
     EXPECT_EQ(sixteen.config.token_secret, "sixteen-bytes!!!");
 }
 
-namespace {
+namespace config_test {
 
 const std::string jwt_dir = ECSNET_JWT_TEST_DIR;
 
@@ -644,7 +642,7 @@ TEST_F(ServerConfig, DescribeNamesTheIdentityMode) {
     EXPECT_THAT(describe(c), HasSubstr("max_connections_per_player=1"));
 }
 
-}  // namespace
+}  // namespace config_test
 
 TEST_F(ServerConfig, AGamesOwnOptionsAreParsedAndListedBesideTheServers) {
     float size = 4000.0F;
@@ -751,3 +749,5 @@ TEST_F(ServerConfig, InspectStateSubcommand) {
     const std::string errors = testing::internal::GetCapturedStderr();
     EXPECT_THAT(errors, HasSubstr("inspect-state DIR"));
 }
+
+}  // namespace config_test

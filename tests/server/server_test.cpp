@@ -35,7 +35,7 @@
 #include "test_server.hpp"
 #include "test_support.hpp"
 
-namespace {
+namespace server_test {
 
 namespace asio = boost::asio;
 namespace protocol = ecsnet::protocol;
@@ -2331,11 +2331,11 @@ TEST(ServerThreads, TwoIoThreadsServeClientsThatSendAndReceiveAtOnce) {
     EXPECT_EQ(server.clients(), clients);
 }
 
-}  // namespace
+}  // namespace server_test
 
 // ---- players coming and going: the game's hooks -----------------------------------------------
 
-namespace {
+namespace server_test {
 
 struct player_log {
     std::vector<std::string> events;  // "joined 3", "joined 3 resumed", "left 3": server thread
@@ -2378,8 +2378,6 @@ INSTANTIATE_TEST_SUITE_P(Transports, ServerDisconnect, every_transport, transpor
 INSTANTIATE_TEST_SUITE_P(Transports, ServerReconnectGrace, every_transport, transport_name);
 INSTANTIATE_TEST_SUITE_P(Transports, ServerWorkload, every_transport, transport_name);
 INSTANTIATE_TEST_SUITE_P(Transports, ServerTls, every_transport, transport_name);
-
-}  // namespace
 
 TEST(ServerPlayers, AJoinIsToldOnceAtTheNextTickAndWhatTheHookSpawnsReachesThePlayer) {
     server_config config = test_config();
@@ -2445,3 +2443,5 @@ TEST(ServerPlayers, AHookThatThrowsIsCountedAndTheTicksGoOn) {
     EXPECT_GT(server.tick(), tick);
     EXPECT_EQ(server.stats().system_failures, failures_before + 1);
 }
+
+}  // namespace server_test

@@ -7,7 +7,7 @@
 #include <stdexcept>
 #include <vector>
 
-namespace {
+namespace admission_test {
 
 using ecsnet::server::admission;
 namespace protocol = ecsnet::protocol;
@@ -141,4 +141,4 @@ TEST(Admission, LeavingAgainRestartsTheGraceAndAConnectedOwnerStays) {
     EXPECT_TRUE(gate.take_departed(t0 + 2s).empty()) << "an owner with a connection keeps its entities";
 }
 
-}  // namespace
+}  // namespace admission_test

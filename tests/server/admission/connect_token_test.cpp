@@ -12,7 +12,7 @@
 #include <variant>
 #include <vector>
 
-namespace {
+namespace connect_token_test {
 
 using ecsnet::server::connect_token_claims;
 using ecsnet::server::es256_verifier;
@@ -355,4 +355,4 @@ TEST(ConnectToken, TtlText) {
     }
 }
 
-}  // namespace
+}  // namespace connect_token_test

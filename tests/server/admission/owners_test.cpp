@@ -6,7 +6,7 @@
 #include <set>
 #include <vector>
 
-namespace {
+namespace owners_test {
 
 using ecsnet::server::owner_registry;
 
@@ -124,4 +124,4 @@ TEST(OwnerRegistry, IdsNeverCollideWithALiveOwnerOrAnEntityOwner) {
     EXPECT_EQ(ids, (std::vector<std::uint32_t>{2, 5, 6}));
 }
 
-}  // namespace
+}  // namespace owners_test

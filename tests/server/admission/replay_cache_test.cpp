@@ -2,7 +2,7 @@
 
 #include <gtest/gtest.h>
 
-namespace {
+namespace replay_cache_test {
 
 using ecsnet::server::replay_cache;
 using verdict = replay_cache::verdict;
@@ -40,4 +40,4 @@ TEST(ReplayCache, FullRefusesNewTokensInsteadOfForgettingUnexpiredOnes) {
     EXPECT_EQ(cache.size(), 1U);
 }
 
-}  // namespace
+}  // namespace replay_cache_test

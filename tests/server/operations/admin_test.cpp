@@ -27,7 +27,7 @@
 #include "http_get.hpp"
 #include "test_support.hpp"
 
-namespace {
+namespace admin_test {
 
 namespace asio = boost::asio;
 using ecsnet::server::admin_endpoint;
@@ -693,4 +693,4 @@ TEST(AdminEndpoint, AdminAllowedHostsAddsANameAndNoOther) {
     EXPECT_THAT(get_with_host(port, "/clients", "evil.example"), testing::StartsWith("HTTP/1.1 403"));
 }
 
-}  // namespace
+}  // namespace admin_test

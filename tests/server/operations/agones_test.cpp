@@ -50,7 +50,7 @@
 #include "client_polling.hpp"
 #include "server_process.hpp"
 
-namespace {
+namespace agones_test {
 
 namespace asio = boost::asio;
 namespace beast = boost::beast;
@@ -730,4 +730,4 @@ TEST(AgonesProcess, ShutdownComesAfterTheDrainOnSigterm) {
               << deltas_during_drain << " deltas to the player during the drain\n";
 }
 
-}  // namespace
+}  // namespace agones_test

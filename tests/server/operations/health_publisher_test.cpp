@@ -7,7 +7,7 @@
 #include <thread>
 #include <vector>
 
-namespace {
+namespace health_publisher_test {
 
 using ecsnet::server::client_report;
 using ecsnet::server::clients_report;
@@ -125,4 +125,4 @@ TEST(Percentile, NearestRank) {
     EXPECT_EQ(percentile(v, 0.01), 1.0);
 }
 
-}  // namespace
+}  // namespace health_publisher_test

@@ -5,7 +5,7 @@
 
 #include <string>
 
-namespace {
+namespace logging_test {
 
 using ecsnet::server::log_limiter;
 using ecsnet::server::printable;
@@ -119,5 +119,5 @@ TEST(LogLimiter, SeparateLimitersDoNotShareTheirBudget) {
     EXPECT_EQ(suppressed, 0U);
 }
 
-}  // namespace
+}  // namespace logging_test
 

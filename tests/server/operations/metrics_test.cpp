@@ -27,7 +27,7 @@
 #include "http_get.hpp"
 #include "test_server.hpp"
 
-namespace {
+namespace metrics_test {
 
 namespace protocol = ecsnet::protocol;
 using ecsnet::client::connect_options;
@@ -364,4 +364,4 @@ TEST(MetricsEndpoint, RefusalsAreCountedByReason) {
     EXPECT_EQ(server.stats().refused, 1U) << "server_stats reads the same counters";
 }
 
-}  // namespace
+}  // namespace metrics_test

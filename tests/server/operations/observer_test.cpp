@@ -51,7 +51,7 @@ template <>
 struct ecsnet::protocol::replicated<ecsnet::test::Stick>
     : replicate<ecsnet::demo::wire::Velocity, "stick", replicate_options{.input = true}> {};
 
-namespace {
+namespace observer_test {
 
 namespace asio = boost::asio;
 namespace protocol = ecsnet::protocol;
@@ -613,4 +613,4 @@ TEST(ObserverFlags, NeedTheAdminPortAndAreRead) {
     EXPECT_TRUE(d.config.inspector_token.empty());
 }
 
-}  // namespace
+}  // namespace observer_test

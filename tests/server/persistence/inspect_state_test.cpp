@@ -18,7 +18,7 @@
 #include "ecsnet/wire/state_generated.h"
 #include "state_image.hpp"
 
-namespace {
+namespace inspect_state_test {
 
 namespace fs = std::filesystem;
 namespace state = ecsnet::state;
@@ -255,4 +255,4 @@ TEST_F(InspectState, ExitCodes) {
     EXPECT_EQ(run({"", false, std::nullopt, ""}).code, 2);
 }
 
-}  // namespace
+}  // namespace inspect_state_test

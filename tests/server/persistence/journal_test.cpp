@@ -23,7 +23,7 @@
 #include "kept_types.hpp"
 #include "state_image.hpp"
 
-namespace {
+namespace journal_test {
 
 using ecsnet::demo::Health;
 using ecsnet::demo::Name;
@@ -592,4 +592,4 @@ TEST_F(JournalTest, AChangedTypeIsRefusedWithoutMigrationAndConvertedWithOne) {
     EXPECT_EQ(w->try_get<HungerV2>(Entity{1, 1}), nullptr);
 }
 
-}  // namespace
+}  // namespace journal_test

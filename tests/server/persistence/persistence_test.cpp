@@ -38,7 +38,7 @@
 #include "client_polling.hpp"
 #include "state_image.hpp"
 
-namespace {
+namespace persistence_test {
 
 namespace fs = std::filesystem;
 namespace protocol = ecsnet::protocol;
@@ -658,4 +658,4 @@ TEST(ServerPersistence, AFinalCheckpointThatCannotBeWrittenIsAFailure) {
     EXPECT_THAT(*alice->closed_reason(), HasSubstr("the final checkpoint could not be written"));
 }
 
-}  // namespace
+}  // namespace persistence_test

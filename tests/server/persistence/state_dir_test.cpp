@@ -16,7 +16,7 @@
 
 #include "state_image.hpp"
 
-namespace {
+namespace state_dir_test {
 
 namespace fs = std::filesystem;
 using ecsnet::server::checkpoint_error;
@@ -362,4 +362,4 @@ TEST_F(StateDir, ReadOnlyDirectoryIsAClearError) {
     }
 }
 
-}  // namespace
+}  // namespace state_dir_test

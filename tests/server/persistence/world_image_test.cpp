@@ -16,7 +16,7 @@
 #include "ecsnet/protocol/registry.hpp"
 #include "kept_types.hpp"
 
-namespace {
+namespace world_image_test {
 
 using ecsnet::demo::Health;
 using ecsnet::demo::Name;
@@ -400,4 +400,4 @@ TEST(WorldImage, ATypeTheImageLacksIsSimplyEmpty) {
     EXPECT_TRUE(values_of<Hunger>(*w).empty());
 }
 
-}  // namespace
+}  // namespace world_image_test

@@ -20,7 +20,7 @@
 #include "ecsnet/protocol/frame.hpp"
 #include "ecsnet/protocol/mirror.hpp"
 
-namespace {
+namespace client_view_test {
 
 namespace protocol = ecsnet::protocol;
 using ecsnet::demo::Health;
@@ -607,4 +607,4 @@ TEST_F(ViewTest, PropertyMirrorFollowsTheViewUnderChurn) {
     }
 }
 
-}  // namespace
+}  // namespace client_view_test

@@ -26,7 +26,7 @@
 #include "test_server.hpp"
 #include "test_support.hpp"
 
-namespace {
+namespace interest_server_test {
 
 namespace asio = boost::asio;
 namespace protocol = ecsnet::protocol;
@@ -273,8 +273,6 @@ TEST(InterestServer, TheChecksumCatchesACorruptedMirror) {
     EXPECT_EQ(good.statistics().checksums_mismatched, 0U);
 }
 
-}  // namespace
-
 // A game's policy that throws while `failing` is set (after its own grid caught up, so the grid
 // stays right): issue 24.1's "same for interest policies".
 class flaky_policy final : public ecsnet::server::interest_policy {
@@ -355,3 +353,5 @@ TEST(InterestServer, APolicyThatThrowsKeepsEachViewAsItIsAndTheTickGoesOn) {
     EXPECT_EQ(alice->mirror().statistics().checksums_mismatched, 0U) << alice->mirror().error();
     EXPECT_GT(alice->mirror().statistics().checksums_matched, 0U);
 }
+
+}  // namespace interest_server_test

@@ -14,7 +14,7 @@
 #include "ecsnet/demo/components.hpp"
 #include "ecsnet/protocol/components.hpp"
 
-namespace {
+namespace interest_test {
 
 using ecsnet::demo::Health;
 using ecsnet::demo::Position;
@@ -296,4 +296,4 @@ TEST_F(InterestTest, PlayerDefaultsAndBudget) {
     EXPECT_EQ(interest_.budget_of(interest_.player(9)), 1000.0);
 }
 
-}  // namespace
+}  // namespace interest_test

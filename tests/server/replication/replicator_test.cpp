@@ -12,7 +12,7 @@
 #include "ecsnet/protocol/frame.hpp"
 #include "ecsnet/protocol/mirror.hpp"
 
-namespace {
+namespace replicator_test {
 
 namespace protocol = ecsnet::protocol;
 using ecsnet::demo::Health;
@@ -96,4 +96,4 @@ TEST(Replicator, AViewsChecksumOnTheTickItTurnsWholeWorldSumsWhatItHolds) {
     }
 }
 
-}  // namespace
+}  // namespace replicator_test

@@ -12,7 +12,7 @@
 #include <stdexcept>
 #include <vector>
 
-namespace {
+namespace spatial_grid_test {
 
 using ecsnet::ecs::Entity;
 using ecsnet::server::point;
@@ -221,4 +221,4 @@ TEST(SpatialGrid, BadCellSizeThrows) {
     EXPECT_NO_THROW(spatial_grid{0.001F});
 }
 
-}  // namespace
+}  // namespace spatial_grid_test

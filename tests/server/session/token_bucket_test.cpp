@@ -3,7 +3,7 @@
 
 #include <gtest/gtest.h>
 
-namespace {
+namespace token_bucket_test {
 
 using ecsnet::server::token_bucket;
 using namespace std::chrono_literals;
@@ -62,4 +62,4 @@ TEST(TokenBucket, FractionalBurstBelowOneAdmitsNothing) {
     EXPECT_FALSE(bucket.try_take(t0 + 10s));
 }
 
-}  // namespace
+}  // namespace token_bucket_test

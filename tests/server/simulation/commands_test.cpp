@@ -65,7 +65,7 @@ template <>
 struct replicated<commands_test::Speed> : replicate<test::wire::Speed, "speed"> {};
 }  // namespace ecsnet::protocol
 
-namespace {
+namespace commands_test {
 
 using commands_test::Armor;
 using commands_test::Score;
@@ -800,4 +800,4 @@ TEST_F(CommandProcessor, DespawnAllOfSkipsAnEntityWhoseListenerThrowsAndSaysSo) 
     EXPECT_EQ(commands.owned_by(alice), 1U);
 }
 
-}  // namespace
+}  // namespace commands_test

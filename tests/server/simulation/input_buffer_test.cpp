@@ -7,7 +7,7 @@
 #include <utility>
 #include <vector>
 
-namespace {
+namespace input_buffer_test {
 
 namespace protocol = ecsnet::protocol;
 using ecsnet::ecs::Entity;
@@ -174,4 +174,4 @@ TEST(InputBuffer, MemoryIsBoundedByTheBufferWhateverIsSent) {
     EXPECT_LE(buffer.held(), 8U);
 }
 
-}  // namespace
+}  // namespace input_buffer_test

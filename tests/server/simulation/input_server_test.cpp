@@ -40,7 +40,7 @@ struct ecsnet::protocol::replicated<ecsnet::test::Steer>
                 replicate_options{.quantized = {.min = -1.0, .max = 1.0, .step = 1.0 / 64.0},
                                   .input = true}> {};
 
-namespace {
+namespace input_server_test {
 
 namespace protocol = ecsnet::protocol;
 using ecsnet::client::connect_options;
@@ -396,4 +396,4 @@ TEST(InputServerReconnect, AReconnectKeepsTheShipAndStartsANewStream) {
               (Steer{0.75F, 0.5F}));
 }
 
-}  // namespace
+}  // namespace input_server_test

@@ -9,7 +9,7 @@
 
 #include "ecsnet/protocol/components.hpp"
 
-namespace {
+namespace tick_pipeline_test {
 
 namespace ecs = ecsnet::ecs;
 namespace protocol = ecsnet::protocol;
@@ -106,4 +106,4 @@ TEST_F(pipeline_test, DespawnEndsEveryEntityOfTheOwnersWhoseGraceEnded) {
     EXPECT_EQ(changes.destroyed.size(), 2U);
 }
 
-}  // namespace
+}  // namespace tick_pipeline_test

@@ -12,7 +12,7 @@
 #include <fstream>
 #include <string>
 
-namespace {
+namespace static_files_test {
 
 namespace fs = std::filesystem;
 namespace http = boost::beast::http;
@@ -242,9 +242,9 @@ TEST(StaticFileTypes, EveryKnownExtensionAndTheRest) {
 TEST(StaticFileTypes, TheDefaultWebDirectoryIsBesideTheExecutable) {
     const fs::path exe_dir = ecsnet::server::executable_dir();
     ASSERT_FALSE(exe_dir.empty());
-    EXPECT_TRUE(fs::exists(exe_dir / "server_static_files_test"));
+    EXPECT_TRUE(fs::exists(exe_dir / "server_test"));
     EXPECT_EQ(ecsnet::server::default_web_dir("arena"),
               (exe_dir.parent_path() / "share" / "ecsnet" / "web" / "arena"));
 }
 
-}  // namespace
+}  // namespace static_files_test

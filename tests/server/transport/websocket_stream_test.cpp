@@ -31,7 +31,7 @@
 #include "test_server.hpp"
 #include "test_support.hpp"
 
-namespace {
+namespace websocket_stream_test {
 
 namespace asio = boost::asio;
 namespace beast = boost::beast;
@@ -631,4 +631,4 @@ TEST(WebSocketClose, AClientsCloseFrameEndsItsSessionCleanly) {
     EXPECT_EQ(server.stats().invalid_frames, 0U);
 }
 
-}  // namespace
+}  // namespace websocket_stream_test
