@@ -168,7 +168,7 @@ if [ "$tsan" = 1 ]; then
   # own; the observers (a socket handed from the admin thread to the server); the metrics
   # scraped by the admin thread while sessions and the world count (MetricsEndpoint); the
   # Agones lifecycle on its own thread; the journal's writer thread and the checkpoint writer
-  # (JournalTest, Persistence...). Only their programs are built (one per part: server_test,
+  # (JournalTest, ServerPersistence). Only their programs are built (one per part: server_test,
   # client_test) and only these tests run. The flood and soak tests (minutes of load, with CPU
   # and latency bounds that a 5-15x slower build does not hold) stay with the ASan stage.
   tsan_targets=(server_test server_process_test reliability_limits_test client_test
