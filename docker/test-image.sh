@@ -5,11 +5,19 @@
 # clean SIGTERM stop, a persistent world (ECSNET_STATE_DIR on a named volume: a new container
 # finds the entities with their ids and owner), and docker/compose.yaml with podman-compose.
 #
-# Usage: docker/test-image.sh [--client PATH] [--keep-image] [--purge-cache]
+# With --packages DIR (scripts/test.sh gives the Release stage's, made by scripts/package.sh):
+# the Debian packages on a clean Debian 12: the runtime package installed and run; a game made
+# by the -dev package's `ecsnet new`, built by its own Dockerfile (whose build stage installs
+# ecsnet-dev on Debian 12, builds the game and runs its test) FROM the image built here, run,
+# and joined by a client.
+#
+# Usage: docker/test-image.sh [--client PATH] [--packages DIR] [--keep-image] [--purge-cache]
 #                             [--check-prerequisites] [--help]
 #   --client PATH   ecsnet-client built on the host (default: $ECSNET_CLIENT, else
 #                   build/release/bin/ecsnet-client if it exists, else the client in the image,
 #                   run in a second container that reaches the server through the host)
+#   --packages DIR  the ecsnet_*.deb and ecsnet-dev_*.deb to test (default: $ECSNET_PACKAGES_DIR;
+#                   none: that part is skipped, and says so)
 #   --keep-image    keep the tag ecsnet:test at the end (the build cache is always kept)
 #   --purge-cache   delete the podman store and base images under the cache dir, then exit
 #   --check-prerequisites  only check that every command this test runs is there (podman, runc,
@@ -32,12 +40,14 @@ repo=$(cd "$(dirname "$0")/.." && pwd)
 cache=${ECSNET_PODMAN_CACHE:-/var/tmp/ecsnet-podman}
 image=localhost/ecsnet:test
 client=${ECSNET_CLIENT:-}
+packages=${ECSNET_PACKAGES_DIR:-}
 keep_image=0
 purge=0
 check_only=0
 while [ $# -gt 0 ]; do
   case "$1" in
     --client) client=$2; shift 2 ;;
+    --packages) packages=$2; shift 2 ;;
     --keep-image) keep_image=1; shift ;;
     --purge-cache) purge=1; shift ;;
     --check-prerequisites) check_only=1; shift ;;
@@ -57,6 +67,15 @@ if [ "$check_only" -eq 1 ]; then
 fi
 if [ -z "$client" ] && [ -x "$repo/build/release/bin/ecsnet-client" ]; then
   client=$repo/build/release/bin/ecsnet-client
+fi
+runtime_deb=""
+dev_deb=""
+if [ -n "$packages" ]; then
+  runtime_deb=$(find "$packages" -maxdepth 1 -name 'ecsnet_*.deb' | sort | tail -n 1)
+  dev_deb=$(find "$packages" -maxdepth 1 -name 'ecsnet-dev_*.deb' | sort | tail -n 1)
+  [ -n "$runtime_deb" ] && [ -n "$dev_deb" ] ||
+    { echo "test-image.sh: $packages has no ecsnet_*.deb and ecsnet-dev_*.deb (scripts/package.sh)" >&2; exit 2; }
+  packages=$(cd "$packages" && pwd)
 fi
 if [ -n "$client" ]; then
   [ -x "$client" ] || { echo "test-image.sh: no executable client at $client" >&2; exit 2; }
@@ -231,6 +250,7 @@ fi
 
 # ---- cleanup of everything the run creates, by name / pid --------------------------------
 run_id=ecsnet-test-$$
+game_image=localhost/ecsnet-game:test  # the template's game (6.), built FROM $image
 server_name=$run_id-server
 check_name=$run_id-check
 project=ecsnet-test-$$
@@ -248,7 +268,7 @@ cleanup() {
   for pid in "${pids[@]}"; do kill "$pid" 2> /dev/null; done
   # -v: also the anonymous volume the image's VOLUME /var/lib/ecsnet gives each container
   for name in "$server_name" "$check_name" "$run_id-port" "$run_id-client1" "$run_id-client2" \
-              "$state_name-1" "$state_name-2" \
+              "$state_name-1" "$state_name-2" "$run_id-deb" "$run_id-game" "$run_id-new" \
               "${project}_client_run1" "${project}_client_run2" "${project}_client_run3"; do
     pm container exists "$name" 2> /dev/null && pm rm -f -v -t 0 "$name" > /dev/null 2>&1
   done
@@ -265,6 +285,10 @@ cleanup() {
     for name in $(new_volumes 2> /dev/null); do pm volume rm -f "$name" > /dev/null 2>&1; done
   fi
   rm -rf "$client_state"
+  [ -z "${game_work:-}" ] || rm -rf "$game_work"
+  for name in "$game_image" "$game_image-build"; do
+    pm image exists "$name" 2> /dev/null && pm untag "$name" > /dev/null 2>&1
+  done
   if [ "$keep_image" -eq 0 ]; then
     # Only the tag goes: its layers stay as the build cache of the next run.
     pm image exists "$image" 2> /dev/null && pm untag "$image" > /dev/null 2>&1
@@ -643,6 +667,79 @@ for name in $compose_anonymous; do pm volume rm "$name" > /dev/null; done
 left=$(pm ps -a --filter "label=io.podman.compose.project=$project" --format '{{.Names}}')
 [ -z "$left" ] || fail "containers left after down: $left"
 ok "no container, network or volume of the project left"
+
+# ---- 6. the Debian packages: installed on a clean Debian 12, a game built and run on them ----
+if [ -z "$packages" ]; then
+  step "Debian packages: skipped (no --packages DIR nor ECSNET_PACKAGES_DIR; scripts/package.sh makes them)"
+else
+  step "$(basename "$runtime_deb") on a clean Debian 12 (bookworm-slim): apt-get install, then its programs"
+  out=$(pmt 900 run --rm --name "$run_id-deb" --network=slirp4netns --no-healthcheck \
+          -v "$packages:/packages:ro" --entrypoint sh docker.io/library/debian:bookworm-slim -c '
+            set -e
+            apt-get update -qq
+            DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+              /packages/'"$(basename "$runtime_deb")"' > /dev/null
+            for program in ecsnet-server ecsnet-client arena-server arena-client; do
+              "$program" --help > /dev/null
+            done
+            ecsnet-server --version
+            ecsnet-client --version
+            dpkg -L ecsnet | grep -c "^/usr/bin/"' 2>&1) || { echo "$out" | indent; fail "the runtime package"; }
+  echo "$out" | indent
+  ok "installed with the Depends it declares, every program runs ($(elapsed "$step_start") s)"
+
+  step "ecsnet new tagdemo: the script and template of $(basename "$dev_deb"), unpacked on the host"
+  game_work=$(mktemp -d "${TMPDIR:-/tmp}/ecsnet-game.XXXXXX")
+  dpkg-deb -x "$dev_deb" "$game_work/dev"
+  "$game_work/dev/usr/bin/ecsnet" new tagdemo --dir "$game_work/tagdemo" | indent
+  mkdir "$game_work/tagdemo/packages"
+  cp "$dev_deb" "$game_work/tagdemo/packages/"
+  ok "$(find "$game_work/tagdemo" -type f | wc -l) files"
+
+  step "podman build the game's own Dockerfile: ecsnet-dev on Debian 12, its build and test, FROM $image"
+  game_log=$cache/game-build.log
+  if ! pmt 1800 build --pull=never --format docker --build-arg "ECSNET_IMAGE=$image" \
+         -t "$game_image" "$game_work/tagdemo" > "$game_log" 2>&1; then
+    tail -n 40 "$game_log" >&2
+    fail "the game's podman build (log: $game_log)"
+  fi
+  grep -E 'tests passed|Linking CXX executable' "$game_log" | indent
+  # The build step runs the tests; a cached step is one that passed them with the same inputs
+  # (a failing RUN leaves no layer).
+  if grep -q '100% tests passed' "$game_log"; then
+    ok "built and tested in $(elapsed "$step_start") s"
+  elif grep -A1 'RUN cmake -S . -B /build' "$game_log" | grep -q -- '--> Using cache'; then
+    ok "its build and test step cached: the same sources and packages passed it before ($(elapsed "$step_start") s)"
+  else
+    fail "the game's tests did not all pass in its build (log: $game_log)"
+  fi
+  pmt 600 build --pull=never --format docker --target build -t "$game_image-build" \
+    "$game_work/tagdemo" > /dev/null 2>&1 || fail "the game's build stage, tagged"
+  out=$(pmt 60 run --rm --name "$run_id-new" --network=none --no-healthcheck --entrypoint sh \
+          "$game_image-build" -c 'cd /tmp && ecsnet version && ecsnet new second > /dev/null && ls second' 2>&1) \
+    || { echo "$out" | indent; fail "ecsnet new inside the build stage (installed by ecsnet-dev)"; }
+  ok "ecsnet-dev installed \`$(head -n 1 <<< "$out")\` in the build stage; \`ecsnet new\` works there: $(tail -n +2 <<< "$out" | paste -sd ' ')"
+
+  game_port=$(free_port)
+  step "the game's image: podman run -p 127.0.0.1:$game_port:7777, healthy, a client joins and gets a player"
+  pm run -d --name "$run_id-game" --network=slirp4netns -p "127.0.0.1:$game_port:7777" \
+    "$game_image" > /dev/null 2> "$cache/podman-run.log" || { indent < "$cache/podman-run.log"; fail "podman run the game"; }
+  wait_healthy "$run_id-game" 30 || { pm logs "$run_id-game" 2>&1 | indent; fail "the game not healthy within 30 s"; }
+  client_port=$game_port
+  client_name=tagdemo-test
+  # Joined for 2 s, then listed as the same player (its resume key): the game made it an entity
+  # with a position, which outlives the first connection for the reconnect grace.
+  watched=$(ecsnet_client watch --seconds 2 2>&1) || { echo "$watched" | indent; fail "watch the game"; }
+  head -n 1 <<< "$watched" | indent
+  listed=$(ecsnet_client list 2>&1) || { echo "$listed" | indent; fail "list the game"; }
+  echo "$listed" | indent
+  grep -Eq '^[0-9]+:[0-9]+ +client [0-9]+ +\(' <<< "$listed" && grep -Eq 'owns [1-9]' <<< "$listed" \
+    || fail "the game made no player (an owned entity with a position) for the client"
+  pm stop -t 10 "$run_id-game" > /dev/null
+  code=$(pm inspect "$run_id-game" --format '{{.State.ExitCode}}')
+  [ "$code" = 0 ] || fail "the game's server exited $code"
+  ok "tagdemo-server (FROM $image) gave the client its player and stopped cleanly on SIGTERM"
+fi
 
 step "no volume left behind"
 left=$(new_volumes)

@@ -46,6 +46,8 @@ build  mold                    mold
 build  coreutils               nproc mktemp tee timeout nice
 build  util-linux              chrt
 build  sed                     sed
+build  dpkg-dev                dpkg-shlibdeps
+build  file                    file
 fuzz   clang-14                clang++-14
 fuzz   libclang-rt-14-dev
 fuzz   coreutils               timeout base64

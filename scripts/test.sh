@@ -8,7 +8,8 @@
 # (the README's, -O3, no sanitizer) in build/release-tests: the programs and the suites whose
 # subject changes with the optimizer (see the stage), then the fuzzers (scripts/fuzz.sh on the ASan
 # build: libFuzzer, 30 s per target) and the Docker image test (docker/test-image.sh, with
-# podman). The TSan and Release builds run beside the ASan tests at idle priority. Uses ccache
+# podman), which also installs the Release build's Debian packages (scripts/package.sh) on a
+# clean Debian 12 and builds and runs a game from their template there. The TSan and Release builds run beside the ASan tests at idle priority. Uses ccache
 # and mold when installed.
 # A failing ctest stage does not stop the others; the last line sums every ctest stage.
 # Usage: scripts/test.sh [--no-image] [--no-fuzz] [--no-tsan] [--no-release] [ctest args]
@@ -294,15 +295,23 @@ if [ "$fuzz" = 1 ]; then
 fi
 
 if [ "$image" = 1 ]; then
-  stage "Docker image test (podman)"
+  stage "Docker image test and the Debian packages (podman)"
+  # The Release stage's build as Debian packages (scripts/package.sh, cmake/packaging.cmake):
+  # the image test installs them on a clean Debian 12 and builds and runs a game from their
+  # template (docker/test-image.sh, 6.). Without the Release stage that part is skipped.
+  packages=()
+  if [ "$release" = 1 ]; then
+    scripts/package.sh --from-build "$release_build" --out build/packages
+    packages=(ECSNET_PACKAGES_DIR="$PWD/build/packages")
+  fi
   image_ccache=()
   if [ "$release" = 1 ] && command -v ccache >/dev/null 2>&1; then
     image_ccache=(ECSNET_IMAGE_CCACHE_DIR="$(ccache --get-config cache_dir)"
                   ECSNET_IMAGE_BUILD_DIR="$release_build")
     mkdir -p "${image_ccache[0]#*=}"
   fi
-  env ${image_ccache[@]+"${image_ccache[@]}"} ECSNET_CLIENT="$PWD/$build/bin/ecsnet-client" \
-    docker/test-image.sh
+  env ${image_ccache[@]+"${image_ccache[@]}"} ${packages[@]+"${packages[@]}"} \
+    ECSNET_CLIENT="$PWD/$build/bin/ecsnet-client" docker/test-image.sh
 fi
 
 stage "done"

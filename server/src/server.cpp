@@ -64,7 +64,7 @@ server::server(asio::io_context& io, server_config config, const game& g)
                   tick_pipeline::settings{config_.tick_rate,
                                           command_limits{config_.max_entities_per_client,
                                                          config_.max_entities},
-                                          config_.input_buffer_ticks}},
+                                          config_.input_buffer_ticks, config_.strict_access}},
       admission_{admission::settings{config_.world_id, config_.token_secret,
                                      config_.token_public_key, config_.max_remembered_tokens,
                                      config_.auth_token},
@@ -337,7 +337,10 @@ void server::run_tick() {
     simulation_.tell_players(hooks, tick_);
     simulation_.despawn(admission_.take_departed(clock::now()), tick_);
     simulation_.apply_inputs(tick_);
-    simulation_.run_systems(tick_);
+    if (std::string violation = simulation_.run_systems(tick_); !violation.empty()) {
+        fail(std::move(violation));
+        return;
+    }
     const ecs::World::change_set_type& changes = simulation_.take_changes();
     if (journal_writer* journal = this->journal()) {
         journal->structure(*world_, changes);

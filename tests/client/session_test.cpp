@@ -435,6 +435,37 @@ TEST_P(Session, JoinsInTheBackgroundAndReportsTheWorldInsideUpdate) {
     EXPECT_EQ(p.s.stats().reconnects, 0U);
 }
 
+TEST_P(Session, OwnedTellsOfThePlayersEntitiesAsTheyCome) {
+    player p{options(server_.port())};
+    std::vector<Entity> owned;
+    p.s.events().owned = [&](Entity e) {
+        owned.push_back(e);
+        p.note("owned " + name(e));
+    };
+    ASSERT_TRUE(p.join()) << p.s.closed_reason();
+    EXPECT_TRUE(p.s.owned_entities().empty()) << "the ship comes with a tick after the join";
+
+    // The game makes the player's ship when it joins: it arrives after `joined`, told once.
+    ASSERT_TRUE(p.pump_until([&] { return !owned.empty(); }));
+    const Entity ship = owned.front();
+    EXPECT_EQ(ship, p.own_ship());
+    EXPECT_GT(p.index_of("spawned " + name(ship)), p.index_of("joined " + std::to_string(p.s.client_id())));
+    EXPECT_EQ(p.index_of("owned " + name(ship)), p.index_of("spawned " + name(ship)) + 1);
+    EXPECT_EQ(p.s.owned_entities(), std::vector<Entity>{ship});
+
+    // What the player spawns is its own too; the drifters are nobody's.
+    const std::uint32_t id = p.s.next_request_id();
+    ASSERT_TRUE(p.s.send(protocol::spawn{id, protocol::component_set{}.set(Glide{1.0F, 1.0F, 0, false})}));
+    ASSERT_TRUE(p.pump_until([&] { return p.results.contains(id) && owned.size() == 2; }));
+    const Entity spawned = p.results.at(id).entity;
+    EXPECT_EQ(owned.back(), spawned);
+    EXPECT_EQ(p.s.owned_entities(), (std::vector<Entity>{ship, spawned}));
+    ASSERT_TRUE(p.s.send(protocol::destroy{p.s.next_request_id(), spawned}));
+    ASSERT_TRUE(p.pump_until([&] { return p.count("destroyed " + name(spawned)) == 1; }));
+    EXPECT_EQ(p.s.owned_entities(), std::vector<Entity>{ship});
+    EXPECT_EQ(owned.size(), 2U) << "told once per entity";
+}
+
 TEST_P(Session, NeverWaitsForAServerThatDoesNotAnswer) {
     // It listens but never accepts: the kernel completes the connection, nobody answers Hello.
     asio::io_context io;

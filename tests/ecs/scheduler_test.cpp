@@ -239,6 +239,47 @@ TEST(Scheduler, AThrowingSystemIsReportedCountedAndTheTickCompletes) {
     EXPECT_EQ(s.failures(), 3U);
 }
 
+TEST(Scheduler, StrictAccessThrowsTheViolationAfterCleaningUp) {
+    const auto w = World::make();
+    const Entity e = w->create();
+    w->emplace<Position>(e, 0, 0);
+    w->emplace<Health>(e, 1);
+
+    std::vector<std::string> calls;
+    Scheduler s(0.1);
+    EXPECT_FALSE(s.strict_access());
+    s.set_strict_access(true);
+    s.add("sneaky", component_access{}.reads<Position>(), [&](SystemContext& c) {
+        calls.emplace_back("sneaky");
+        c.commands.destroy(c.commands.create());
+        (void)c.world.get<Health>(e);  // not declared
+    });
+    s.add("after", component_access{}, [&](SystemContext&) { calls.emplace_back("after"); });
+
+    EXPECT_THAT(message_of<access_violation>([&] { (void)s.run(*w); }),
+                AllOf(HasSubstr("system 'sneaky'"), HasSubstr("Health")));
+    EXPECT_THAT(calls, ElementsAre("sneaky"));  // the tick stopped there
+    EXPECT_EQ(s.systems()[0].failures, 1U);
+    EXPECT_EQ(s.failures(), 1U);
+    EXPECT_EQ(s.ticks(), 1U);
+    EXPECT_EQ(w->alive(), 1U);              // its commands were dropped
+    EXPECT_EQ(w->get<Health>(e).hp, 1);     // and the world's access was reset
+}
+
+TEST(Scheduler, StrictAccessReportsOtherExceptionsAsUsual) {
+    const auto w = World::make();
+    Scheduler s(0.1);
+    s.set_strict_access(true);
+    s.add("thrower", component_access{}, [](SystemContext&) { throw std::runtime_error("no"); });
+    bool after = false;
+    s.add("after", component_access{}, [&](SystemContext&) { after = true; });
+
+    const auto report = s.run(*w);
+    ASSERT_EQ(report.system_failures.size(), 1U);
+    EXPECT_EQ(report.system_failures[0].what, "no");
+    EXPECT_TRUE(after);
+}
+
 // ---- access checks --------------------------------------------------------------------------
 
 // A world with one entity holding Position, Velocity and Health, and a scheduler whose only

@@ -353,6 +353,33 @@ TEST(MirrorSync, QueriesAnswerByIndexAndVersion) {
     EXPECT_THAT(seen, ElementsAre(reused, b));  // index order
 }
 
+TEST(MirrorSync, TypesGoByNameAsWellAsByWireId) {
+    server s;
+    const Entity a = s.world->create();
+    s.world->emplace<Position>(a, 1.0F, 2.0F);
+    s.world->emplace<Name>(a, "a");
+    static_cast<void>(s.tick());
+    EXPECT_THROW((void)proto::schema{}.id_of("position"), proto::unknown_component) << "no Welcome yet";
+    proto::mirror mirror = make_mirror();
+    ASSERT_TRUE(feed_all(mirror, s.snapshot()));
+
+    EXPECT_TRUE(mirror.has(a, "position"));
+    EXPECT_TRUE(mirror.has(a, "owner") == mirror.has(a, 0U));
+    EXPECT_EQ(mirror.value(a, "position").size(), mirror.value(a, ids::position).size());
+    ASSERT_NE(mirror.text(a, "name"), nullptr);
+    EXPECT_EQ(*mirror.text(a, "name"), "a");
+    EXPECT_EQ(mirror.types().id_of("name"), ids::name);
+    // A name the server does not have is an error that says what there is, never a silent false.
+    try {
+        (void)mirror.has(a, "postion");
+        ADD_FAILURE() << "no throw";
+    } catch (const proto::unknown_component& e) {
+        EXPECT_THAT(e.what(), HasSubstr("'postion'"));
+        EXPECT_THAT(e.what(), HasSubstr("position"));
+        EXPECT_THAT(e.what(), HasSubstr("owner"));
+    }
+}
+
 TEST(MirrorSync, OtherMessagesAreNotItsBusiness) {
     server s;
     s.world->emplace<Health>(s.world->create(), 3);

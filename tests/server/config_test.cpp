@@ -49,6 +49,7 @@ constexpr const char* all_variables[] = {"ECSNET_BIND",
                                          "ECSNET_CHECKSUM_INTERVAL",
                                          "ECSNET_CHECKSUM_SLICE",
                                          "ECSNET_WORLD_HALF_EXTENT",
+                                         "ECSNET_STRICT_ACCESS",
                                          "ECSNET_HELLO_TIMEOUT_MS",
                                          "ECSNET_IDLE_TIMEOUT_MS",
                                          "ECSNET_FRAME_TIMEOUT_MS",
@@ -110,6 +111,7 @@ TEST_F(ServerConfig, DefaultsWithoutArguments) {
     EXPECT_EQ(c.command_rate, 200.0);
     EXPECT_EQ(c.command_burst, 400.0);
     EXPECT_FALSE(c.keep_entities_on_disconnect);
+    EXPECT_FALSE(c.strict_access);
     EXPECT_EQ(c.checksum_interval, 30U);
     EXPECT_EQ(c.checksum_slice, 65'536U);
     EXPECT_EQ(c.world_half_extent, 1000.0F);
@@ -392,6 +394,12 @@ TEST_F(ServerConfig, IoThreadsFromFlagOrEnvironment) {
     EXPECT_EQ(parse({"--io-threads", "two"}).exit_code, 2);
     EXPECT_EQ(parse({"--io-threads", "1025"}).exit_code, 2);
     (void)testing::internal::GetCapturedStderr();
+}
+
+TEST_F(ServerConfig, StrictAccessFromTheFlagOrTheEnvironment) {
+    EXPECT_TRUE(parse({"--strict-access"}).config.strict_access);
+    ::setenv("ECSNET_STRICT_ACCESS", "true", 1);
+    EXPECT_TRUE(parse({}).config.strict_access);
 }
 
 TEST_F(ServerConfig, HealthcheckFlag) {

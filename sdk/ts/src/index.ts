@@ -14,7 +14,7 @@ export { Interpolation, defaultInterpolationOptions } from './interpolation';
 export type { InterpolationOptions } from './interpolation';
 export { FrameReader, MalformedFrameError, DEFAULT_MAX_SERVER_FRAME_BYTES } from './frame';
 export {
-  Schema, SchemaError, FieldType, Writer, makeValue, readValue, invalidValue, unpackValue, packColumn, valueBits,
+  Schema, SchemaError, UnknownComponentError, FieldType, Writer, makeValue, readValue, invalidValue, unpackValue, packColumn, valueBits,
   valueBytes, isString,
 } from './schema';
 export type { ComponentInfo, FieldInfo, FieldValue, FixedValue, ComponentValue } from './schema';

@@ -61,11 +61,12 @@ export class Interpolation {
   get tick(): number { return this.tick_; }
   get size(): number { return this.histories.size; }
 
-  // e's value of `type` as of the current tick; ignored for a type not interpolated.
-  record(e: Entity, type: number, value: Uint8Array): void {
-    const info = this.types.find(type);
-    if (info === undefined || !info.interpolated || isString(info) || value.length !== valueBytes(info)) return;
-    const key = Interpolation.key(e.index, type);
+  // e's value of `type` (a name or wire id, as everywhere below) as of the current tick; ignored
+  // for a type not interpolated. A type the server does not have throws an UnknownComponentError.
+  record(e: Entity, type: string | number, value: Uint8Array): void {
+    const info = this.types.get(type);
+    if (!info.interpolated || isString(info) || value.length !== valueBytes(info)) return;
+    const key = Interpolation.key(e.index, info.id);
     let h = this.histories.get(key);
     if (h === undefined) {
       h = { version: e.version, points: [] };
@@ -86,9 +87,9 @@ export class Interpolation {
   }
 
   appeared(e: Entity): void { this.forget(e); }
-  forget(e: Entity, type?: number): void {
+  forget(e: Entity, type?: string | number): void {
     if (type !== undefined) {
-      this.histories.delete(Interpolation.key(e.index, type));
+      this.histories.delete(Interpolation.key(e.index, this.types.get(type).id));
       return;
     }
     for (let t = 0; t < this.types.size; ++t) this.histories.delete(Interpolation.key(e.index, t));
@@ -127,10 +128,10 @@ export class Interpolation {
 
   // The fields of e's `type` at renderTick (numbers interpolated, integers rounded, bools
   // step), or null when none was recorded.
-  sample(e: Entity, type: number, renderTick: number): FixedValue | null {
-    const at = this.locate(e, type, renderTick);
-    if (at === null) return null;
+  sample(e: Entity, type: string | number, renderTick: number): FixedValue | null {
     const info = this.types.get(type);
+    const at = this.locate(e, info.id, renderTick);
+    if (at === null) return null;
     const from = readValue(info, at.from.value);
     if (at.to === null || at.t === 0) return from;
     return blend(info, from, readValue(info, at.to.value), at.t);

@@ -4,7 +4,7 @@ import * as flatbuffers from 'flatbuffers';
 import * as wire from './generated/server_generated';
 import * as cwire from './generated/client_generated';
 import { MalformedFrameError, openFrame, DEFAULT_MAX_SERVER_FRAME_BYTES } from './frame';
-import { ComponentInfo, FieldType, Schema, Writer, isString, makeValue, packColumn, FixedValue } from './schema';
+import { ComponentInfo, FieldType, Schema, UnknownComponentError, Writer, isString, makeValue, packColumn, FixedValue } from './schema';
 
 export const PROTOCOL_VERSION = 4;
 export const MAX_INPUT_TICKS = 16;
@@ -297,8 +297,15 @@ export interface Hello {
   connectToken?: string;
 }
 
-// A component value to send: by type name or wire id.
+// Component values to send, by type name (or wire id): { position: { x: 1, y: 2 }, name: 'bob' }.
 export type ComponentValues = Record<string, FixedValue | string>;
+
+// The type a ComponentValues key names: a type name, else a wire id written in decimal.
+function typeOfKey(schema: Schema, key: string): ComponentInfo {
+  const info = schema.find(key) ?? (/^(0|[1-9][0-9]*)$/.test(key) ? schema.find(Number(key)) : undefined);
+  if (info === undefined) throw new UnknownComponentError(key, schema.names);
+  return info;
+}
 
 function finishClient(builder: flatbuffers.Builder, type: cwire.ClientBody, body: flatbuffers.Offset): Uint8Array {
   const root = cwire.ClientMessage.createClientMessage(builder, type, body);
@@ -321,14 +328,14 @@ export function encodeHello(h: Hello): Uint8Array {
   return finishClient(b, cwire.ClientBody.Hello, cwire.Hello.endHello(b));
 }
 
-// One column per type with exactly one value each (Spawn, SetComponent); throws TypeError for
-// an unknown type, a server-written one is left to the server to refuse.
+// One column per type with exactly one value each (Spawn, SetComponent); throws an
+// UnknownComponentError (a TypeError) for an unknown type, a server-written one is left to
+// the server to refuse.
 function valueColumns(b: flatbuffers.Builder, schema: Schema, values: ComponentValues, count = 1,
                       perTick?: readonly ComponentValues[]): flatbuffers.Offset {
   const offsets: flatbuffers.Offset[] = [];
   for (const name of Object.keys(values)) {
-    const info = schema.find(name);
-    if (info === undefined) throw new TypeError(`the server has no component type '${name}'`);
+    const info = typeOfKey(schema, name);
     const all = perTick ? perTick.map((v) => v[name]!) : Array.from({ length: count }, () => values[name]!);
     let vec: flatbuffers.Offset;
     if (isString(info)) {
@@ -379,7 +386,7 @@ export function encodeSet(schema: Schema, requestId: number, entity: Entity, val
   return finishClient(b, cwire.ClientBody.SetComponent, cwire.SetComponent.endSetComponent(b));
 }
 
-export function encodeRemove(schema: Schema, requestId: number, entity: Entity, types: readonly string[]): Uint8Array {
+export function encodeRemove(schema: Schema, requestId: number, entity: Entity, types: readonly (string | number)[]): Uint8Array {
   const b = new flatbuffers.Builder(64);
   const ids = cwire.RemoveComponent.createTypesVector(b, types.map((t) => schema.get(t).id));
   cwire.RemoveComponent.startRemoveComponent(b);
@@ -413,8 +420,10 @@ export function encodeFocus(x: number, y: number): Uint8Array {
 export function encodeInput(schema: Schema, entity: Entity, firstTick: bigint, ticks: readonly ComponentValues[]): Uint8Array {
   if (ticks.length < 1 || ticks.length > MAX_INPUT_TICKS) throw new RangeError(`an Input holds 1 to ${MAX_INPUT_TICKS} ticks`);
   for (const name of Object.keys(ticks[0]!)) {
-    const info = schema.find(name);
-    if (info === undefined || !info.input) throw new TypeError(`'${name}' is not one of the server's input types`);
+    if (!typeOfKey(schema, name).input) {
+      const inputs = schema.types.filter((t) => t.input).map((t) => t.name);
+      throw new TypeError(`'${name}' is not one of the server's input types (${inputs.join(', ') || 'it has none'})`);
+    }
   }
   const b = new flatbuffers.Builder(256);
   const cols = valueColumns(b, schema, ticks[0]!, ticks.length, ticks);

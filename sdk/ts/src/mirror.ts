@@ -10,8 +10,9 @@ import {
 
 export interface MirrorEvents {
   onSpawn?: (e: Entity) => void;
-  onUpdate?: (e: Entity, type: number) => void;
-  onRemove?: (e: Entity, type: number) => void;
+  // `type` is the wire id, `name` the type's name.
+  onUpdate?: (e: Entity, type: number, name: string) => void;
+  onRemove?: (e: Entity, type: number, name: string) => void;
   onDestroy?: (e: Entity) => void;
   onEnter?: (e: Entity) => void;
   onLeave?: (e: Entity) => void;
@@ -148,26 +149,37 @@ export class Mirror {
 
   find(index: number): Entity | null { return this.live.find(index); }
   contains(e: Entity): boolean { return this.live.versions.get(e.index) === e.version; }
-  has(e: Entity, type: number): boolean {
-    return this.contains(e) && (this.live.stores[type]?.has(e.index) ?? false);
+
+  // Every method below takes the component type by name ('position') or by wire id, and throws
+  // an UnknownComponentError (a TypeError listing the server's types) for a type the server
+  // does not have: test for an optional one with `types.find(name)`.
+
+  // Whether e is mirrored and has the type.
+  has(e: Entity, type: string | number): boolean {
+    const id = this.schema.get(type).id;
+    return this.contains(e) && this.live.stores[id]!.has(e.index);
   }
   // Canonical bytes of a fixed-size value, or null.
-  value(e: Entity, type: number): Uint8Array | null {
-    const v = this.contains(e) ? this.live.stores[type]?.get(e.index) : undefined;
+  value(e: Entity, type: string | number): Uint8Array | null {
+    const id = this.schema.get(type).id;
+    const v = this.contains(e) ? this.live.stores[id]!.get(e.index) : undefined;
     return v instanceof Uint8Array ? v : null;
   }
-  text(e: Entity, type: number): string | null {
-    const v = this.contains(e) ? this.live.stores[type]?.get(e.index) : undefined;
+  // A string type's value, or null.
+  text(e: Entity, type: string | number): string | null {
+    const id = this.schema.get(type).id;
+    const v = this.contains(e) ? this.live.stores[id]!.get(e.index) : undefined;
     return typeof v === 'string' ? v : null;
   }
-  // e's value of a type (by name or wire id), decoded: an object of its fields or a string;
-  // undefined when e does not have it.
-  get(e: Entity, type: string | number): ComponentValue | undefined {
-    const info = this.schema.find(type);
-    if (info === undefined || !this.contains(e)) return undefined;
+  // e's value of a type, decoded: an object of its fields (64-bit integers as bigint) or a
+  // string; undefined when e does not have it. T only types the result (nothing checks it
+  // against the schema): mirror.get<{ x: number; y: number }>(e, 'position').
+  get<T extends object | string = ComponentValue>(e: Entity, type: string | number): T | undefined {
+    const info = this.schema.get(type);
+    if (!this.contains(e)) return undefined;
     const v = this.live.stores[info.id]!.get(e.index);
     if (v === undefined) return undefined;
-    return typeof v === 'string' ? v : readValue(info, v);
+    return (typeof v === 'string' ? v : readValue(info, v)) as T;
   }
   // Every mirrored entity, in index order.
   entities(): Entity[] {
@@ -364,7 +376,7 @@ export class Mirror {
           const v = is.get(index);
           if (v === undefined || !kept(index, version)) continue;
           const old = was?.get(index);
-          if (old === undefined || !sameValue(old, v)) onUpdate({ index, version }, id);
+          if (old === undefined || !sameValue(old, v)) onUpdate({ index, version }, id, this.schema.types[id]!.name);
         }
       }
     }
@@ -374,7 +386,7 @@ export class Mirror {
         const was = before.stores[id];
         const is = this.live.stores[id]!;
         for (const [index, version] of live) {
-          if (kept(index, version) && was?.has(index) && !is.has(index)) onRemove({ index, version }, id);
+          if (kept(index, version) && was?.has(index) && !is.has(index)) onRemove({ index, version }, id, this.schema.types[id]!.name);
         }
       }
     }
@@ -459,7 +471,7 @@ export class Mirror {
           if (why !== null) return this.inconsistent(`invalid ${info.name} value for ${entityName({ index, version })}: ${why}`);
         }
         store.set(index, value);
-        if (onUpdate !== undefined) this.active.onUpdate!({ index, version }, info.id);
+        if (onUpdate !== undefined) this.active.onUpdate!({ index, version }, info.id, info.name);
       }
     }
     return true;
@@ -478,7 +490,7 @@ export class Mirror {
         const e = this.live.find(index);
         if (e === null || !store.has(index)) return this.inconsistent(`removal of ${info.name} that entity index ${index} does not have`);
         store.delete(index);
-        this.active.onRemove?.(e, info.id);
+        this.active.onRemove?.(e, info.id, info.name);
       }
     }
     return true;

@@ -44,6 +44,18 @@ export class SchemaError extends Error {
   }
 }
 
+// A component type the server does not have, asked for by name or wire id (a typo, another
+// game's type, or a call before Welcome): `type` is what was asked, `known` the server's names.
+export class UnknownComponentError extends TypeError {
+  constructor(readonly type: string | number, readonly known: readonly string[]) {
+    const what = typeof type === 'number' ? `id ${type}` : JSON.stringify(type);
+    super(known.length === 0
+      ? `unknown component type ${what}: the server's types are not known yet (no Welcome received)`
+      : `unknown component type ${what}: the server's types are ${known.map((n, id) => `${n} (${id})`).join(', ')}`);
+    this.name = 'UnknownComponentError';
+  }
+}
+
 export function isString(info: ComponentInfo): boolean {
   return info.maxBytes > 0;
 }
@@ -106,16 +118,20 @@ export class Schema {
   get size(): number {
     return this.types.length;
   }
+  // The type of that name or wire id, or undefined (to test for a type that may be missing).
   find(idOrName: number | string): ComponentInfo | undefined {
     return typeof idOrName === 'number' ? this.types[idOrName] : this.byName.get(idOrName);
   }
-  // Like find, but throws for a type the server does not have.
+  // Like find, but throws an UnknownComponentError, which lists the server's types, for a
+  // type the server does not have.
   get(idOrName: number | string): ComponentInfo {
     const info = this.find(idOrName);
-    if (info === undefined) {
-      throw new SchemaError(`the server has no component type ${JSON.stringify(idOrName)}`);
-    }
+    if (info === undefined) throw new UnknownComponentError(idOrName, this.names);
     return info;
+  }
+  // The type names by wire id.
+  get names(): string[] {
+    return this.types.map((t) => t.name);
   }
   equals(other: Schema): boolean {
     return JSON.stringify(this.types) === JSON.stringify(other.types);

@@ -17,6 +17,9 @@ import { type ComponentValue, isString } from './schema';
 import { ServerClock, type ServerClockOptions } from './serverClock';
 import type { Connector, Transport } from './transport';
 
+// The core's `owner` component: wire id 0 on every server (the registry adds it first).
+const OWNER_WIRE_ID = 0;
+
 export type SessionState = 'connecting' | 'joined' | 'reconnecting' | 'closed';
 
 export interface ReconnectPolicy {
@@ -55,10 +58,17 @@ export interface SessionEvents {
   disconnected?: (reason: string, willReconnect: boolean) => void;
   spawned?: (e: Entity) => void;
   entered?: (e: Entity) => void;
-  updated?: (e: Entity, type: number) => void;
+  // `type` is the component's wire id, `name` its name (what has/get/sample also take).
+  updated?: (e: Entity, type: number, name: string) => void;
   left?: (e: Entity) => void;
   destroyed?: (e: Entity) => void;
-  removed?: (e: Entity, type: number) => void;
+  removed?: (e: Entity, type: number, name: string) => void;
+  // An entity of this player's (its core `owner` is clientId) is in the mirror: spawned or come
+  // into view owned by this client, or its owner became this client. Once per entity while it
+  // stays; after the spawned, entered or updated event that brought it. A game finds its
+  // player's entity here: a server makes it when the player joins, so it arrives with a tick
+  // after `joined`, not in it.
+  owned?: (e: Entity) => void;
   inputRejected?: (r: InputRejected) => void;
   commandResult?: (r: CommandResult) => void;
   checksum?: (tick: bigint, matched: boolean) => void;
@@ -108,6 +118,8 @@ export class Session {
   private active: SessionEvents = {};
   private timer: ReturnType<typeof setInterval> | null = null;
 
+  private owned: Entity[] = [];                  // ownedEntities(), in arrival order
+  private ownedIndex = new Set<number>();        // their indices
   private inputEntity: Entity | null = null;
   private input: ComponentValues = {};
   private nextInputTick = 0;
@@ -155,6 +167,9 @@ export class Session {
   get closedReason(): string { return this.closedReason_; }
   get welcome(): Welcome | null { return this.welcome_; }
   get clientId(): number { return this.welcome_?.clientId ?? 0; }
+  // The entities in the mirror that this player owns (events.owned told of each), in the
+  // order they came.
+  ownedEntities(): readonly Entity[] { return this.owned; }
   get serverTime(): ServerClock { return this.clock; }
   get renderTick(): number { return this.clock.renderTick; }
   get ackedInputTick(): bigint { return this.lastAck?.appliedTick ?? 0n; }
@@ -199,16 +214,18 @@ export class Session {
 
   // ---- reading the world --------------------------------------------------------------------------
 
-  // The value of `type` to show for e: interpolated at the render tick when the server marks the
-  // type interpolated, else the mirror's latest; undefined when e does not have it.
-  sample(e: Entity, type: string | number, renderTick: number = this.clock.renderTick): ComponentValue | undefined {
-    const info = this.mirror.types.find(type);
-    if (info === undefined) return undefined;
+  // The value of `type` (a name or wire id) to show for e: interpolated at the render tick when
+  // the server marks the type interpolated, else the mirror's latest; undefined when e does not
+  // have it. Throws an UnknownComponentError for a type the server does not have. T only types
+  // the result, like mirror.get<T>.
+  sample<T extends object | string = ComponentValue>(e: Entity, type: string | number,
+                                                    renderTick: number = this.clock.renderTick): T | undefined {
+    const info = this.mirror.types.get(type);
     if (info.interpolated && !isString(info) && this.history !== null) {
       const v = this.history.sample(e, info.id, renderTick);
-      if (v !== null) return v;
+      if (v !== null) return v as T;
     }
-    return this.mirror.get(e, info.id);
+    return this.mirror.get<T>(e, info.id);
   }
 
   // ---- commands: resolved by their CommandResult, rejected with CommandError ---------------------
@@ -222,8 +239,10 @@ export class Session {
   set(entity: Entity, components: ComponentValues): Promise<void> {
     return this.command((id) => encodeSet(this.mirror.types, id, entity, components)).then(() => undefined);
   }
-  remove(entity: Entity, types: readonly string[]): Promise<void> {
-    return this.command((id) => encodeRemove(this.mirror.types, id, entity, types)).then(() => undefined);
+  // Removes one type or several (names or wire ids).
+  remove(entity: Entity, types: string | number | readonly (string | number)[]): Promise<void> {
+    const list = typeof types === 'string' || typeof types === 'number' ? [types] : types;
+    return this.command((id) => encodeRemove(this.mirror.types, id, entity, list)).then(() => undefined);
   }
   // Moves this player's area of interest (servers with interest management); no answer.
   focus(x: number, y: number): boolean {
@@ -483,6 +502,8 @@ export class Session {
     if (this.welcome_ !== null && this.welcome_.clientId !== w.clientId) {
       // The server forgot the player: its entity is not ours any more.
       this.clearInput();
+      this.owned = [];  // the snapshot tells anew what is ours
+      this.ownedIndex.clear();
     }
     const keyChanged = this.welcome_ === null || !sameBytes(this.welcome_.resumeKey, w.resumeKey);
     this.welcome_ = w;
@@ -612,14 +633,45 @@ export class Session {
     for (const e of this.mirror.entities()) this.recordAll(e);
   }
 
+  // events.owned and ownedEntities(): e's owner, after e came or its owner changed.
+  private checkOwner(e: Entity): void {
+    const owner = this.mirror.get<{ client: number }>(e, OWNER_WIRE_ID);
+    const mine = owner !== undefined && this.welcome_ !== null && owner.client === this.welcome_.clientId;
+    const listed = this.ownedIndex.has(e.index);
+    if (mine && !listed) {
+      this.ownedIndex.add(e.index);
+      this.owned.push(e);
+      this.fire(this.active.owned, e);
+    } else if (!mine && listed) {
+      this.forgetOwned(e);
+    }
+  }
+
+  private forgetOwned(e: Entity): void {
+    if (!this.ownedIndex.delete(e.index)) return;
+    this.owned = this.owned.filter((o) => o.index !== e.index);
+  }
+
   private installMirrorEvents(): void {
     this.mirror.events = {
-      onSpawn: (e) => { this.recordAll(e); this.fire(this.snapshotOfView() ? this.active.entered : this.active.spawned, e); },
-      onEnter: (e) => { this.recordAll(e); this.fire(this.active.entered, e); },
-      onUpdate: (e, type) => { this.record(e, type); this.fire(this.active.updated, e, type); },
-      onRemove: (e, type) => { this.history?.forget(e, type); this.fire(this.active.removed, e, type); },
-      onDestroy: (e) => { this.fire(this.snapshotOfView() ? this.active.left : this.active.destroyed, e); this.history?.forget(e); },
-      onLeave: (e) => { this.fire(this.active.left, e); this.history?.forget(e); },
+      onSpawn: (e) => {
+        this.recordAll(e);
+        this.fire(this.snapshotOfView() ? this.active.entered : this.active.spawned, e);
+        this.checkOwner(e);
+      },
+      onEnter: (e) => { this.recordAll(e); this.fire(this.active.entered, e); this.checkOwner(e); },
+      onUpdate: (e, type, name) => {
+        this.record(e, type);
+        this.fire(this.active.updated, e, type, name);
+        if (type === OWNER_WIRE_ID) this.checkOwner(e);
+      },
+      onRemove: (e, type, name) => { this.history?.forget(e, type); this.fire(this.active.removed, e, type, name); },
+      onDestroy: (e) => {
+        this.forgetOwned(e);
+        this.fire(this.snapshotOfView() ? this.active.left : this.active.destroyed, e);
+        this.history?.forget(e);
+      },
+      onLeave: (e) => { this.forgetOwned(e); this.fire(this.active.left, e); this.history?.forget(e); },
       onSnapshot: (tick) => { this.snapshotDone = true; this.restartHistories(tick); },
       onChecksum: (tick, matched) => this.fire(this.active.checksum, tick, matched),
     };

@@ -28,6 +28,11 @@ void add_simulation_options(command_line& cl) {
     env(g->add_option("--world-half-extent", c.world_half_extent, "Entities bounce inside [-E, E] on both axes")
             ->check(CLI::PositiveNumber),
         "ECSNET_WORLD_HALF_EXTENT");
+    env(g->add_flag("--strict-access", c.strict_access,
+                     "A system's read or write of a component it did not declare stops the "
+                     "server (exit 1), instead of failing that system alone each tick: for "
+                     "tests and CI"),
+        "ECSNET_STRICT_ACCESS");
 }
 
 }  // namespace ecsnet::server::detail

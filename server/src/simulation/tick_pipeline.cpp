@@ -29,7 +29,9 @@ tick_pipeline::tick_pipeline(ecs::World& world, const protocol::component_regist
       metrics_{metrics},
       scheduler_{1.0 / s.tick_rate},
       commands_{world, types, s.limits},
-      inputs_{s.input_buffer_ticks} {}
+      inputs_{s.input_buffer_ticks} {
+    scheduler_.set_strict_access(s.strict_access);
+}
 
 void tick_pipeline::player_joined(std::uint32_t owner, bool resumed) {
     player_events_.push_back(player_event{owner, true, resumed});
@@ -178,10 +180,16 @@ void tick_pipeline::apply_inputs(std::uint64_t tick) {
     inputs_counted_ = in;
 }
 
-void tick_pipeline::run_systems(std::uint64_t tick) {
+std::string tick_pipeline::run_systems(std::uint64_t tick) {
     // A system that throws fails alone (the scheduler catches it): count it, say which one,
     // and keep ticking. Rate-limited, since a broken system fails every tick.
-    const auto report = scheduler_.run(world_);
+    ecs::Scheduler::tick_report report;
+    try {
+        report = scheduler_.run(world_);
+    } catch (const ecs::access_violation& e) {  // strict access only
+        commands_.settle();
+        return fmt::format("tick {}: --strict-access: {}", tick, e.what());
+    }
     commands_.settle();
     for (const auto& failure : report.command_failures) {
         spdlog::debug("tick {}: {}", tick, failure);
@@ -192,6 +200,7 @@ void tick_pipeline::run_systems(std::uint64_t tick) {
                        printable(failure.system), printable(failure.what, 200),
                        failure.commands_dropped);
     }
+    return {};
 }
 
 const ecs::World::change_set_type& tick_pipeline::take_changes() {

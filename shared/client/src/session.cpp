@@ -86,6 +86,10 @@ std::uint32_t session::client_id() const noexcept {
     return impl_->welcome ? impl_->welcome->client_id : 0;
 }
 
+const std::vector<ecs::Entity>& session::owned_entities() const noexcept {
+    return impl_->owned;
+}
+
 const protocol::mirror& session::mirror() const noexcept { return impl_->mirror; }
 const server_clock& session::server_time() const noexcept { return impl_->clock; }
 session_stats session::stats() const noexcept { return impl_->stats; }

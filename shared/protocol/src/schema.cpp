@@ -144,6 +144,22 @@ const component_info* schema::find(std::string_view name) const noexcept {
     return nullptr;
 }
 
+std::uint32_t schema::id_of(std::string_view name) const {
+    if (const component_info* t = find(name)) {
+        return t->id;
+    }
+    if (types_.empty()) {
+        throw unknown_component("no component type '" + std::string{name} +
+                                "': no schema yet (the server describes its types in Welcome)");
+    }
+    std::string known;
+    for (const auto& t : types_) {
+        known += (known.empty() ? "" : ", ") + t.name;
+    }
+    throw unknown_component("no component type '" + std::string{name} + "' on this server (it has: " +
+                            known + ")");
+}
+
 std::optional<schema> schema::make(std::vector<component_info> types, std::string* why) {
     if (types.size() > max_component_types) {
         set_why(why, "schema lists " + std::to_string(types.size()) + " component types, more than " +

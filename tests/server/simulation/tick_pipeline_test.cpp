@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <functional>
 #include <stdexcept>
+#include <string>
 #include <vector>
 
 #include "ecsnet/protocol/components.hpp"
@@ -39,10 +40,31 @@ TEST_F(pipeline_test, AFailingSystemIsCountedAndTheOthersStillRun) {
                              [](auto&) { throw std::runtime_error{"broken"}; });
     pipeline.scheduler().add("counts", ecs::component_access{}, [&](auto&) { ++ran; });
     pipeline.export_system_failures(hooks());
-    pipeline.run_systems(1);
-    pipeline.run_systems(2);
+    EXPECT_EQ(pipeline.run_systems(1), "");
+    EXPECT_EQ(pipeline.run_systems(2), "");
     EXPECT_EQ(ran, 2);
     EXPECT_EQ(metrics.read().system_failures, 2U);
+}
+
+TEST_F(pipeline_test, StrictAccessReturnsTheFirstUndeclaredAccess) {
+    tick_pipeline strict{*world, types, metrics,
+                         tick_pipeline::settings{30.0, ecsnet::server::command_limits{100, 1000}, 8,
+                                                 /*strict_access=*/true}};
+    const ecs::Entity e = owned_by(7);
+    int ran = 0;
+    strict.scheduler().add("sneaky", ecs::component_access{},
+                           [e](ecs::SystemContext& c) { (void)c.world.get<protocol::Owner>(e); });
+    strict.scheduler().add("after", ecs::component_access{}, [&](auto&) { ++ran; });
+    const std::string violation = strict.run_systems(5);
+    EXPECT_NE(violation.find("tick 5: --strict-access:"), std::string::npos) << violation;
+    EXPECT_NE(violation.find("system 'sneaky'"), std::string::npos) << violation;
+    EXPECT_EQ(ran, 0);
+    // Without it the same system fails alone, counted, and the others run.
+    pipeline.scheduler().add("sneaky", ecs::component_access{},
+                             [e](ecs::SystemContext& c) { (void)c.world.get<protocol::Owner>(e); });
+    pipeline.scheduler().add("after", ecs::component_access{}, [&](auto&) { ++ran; });
+    EXPECT_EQ(pipeline.run_systems(5), "");
+    EXPECT_EQ(ran, 1);
 }
 
 TEST_F(pipeline_test, PlayerHooksHearOfJoinsAndLeavesAtTheNextTellInOrder) {

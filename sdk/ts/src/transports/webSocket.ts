@@ -17,62 +17,96 @@ export interface WebSocketLike {
 export type WebSocketConstructor = new (url: string) => WebSocketLike;
 
 export interface WebSocketTransportOptions {
-  // Defaults to globalThis.WebSocket; in Node 20 pass the `ws` package's WebSocket.
+  // Defaults to globalThis.WebSocket (browsers, Node >= 22). @ecsnet/client/node's webSocket()
+  // falls back to the `ws` package where there is none (Node 20).
   WebSocket?: WebSocketConstructor;
 }
 
+// The global WebSocket (browsers, Node >= 22), if any.
+export function globalWebSocket(): WebSocketConstructor | undefined {
+  return (globalThis as { WebSocket?: WebSocketConstructor }).WebSocket;
+}
+
+// A connection per binary WebSocket message; `url` is ws:// or wss://.
 export function webSocket(url: string, options: WebSocketTransportOptions = {}): Connector {
-  const Ctor = options.WebSocket ?? (globalThis as { WebSocket?: WebSocketConstructor }).WebSocket;
+  const Ctor = options.WebSocket ?? globalWebSocket();
   if (Ctor === undefined) {
-    throw new TypeError('no WebSocket here: pass one in the options (in Node 20: `import WebSocket from "ws"` ' +
-      'and webSocket(url, { WebSocket })), or use the TCP transport of @ecsnet/client/node');
+    throw new TypeError('no WebSocket here: in Node import webSocket from @ecsnet/client/node (it uses the `ws` package ' +
+      'on Node 20), or pass one in the options (webSocket(url, { WebSocket })), or use the TCP transport of @ecsnet/client/node');
   }
+  return webSocketConnector(url, () => Ctor);
+}
+
+// The connector of webSocket(): `load` gives the WebSocket constructor at once, or a promise of
+// it (the Node entry imports `ws` on first use); a promise that fails ends the attempt with its
+// message, as a connection that could not be made.
+export function webSocketConnector(url: string, load: () => WebSocketConstructor | Promise<WebSocketConstructor>): Connector {
   return (handlers: TransportHandlers, maxFrameBytes: number): Transport => {
     let opened = false;
     let done = false;
-    const socket = new Ctor(url);
-    socket.binaryType = 'arraybuffer';
+    let socket: WebSocketLike | null = null;
+    const drop = () => {
+      if (socket === null) return;
+      socket.onopen = socket.onmessage = socket.onclose = socket.onerror = null;
+      try { socket.close(); } catch { /* already closing */ }
+    };
     const end = (reason: string) => {
       if (done) return;
       done = true;
-      socket.onopen = socket.onmessage = socket.onclose = socket.onerror = null;
-      try { socket.close(); } catch { /* already closing */ }
+      drop();
       handlers.closed(reason, !opened);
     };
-    socket.onopen = () => {
-      opened = true;
-      handlers.open();
-    };
-    socket.onmessage = (ev) => {
+    const start = (Ctor: WebSocketConstructor) => {
       if (done) return;
-      if (!(ev.data instanceof ArrayBuffer)) {
-        end('the server sent a WebSocket message that is not binary');
-        return;
-      }
-      const bytes = new Uint8Array(ev.data);
-      try {
-        if (bytes.length < 4 || frameLength(bytes, maxFrameBytes) !== bytes.length - 4) {
-          end('the server sent a WebSocket message that is not exactly one frame');
+      const s = new Ctor(url);
+      socket = s;
+      s.binaryType = 'arraybuffer';
+      s.onopen = () => {
+        opened = true;
+        handlers.open();
+      };
+      s.onmessage = (ev) => {
+        if (done) return;
+        if (!(ev.data instanceof ArrayBuffer)) {
+          end('the server sent a WebSocket message that is not binary');
           return;
         }
-      } catch (e) {
-        end((e as Error).message);
-        return;
-      }
-      handlers.frame(bytes);
+        const bytes = new Uint8Array(ev.data);
+        try {
+          if (bytes.length < 4 || frameLength(bytes, maxFrameBytes) !== bytes.length - 4) {
+            end('the server sent a WebSocket message that is not exactly one frame');
+            return;
+          }
+        } catch (e) {
+          end((e as Error).message);
+          return;
+        }
+        handlers.frame(bytes);
+      };
+      s.onerror = () => end(opened ? 'WebSocket error' : `cannot connect to ${url}`);
+      s.onclose = (ev) => end(opened ? `server closed the connection${ev.reason ? `: ${ev.reason}` : ''}`
+        : `cannot connect to ${url} (WebSocket closed with code ${ev.code})`);
     };
-    socket.onerror = () => end(opened ? 'WebSocket error' : `cannot connect to ${url}`);
-    socket.onclose = (ev) => end(opened ? `server closed the connection${ev.reason ? `: ${ev.reason}` : ''}`
-      : `cannot connect to ${url} (WebSocket closed with code ${ev.code})`);
+    const Ctor = load();
+    if (Ctor instanceof Promise) {
+      Ctor.then((c) => {
+        try {
+          start(c);
+        } catch (e) {
+          end(`cannot connect to ${url}: ${(e as Error).message}`);
+        }
+      }, (e: Error) => end(`cannot connect to ${url}: ${e.message}`));
+    } else {
+      start(Ctor);
+    }
     return {
-      send(frame) { if (!done && socket.readyState === 1) socket.send(frame); },
+      send(frame) { if (!done && socket !== null && socket.readyState === 1) socket.send(frame); },
       close() {
         if (done) return;
         done = true;
-        socket.onopen = socket.onmessage = socket.onclose = socket.onerror = null;
-        try { socket.close(); } catch { /* already closing */ }
+        drop();
       },
-      get bufferedAmount() { return socket.bufferedAmount; },
+      get bufferedAmount() { return socket?.bufferedAmount ?? 0; },
     };
   };
 }

@@ -145,6 +145,30 @@ for (const transport of transports) {
       assert.equal(pilot.mirror.stats.checksumsMismatched, 0);
     });
 
+    test('owned: the player\'s entities are told as they come, after joined, and listed', async () => {
+      const s = await server(arenaBin, []);
+      const pilot = await Session.connect({ transport: transport.connector(s), name: 'e2e', autoUpdate: 5 });
+      sessions.push(pilot);
+      const order = [];
+      pilot.events.joined = () => order.push(['joined', null]);
+      pilot.events.spawned = (e) => order.push(['spawned', e]);
+      pilot.events.owned = (e) => order.push(['owned', e]);
+      // The arena makes the ship at the tick after the join: `owned` tells of it, `joined` cannot.
+      await waitFor(() => pilot.ownedEntities().length === 1, 'our ship, owned');
+      const [ship] = pilot.ownedEntities();
+      assert.ok(pilot.mirror.get(ship, 'ship') !== undefined, 'the owned entity is the ship');
+      assert.equal(pilot.mirror.get(ship, 'owner').client, pilot.clientId);
+      const told = order.filter(([k]) => k === 'owned');
+      assert.equal(told.length, 1);
+      assert.ok(sameEntity(told[0][1], ship));
+      const at = order.findIndex(([k]) => k === 'owned');
+      assert.ok(order.findIndex(([k]) => k === 'joined') < at, 'after joined');
+      assert.ok(order[at - 1][0] === 'spawned' && sameEntity(order[at - 1][1], ship), 'right after its spawned');
+      // Nobody else's: the asteroids are not listed.
+      assert.ok(pilot.mirror.entities().length > 1);
+      assert.equal(pilot.ownedEntities().length, 1);
+    });
+
     test('reconnect: a cut connection resumes with the resume key, same owner, same entities', async () => {
       const s = await server(serverBin, []);
       let cut = null;

@@ -129,8 +129,35 @@ test('input: one Input per due tick, a slow frame batches the missed ticks (16 a
   session.close();
 });
 
-test('without a WebSocket constructor the transport says what to pass', async () => {
-  const { webSocket } = await import('../../dist/ecsnet.node.js');
+test('webSocket(): the browser entry asks for a constructor where there is none', async () => {
+  const { webSocket } = await import('../../dist/ecsnet.js');
   assert.equal(globalThis.WebSocket, undefined, 'Node 20 has no stable global WebSocket');
-  assert.throws(() => webSocket('ws://127.0.0.1:1/'), /pass one in the options/);
+  assert.throws(() => webSocket('ws://127.0.0.1:1/'), /import webSocket from @ecsnet\/client\/node .*pass one in the options/);
+});
+
+test('webSocket() of the node entry needs no constructor: the global one when there is one, else ws', async () => {
+  const { webSocket } = await import('../../dist/ecsnet.node.js');
+  // Node 20: the `ws` package, imported on first use; port 1 refuses the connection.
+  const closed = await new Promise((resolve) => {
+    webSocket('ws://127.0.0.1:1/')({ open() {}, frame() {}, closed: (reason, connecting) => resolve({ reason, connecting }) }, 1 << 20);
+  });
+  assert.deepEqual(closed, { reason: 'cannot connect to ws://127.0.0.1:1/', connecting: true });
+  // A global WebSocket (Node >= 22) is used when present.
+  const made = [];
+  globalThis.WebSocket = class { constructor(url) { made.push(url); this.readyState = 0; this.bufferedAmount = 0; } close() {} };
+  try {
+    const t = webSocket('ws://example.invalid/')({ open() {}, frame() {}, closed() {} }, 1 << 20);
+    assert.deepEqual(made, ['ws://example.invalid/']);
+    t.close();
+  } finally {
+    delete globalThis.WebSocket;
+  }
+});
+
+test('the browser bundles never refer to ws or node: modules', async () => {
+  const { readFileSync } = await import('node:fs');
+  for (const file of ['ecsnet.js', 'ecsnet.browser.js', 'ecsnet.cjs']) {
+    const text = readFileSync(new URL(`../../dist/${file}`, import.meta.url), 'utf8');
+    assert.doesNotMatch(text, /["']ws["']|["']node:/, file);
+  }
 });

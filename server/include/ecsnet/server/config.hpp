@@ -81,6 +81,9 @@ struct server_config {
     // may be stamped, and Input frames per second per client (bucket of one second's worth).
     std::uint32_t input_buffer_ticks = 32;
     double input_rate = 120.0;
+    // A system's undeclared read or write (ecs::access_violation) stops the server with exit
+    // status 1 instead of failing that system alone every tick: for a game's tests and CI.
+    bool strict_access = false;
     bool keep_entities_on_disconnect = false;
     // An owner's entities outlive its last connection this long: a reconnect (resume key, or a
     // token of the same player) within it finds them, with the same handles. 0: gone at the

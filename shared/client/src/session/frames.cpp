@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <variant>
 
+#include "ecsnet/protocol/components.hpp"
 #include "impl.hpp"
 
 namespace ecsnet::client {
@@ -161,6 +162,8 @@ void session::impl::welcomed_by(protocol::welcome w, time_point at) {
         // The server forgot the player (a restart, no tokens): its entity is not ours any more.
         input = {};
         input_entity = {};
+        owned.clear();  // the snapshot tells anew what is ours
+        owned_index.clear();
     }
     welcome = std::move(w);
     welcomed = true;
@@ -180,6 +183,30 @@ void session::impl::snapshot_completed() {
         ++stats.reconnects;
         fire(active.reconnected, *welcome);
     }
+}
+
+void session::impl::check_owner(ecs::Entity e) {
+    const auto owner = mirror.get<protocol::Owner>(e);
+    const bool mine = owner && welcome && owner->client == welcome->client_id;
+    const bool listed = e.index() < owned_index.size() && owned_index[e.index()];
+    if (mine && !listed) {
+        if (e.index() >= owned_index.size()) {
+            owned_index.resize(static_cast<std::size_t>(e.index()) + 1);
+        }
+        owned_index[e.index()] = true;
+        owned.push_back(e);
+        fire(active.owned, e);
+    } else if (!mine && listed) {
+        forget_owned(e);
+    }
+}
+
+void session::impl::forget_owned(ecs::Entity e) {
+    if (e.index() >= owned_index.size() || !owned_index[e.index()]) {
+        return;
+    }
+    owned_index[e.index()] = false;
+    std::erase_if(owned, [&](ecs::Entity o) { return o.index() == e.index(); });
 }
 
 void session::impl::record(ecs::Entity e, std::uint32_t type) {
@@ -206,14 +233,19 @@ void session::impl::install_mirror_events() {
     on.on_spawn = [this](ecs::Entity e) {
         record_all(e);
         fire(snapshot_of_view() ? active.entered : active.spawned, e);
+        check_owner(e);
     };
     on.on_enter = [this](ecs::Entity e) {
         record_all(e);
         fire(active.entered, e);
+        check_owner(e);
     };
     on.on_update = [this](ecs::Entity e, std::uint32_t type) {
         record(e, type);
         fire(active.updated, e, type);
+        if (type == protocol::owner_wire_id) {
+            check_owner(e);
+        }
     };
     on.on_remove = [this](ecs::Entity e, std::uint32_t type) {
         if (history) {
@@ -222,12 +254,14 @@ void session::impl::install_mirror_events() {
         fire(active.removed, e, type);
     };
     on.on_destroy = [this](ecs::Entity e) {
+        forget_owned(e);
         fire(snapshot_of_view() ? active.left : active.destroyed, e);
         if (history) {
             history->forget(e);
         }
     };
     on.on_leave = [this](ecs::Entity e) {
+        forget_owned(e);
         fire(active.left, e);
         if (history) {
             history->forget(e);

@@ -124,6 +124,9 @@ struct session::impl {
     [[nodiscard]] bool snapshot_of_view() const noexcept {
         return applying_snapshot && welcome && welcome->interest_radius > 0.0F;
     }
+    // events().owned and owned_entities(): checks e's owner after it came or its owner changed.
+    void check_owner(ecs::Entity e);
+    void forget_owned(ecs::Entity e);
     void record_all(ecs::Entity e);
     void record(ecs::Entity e, std::uint32_t type);
     void restart_histories(std::uint64_t tick);
@@ -174,6 +177,9 @@ struct session::impl {
     bool applying_snapshot{false};
     bool snapshot_done{false};
     bool join_pending{false};
+
+    std::vector<ecs::Entity> owned;  // owned_entities(), in arrival order
+    std::vector<bool> owned_index;   // by entity index: in `owned` (a spawn or destroy is O(1))
 
     ecs::Entity input_entity{};
     protocol::component_set input;

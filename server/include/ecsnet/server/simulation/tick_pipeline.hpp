@@ -34,6 +34,7 @@ public:
         double tick_rate{30.0};
         command_limits limits;
         std::uint32_t input_buffer_ticks{0};
+        bool strict_access{false};  // server_config::strict_access
     };
     tick_pipeline(ecs::World& world, const protocol::component_registry& types,
                   server_metrics& metrics, const settings& s);
@@ -74,7 +75,9 @@ public:
     void despawn(std::span<const std::uint32_t> owners, std::uint64_t tick);
     // This tick's player inputs (input_buffer), then counted.
     void apply_inputs(std::uint64_t tick);
-    void run_systems(std::uint64_t tick);
+    // The game's systems. With settings::strict_access, an undeclared access ends the tick's
+    // systems and is returned (the server then fails); otherwise empty.
+    [[nodiscard]] std::string run_systems(std::uint64_t tick);
     // The tick's change set; valid until the next call (its lists keep their capacity).
     [[nodiscard]] const ecs::World::change_set_type& take_changes();
 

@@ -92,6 +92,12 @@ struct session_events {
     std::function<void(ecs::Entity)> left;       // went out of view; still readable
     std::function<void(ecs::Entity)> destroyed;  // still readable
     std::function<void(ecs::Entity, std::uint32_t type)> removed;
+    // An entity of this player's (its core `owner` is client_id()) is in the mirror: it was
+    // spawned or came into view owned by this client, or its owner became this client. Once
+    // per entity while it stays; after the spawned, entered or updated event that brought it.
+    // A game finds its player's entity here: a server makes it when the player joins, so it
+    // arrives with a tick after `joined`, not in it.
+    std::function<void(ecs::Entity)> owned;
     std::function<void(const protocol::input_rejected&)> input_rejected;
     std::function<void(const protocol::command_result&)> command_result;
 };
@@ -118,6 +124,9 @@ public:
     // The latest Welcome; throws client_error before the first.
     [[nodiscard]] const protocol::welcome& welcome() const;
     [[nodiscard]] std::uint32_t client_id() const noexcept;  // 0 before the first Welcome
+    // The entities in the mirror that this player owns (events().owned told of each), in the
+    // order they came.
+    [[nodiscard]] const std::vector<ecs::Entity>& owned_entities() const noexcept;
     [[nodiscard]] const protocol::mirror& mirror() const noexcept;
     [[nodiscard]] const server_clock& server_time() const noexcept;
     [[nodiscard]] session_stats stats() const noexcept;

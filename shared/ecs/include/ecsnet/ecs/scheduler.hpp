@@ -98,9 +98,18 @@ public:
         return false;
     }
 
+    // Strict access: an undeclared read or write (access_violation) is a bug in the game, so
+    // run() throws it instead of reporting it: a test stops at the first one, with the system
+    // and the type in its message, rather than seeing the same failure logged every tick. The
+    // system is cleaned up first (counted as failed, its commands dropped, the world's access
+    // reset); the systems after it do not run in that tick. Other exceptions are reported as
+    // usual. Off by default; a server turns it on with --strict-access.
+    void set_strict_access(bool strict) noexcept { strict_access_ = strict; }
+    [[nodiscard]] bool strict_access() const noexcept { return strict_access_; }
+
     // One tick: every enabled system, each followed by its sync point. A system that throws
     // is reported in system_failures, its recorded commands are dropped, and the next system
-    // runs: an exception never leaves run() from a system.
+    // runs: an exception never leaves run() from a system (but see set_strict_access).
     tick_report run(world_type& world) {
         tick_report report;
         report.tick = tick_;
@@ -122,6 +131,11 @@ public:
             if (error) {
                 ++system.failures;
                 ++failures_;
+                if (strict_access_ && is_access_violation(error)) {
+                    commands_.clear();
+                    ++tick_;
+                    std::rethrow_exception(error);
+                }
                 report.system_failures.push_back(
                     system_failure{system.name, describe(error), commands_.size(), error});
                 commands_.clear();
@@ -144,6 +158,16 @@ public:
     [[nodiscard]] const std::vector<system_type>& systems() const noexcept { return systems_; }
 
 private:
+    [[nodiscard]] static bool is_access_violation(const std::exception_ptr& error) {
+        try {
+            std::rethrow_exception(error);
+        } catch (const access_violation&) {
+            return true;
+        } catch (...) {
+            return false;
+        }
+    }
+
     [[nodiscard]] static std::string describe(const std::exception_ptr& error) {
         try {
             std::rethrow_exception(error);
@@ -157,6 +181,7 @@ private:
     double dt_;
     std::uint64_t tick_{0};
     std::uint64_t failures_{0};
+    bool strict_access_{false};
     std::vector<system_type> systems_;
     basic_command_buffer<Traits> commands_;
 };

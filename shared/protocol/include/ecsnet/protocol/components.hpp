@@ -15,6 +15,9 @@ struct Owner {
     friend bool operator==(const Owner&, const Owner&) = default;
 };
 
+// Owner's wire id on every server: the registry adds it first (registry.hpp).
+inline constexpr std::uint32_t owner_wire_id = 0;
+
 template <>
 struct replicated<Owner> : replicate<wire::Owner, "owner", replicate_options{.written_by = writer::server}> {};
 

@@ -115,6 +115,17 @@ public:
     [[nodiscard]] std::span<const std::byte> value(entity_type e, std::uint32_t type) const noexcept;
     // The text of e's value of a string type, or null.
     [[nodiscard]] const std::string* text(entity_type e, std::uint32_t type) const noexcept;
+    // The same by the type's name ("position"): a name the server does not have throws
+    // unknown_component (listing the server's types) rather than answering false or empty.
+    [[nodiscard]] bool has(entity_type e, std::string_view type) const {
+        return has(e, types_.id_of(type));
+    }
+    [[nodiscard]] std::span<const std::byte> value(entity_type e, std::string_view type) const {
+        return value(e, types_.id_of(type));
+    }
+    [[nodiscard]] const std::string* text(entity_type e, std::string_view type) const {
+        return text(e, types_.id_of(type));
+    }
 
     // e's value of a type this program was compiled with, looked up by its wire name; nullopt
     // when e does not have it or the server has no such type. The first call for T (per

@@ -113,6 +113,13 @@ public:
     using std::runtime_error::runtime_error;
 };
 
+// A component type named by a caller that the server does not have (schema::id_of): a typo in
+// a game's code, or a server running another game. The message lists the server's types.
+class unknown_component : public std::invalid_argument {
+public:
+    using std::invalid_argument::invalid_argument;
+};
+
 // The registered types, indexed by wire id (ids are 0..size-1).
 class schema {
 public:
@@ -141,6 +148,9 @@ public:
         return id < types_.size() ? &types_[id] : nullptr;
     }
     [[nodiscard]] const component_info* find(std::string_view name) const noexcept;
+    // The wire id of the type called `name`. Throws unknown_component naming it and listing
+    // the types there are (or saying there are none yet: no Welcome) when there is no such type.
+    [[nodiscard]] std::uint32_t id_of(std::string_view name) const;
     [[nodiscard]] std::span<const component_info> types() const noexcept { return types_; }
 
     // The entry of the compiled type's wire name, once `compiled` (protocol::compiled_layout<T>(),
