@@ -703,7 +703,7 @@ else
     tail -n 40 "$game_log" >&2
     fail "the game's podman build (log: $game_log)"
   fi
-  grep -E 'tests passed|Linking CXX executable' "$game_log" | indent
+  { grep -E 'tests passed|Linking CXX executable' "$game_log" || true; } | indent
   # The build step runs the tests; a cached step is one that passed them with the same inputs
   # (a failing RUN leaves no layer).
   if grep -q '100% tests passed' "$game_log"; then
@@ -735,9 +735,10 @@ else
   echo "$listed" | indent
   grep -Eq '^[0-9]+:[0-9]+ +client [0-9]+ +\(' <<< "$listed" && grep -Eq 'owns [1-9]' <<< "$listed" \
     || fail "the game made no player (an owned entity with a position) for the client"
-  pm stop -t 10 "$run_id-game" > /dev/null
+  pm stop -t 10 "$run_id-game" > /dev/null 2>&1
   code=$(pm inspect "$run_id-game" --format '{{.State.ExitCode}}')
   [ "$code" = 0 ] || fail "the game's server exited $code"
+  pm rm -v "$run_id-game" > /dev/null 2>&1  # -v: the anonymous volume of the image's VOLUME
   ok "tagdemo-server (FROM $image) gave the client its player and stopped cleanly on SIGTERM"
 fi
 
