@@ -80,7 +80,7 @@ endif()
 
 # ---- dev: the project template and `ecsnet new` ----
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/templates/game/
-        DESTINATION ${ecsnet_share_dir}/template COMPONENT dev)
+        DESTINATION ${ecsnet_share_dir}/template COMPONENT dev USE_SOURCE_PERMISSIONS)
 set(ECSNET_VERSION ${PROJECT_VERSION})
 configure_file(${PROJECT_SOURCE_DIR}/templates/ecsnet ${CMAKE_CURRENT_BINARY_DIR}/ecsnet @ONLY)
 install(PROGRAMS ${CMAKE_CURRENT_BINARY_DIR}/ecsnet DESTINATION ${CMAKE_INSTALL_BINDIR}

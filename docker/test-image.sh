@@ -694,7 +694,8 @@ else
   "$game_work/dev/usr/bin/ecsnet" new tagdemo --dir "$game_work/tagdemo" | indent
   mkdir "$game_work/tagdemo/packages"
   cp "$dev_deb" "$game_work/tagdemo/packages/"
-  ok "$(find "$game_work/tagdemo" -type f | wc -l) files"
+  [ -x "$game_work/tagdemo/run.sh" ] && [ -x "$game_work/tagdemo/test.sh" ] || fail "run.sh or test.sh is not executable"
+  ok "$(find "$game_work/tagdemo" -type f | wc -l) files; run.sh and test.sh executable"
 
   step "podman build the game's own Dockerfile: ecsnet-dev on Debian 12, its build and test, FROM $image"
   game_log=$cache/game-build.log

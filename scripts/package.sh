@@ -52,7 +52,8 @@ else
     ${launcher[@]+"${launcher[@]}"}
   cmake --build "$build_dir"
   # The npm package for the template's page (share/ecsnet/npm), when the web pages are built.
-  if ninja -C "$build_dir" -t targets all 2> /dev/null | grep -q '^ecsnet_sdk_ts_package:'; then
+  # (grep reads all of ninja's list: `grep -q` would end the pipe early, failing it with SIGPIPE)
+  if ninja -C "$build_dir" -t targets all 2> /dev/null | grep '^ecsnet_sdk_ts_package:' > /dev/null; then
     cmake --build "$build_dir" --target ecsnet_sdk_ts_package
   fi
 fi

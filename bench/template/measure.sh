@@ -33,7 +33,7 @@ packages=$(cd "$packages" && pwd)
 dev=$(find "$packages" -maxdepth 1 -name 'ecsnet-dev_*.deb' | head -n 1)
 [ -n "$dev" ] && [ -n "$(find "$packages" -maxdepth 1 -name 'ecsnet_*.deb')" ] ||
   { echo "measure.sh: no ecsnet_*.deb and ecsnet-dev_*.deb in $packages (scripts/package.sh)" >&2; exit 1; }
-dpkg-deb -c "$dev" | grep -q '/usr/share/ecsnet/npm/ecsnet-client-.*\.tgz' ||
+dpkg-deb -c "$dev" | grep '/usr/share/ecsnet/npm/ecsnet-client-.*\.tgz' > /dev/null ||
   { echo "measure.sh: $dev has no npm package: build it with the web pages (scripts/package.sh)" >&2; exit 1; }
 
 export CONTAINERS_CONF=$cache/containers.conf CONTAINERS_STORAGE_CONF=$cache/storage.conf TMPDIR=$cache/tmp
@@ -67,7 +67,7 @@ timeout 60 podman run -d --name "$name" --network=slirp4netns -p "127.0.0.1:$por
     sleep infinity' > /dev/null
 
 deadline=$((SECONDS + 1800))
-while ! podman logs "$name" 2>&1 | grep -q '^STEPS \|^FAILED'; do
+while ! grep -q '^STEPS \|^FAILED' <<< "$(podman logs "$name" 2>&1)"; do
   [ $SECONDS -lt $deadline ] || { podman logs "$name" 2>&1 | tail -n 30; echo "measure.sh: no result in 30 min" >&2; exit 1; }
   [ "$(podman inspect "$name" --format '{{.State.Running}}')" = true ] || { podman logs "$name" 2>&1 | tail -n 30; exit 1; }
   sleep 1
@@ -78,17 +78,19 @@ read -r _ start installed created running < <(grep '^STEPS ' <<< "$logs")
 grep -E '^(joined|played)' <<< "$logs" | sed 's/^/  client: /'
 
 # The page, in headless chromium on the host, until it has joined and shows the player.
-page=$(NODE_PATH=$repo/sdk/ts/node_modules timeout 120 node --input-type=module -e '
-  import { chromium } from "playwright-core";
-  const browser = await chromium.launch({ executablePath: "/usr/bin/chromium", args: ["--no-sandbox"] });
-  try {
-    const page = await browser.newPage();
-    await page.goto(process.argv[1]);
-    await page.waitForFunction(() => /^joined: [1-9]/.test(document.getElementById("status").textContent), null, { timeout: 60000 });
-    console.log(`${Date.now() / 1000} ${await page.textContent("#status")}`);
-  } finally {
-    await browser.close();
-  }' "http://127.0.0.1:$port/")
+page=$(timeout 120 node -e '
+  const { chromium } = require(process.argv[1]);
+  (async () => {
+    const browser = await chromium.launch({ executablePath: "/usr/bin/chromium", args: ["--no-sandbox"] });
+    try {
+      const page = await browser.newPage();
+      await page.goto(process.argv[2]);
+      await page.waitForFunction(() => /^joined: [1-9]/.test(document.getElementById("status").textContent), null, { timeout: 60000 });
+      console.log(`${Date.now() / 1000} ${await page.textContent("#status")}`);
+    } finally {
+      await browser.close();
+    }
+  })().catch((e) => { console.error(e.message); process.exit(1); });' "$repo/sdk/ts/node_modules/playwright-core" "http://127.0.0.1:$port/")
 read -r joined text <<< "$page"
 echo "  page: $text"
 awk -v s="$start" -v i="$installed" -v c="$created" -v r="$running" -v j="$joined" 'BEGIN {

@@ -28,6 +28,7 @@ cmake --install "$ECSNET_BUILD_DIR" --prefix "$work/prefix" > "$work/install.log
 echo "== ecsnet new tagdemo"
 (cd "$work" && "$work/prefix/bin/ecsnet" new tagdemo)
 project=$work/tagdemo
+[ -x "$project/run.sh" ] && [ -x "$project/test.sh" ] || { echo "run.sh and test.sh are not executable" >&2; exit 1; }
 # Outside the repository: nothing there can find this checkout by a relative path.
 case "$project" in "$(cd "$(dirname "$0")/../.." && pwd)"/*) echo "the project is inside the repository" >&2; exit 1 ;; esac
 
