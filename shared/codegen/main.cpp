@@ -1,7 +1,8 @@
 // ecsnet-codegen: a game's components declared once, in its schema. From each FlatBuffers struct
 // marked `(ecsnet_component: "name")` it writes the C++ component (an aggregate with the struct's
 // fields), its protocol::replicated<> specialization and register_components(), and the same
-// types for TypeScript. ecsnet_add_components() (cmake/ecsnetSchemas.cmake) runs it at build
+// types for TypeScript. An empty table so marked is a marker (FlatBuffers has no empty structs):
+// an empty C++ struct, marker_value on the wire. ecsnet_add_components() (cmake/ecsnetSchemas.cmake) runs it at build
 // time; docs/EXTENDING.md, "Declared once", lists the attributes.
 //
 //   ecsnet-codegen [--cpp OUT.hpp] [--ts OUT.ts] [-I DIR]... SCHEMA.fbs
@@ -51,6 +52,7 @@ struct component {
     bool interpolate = false;
     bool input = false;
     bool owner_only = false;
+    bool marker = false;  // an empty table: protocol::marker_value
     std::vector<field> fields;
     std::vector<std::string> doc;
 };
@@ -128,10 +130,14 @@ std::vector<component> read_schema(const std::string& schema, const std::vector<
             continue;
         }
         const std::string where = "struct " + s->name;
-        if (!s->fixed) {
-            fail(schema, where + ": a component is a struct, not a table");
-        }
         component c;
+        if (!s->fixed) {
+            if (!s->fields.vec.empty()) {
+                fail(schema, "table " + s->name + ": a component is a struct, not a table (an empty "
+                             "table is a marker)");
+            }
+            c.marker = true;
+        }
         c.type = s->name;
         c.wire_name = name->constant;
         c.doc = s->doc_comment;
@@ -150,6 +156,10 @@ std::vector<component> read_schema(const std::string& schema, const std::vector<
         c.interpolate = attribute(*s, interpolate_attribute) != nullptr;
         c.input = attribute(*s, input_attribute) != nullptr;
         c.owner_only = attribute(*s, owner_only_attribute) != nullptr;
+        if (c.marker && (c.quantize || c.interpolate || c.input)) {
+            fail(schema, "table " + s->name + ": a marker has no value to quantize, interpolate or "
+                         "send as input");
+        }
         for (const flatbuffers::FieldDef* f : s->fields.vec) {
             field out_field;
             out_field.name = f->name;
@@ -255,8 +265,10 @@ std::string cpp(const std::string& schema, const std::vector<component>& compone
         if (c.interpolate) {
             options.push_back(".interpolate = true");
         }
+        const std::string wire_type =
+            c.marker ? std::string{"ecsnet::protocol::marker_value"} : wire + "::" + c.type;
         o << "\ntemplate <>\nstruct ecsnet::protocol::replicated<" << ns << "::" << c.type << ">\n    : replicate<"
-          << wire << "::" << c.type << ", \"" << c.wire_name << "\"";
+          << wire_type << ", \"" << c.wire_name << "\"";
         if (!options.empty()) {
             o << ",\n                replicate_options{";
             for (std::size_t i = 0; i < options.size(); ++i) {
@@ -288,6 +300,9 @@ std::string typescript(const std::string& schema, const std::vector<component>& 
             o << "//" << line << "\n";
         }
         o << "export interface " << c.type << " {\n";
+        if (c.marker) {
+            o << "  present: true;  // a marker: its presence is all it says\n";
+        }
         for (const field& f : c.fields) {
             o << "  " << f.name << ": " << f.ts_type << ";\n";
         }

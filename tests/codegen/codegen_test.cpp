@@ -55,6 +55,14 @@ TEST(Codegen, EachReplicatesAsItsAttributesSay) {
     EXPECT_EQ(options_of<Stats>::options.quantized.step, 0.0);
 }
 
+TEST(Codegen, AnEmptyTableIsAMarker) {
+    static_assert(std::is_empty_v<Frozen>);
+    static_assert(std::is_same_v<options_of<Frozen>::wire_type, protocol::marker_value>);
+    EXPECT_EQ(options_of<Frozen>::name, "frozen");
+    EXPECT_EQ(options_of<Frozen>::options.written_by, protocol::writer::server);
+    EXPECT_EQ(protocol::pack(Frozen{}).size(), 1U);
+}
+
 TEST(Codegen, RangesAndFloatsMakeValid) {
     EXPECT_TRUE((Move{1.0F, -1.0F}).valid());
     EXPECT_FALSE((Move{1.5F, 0.0F}).valid());
@@ -67,11 +75,12 @@ TEST(Codegen, RegisterComponentsAddsThemInSchemaOrderAfterOwner) {
     protocol::component_registry types;
     register_components(types);
     const protocol::schema schema = types.types();
-    ASSERT_EQ(schema.size(), 4U);
+    ASSERT_EQ(schema.size(), 5U);
     EXPECT_EQ(schema.find(0U)->name, "owner");
     EXPECT_EQ(schema.find(1U)->name, "position");
     EXPECT_EQ(schema.find(2U)->name, "move");
     EXPECT_EQ(schema.find(3U)->name, "stats");
+    EXPECT_EQ(schema.find(4U)->name, "frozen");
     EXPECT_TRUE(schema.find(2U)->input);
     EXPECT_TRUE(schema.find(3U)->owner_only);
 }
@@ -104,7 +113,9 @@ constexpr const char* attributes = "attribute \"ecsnet_component\"; attribute \"
                                    "attribute \"ecsnet_quantize\";\n";
 
 TEST(Codegen, RefusesWhatCannotBeAComponentSayingWhy) {
-    const std::array<std::pair<std::string, std::string>, 7> cases{{
+    const std::array<std::pair<std::string, std::string>, 8> cases{{
+        {"namespace g.wire; table T (ecsnet_component: \"t\", ecsnet_quantize: \"0 1 1\") {}",
+         "a marker has no value to quantize"},
         {"namespace g.wire; table T (ecsnet_component: \"t\") { a: int; }", "a component is a struct, not a table"},
         {"namespace g; struct T (ecsnet_component: \"t\") { a: int; }", "namespace ending in .wire"},
         {"namespace g.wire; struct T (ecsnet_component: \"t\", ecsnet_written_by: \"everyone\") { a: int; }",

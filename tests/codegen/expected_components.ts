@@ -19,11 +19,17 @@ export interface Stats {
   level: number;
 }
 
+// A marker: an empty table (FlatBuffers has no empty structs).
+export interface Frozen {
+  present: true;  // a marker: its presence is all it says
+}
+
 // Wire name -> type.
 export interface Components {
   position: Position;
   move: Move;
   stats: Stats;
+  frozen: Frozen;
 }
 
 export type ComponentName = keyof Components;

@@ -353,6 +353,33 @@ TEST(MirrorSync, QueriesAnswerByIndexAndVersion) {
     EXPECT_THAT(seen, ElementsAre(reused, b));  // index order
 }
 
+TEST(MirrorSync, AMarkerIsThereOrNot) {
+    using ecsnet::testing::Frozen;
+    proto::component_registry types;
+    types.add<Frozen>();
+    const auto world = World::make();
+    proto::replication_encoder encoder{types};
+    const Entity a = world->create();
+    world->emplace<Frozen>(a);
+    const Entity b = world->create();
+    static_cast<void>(encoder.encode_delta(*world, world->take_changes(), 1));
+    proto::mirror mirror{types.types(), {}};
+    ASSERT_TRUE(feed_all(mirror, encoder.encode_snapshot(*world, 1, {})));
+
+    EXPECT_TRUE(mirror.has(a, "frozen"));
+    EXPECT_FALSE(mirror.has(b, "frozen"));
+    EXPECT_EQ(mirror.get<Frozen>(a), Frozen{});
+    EXPECT_EQ(mirror.get<Frozen>(b), std::nullopt);
+    EXPECT_EQ(mirror.checksum(), proto::checksum::of_world(*world, types));
+
+    world->erase<Frozen>(a);
+    world->emplace<Frozen>(b);
+    ASSERT_TRUE(feed(mirror, encoder.encode_delta(*world, world->take_changes(), 2))) << mirror.error();
+    EXPECT_FALSE(mirror.has(a, "frozen"));
+    EXPECT_TRUE(mirror.has(b, "frozen"));
+    EXPECT_EQ(mirror.checksum(), proto::checksum::of_world(*world, types));
+}
+
 TEST(MirrorSync, TypesGoByNameAsWellAsByWireId) {
     server s;
     const Entity a = s.world->create();

@@ -66,6 +66,20 @@ TEST(Replicated, DescribesAStringType) {
     EXPECT_EQ(proto::value_bytes_v<Tag>, 0U);
 }
 
+TEST(Replicated, AMarkerTravelsAsOneBoolThatIsAlwaysTrue) {
+    const proto::component_info info = proto::describe<ecsnet::testing::Frozen>();
+    EXPECT_EQ(info.name, "frozen");
+    EXPECT_FALSE(info.is_string);
+    ASSERT_EQ(info.fields.size(), 1U);  // a schema any client understands
+    EXPECT_EQ(info.fields[0].name, "present");
+    EXPECT_EQ(info.fields[0].type, proto::field_type::bool_);
+    EXPECT_EQ(info.fields[0].bits, 8);
+    EXPECT_EQ(proto::value_bytes_v<ecsnet::testing::Frozen>, 1U);
+    EXPECT_EQ(proto::pack(ecsnet::testing::Frozen{}), bytes_of<1>({1}));
+    const std::array<std::byte, 1> zero{};
+    EXPECT_EQ(proto::unpack<ecsnet::testing::Frozen>(zero.data()), ecsnet::testing::Frozen{});
+}
+
 TEST(Replicated, PacksFieldsLittleEndianWithoutPadding) {
     Mixed value;
     // Fill the padding with garbage: it must not reach the packed bytes.

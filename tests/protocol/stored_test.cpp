@@ -237,6 +237,24 @@ TEST(StoredValue, LedgerBytesAreLittleEndianBackToBack) {
                                     field_value{-2.5e300}));
 }
 
+TEST(StoredValue, AMarkerIsStoredAsOneBoolField) {
+    component_registry types;
+    types.add<ecsnet::testing::Frozen>();
+    const stored_ops& frozen = ops_of(types, "frozen");
+    EXPECT_THAT(frozen.type.fields, ElementsAre(stored_field{"present", field_type::bool_}));
+    EXPECT_EQ(frozen.type.value_bytes(), 1U);
+    auto world = World::make();
+    const Entity e = world->create();
+    world->emplace<ecsnet::testing::Frozen>(e);
+    std::vector<std::byte> bytes;
+    std::string text;
+    frozen.get(*world, e, bytes, text);
+    EXPECT_THAT(bytes, ElementsAre(std::byte{1}));
+    const Entity other = world->create();
+    frozen.put(*world, other, bytes, {});
+    EXPECT_TRUE(world->has<ecsnet::testing::Frozen>(other));
+}
+
 TEST(StoredValue, BoolIsStoredAsZeroOrOne) {
     const component_registry types = registry();
     auto world = World::make();

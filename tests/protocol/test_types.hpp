@@ -41,6 +41,11 @@ struct Tag {
     friend bool operator==(const Tag&, const Tag&) = default;
 };
 
+// A marker: its presence is all it says (marker_value on the wire).
+struct Frozen {
+    friend bool operator==(const Frozen&, const Frozen&) = default;
+};
+
 // Replicated to its owner only.
 struct Secret {
     std::uint32_t code{};
@@ -133,6 +138,9 @@ struct replicated<testing::SpotSwapped>
                 replicate_options{.quantized = {.min = 0.0,
                                                 .max = testing::spot_max,
                                                 .step = testing::spot_step}}> {};
+template <>
+struct replicated<testing::Frozen>
+    : replicate<marker_value, "frozen", replicate_options{.written_by = writer::server}> {};
 template <>
 struct replicated<testing::Tag>
     : replicate<string_value, "tag",

@@ -281,7 +281,7 @@ std::uint16_t component_registry::add() {
     }
     check_stored_name(replicated<T>::name, ops.type_hash);
     add(describe<T>(), ops);
-    if constexpr (detail::is_string_v<T>) {
+    if constexpr (detail::is_string_v<T> || detail::is_marker_v<T>) {
         add_stored(stored_ops_of<T>(
             detail::stored_type_of<T>(replicated<T>::name, true, [](std::size_t) { return std::string{}; })));
     } else {

@@ -28,7 +28,8 @@
 // and registers it on its server (component_registry::add<Shield>()). The component carries
 // exactly the fields of its FlatBuffers struct, in order and type, checked at compile time;
 // the struct's field names become the schema's. A string component (one std::string field)
-// uses string_value as its wire type.
+// uses string_value as its wire type, a marker (an empty struct: FlatBuffers has no empty
+// structs) marker_value.
 namespace ecsnet::protocol {
 
 template <std::size_t N>
@@ -65,6 +66,13 @@ struct replicate_options {
 
 // The wire type of a string component.
 struct string_value {};
+
+// The wire type of a marker: an empty component whose presence is all it says (`struct Frozen
+// {};`). It travels as one bool field, `present`, always true: the schema and the wire are those
+// of any one-bool component, so every client (and the TypeScript SDK, which reads it as
+// {present: true}) understands it. One byte per entity in a snapshot (a plain bool is 8 bits on
+// the wire); a marker never changes, so it costs nothing after it is added.
+struct marker_value {};
 
 template <typename Wire, fixed_string Name, replicate_options Options = replicate_options{}>
 struct replicate {
@@ -120,6 +128,9 @@ constexpr unsigned quantized_bits(quantize q) {
 template <typename T>
 inline constexpr bool is_string_v = std::is_same_v<typename replicated<T>::wire_type, string_value>;
 
+template <typename T>
+inline constexpr bool is_marker_v = std::is_same_v<typename replicated<T>::wire_type, marker_value>;
+
 template <typename T, std::size_t I>
 consteval unsigned field_bits() {
     using F = boost::pfr::tuple_element_t<I, T>;
@@ -134,9 +145,13 @@ consteval unsigned field_bits() {
 
 template <typename T>
 consteval std::size_t value_bits() {
-    return [&]<std::size_t... I>(std::index_sequence<I...>) {
-        return (std::size_t{0} + ... + field_bits<T, I>());
-    }(std::make_index_sequence<boost::pfr::tuple_size_v<T>>{});
+    if constexpr (is_marker_v<T>) {
+        return 8;  // present: a bool, 8 bits like every plain bool (PROTOCOL.md, "Schema")
+    } else {
+        return [&]<std::size_t... I>(std::index_sequence<I...>) {
+            return (std::size_t{0} + ... + field_bits<T, I>());
+        }(std::make_index_sequence<boost::pfr::tuple_size_v<T>>{});
+    }
 }
 
 template <typename T>
@@ -162,6 +177,11 @@ consteval bool check_options() {
                       "max_bytes is 1 to 4096");
         static_assert(!options.input && !options.interpolate,
                       "input and interpolated types are fixed-size, not strings");
+    } else if constexpr (is_marker_v<T>) {
+        static_assert(std::is_empty_v<T> && std::is_aggregate_v<T>,
+                      "a marker is an empty struct (marker_value as its wire type)");
+        static_assert(options.quantized.step == 0 && !options.interpolate && !options.input,
+                      "a marker has no value to quantize, interpolate or send as input");
     } else {
         static_assert(check_fields<T, typename replicated<T>::wire_type>());
     }
@@ -230,6 +250,8 @@ template <replicated_component T>
     if constexpr (detail::is_string_v<T>) {
         info.is_string = true;
         info.max_bytes = options.max_bytes;
+    } else if constexpr (detail::is_marker_v<T>) {
+        info.fields.push_back(field_info{"present", field_type::bool_, 8, quantization{}});
     } else {
         using W = typename replicated<T>::wire_type;
         [&]<std::size_t... I>(std::index_sequence<I...>) {
@@ -262,6 +284,10 @@ template <replicated_component T>
 template <replicated_component T>
 void pack(const T& value, std::byte* out) noexcept {
     static_assert(!detail::is_string_v<T>);
+    if constexpr (detail::is_marker_v<T>) {
+        out[0] = std::byte{1};  // present
+        return;
+    }
     constexpr quantize q = replicated<T>::options.quantized;
     constexpr bool aligned = [] {
         return [&]<std::size_t... I>(std::index_sequence<I...>) {
@@ -294,6 +320,10 @@ void pack(const T& value, std::byte* out) noexcept {
 // Appends value's fields to a column being bit-packed (the encoder's path).
 template <replicated_component T>
 void pack_fields(const T& value, bit_packer& packer) noexcept {
+    if constexpr (detail::is_marker_v<T>) {
+        packer.put(1, 8);  // present
+        return;
+    }
     constexpr quantize q = replicated<T>::options.quantized;
     [&]<std::size_t... I>(std::index_sequence<I...>) {
         (packer.put(detail::raw_bits<boost::pfr::tuple_element_t<I, T>, q>(boost::pfr::get<I>(value)) &
@@ -317,6 +347,9 @@ template <replicated_component T>
 template <replicated_component T>
 [[nodiscard]] T unpack(const std::byte* in) noexcept {
     static_assert(!detail::is_string_v<T>);
+    if constexpr (detail::is_marker_v<T>) {
+        return T{};
+    }
     constexpr quantize q = replicated<T>::options.quantized;
     bit_reader reader{std::span<const std::byte>{in, value_bytes_v<T>}};
     return [&]<std::size_t... I>(std::index_sequence<I...>) {

@@ -99,10 +99,17 @@ consteval std::size_t stored_bytes_of() {
     return std::is_same_v<F, bool> ? 1 : sizeof(F);
 }
 
+// An empty type (a marker) is stored as one bool field, `present`, as it travels
+// (replicated.hpp, marker_value): every stored type has fields.
+template <typename T>
+inline constexpr bool is_stored_marker = std::is_empty_v<T>;
+
 template <typename T>
 consteval std::size_t stored_value_bytes() {
     if constexpr (is_stored_string<T>()) {
         return 0;
+    } else if constexpr (is_stored_marker<T>) {
+        return 1;
     } else {
         return [&]<std::size_t... I>(std::index_sequence<I...>) {
             return (std::size_t{0} + ... + stored_bytes_of<boost::pfr::tuple_element_t<I, T>>());
@@ -118,6 +125,8 @@ stored_type stored_type_of(std::string_view name, bool replicated, Names names) 
     type.replicated = replicated;
     if constexpr (is_stored_string<T>()) {
         type.is_string = true;
+    } else if constexpr (is_stored_marker<T>) {
+        type.fields.push_back(stored_field{"present", field_type::bool_});
     } else {
         [&]<std::size_t... I>(std::index_sequence<I...>) {
             (type.fields.push_back(stored_field{
@@ -132,6 +141,10 @@ stored_type stored_type_of(std::string_view name, bool replicated, Names names) 
 template <typename T>
 void stored_pack(const T& value, std::byte* out) noexcept {
     static_assert(!is_stored_string<T>());
+    if constexpr (is_stored_marker<T>) {
+        out[0] = std::byte{1};  // present
+        return;
+    }
     std::size_t at = 0;
     boost::pfr::for_each_field(value, [&](const auto& field) {
         using F = std::remove_cvref_t<decltype(field)>;
