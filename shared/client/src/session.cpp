@@ -63,6 +63,7 @@ void session::update() {
     if (s.state == session_state::joined) {
         s.send_ping(now);
         s.send_input();
+        s.predict(now);
     }
     if (s.flush_wanted) {
         s.post_flush();

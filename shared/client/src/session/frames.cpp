@@ -172,6 +172,7 @@ void session::impl::welcomed_by(protocol::welcome w, time_point at) {
     pings.clear();
     next_input_tick = 0;
     last_ack.reset();
+    start_prediction();
 }
 
 void session::impl::snapshot_completed() {
@@ -195,6 +196,9 @@ void session::impl::check_owner(ecs::Entity e) {
         }
         owned_index[e.index()] = true;
         owned.push_back(e);
+        if (predicted) {
+            (void)predicted->track(e, mirror);
+        }
         fire(active.owned, e);
     } else if (!mine && listed) {
         forget_owned(e);
@@ -206,7 +210,15 @@ void session::impl::forget_owned(ecs::Entity e) {
         return;
     }
     owned_index[e.index()] = false;
-    std::erase_if(owned, [&](ecs::Entity o) { return o.index() == e.index(); });
+    std::erase_if(owned, [&](ecs::Entity o) {
+        if (o.index() != e.index()) {
+            return false;
+        }
+        if (predicted) {
+            predicted->untrack(o);
+        }
+        return true;
+    });
 }
 
 void session::impl::record(ecs::Entity e, std::uint32_t type) {

@@ -181,6 +181,13 @@ struct session::impl {
     std::vector<ecs::Entity> owned;  // owned_entities(), in arrival order
     std::vector<bool> owned_index;   // by entity index: in `owned` (a spawn or destroy is O(1))
 
+    // session_options::predict: made at each Welcome.
+    std::unique_ptr<prediction> predicted;
+    std::uint64_t reconciled_tick{0};
+    time_point last_update{};
+    void start_prediction();
+    void predict(time_point now);
+
     ecs::Entity input_entity{};
     protocol::component_set input;
     std::uint64_t next_input_tick{0};  // 0: the next Input starts at the input tick

@@ -53,12 +53,54 @@ void session::impl::send_input() {
         fire(active.input_rejected, *last_rejected);
         return;
     }
+    if (predicted) {
+        // The player sees its input at once: the prediction runs these ticks with it.
+        for (std::uint64_t tick = std::max(first, predicted->tick() + 1); tick <= due; ++tick) {
+            predicted->set_input(tick, input_entity, input);
+        }
+    }
     if (enqueue(std::move(frame))) {
         ++stats.input_frames_sent;
         stats.input_ticks_sent += message.ticks.size();
         last_input_tick = due;
     }
 }
+
+void session::impl::start_prediction() {
+    predicted.reset();
+    reconciled_tick = 0;
+    if (!options.predict || !welcome) {
+        return;
+    }
+    predicted = std::make_unique<prediction>(1.0 / static_cast<double>(welcome->tick_rate),
+                                             options.predict_options);
+    options.predict(*predicted);
+    for (const ecs::Entity e : owned) {
+        if (mirror.contains(e)) {
+            (void)predicted->track(e, mirror);
+        }
+    }
+}
+
+void session::impl::predict(time_point now) {
+    if (!predicted) {
+        return;
+    }
+    if (mirror.ready() && mirror.tick() > reconciled_tick) {
+        reconciled_tick = mirror.tick();
+        predicted->reconcile(reconciled_tick, mirror);
+    }
+    if (clock.synchronized() && predicted->size() > 0) {
+        predicted->advance_to(clock.input_tick());
+    }
+    if (last_update != time_point{}) {
+        predicted->decay(now - last_update);
+    }
+    last_update = now;
+}
+
+prediction* session::predictor() noexcept { return impl_->predicted.get(); }
+const prediction* session::predictor() const noexcept { return impl_->predicted.get(); }
 
 void session::set_input(ecs::Entity entity, const protocol::component_set& values) {
     impl& s = *impl_;

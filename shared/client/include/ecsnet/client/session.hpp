@@ -10,6 +10,7 @@
 
 #include "ecsnet/client/connect_options.hpp"
 #include "ecsnet/client/interpolation.hpp"
+#include "ecsnet/client/prediction.hpp"
 #include "ecsnet/client/server_clock.hpp"
 #include "ecsnet/protocol/messages.hpp"
 #include "ecsnet/protocol/mirror.hpp"
@@ -59,6 +60,13 @@ struct session_options {
     } reconnect;
     server_clock::options clock_options;                 // `rate` comes from Welcome
     interpolation::options interpolation_options;
+    // Client-side prediction (docs/PREDICTION.md). Set, the session predicts the entities this
+    // player owns (events().owned) at its input tick, with the input set_input gives at once,
+    // and reconciles with each server tick. `predict` declares the predicted types and adds the
+    // game's predicted systems: the same registration code its server runs. Called after each
+    // Welcome (a reconnect starts a new prediction).
+    std::function<void(prediction&)> predict;
+    prediction_options predict_options;
 };
 
 // Sent, received, reconnected: for a game's network graph.
@@ -162,6 +170,25 @@ public:
     }
     template <protocol::replicated_component T>
     [[nodiscard]] std::optional<T> sample(ecs::Entity e, double render_tick) const;
+
+    // ---- prediction (session_options::predict) -----------------------------------------------
+    // The prediction, or null (no predict set, or before the first Welcome). A game may track
+    // more entities on it (prediction switching) and read its statistics.
+    [[nodiscard]] prediction* predictor() noexcept;
+    [[nodiscard]] const prediction* predictor() const noexcept;
+    // What to draw for e, at one call site: the predicted value with its correction's offset
+    // decaying when e is predicted and T is one of the predicted types, else sample<T>(e).
+    template <protocol::replicated_component T>
+    [[nodiscard]] std::optional<T> rendered(ecs::Entity e) const {
+        if constexpr (!protocol::detail::is_string_v<T>) {
+            if (const prediction* p = predictor(); p != nullptr && p->tracks(e)) {
+                if (auto value = p->template rendered<T>(e)) {
+                    return value;
+                }
+            }
+        }
+        return sample<T>(e);
+    }
 
     // ---- commands ----------------------------------------------------------------------------
     // Queues a message for the server (written by the next update() at the latest). False,

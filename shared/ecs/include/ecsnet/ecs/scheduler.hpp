@@ -152,6 +152,9 @@ public:
     }
 
     [[nodiscard]] std::uint64_t ticks() const noexcept { return tick_; }
+    // The tick the next run() reports and gives its systems: a client's prediction runs the
+    // server's tick numbers, and goes back to replay them.
+    void set_tick(std::uint64_t tick) noexcept { tick_ = tick; }
     // Failed system runs since the scheduler was made, all systems together.
     [[nodiscard]] std::uint64_t failures() const noexcept { return failures_; }
     [[nodiscard]] double dt() const noexcept { return dt_; }

@@ -358,6 +358,15 @@ template <replicated_component T>
     }(std::make_index_sequence<boost::pfr::tuple_size_v<T>>{});
 }
 
+// The value as a client receives it: each float field on the wire's grid (clamped to its
+// range). A game that predicts writes its predicted state through this at the end of each
+// tick, on the server and in the prediction alike: a client that restarts from the server's
+// state then restarts from the exact state the server goes on from (docs/PREDICTION.md).
+template <replicated_component T>
+[[nodiscard]] T quantized(const T& value) noexcept {
+    return unpack<T>(pack(value).data());
+}
+
 // A string component's text.
 template <replicated_component T>
 [[nodiscard]] const std::string& text_of(const T& value) noexcept {

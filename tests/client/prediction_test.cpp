@@ -1,0 +1,384 @@
+// Client-side prediction (shared/client/include/ecsnet/client/prediction.hpp) against a server
+// world of the test's own: the same flight systems over the arena's components run on both
+// sides, the server's states reach the client's mirror through the real encoder a few ticks
+// late, as over a network with a round trip.
+#include "ecsnet/client/prediction.hpp"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <map>
+#include <random>
+#include <stdexcept>
+#include <vector>
+
+#include "ecsnet/arena/components.hpp"
+#include "ecsnet/protocol/messages.hpp"
+#include "ecsnet/protocol/mirror.hpp"
+#include "ecsnet/protocol/registry.hpp"
+#include "ecsnet/protocol/replication.hpp"
+
+namespace prediction_test {
+
+namespace protocol = ecsnet::protocol;
+namespace ecs = ecsnet::ecs;
+namespace rules = ecsnet::arena::rules;
+using ecsnet::arena::Heading;
+using ecsnet::arena::Pilot;
+using ecsnet::arena::Position;
+using ecsnet::arena::Velocity;
+using ecsnet::client::misprediction;
+using ecsnet::client::prediction;
+using ecsnet::client::prediction_options;
+
+constexpr double dt = 1.0 / 30.0;
+constexpr float half = 2000.0F;
+
+// The predicted systems, registered by the same function on both sides: a ship turns and
+// thrusts by its Pilot, everything moves and bounces off the walls; with `quantize`, the state
+// ends each tick on the wire's grid.
+void add_flight(ecs::Scheduler& systems, bool quantize) {
+    systems.add("steer", ecs::component_access{}.reads<Pilot>().writes<Heading, Velocity>(),
+                [](ecs::SystemContext& ctx) {
+                    const auto step = static_cast<float>(ctx.dt);
+                    ctx.world.view<const Pilot, Heading, Velocity>().each(
+                        [&](ecs::Entity, const Pilot& pilot, Heading& h, Velocity& v) {
+                            const float a = pilot.turn * rules::ship_turn_rate * step;
+                            const float x = h.x * std::cos(a) - h.y * std::sin(a);
+                            const float y = h.x * std::sin(a) + h.y * std::cos(a);
+                            const float length = std::hypot(x, y);
+                            h = Heading{x / length, y / length};
+                            v.x = (v.x + h.x * pilot.thrust * rules::ship_thrust * step) *
+                                  (1.0F - rules::ship_drag * step);
+                            v.y = (v.y + h.y * pilot.thrust * rules::ship_thrust * step) *
+                                  (1.0F - rules::ship_drag * step);
+                        });
+                });
+    systems.add("move", ecs::component_access{}.writes<Position, Velocity>(),
+                [](ecs::SystemContext& ctx) {
+                    const auto step = static_cast<float>(ctx.dt);
+                    ctx.world.view<Position, Velocity>().each([&](ecs::Entity, Position& p, Velocity& v) {
+                        p.x += v.x * step;
+                        p.y += v.y * step;
+                        if (std::abs(p.x) > half) {
+                            p.x = std::clamp(p.x, -half, half);
+                            v.x = -v.x;
+                        }
+                        if (std::abs(p.y) > half) {
+                            p.y = std::clamp(p.y, -half, half);
+                            v.y = -v.y;
+                        }
+                    });
+                });
+    if (quantize) {
+        systems.add("quantize", ecs::component_access{}.writes<Position, Velocity, Heading>(),
+                    [](ecs::SystemContext& ctx) {
+                        ctx.world.view<Position, Velocity, Heading>().each(
+                            [](ecs::Entity, Position& p, Velocity& v, Heading& h) {
+                                p = protocol::quantized(p);
+                                v = protocol::quantized(v);
+                                h = protocol::quantized(h);
+                            });
+                    });
+    }
+}
+
+// The input as the server gets it: through the wire's quantization.
+protocol::component_set input_of(const Pilot& pilot) { return protocol::component_set{}.set(pilot); }
+
+// A server of the test's own: one ship, the flight systems, a Delta per tick.
+struct flight_server {
+    explicit flight_server(bool quantize, Position start = {}) {
+        types.add<Position>();
+        types.add<Velocity>();
+        types.add<Heading>();
+        types.add<Pilot>();
+        add_flight(systems, quantize);
+        ship = world->create();
+        world->emplace<Position>(ship, start);
+        world->emplace<Velocity>(ship);
+        world->emplace<Heading>(ship);
+        world->emplace<Pilot>(ship);
+        world->discard_changes();
+    }
+
+    void join(protocol::mirror& mirror) {
+        mirror.set_schema(types.types());
+        for (const protocol::frame& f : encoder.encode_snapshot(*world, tick)) {
+            ASSERT_TRUE(mirror.apply(*protocol::verify_server_frame(*f))) << mirror.error();
+        }
+    }
+
+    // The next tick: its input (the newest at or before it repeats), `before` (a change the
+    // client cannot know), the systems, the delta into the mirror.
+    void step(protocol::mirror& mirror, const std::function<void(ecs::World&)>& before = {}) {
+        ++tick;
+        if (const auto it = inputs.find(tick); it != inputs.end() && world->valid(ship)) {
+            world->write<Pilot>(ship) = *it->second.get<Pilot>();
+        }
+        if (before) {
+            before(*world);
+        }
+        systems.set_tick(tick);
+        (void)systems.run(*world);
+        const protocol::frame f = encoder.encode_delta(*world, world->take_changes(), tick);
+        ASSERT_TRUE(mirror.apply(*protocol::verify_server_frame(*f))) << mirror.error();
+    }
+
+    protocol::component_registry types;
+    std::shared_ptr<ecs::World> world = ecs::World::make();
+    ecs::Scheduler systems{dt};
+    protocol::replication_encoder encoder{types};
+    ecs::Entity ship;
+    std::map<std::uint64_t, protocol::component_set> inputs;
+    std::uint64_t tick = 0;
+};
+
+void declare(prediction& p, bool quantize) {
+    p.predict_smoothed<Position>().predict<Velocity>().predict<Heading>().input<Pilot>();
+    add_flight(p.systems(), quantize);
+}
+
+// A recorded player: a new control every 5 to 40 ticks.
+struct recorded_player {
+    explicit recorded_player(std::uint64_t seed) : rng{seed} {}
+    Pilot at(std::uint64_t) {
+        if (left-- == 0) {
+            left = std::uniform_int_distribution<int>{5, 40}(rng);
+            const float thrusts[] = {0.0F, 0.5F, 1.0F, 1.0F};
+            const float turns[] = {-1.0F, -0.5F, 0.0F, 0.0F, 0.25F, 1.0F};
+            current = Pilot{thrusts[std::uniform_int_distribution<int>{0, 3}(rng)],
+                            turns[std::uniform_int_distribution<int>{0, 5}(rng)], false};
+        }
+        return current;
+    }
+    std::mt19937_64 rng;
+    int left = 0;
+    Pilot current{};
+};
+
+// Client and server played tick by tick: the client predicts input tick t at once, the server
+// runs t - latency and its state reaches the client in the same frame (a round trip of
+// `latency` ticks).
+struct match {
+    match(prediction_options options, std::uint64_t latency_ticks, Position start = {},
+          bool quantize = false)
+        : server{quantize, start}, client{dt, options}, latency{latency_ticks} {
+        server.join(mirror);
+        declare(client, quantize);
+        (void)client.track(server.ship, mirror);
+        client.on_misprediction = [this](const misprediction& m) { mispredicted.push_back(m); };
+    }
+
+    void frame(const Pilot& pilot, const std::function<void(ecs::World&)>& server_change = {}) {
+        ++now;
+        const protocol::component_set input = input_of(pilot);
+        client.set_input(now, server.ship, input);
+        client.advance_to(now);
+        server.inputs[now] = input;
+        if (now > latency) {
+            server.step(mirror, server_change);
+            client.reconcile(server.tick, mirror);
+        }
+        client.decay(std::chrono::duration<double>(dt));
+    }
+
+    flight_server server;
+    protocol::mirror mirror;
+    prediction client;
+    std::uint64_t latency;
+    std::uint64_t now = 0;
+    std::vector<misprediction> mispredicted;
+};
+
+TEST(Prediction, RefusesNonsenseOptions) {
+    EXPECT_THROW((prediction{dt, {.history_ticks = 1}}), std::invalid_argument);
+    EXPECT_THROW((prediction{dt, {.replay_budget_ticks = 0}}), std::invalid_argument);
+    EXPECT_THROW((prediction{dt, {.snap_distance = -1.0}}), std::invalid_argument);
+    EXPECT_THROW((prediction{0.0}), std::invalid_argument) << "the scheduler's dt";
+}
+
+TEST(Prediction, TypesAreDeclaredBeforeTheFirstEntity) {
+    flight_server server{false};
+    protocol::mirror mirror;
+    server.join(mirror);
+    prediction p{dt};
+    declare(p, false);
+    const ecs::Entity local = p.track(server.ship, mirror);
+    EXPECT_EQ(p.track(server.ship, mirror), local) << "tracking twice is the same entity";
+    EXPECT_EQ(p.world().get<Pilot>(local), Pilot{}) << "an input type starts at rest";
+    EXPECT_THROW(p.predict<Heading>(), std::logic_error);
+    EXPECT_THROW(p.track(ecs::Entity{999, 1}, mirror), std::invalid_argument);
+}
+
+TEST(Prediction, RecordedInputsGiveTheServersStatesForTenThousandTicks) {
+    // Compared exactly (no tolerance): what the client predicted for each of the server's
+    // ticks is the server's state on the wire's grid, bit for bit: the same code, the same
+    // (quantized) inputs, the same start.
+    match m{{.tolerance_steps = 0}, 6};
+    recorded_player player{7};
+    double travelled = 0;
+    for (int i = 0; i < 10'000; ++i) {
+        m.frame(player.at(m.now + 1));
+        const Velocity v = m.server.world->get<Velocity>(m.server.ship);
+        travelled += std::hypot(v.x, v.y) * dt;
+    }
+    EXPECT_EQ(m.client.stats().checks, 10'000U - 6U) << "every server tick was compared";
+    EXPECT_EQ(m.client.stats().mispredictions, 0U)
+        << "first at tick " << (m.mispredicted.empty() ? 0 : m.mispredicted[0].tick);
+    EXPECT_EQ(m.client.stats().ticks_replayed, 0U);
+    EXPECT_EQ(m.client.stats().ticks_predicted, 10'000U);
+    EXPECT_GT(travelled, 10'000.0) << "the ship flew: turns, thrust, drag, walls";
+}
+
+TEST(Prediction, QuantizationAloneIsNoMisprediction) {
+    // The server starts at 0.3, the client from the wire's 0.3125: the same flight keeps them
+    // 0.0125 apart, less than a step of 1/16. Compared exactly, the roundings disagree now and
+    // then; within one step they never do.
+    const Position start{0.3F, -0.3F};
+    for (const std::uint32_t tolerance : {0U, 1U}) {
+        match m{{.tolerance_steps = tolerance}, 4, start};
+        recorded_player player{11};
+        for (int i = 0; i < 2'000; ++i) {
+            m.frame(player.at(m.now + 1));
+        }
+        if (tolerance == 0) {
+            EXPECT_GT(m.client.stats().mispredictions, 0U);
+        } else {
+            EXPECT_EQ(m.client.stats().mispredictions, 0U);
+        }
+    }
+}
+
+TEST(Prediction, AServerSideChangeIsCorrectedWithoutASnapAndTheOffsetDecays) {
+    // The flight quantizes its state each tick: restarting from the server's state restarts
+    // from exactly what the server goes on from.
+    match m{{}, 6, {}, true};
+    recorded_player player{3};
+    for (int i = 0; i < 300; ++i) {
+        m.frame(player.at(m.now + 1));
+    }
+    ASSERT_EQ(m.client.stats().mispredictions, 0U);
+    // A collision the client cannot know: the server pushes the ship at its next tick.
+    const std::uint64_t pushed_at = m.server.tick + 1;
+    Position shown = *m.client.rendered<Position>(m.server.ship);
+    m.frame(player.at(m.now + 1), [&](ecs::World& w) { w.write<Velocity>(m.server.ship).x += 60.0F; });
+    ASSERT_EQ(m.client.stats().mispredictions, 1U);
+    EXPECT_EQ(m.mispredicted.at(0).tick, pushed_at);
+    EXPECT_EQ(m.mispredicted.at(0).type, "position");
+    EXPECT_NEAR(m.mispredicted.at(0).error, 60.0 * dt, 0.1);
+    EXPECT_EQ(m.client.stats().ticks_replayed, 6U) << "the ticks after the server's, up to now";
+    EXPECT_EQ(m.client.stats().snaps, 0U);
+
+    // What is rendered never jumps: each frame moves at most a frame at the top speed plus a
+    // little; the offset decays under a tenth of a unit within a second.
+    const double max_step = rules::ship_max_speed * dt + 1.0;
+    double offset_at_correction = m.client.offset<Position>(m.server.ship);
+    EXPECT_GT(offset_at_correction, 60.0 * dt) << "the correction moved the prediction";
+    int frames = 0;
+    for (; frames < 60; ++frames) {
+        const Position now = *m.client.rendered<Position>(m.server.ship);
+        EXPECT_LE(std::hypot(now.x - shown.x, now.y - shown.y), max_step) << "frame " << frames;
+        shown = now;
+        if (m.client.offset<Position>(m.server.ship) < 0.1) {
+            break;
+        }
+        m.frame(player.at(m.now + 1));
+    }
+    EXPECT_LT(frames, 30) << "the offset decays with a 100 ms half-life";
+    // The replay started from the server's state: the prediction holds again.
+    for (int i = 0; i < 300; ++i) {
+        m.frame(player.at(m.now + 1));
+    }
+    EXPECT_EQ(m.client.stats().mispredictions, 1U) << "the prediction holds again, exactly";
+}
+
+TEST(Prediction, WithoutAQuantizedStateARestoredPredictionDriftsAStepNowAndThen) {
+    // The same correction, the flight not quantizing: the client restarts from the wire's
+    // rounding of a velocity the server keeps exact, and drifts; each step of drift is one more
+    // (small) correction. docs/PREDICTION.md: why a predicted game quantizes its state.
+    match m{{}, 6};
+    recorded_player player{3};
+    for (int i = 0; i < 300; ++i) {
+        m.frame(player.at(m.now + 1));
+    }
+    m.frame(player.at(m.now + 1), [&](ecs::World& w) { w.write<Velocity>(m.server.ship).x += 60.0F; });
+    for (int i = 0; i < 600; ++i) {
+        m.frame(player.at(m.now + 1));
+    }
+    EXPECT_GT(m.client.stats().mispredictions, 1U);
+    for (std::size_t i = 1; i < m.mispredicted.size(); ++i) {
+        EXPECT_LT(m.mispredicted[i].error, 0.2) << "a step of drift, not a wrong prediction";
+    }
+    EXPECT_EQ(m.client.stats().snaps, 0U);
+}
+
+TEST(Prediction, AJumpPastTheSnapDistanceSnaps) {
+    match m{{.snap_distance = 20.0}, 4};
+    for (int i = 0; i < 50; ++i) {
+        m.frame(Pilot{});
+    }
+    m.frame(Pilot{}, [&](ecs::World& w) { w.write<Position>(m.server.ship).x += 100.0F; });
+    EXPECT_EQ(m.client.stats().mispredictions, 1U);
+    EXPECT_EQ(m.client.stats().snaps, 1U);
+    EXPECT_EQ(m.client.offset<Position>(m.server.ship), 0.0);
+    EXPECT_NEAR(m.client.rendered<Position>(m.server.ship)->x, 100.0F, 0.1F);
+}
+
+TEST(Prediction, AReplayPastItsBudgetGoesOnInTheNextCalls) {
+    match m{{.replay_budget_ticks = 4}, 10};
+    recorded_player player{5};
+    for (int i = 0; i < 100; ++i) {
+        m.frame(player.at(m.now + 1));
+    }
+    m.frame(player.at(m.now + 1), [&](ecs::World& w) { w.write<Position>(m.server.ship).y += 5.0F; });
+    // 10 ticks to replay, 4 per call: the world waits behind, what is shown is the previous
+    // prediction.
+    EXPECT_TRUE(m.client.replaying());
+    EXPECT_EQ(m.client.stats().ticks_replayed, 4U);
+    EXPECT_EQ(m.client.stats().replays_deferred, 1U);
+    const Position shown = *m.client.predicted<Position>(m.server.ship);
+    m.client.advance_to(m.now);  // a frame without a new tick: the replay goes on
+    EXPECT_EQ(m.client.stats().ticks_replayed, 8U);
+    m.client.advance_to(m.now);
+    EXPECT_FALSE(m.client.replaying());
+    EXPECT_EQ(m.client.world_tick(), m.client.tick());
+    EXPECT_EQ(m.client.stats().ticks_replayed, 10U);
+    const Position corrected = *m.client.predicted<Position>(m.server.ship);
+    EXPECT_NEAR(corrected.y - shown.y, 5.0F, 0.2F) << "shown until then: the prediction before";
+}
+
+TEST(Prediction, AServerStateOlderThanTheHistoryIsAdoptedAndPredictedAgain) {
+    match m{{.history_ticks = 8}, 12};
+    for (int i = 0; i < 40; ++i) {
+        m.frame(Pilot{1.0F, 0.25F, false});
+    }
+    EXPECT_EQ(m.client.stats().checks, 0U) << "every server tick was older than the history";
+    EXPECT_GT(m.client.stats().too_old, 0U);
+    EXPECT_FALSE(m.client.replaying());
+    EXPECT_EQ(m.client.world_tick(), m.now);
+}
+
+TEST(Prediction, AnEntityTheServerDestroyedIsNoLongerPredicted) {
+    match m{{}, 3};
+    for (int i = 0; i < 10; ++i) {
+        m.frame(Pilot{});
+    }
+    const ecs::Entity local = m.client.local(m.server.ship);
+    ASSERT_TRUE(m.client.world().valid(local));
+    m.frame(Pilot{}, [&](ecs::World& w) { w.destroy(m.server.ship); });
+    EXPECT_FALSE(m.client.tracks(m.server.ship));
+    EXPECT_FALSE(m.client.world().valid(local));
+    EXPECT_FALSE(m.client.predicted<Position>(m.server.ship).has_value());
+    EXPECT_NO_THROW(m.frame(Pilot{}));
+}
+
+TEST(Prediction, InputForAPastTickIsRefused) {
+    match m{{}, 3};
+    m.frame(Pilot{});
+    EXPECT_THROW(m.client.set_input(1, m.server.ship, input_of(Pilot{})), std::invalid_argument);
+}
+
+}  // namespace prediction_test
