@@ -159,13 +159,21 @@ struct recorded_player {
     Pilot current{};
 };
 
+// The replay's time budget depends on the machine's load: only the test of it keeps it.
+prediction_options untimed(prediction_options options) {
+    if (options.replay_budget_time == prediction_options{}.replay_budget_time) {
+        options.replay_budget_time = std::chrono::hours{1};
+    }
+    return options;
+}
+
 // Client and server played tick by tick: the client predicts input tick t at once, the server
 // runs t - latency and its state reaches the client in the same frame (a round trip of
 // `latency` ticks).
 struct match {
     match(prediction_options options, std::uint64_t latency_ticks, Position start = {},
           bool quantize = false)
-        : server{quantize, start}, client{dt, options}, latency{latency_ticks} {
+        : server{quantize, start}, client{dt, untimed(options)}, latency{latency_ticks} {
         server.join(mirror);
         declare(client, quantize);
         (void)client.track(server.ship, mirror);
@@ -348,6 +356,22 @@ TEST(Prediction, AReplayPastItsBudgetGoesOnInTheNextCalls) {
     EXPECT_EQ(m.client.stats().ticks_replayed, 10U);
     const Position corrected = *m.client.predicted<Position>(m.server.ship);
     EXPECT_NEAR(corrected.y - shown.y, 5.0F, 0.2F) << "shown until then: the prediction before";
+}
+
+TEST(Prediction, AReplayPastItsTimeBudgetRunsOneTickPerCall) {
+    // No time at all: every call still replays one tick, so a replay always ends.
+    match m{{.replay_budget_time = std::chrono::microseconds{0}}, 5};
+    for (int i = 0; i < 20; ++i) {
+        m.frame(Pilot{1.0F, 0.0F, false});
+    }
+    m.frame(Pilot{}, [&](ecs::World& w) { w.write<Position>(m.server.ship).x += 3.0F; });
+    EXPECT_EQ(m.client.stats().ticks_replayed, 1U);
+    for (std::uint64_t calls = 2; calls <= 5; ++calls) {
+        EXPECT_TRUE(m.client.replaying());
+        m.client.advance_to(m.now);
+        EXPECT_EQ(m.client.stats().ticks_replayed, calls);
+    }
+    EXPECT_FALSE(m.client.replaying());
 }
 
 TEST(Prediction, AServerStateOlderThanTheHistoryIsAdoptedAndPredictedAgain) {
