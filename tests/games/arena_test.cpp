@@ -122,8 +122,9 @@ TEST_F(ArenaSystems, SpeedIsCappedAndTurnTurnsCounterClockwise) {
     tick();
     const Heading h = world_->get<Heading>(e);
     const float step = rules::ship_turn_rate * static_cast<float>(dt);
-    EXPECT_NEAR(std::atan2(h.y, h.x), step, 1e-5);
-    EXPECT_NEAR(std::hypot(h.x, h.y), 1.0F, 1e-6);
+    // The heading ends the tick on the wire's grid of 1/4096 (settle).
+    EXPECT_NEAR(std::atan2(h.y, h.x), step, 2.0 / 4096);
+    EXPECT_NEAR(std::hypot(h.x, h.y), 1.0F, 2.0 / 4096);
     EXPECT_EQ(world_->get<Position>(e), (Position{-480.0F, 0.0F})) << "turning alone does not move";
 
     world_->replace<Heading>(e, Heading{});
@@ -132,6 +133,22 @@ TEST_F(ArenaSystems, SpeedIsCappedAndTurnTurnsCounterClockwise) {
     const Velocity v = world_->get<Velocity>(e);
     EXPECT_NEAR(std::hypot(v.x, v.y), rules::ship_max_speed, 0.01F);
     EXPECT_LT(world_->get<Position>(e).x, 500.0F) << "it did not reach the wall";
+}
+
+TEST_F(ArenaSystems, ShipsEndEachTickOnTheWiresGridAndTheSmallestTurnStillTurns) {
+    const Entity e = ship(1, Position{0.3F, -0.3F});
+    world_->replace<Velocity>(e, Velocity{10.01F, 0.0F});
+    world_->replace<Pilot>(e, Pilot{0.5F, 1.0F / 64, false});  // the smallest turn the wire sends
+    Heading before = world_->get<Heading>(e);
+    for (int i = 0; i < 30; ++i) {
+        tick();
+        EXPECT_EQ(world_->get<Position>(e), ecsnet::protocol::quantized(world_->get<Position>(e)));
+        EXPECT_EQ(world_->get<Velocity>(e), ecsnet::protocol::quantized(world_->get<Velocity>(e)));
+        const Heading h = world_->get<Heading>(e);
+        EXPECT_EQ(h, ecsnet::protocol::quantized(h));
+        EXPECT_GT(std::atan2(h.y, h.x), std::atan2(before.y, before.x)) << "tick " << i;
+        before = h;
+    }
 }
 
 TEST_F(ArenaSystems, FireSpawnsBulletsNoFasterThanTheCooldown) {

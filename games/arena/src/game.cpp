@@ -7,6 +7,7 @@
 #include <numbers>
 #include <vector>
 
+#include "ecsnet/arena/flight.hpp"
 #include "ecsnet/server/server.hpp"
 
 namespace ecsnet::arena {
@@ -101,43 +102,6 @@ void near(const state::grid& grid, float x, float y, float reach, Fn&& fn) {
 
 // ---- the rules ------------------------------------------------------------------------------
 
-[[nodiscard]] Heading turned(Heading h, float turn, float dt) noexcept {
-    const float a = turn * rules::ship_turn_rate * dt;
-    const float c = std::cos(a);
-    const float s = std::sin(a);
-    const float x = h.x * c - h.y * s;
-    const float y = h.x * s + h.y * c;
-    const float length = std::hypot(x, y);  // keeps rounding from growing it, tick after tick
-    return Heading{x / length, y / length};
-}
-
-[[nodiscard]] Velocity accelerated(Velocity v, Heading h, float thrust, float dt) noexcept {
-    v.x += h.x * thrust * rules::ship_thrust * dt;
-    v.y += h.y * thrust * rules::ship_thrust * dt;
-    const float keep = std::max(0.0F, 1.0F - rules::ship_drag * dt);
-    v.x *= keep;
-    v.y *= keep;
-    const float speed = std::hypot(v.x, v.y);
-    if (speed > rules::ship_max_speed) {
-        v.x *= rules::ship_max_speed / speed;
-        v.y *= rules::ship_max_speed / speed;
-    } else if (speed < rules::ship_stop_speed && thrust == 0.0F) {
-        v = Velocity{};
-    }
-    return v;
-}
-
-// Off the walls: back inside, heading inwards.
-[[nodiscard]] bool bounce(float& at, float& speed, float half) noexcept {
-    if ((at < -half && speed < 0.0F) || (at > half && speed > 0.0F)) {
-        speed = -speed;
-    }
-    const float inside = std::clamp(at, -half, half);
-    const bool hit = inside != at;
-    at = inside;
-    return hit;
-}
-
 void fire(ecs::SystemContext& ctx, ecs::Entity ship, const Position& p, Heading h, Velocity v) {
     const float muzzle = rules::ship_radius + 2.0F;
     const auto bullet = ctx.commands.create();
@@ -210,7 +174,9 @@ void wreck(ecs::World& world, ecs::Entity ship) {
 
 // ---- the systems ----------------------------------------------------------------------------
 
-void steer(ecs::SystemContext& ctx) {
+// The gun, between steer and move (flight.hpp): cooldown and reload, a bullet from the
+// muzzle when fire is held, the shield dropped by firing.
+void gun(ecs::SystemContext& ctx) {
     const auto dt = static_cast<float>(ctx.dt);
     ecs::World& world = ctx.world;
     world.view<const Ship, const Pilot, const Position>().each(
@@ -218,14 +184,6 @@ void steer(ecs::SystemContext& ctx) {
             if (ship.state() == ship_status::wrecked) {
                 return;
             }
-            Heading heading = world.get<Heading>(e);
-            if (pilot.turn != 0.0F) {
-                heading = turned(heading, pilot.turn, dt);
-                store(world, e, heading);
-            }
-            const Velocity velocity = accelerated(world.get<Velocity>(e), heading, pilot.thrust, dt);
-            store(world, e, velocity);
-
             ShipTimers timers = world.get<ShipTimers>(e);
             Stats stats = world.get<Stats>(e);
             timers.cooldown = std::max(0.0F, timers.cooldown - dt);
@@ -236,7 +194,7 @@ void steer(ecs::SystemContext& ctx) {
                 timers.reload += rules::reload_interval;
             }
             if (pilot.fire && timers.cooldown <= 0.0F && stats.ammo > 0) {
-                fire(ctx, e, p, heading, velocity);
+                fire(ctx, e, p, world.get<Heading>(e), world.get<Velocity>(e));
                 --stats.ammo;
                 timers.cooldown = rules::fire_interval;
                 if (ship.state() == ship_status::shielded) {  // firing drops the shield
@@ -246,25 +204,6 @@ void steer(ecs::SystemContext& ctx) {
             }
             store(world, e, timers);
             store(world, e, stats);
-        });
-}
-
-void move(ecs::SystemContext& ctx, float half) {
-    const auto dt = static_cast<float>(ctx.dt);
-    ctx.world.view<Position, const Velocity>().each(
-        [&](ecs::Entity e, Position& p, const Velocity& v) {
-            if (v.x == 0.0F && v.y == 0.0F) {
-                return false;  // at rest: not written, no bytes
-            }
-            p.x += v.x * dt;
-            p.y += v.y * dt;
-            Velocity turned_back = v;
-            const bool hit_x = bounce(p.x, turned_back.x, half);
-            const bool hit_y = bounce(p.y, turned_back.y, half);
-            if (hit_x || hit_y) {
-                store(ctx.world, e, turned_back);
-            }
-            return true;
         });
 }
 
@@ -410,14 +349,13 @@ void register_components(protocol::component_registry& types) {
 }
 
 void add_systems(ecs::Scheduler& scheduler, std::shared_ptr<state> game) {
-    scheduler.add("steer",
+    add_steer(scheduler);
+    scheduler.add("gun",
                   ecs::component_access{}
-                      .reads<Pilot, Ship, Owner>()
-                      .writes<Heading, Velocity, ShipTimers, Stats, Ship, Position, Bullet,
-                              BulletLife>(),
-                  steer);
-    scheduler.add("move", ecs::component_access{}.writes<Position, Velocity>(),
-                  [game](ecs::SystemContext& ctx) { move(ctx, half_size(*game)); });
+                      .reads<Pilot, Ship, Owner, Heading>()
+                      .writes<Velocity, ShipTimers, Stats, Ship, Position, Bullet, BulletLife>(),
+                  gun);
+    add_move(scheduler, game->config.size);
     scheduler.add("collide",
                   ecs::component_access{}
                       .reads<BulletLife, Bullet>()
@@ -427,6 +365,7 @@ void add_systems(ecs::Scheduler& scheduler, std::shared_ptr<state> game) {
                   ecs::component_access{}.writes<BulletLife, Ship, ShipTimers, Stats, Position,
                                                  Velocity, Heading, Pilot, Asteroid, Owner>(),
                   [game](ecs::SystemContext& ctx) { lifecycle(ctx, *game); });
+    add_settle(scheduler);
 }
 
 ecs::Entity spawn_ship(ecs::World& world, state& game, std::uint32_t owner) {

@@ -124,7 +124,7 @@ template <>
 struct replicated<arena::Heading>
     : replicate<arena::wire::Heading, "heading",
                 replicate_options{.written_by = writer::server,
-                                  .quantized = {.min = -1, .max = 1, .step = 1.0 / 512},
+                                  .quantized = {.min = -1, .max = 1, .step = 1.0 / 4096},
                                   .interpolate = true}> {};
 template <>
 struct replicated<arena::Pilot>

@@ -85,11 +85,13 @@ struct state {
 // wire ids follow Owner's).
 void register_components(protocol::component_registry& types);
 
-// The systems, in tick order: steer (the Pilot input turns, thrusts and fires), move (and
-// bounce off the walls), collide (bullets, ships, asteroids: score and deaths), lifecycle
-// (bullets expire, wrecks respawn, shields drop, ammo reloads, a player whose ship was
-// destroyed gets a new one, asteroids are topped up, and entities a client spawned are
-// removed). Entities that do not change are not written.
+// The systems, in tick order: steer (the Pilot input turns and thrusts), gun (the Pilot fires),
+// move (and bounce off the walls), collide (bullets, ships, asteroids: score and deaths),
+// lifecycle (bullets expire, wrecks respawn, shields drop, ammo reloads, a player whose ship
+// was destroyed gets a new one, asteroids are topped up, and entities a client spawned are
+// removed), settle (ships end the tick on the wire's grid). steer, move and settle are the
+// predicted ones (flight.hpp), which clients run too. Entities that do not change are not
+// written.
 void add_systems(ecs::Scheduler& scheduler, std::shared_ptr<state> game);
 
 // A new ship for `owner` at a free spot, shielded, with full ammo and its Pilot at rest; it
