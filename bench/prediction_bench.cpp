@@ -1,0 +1,352 @@
+// prediction_bench: client-side prediction's figures (issue 40, docs/BENCHMARKS.md
+// "Prediction"), in one run.
+//
+// Over the network: an arena-server in this process (its own thread), two sessions through
+// tests/client's latency_proxy (--latency-ms +- --jitter-ms each way), one predicting its ship
+// and one not, side by side, each a 60 fps loop on the game's thread:
+//  - input to visible: the ship at rest, a turn key pressed; frames until what the game draws
+//    (session::rendered<Heading>) has turned, for each session (--presses times);
+//  - pure movement: a scripted pilot (thrust and turn, no gun) in an arena without asteroids
+//    for --seconds: mispredictions per 1,000 server ticks compared, correction sizes;
+//  - the full arena: the bot (it fires; asteroids wreck ships) with --asteroids: the same.
+// Without a network: the cost of reconcile() when it replays 12 ticks for one ship and 64
+// bullets, and a replay at the default budget (32 ticks).
+#include <CLI/CLI.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <functional>
+#include <optional>
+#include <random>
+#include <thread>
+#include <vector>
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/post.hpp>
+#include <spdlog/spdlog.h>
+
+#include "ecsnet/arena/bot.hpp"
+#include "ecsnet/arena/game.hpp"
+#include "ecsnet/arena/predicted.hpp"
+#include "ecsnet/client/session.hpp"
+#include "ecsnet/protocol/replication.hpp"
+#include "ecsnet/server/server.hpp"
+#include "latency_proxy.hpp"
+
+namespace {
+
+namespace arena = ecsnet::arena;
+namespace client = ecsnet::client;
+namespace protocol = ecsnet::protocol;
+namespace ecs = ecsnet::ecs;
+using clock_type = std::chrono::steady_clock;
+using namespace std::chrono_literals;
+
+double percentile(std::vector<double> v, double p) {
+    if (v.empty()) {
+        return 0.0;
+    }
+    std::sort(v.begin(), v.end());
+    return v[std::min(v.size() - 1, static_cast<std::size_t>(p * static_cast<double>(v.size())))];
+}
+
+// An arena-server on its own thread.
+struct arena_server {
+    arena_server(std::size_t asteroids, float size) {
+        ecsnet::server::server_config config;
+        config.bind = "127.0.0.1";
+        config.port = 0;
+        arena::settings rules;
+        rules.size = size;
+        rules.asteroids = asteroids;
+        server.emplace(io, config, arena::game(rules));
+        server->start();
+        thread = std::thread{[this] { io.run(); }};
+    }
+    ~arena_server() {
+        boost::asio::post(io, [this] { server->stop(); });
+        thread.join();
+    }
+    boost::asio::io_context io;
+    std::optional<ecsnet::server::server> server;
+    std::thread thread;
+};
+
+struct player {
+    player(std::uint16_t port, bool predict, float size) : s{options(port, predict, size)} {
+        s.events().owned = [this](ecs::Entity e) { ship = e; };
+    }
+    static client::session_options options(std::uint16_t port, bool predict, float size) {
+        client::session_options o;
+        o.connect.port = port;
+        o.connect.name = predict ? "predicting" : "plain";
+        o.connect.timeout = 30s;
+        if (predict) {
+            o.predict = [size](client::prediction& p) { arena::predict(p, size); };
+        }
+        return o;
+    }
+    void hook() {
+        if (client::prediction* p = s.predictor(); p != nullptr && p != hooked) {
+            hooked = p;
+            p->on_misprediction = [this](const client::misprediction& m) { errors.push_back(m.error); };
+        }
+    }
+    client::session s;
+    ecs::Entity ship;
+    const client::prediction* hooked = nullptr;
+    std::vector<double> errors;
+};
+
+// 60 fps frames for the players until after() says stop or the limit passes: each frame
+// updates every player, then calls after(frame number).
+void frames(const std::vector<player*>& players, std::chrono::milliseconds limit,
+            const std::function<bool(int)>& after) {
+    const auto deadline = clock_type::now() + limit;
+    auto next = clock_type::now();
+    for (int frame = 1; clock_type::now() < deadline; ++frame) {
+        for (player* p : players) {
+            p->s.update();
+            p->hook();
+        }
+        if (after && after(frame)) {
+            return;
+        }
+        next += 16667us;
+        std::this_thread::sleep_until(next);
+    }
+}
+
+double angle_of(const arena::Heading& h) { return std::atan2(h.y, h.x); }
+
+bool have_ships(const std::vector<player*>& players) {
+    frames(players, 30s, [&](int) {
+        return std::all_of(players.begin(), players.end(), [](player* p) {
+            return !p->ship.is_null() && p->s.rendered<arena::Heading>(p->ship).has_value();
+        });
+    });
+    for (player* p : players) {
+        if (p->ship.is_null()) {
+            std::fprintf(stderr, "prediction_bench: %s has no ship: %s\n",
+                         p->s.predictor() != nullptr ? "the predicting player" : "the plain player",
+                         p->s.closed_reason().c_str());
+            return false;
+        }
+    }
+    return true;
+}
+
+// Frames from a turn key pressed (between two frames) to a turned heading drawn.
+void input_to_visible(std::uint16_t port, float size, int presses) {
+    player predicted{port, true, size};
+    player plain{port, false, size};
+    const std::vector<player*> both{&predicted, &plain};
+    if (!have_ships(both)) {
+        return;
+    }
+    std::vector<double> counts[2];
+    for (int press = 0; press < presses; ++press) {
+        for (player* p : both) {
+            p->s.set_input(p->ship, arena::Pilot{});  // at rest, for a second
+        }
+        frames(both, 1000ms, {});
+        double start[2];
+        for (int i = 0; i < 2; ++i) {
+            start[i] = angle_of(*both[i]->s.rendered<arena::Heading>(both[i]->ship));
+        }
+        for (player* p : both) {
+            p->s.set_input(p->ship, arena::Pilot{0.0F, 1.0F, false});
+        }
+        int seen[2] = {0, 0};
+        frames(both, 3000ms, [&](int frame) {
+            for (int i = 0; i < 2; ++i) {
+                if (seen[i] == 0) {
+                    const auto h = both[i]->s.rendered<arena::Heading>(both[i]->ship);
+                    if (h && std::abs(angle_of(*h) - start[i]) > 1e-4) {
+                        seen[i] = frame;
+                    }
+                }
+            }
+            return seen[0] > 0 && seen[1] > 0;
+        });
+        for (int i = 0; i < 2; ++i) {
+            counts[i].push_back(seen[i] > 0 ? seen[i] : 999);
+        }
+    }
+    for (int i = 0; i < 2; ++i) {
+        std::printf("input to visible, %-13s frames at 60 fps: p50 %.0f  max %.0f  (%zu presses)\n",
+                    i == 0 ? "predicted:" : "not predicted:", percentile(counts[i], 0.5),
+                    percentile(counts[i], 1.0), counts[i].size());
+    }
+}
+
+// Mispredictions per 1,000 server ticks compared, and the corrections' sizes.
+void report(const char* what, const player& p) {
+    const client::prediction_stats& s = p.s.predictor()->stats();
+    std::printf("%-14s %llu ticks compared, %llu mispredicted = %.2f per 1,000; correction size "
+                "p50 %.3f p99 %.3f max %.3f; %llu ticks replayed, %llu deferred, %llu snaps\n",
+                what, static_cast<unsigned long long>(s.checks),
+                static_cast<unsigned long long>(s.mispredictions),
+                s.checks > 0 ? 1000.0 * static_cast<double>(s.mispredictions) / static_cast<double>(s.checks) : 0.0,
+                percentile(p.errors, 0.5), percentile(p.errors, 0.99), percentile(p.errors, 1.0),
+                static_cast<unsigned long long>(s.ticks_replayed),
+                static_cast<unsigned long long>(s.replays_deferred),
+                static_cast<unsigned long long>(s.snaps));
+}
+
+void pure_movement(std::uint16_t port, float size, double seconds) {
+    player predicted{port, true, size};
+    const std::vector<player*> one{&predicted};
+    if (!have_ships(one)) {
+        return;
+    }
+    std::mt19937_64 rng{42};
+    int hold = 0;
+    frames(one, std::chrono::milliseconds{static_cast<long>(seconds * 1000)}, [&](int) {
+        if (--hold <= 0) {
+            hold = std::uniform_int_distribution<int>{10, 60}(rng);
+            const float thrusts[] = {0.0F, 0.5F, 1.0F};
+            const float turns[] = {-1.0F, -0.25F, 0.0F, 0.0F, 0.5F, 1.0F};
+            predicted.s.set_input(predicted.ship,
+                                  arena::Pilot{thrusts[std::uniform_int_distribution<int>{0, 2}(rng)],
+                                               turns[std::uniform_int_distribution<int>{0, 5}(rng)], false});
+        }
+        return false;
+    });
+    report("pure movement:", predicted);
+}
+
+void full_arena(std::uint16_t port, float size, double seconds) {
+    player predicted{port, true, size};
+    const std::vector<player*> one{&predicted};
+    if (!have_ships(one)) {
+        return;
+    }
+    arena::bot pilot;
+    frames(one, std::chrono::milliseconds{static_cast<long>(seconds * 1000)}, [&](int) {
+        if (const auto input = pilot.play(predicted.s.mirror(), predicted.s.client_id())) {
+            predicted.s.set_input(pilot.ship(), *input);
+        }
+        return false;
+    });
+    report("full arena:", predicted);
+}
+
+// reconcile() when it replays `ticks` ticks, one ship and `bullets` other moving entities
+// predicted; no network: a server world of this function's own.
+double replay_cost_us(std::size_t ticks, std::size_t bullets, int rounds) {
+    protocol::component_registry types;
+    arena::register_components(types);
+    auto world = ecs::World::make();
+    const auto make = [&](bool ship) {
+        const ecs::Entity e = world->create();
+        world->emplace<arena::Position>(e);
+        world->emplace<arena::Velocity>(e, arena::Velocity{ship ? 0.0F : 500.0F, ship ? 0.0F : 100.0F});
+        if (ship) {
+            world->emplace<arena::Heading>(e);
+            world->emplace<arena::Ship>(e);
+            world->emplace<arena::Pilot>(e, arena::Pilot{1.0F, 0.5F, false});
+        }
+        return e;
+    };
+    std::vector<ecs::Entity> entities{make(true)};
+    for (std::size_t i = 0; i < bullets; ++i) {
+        entities.push_back(make(false));
+    }
+    world->discard_changes();
+    protocol::replication_encoder encoder{types};
+    protocol::mirror mirror{types.types()};
+    for (const protocol::frame& f : encoder.encode_snapshot(*world, 1)) {
+        if (!mirror.apply(*protocol::verify_server_frame(*f))) {
+            std::fprintf(stderr, "prediction_bench: snapshot: %s\n", mirror.error().c_str());
+            return -1.0;
+        }
+    }
+    client::prediction p{1.0 / 30.0, client::prediction_options{.history_ticks = 64,
+                                                                .replay_budget_ticks = 64,
+                                                                .replay_budget_time = 1h}};
+    arena::predict(p, 4000.0F);
+    for (const ecs::Entity e : entities) {
+        (void)p.track(e, mirror);
+    }
+    p.reconcile(1, mirror);
+    const protocol::component_set input = protocol::component_set{}.set(arena::Pilot{1.0F, 0.5F, false});
+    std::uint64_t tick = 1;
+    std::vector<double> us;
+    for (int round = 0; round < rounds; ++round) {
+        for (std::size_t i = 0; i < ticks; ++i) {
+            ++tick;
+            p.set_input(tick, entities[0], input);
+            p.advance_to(tick);
+        }
+        // The server's state for the oldest of those ticks disagrees: the ship was pushed.
+        const std::uint64_t server_tick = tick - ticks;
+        world->write<arena::Position>(entities[0]).x += 1.0F + static_cast<float>(round);
+        const protocol::frame f = encoder.encode_delta(*world, world->take_changes(), server_tick);
+        if (!mirror.apply(*protocol::verify_server_frame(*f))) {
+            std::fprintf(stderr, "prediction_bench: delta: %s\n", mirror.error().c_str());
+            return -1.0;
+        }
+        const auto started = clock_type::now();
+        p.reconcile(server_tick, mirror);
+        us.push_back(std::chrono::duration<double, std::micro>(clock_type::now() - started).count());
+        if (p.stats().ticks_replayed != static_cast<std::uint64_t>(round + 1) * ticks) {
+            std::fprintf(stderr, "prediction_bench: the replay ran %llu ticks, not %zu\n",
+                         static_cast<unsigned long long>(p.stats().ticks_replayed), ticks);
+            return -1.0;
+        }
+    }
+    return percentile(us, 0.5);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    int latency_ms = 75;
+    int jitter_ms = 10;
+    int presses = 10;
+    double seconds = 30.0;
+    std::size_t asteroids = 120;
+    float size = 4000.0F;
+    bool network = true;
+    CLI::App app{"prediction_bench: client-side prediction's figures (docs/BENCHMARKS.md)"};
+    app.add_option("--latency-ms", latency_ms, "One-way latency of the proxy")->capture_default_str();
+    app.add_option("--jitter-ms", jitter_ms, "Its jitter (+-)")->capture_default_str();
+    app.add_option("--presses", presses, "Key presses for input to visible")->capture_default_str();
+    app.add_option("--seconds", seconds, "Length of each play (pure movement, full arena)")
+        ->check(CLI::PositiveNumber)
+        ->capture_default_str();
+    app.add_option("--asteroids", asteroids, "Asteroids in the full arena")->capture_default_str();
+    app.add_flag("!--no-network", network, "Only the replay costs");
+    CLI11_PARSE(app, argc, argv);
+    spdlog::set_level(spdlog::level::warn);
+
+    std::printf("replay of 12 ticks, 1 ship + 64 bullets: p50 %.1f us\n", replay_cost_us(12, 64, 200));
+    std::printf("replay of 32 ticks (the budget), 1 ship + 64 bullets: p50 %.1f us\n",
+                replay_cost_us(32, 64, 200));
+    std::printf("replay of 12 ticks, 1 ship alone: p50 %.1f us\n", replay_cost_us(12, 0, 200));
+    if (!network) {
+        return 0;
+    }
+    const auto proxied = [&](arena_server& server) {
+        return std::make_unique<ecsnet::test::latency_proxy>(ecsnet::test::latency_proxy_config{
+            .target_port = server.server->port(),
+            .latency = std::chrono::milliseconds{latency_ms},
+            .jitter = std::chrono::milliseconds{jitter_ms}});
+    };
+    std::printf("through the latency proxy: %d +- %d ms each way\n", latency_ms, jitter_ms);
+    {
+        arena_server empty{0, size};
+        auto proxy = proxied(empty);
+        input_to_visible(proxy->port(), size, presses);
+        pure_movement(proxy->port(), size, seconds);
+    }
+    {
+        arena_server full{asteroids, size};
+        auto proxy = proxied(full);
+        full_arena(proxy->port(), size, seconds);
+    }
+    return 0;
+}
