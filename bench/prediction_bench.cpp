@@ -10,7 +10,8 @@
 //    for --seconds: mispredictions per 1,000 server ticks compared, correction sizes;
 //  - the full arena: the bot (it fires; asteroids wreck ships) with --asteroids: the same.
 // Without a network: the cost of reconcile() when it replays 12 ticks for one ship and 64
-// bullets, and a replay at the default budget (32 ticks).
+// bullets, and a replay at the default budget (32 ticks); one lag-compensated hitscan shot
+// (server::lag_history::raycast) against 200 ships.
 #include <CLI/CLI.hpp>
 
 #include <algorithm>
@@ -33,6 +34,7 @@
 #include "ecsnet/client/session.hpp"
 #include "ecsnet/protocol/replication.hpp"
 #include "ecsnet/server/server.hpp"
+#include "ecsnet/server/simulation/lag_history.hpp"
 #include "latency_proxy.hpp"
 
 namespace {
@@ -301,6 +303,38 @@ double replay_cost_us(std::size_t ticks, std::size_t bullets, int rounds) {
     return percentile(us, 0.5);
 }
 
+// One rewound hitscan shot against `ships` recorded ships, at a render tick between two ticks.
+double rewound_shot_ns(std::size_t ships, int shots) {
+    ecsnet::server::lag_history history{30.0};
+    std::mt19937_64 rng{9};
+    std::uniform_real_distribution<float> where{-2000.0F, 2000.0F};
+    std::vector<ecsnet::server::hit_shape> shapes(ships);
+    for (std::size_t i = 0; i < ships; ++i) {
+        shapes[i] = ecsnet::server::hit_shape{ecs::Entity{static_cast<std::uint32_t>(i), 1}, where(rng),
+                                              where(rng), arena::rules::ship_radius};
+    }
+    for (std::uint64_t tick = 1; tick <= 8; ++tick) {
+        for (auto& s : shapes) {
+            s.x += 12.0F;
+        }
+        history.record(tick, shapes);
+    }
+    std::uniform_real_distribution<float> angle{0.0F, 6.2831853F};
+    std::size_t hits = 0;
+    const auto started = clock_type::now();
+    for (int i = 0; i < shots; ++i) {
+        const float a = angle(rng);
+        const auto& from = shapes[static_cast<std::size_t>(i) % ships];
+        if (history.raycast(4.5, from.x, from.y, std::cos(a), std::sin(a), 1500.0F, from.entity)) {
+            ++hits;
+        }
+    }
+    const double ns = std::chrono::duration<double, std::nano>(clock_type::now() - started).count() /
+                      static_cast<double>(shots);
+    std::printf("(%zu of %d shots hit)\n", hits, shots);
+    return ns;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -327,6 +361,7 @@ int main(int argc, char** argv) {
     std::printf("replay of 32 ticks (the budget), 1 ship + 64 bullets: p50 %.1f us\n",
                 replay_cost_us(32, 64, 200));
     std::printf("replay of 12 ticks, 1 ship alone: p50 %.1f us\n", replay_cost_us(12, 0, 200));
+    std::printf("one rewound hitscan shot, 200 ships: %.2f us\n", rewound_shot_ns(200, 20000) / 1000.0);
     if (!network) {
         return 0;
     }
