@@ -184,9 +184,14 @@ void input_to_visible(std::uint16_t port, float size, int presses) {
     }
 }
 
-// Mispredictions per 1,000 server ticks compared, and the corrections' sizes.
-void report(const char* what, const player& p) {
-    const client::prediction_stats& s = p.s.predictor()->stats();
+// Mispredictions per 1,000 server ticks compared, and the corrections' sizes, since `base`.
+void report(const char* what, const player& p, const client::prediction_stats& base) {
+    client::prediction_stats s = p.s.predictor()->stats();
+    s.checks -= base.checks;
+    s.mispredictions -= base.mispredictions;
+    s.ticks_replayed -= base.ticks_replayed;
+    s.replays_deferred -= base.replays_deferred;
+    s.snaps -= base.snaps;
     std::printf("%-14s %llu ticks compared, %llu mispredicted = %.2f per 1,000; correction size "
                 "p50 %.3f p99 %.3f max %.3f; %llu ticks replayed, %llu deferred, %llu snaps\n",
                 what, static_cast<unsigned long long>(s.checks),
@@ -198,15 +203,44 @@ void report(const char* what, const player& p) {
                 static_cast<unsigned long long>(s.snaps));
 }
 
-void pure_movement(std::uint16_t port, float size, double seconds) {
+// What the server said of this player's input: ticks applied, late (the server repeated the
+// input before: a misprediction the client cannot avoid), repeated.
+void print_late(const player& p, std::uint32_t late_before) {
+    if (const auto& ack = p.s.last_input_ack()) {
+        std::printf("               the server's InputAck: late %u (%u in the warm-up), repeated %u, "
+                    "lead %d ticks\n",
+                    ack->late - late_before, late_before, ack->repeated, static_cast<int>(ack->lead));
+    }
+}
+
+// Plays `warmup` (the server clock settles: the first inputs arrive late), then `seconds`;
+// reports what the second part mispredicted.
+void play(const char* what, player& p, std::chrono::milliseconds warmup, double seconds,
+          const std::function<void()>& steer) {
+    const std::vector<player*> one{&p};
+    frames(one, warmup, [&](int) {
+        steer();
+        return false;
+    });
+    const client::prediction_stats base = p.s.predictor()->stats();
+    const std::uint32_t late_before = p.s.last_input_ack() ? p.s.last_input_ack()->late : 0U;
+    p.errors.clear();
+    frames(one, std::chrono::milliseconds{static_cast<long>(seconds * 1000)}, [&](int) {
+        steer();
+        return false;
+    });
+    report(what, p, base);
+    print_late(p, late_before);
+}
+
+void pure_movement(std::uint16_t port, float size, double seconds, std::chrono::milliseconds warmup) {
     player predicted{port, true, size};
-    const std::vector<player*> one{&predicted};
-    if (!have_ships(one)) {
+    if (!have_ships({&predicted})) {
         return;
     }
     std::mt19937_64 rng{42};
     int hold = 0;
-    frames(one, std::chrono::milliseconds{static_cast<long>(seconds * 1000)}, [&](int) {
+    play("pure movement:", predicted, warmup, seconds, [&] {
         if (--hold <= 0) {
             hold = std::uniform_int_distribution<int>{10, 60}(rng);
             const float thrusts[] = {0.0F, 0.5F, 1.0F};
@@ -215,25 +249,20 @@ void pure_movement(std::uint16_t port, float size, double seconds) {
                                   arena::Pilot{thrusts[std::uniform_int_distribution<int>{0, 2}(rng)],
                                                turns[std::uniform_int_distribution<int>{0, 5}(rng)], false});
         }
-        return false;
     });
-    report("pure movement:", predicted);
 }
 
-void full_arena(std::uint16_t port, float size, double seconds) {
+void full_arena(std::uint16_t port, float size, double seconds, std::chrono::milliseconds warmup) {
     player predicted{port, true, size};
-    const std::vector<player*> one{&predicted};
-    if (!have_ships(one)) {
+    if (!have_ships({&predicted})) {
         return;
     }
     arena::bot pilot;
-    frames(one, std::chrono::milliseconds{static_cast<long>(seconds * 1000)}, [&](int) {
+    play("full arena:", predicted, warmup, seconds, [&] {
         if (const auto input = pilot.play(predicted.s.mirror(), predicted.s.client_id())) {
             predicted.s.set_input(pilot.ship(), *input);
         }
-        return false;
     });
-    report("full arena:", predicted);
 }
 
 // reconcile() when it replays `ticks` ticks, one ship and `bullets` other moving entities
@@ -276,20 +305,31 @@ double replay_cost_us(std::size_t ticks, std::size_t bullets, int rounds) {
     p.reconcile(1, mirror);
     const protocol::component_set input = protocol::component_set{}.set(arena::Pilot{1.0F, 0.5F, false});
     std::uint64_t tick = 1;
+    std::uint64_t server_tick = 1;
     std::vector<double> us;
+    for (std::size_t i = 0; i < ticks; ++i) {  // the server `ticks` ticks behind from now on
+        ++tick;
+        p.set_input(tick, entities[0], input);
+        p.advance_to(tick);
+    }
     for (int round = 0; round < rounds; ++round) {
         for (std::size_t i = 0; i < ticks; ++i) {
             ++tick;
             p.set_input(tick, entities[0], input);
             p.advance_to(tick);
         }
-        // The server's state for the oldest of those ticks disagrees: the ship was pushed.
-        const std::uint64_t server_tick = tick - ticks;
-        world->write<arena::Position>(entities[0]).x += 1.0F + static_cast<float>(round);
-        const protocol::frame f = encoder.encode_delta(*world, world->take_changes(), server_tick);
-        if (!mirror.apply(*protocol::verify_server_frame(*f))) {
-            std::fprintf(stderr, "prediction_bench: delta: %s\n", mirror.error().c_str());
-            return -1.0;
+        // The server's state for the oldest of those ticks disagrees: the ship was pushed. Its
+        // deltas up to there (the mirror takes them in order), the last one with the push.
+        for (; server_tick < tick - ticks; ) {
+            ++server_tick;
+            if (server_tick == tick - ticks) {
+                world->write<arena::Position>(entities[0]).x += 1.0F + static_cast<float>(round);
+            }
+            const protocol::frame f = encoder.encode_delta(*world, world->take_changes(), server_tick);
+            if (!mirror.apply(*protocol::verify_server_frame(*f))) {
+                std::fprintf(stderr, "prediction_bench: delta: %s\n", mirror.error().c_str());
+                return -1.0;
+            }
         }
         const auto started = clock_type::now();
         p.reconcile(server_tick, mirror);
@@ -342,6 +382,7 @@ int main(int argc, char** argv) {
     int jitter_ms = 10;
     int presses = 10;
     double seconds = 30.0;
+    double warmup = 3.0;
     std::size_t asteroids = 120;
     float size = 4000.0F;
     bool network = true;
@@ -351,6 +392,9 @@ int main(int argc, char** argv) {
     app.add_option("--presses", presses, "Key presses for input to visible")->capture_default_str();
     app.add_option("--seconds", seconds, "Length of each play (pure movement, full arena)")
         ->check(CLI::PositiveNumber)
+        ->capture_default_str();
+    app.add_option("--warmup", warmup, "Seconds played before counting (the server clock settles)")
+        ->check(CLI::NonNegativeNumber)
         ->capture_default_str();
     app.add_option("--asteroids", asteroids, "Asteroids in the full arena")->capture_default_str();
     app.add_flag("!--no-network", network, "Only the replay costs");
@@ -376,12 +420,12 @@ int main(int argc, char** argv) {
         arena_server empty{0, size};
         auto proxy = proxied(empty);
         input_to_visible(proxy->port(), size, presses);
-        pure_movement(proxy->port(), size, seconds);
+        pure_movement(proxy->port(), size, seconds, std::chrono::milliseconds{static_cast<long>(warmup * 1000)});
     }
     {
         arena_server full{asteroids, size};
         auto proxy = proxied(full);
-        full_arena(proxy->port(), size, seconds);
+        full_arena(proxy->port(), size, seconds, std::chrono::milliseconds{static_cast<long>(warmup * 1000)});
     }
     return 0;
 }
