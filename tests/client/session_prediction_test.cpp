@@ -144,6 +144,15 @@ TEST(SessionPrediction, TheOwnShipMovesAtTheNextTickNotARoundTripLaterAndAgreesW
         }
     };
     pump_both(1000ms);
+    // Protocol 5: each Input says what the player was shown; the server knows it per player.
+    const std::uint32_t id = predicted.s.client_id();
+    const auto [view, server_tick] = server.call([id](ecsnet::server::server& s) {
+        return std::make_pair(s.input_view(id), s.tick());
+    });
+    ASSERT_TRUE(view.has_value());
+    EXPECT_LT(*view, static_cast<double>(server_tick)) << "behind the server";
+    EXPECT_GT(*view, static_cast<double>(server_tick) - 30.0)
+        << "by about the round trip and the interpolation delay, not by a second";
     predicted.s.set_input(predicted.ship, Stick{});
     pump_both(600ms);
     const auto& stats = predicted.s.predictor()->stats();

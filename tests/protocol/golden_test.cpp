@@ -479,7 +479,7 @@ proto::welcome interest_welcome() {
 }
 
 std::vector<golden_case> golden_cases() {
-    static_assert(proto::protocol_version == 4, "new golden frames for the new version");
+    static_assert(proto::protocol_version == 5, "new golden frames for the new version");
     const Entity target{42, 3};
     return {
         client_case("client_hello",
@@ -492,11 +492,24 @@ std::vector<golden_case> golden_cases() {
             return w;
         }()),
         // Version 4: player input, for a game with an input type (test_types.hpp: Stick).
+        client_case("v4/client_hello", proto::hello{4, "golden-client", "secret-token"}),
+        server_case("v4/server_welcome", [] {
+            proto::welcome w = interest_welcome();
+            w.version = 4;
+            return w;
+        }()),
+        input_client_case(
+            "v4/client_input",
+            proto::input{target, 1000,
+                         {proto::component_set{}.set(ecsnet::testing::Stick{0.5F, -0.25F, 1}),
+                          proto::component_set{}.set(ecsnet::testing::Stick{1.0F, 0.0F, 3})}}),
+        // Version 5: the render tick the client showed (lag compensation).
         input_client_case(
             "client_input",
             proto::input{target, 1000,
                          {proto::component_set{}.set(ecsnet::testing::Stick{0.5F, -0.25F, 1}),
-                          proto::component_set{}.set(ecsnet::testing::Stick{1.0F, 0.0F, 3})}}),
+                          proto::component_set{}.set(ecsnet::testing::Stick{1.0F, 0.0F, 3})},
+                         994, 0.25F}),
         server_case("server_input_ack", proto::input_ack{1235, 1234, 2, 5, 7}),
         server_case("server_input_rejected",
                     proto::input_rejected{1240, wire::ErrorCode::InputTooEarly,
@@ -582,7 +595,7 @@ TEST_P(GoldenFrame, EncodesToTheSameBytes) {
         << "tests/protocol/golden/.";
 }
 
-INSTANTIATE_TEST_SUITE_P(V4, GoldenFrame, ::testing::ValuesIn(golden_cases()),
+INSTANTIATE_TEST_SUITE_P(V5, GoldenFrame, ::testing::ValuesIn(golden_cases()),
                          [](const auto& info) {
                              std::string name = info.param.name;  // v2/x -> v2_x
                              std::replace(name.begin(), name.end(), '/', '_');

@@ -134,6 +134,40 @@ TEST(InputMessage, RoundTripsSeveralTicksOfPackedValues) {
     EXPECT_STREQ(proto::message_name(in), "Input");
 }
 
+TEST(InputMessage, Protocol5CarriesTheRenderTickAndRefusesAnImpossibleOne) {
+    const ecs::Entity e{3, 1};
+    proto::input in = stick_input(e, 41, {Stick{}, Stick{}});
+    in.render_tick = 37;
+    in.render_fraction = 0.25F;
+    const proto::decoded_client decoded = decode(in);
+    ASSERT_TRUE(decoded.message.has_value()) << decoded.error.message;
+    const auto& back = std::get<proto::input>(*decoded.message);
+    EXPECT_EQ(back.render_tick, 37U);
+    EXPECT_EQ(back.render_fraction, 0.25F);
+
+    const proto::decoded_client older = decode(stick_input(e, 41, {Stick{}}));
+    ASSERT_TRUE(older.message.has_value());
+    EXPECT_EQ(std::get<proto::input>(*older.message).render_tick, 0U) << "a version 4 client: not given";
+
+    const auto refused = [&](std::uint64_t tick, float fraction) {
+        proto::input bad = stick_input(e, 41, {Stick{}, Stick{}});
+        bad.render_tick = tick;
+        bad.render_fraction = fraction;
+        return decode(bad);
+    };
+    for (const float fraction : {1.0F, -0.5F, std::numeric_limits<float>::quiet_NaN()}) {
+        const proto::decoded_client d = refused(37, fraction);
+        ASSERT_FALSE(d.message.has_value()) << fraction;
+        EXPECT_EQ(d.error.code, wire::ErrorCode::Malformed);
+        EXPECT_FALSE(d.error.fatal);
+        EXPECT_THAT(d.error.message, HasSubstr("render_fraction"));
+    }
+    const proto::decoded_client future = refused(43, 0.0F);
+    ASSERT_FALSE(future.message.has_value());
+    EXPECT_THAT(future.error.message, HasSubstr("render tick 43 is after its last tick 42"));
+    EXPECT_TRUE(refused(42, 0.5F).message.has_value()) << "showing its last tick: possible";
+}
+
 TEST(InputMessage, OneTickOfInputIsASmallFrame) {
     // 26 bits of Stick: 4 bytes of values; the rest is the FlatBuffers frame around them.
     const proto::frame f = proto::encode(stick_input({3, 1}, 7, {Stick{0.5F, 0.5F, 1}}), types());

@@ -14,11 +14,12 @@ input_buffer::offered input_buffer::offer(std::uint32_t owner, const protocol::i
         }
     }
     if (s == nullptr) {
-        s = &p.streams.emplace_back(stream{in.entity, {}, last_run + 1, false});
+        s = &p.streams.emplace_back(stream{in.entity, {}, {}, last_run + 1, false});
     }
     // What this stream held for ticks already run is moot now.
     while (!s->ticks.empty() && s->base <= last_run) {
         s->ticks.pop_front();
+        s->views.pop_front();
         ++s->base;
     }
     if (s->ticks.empty()) {
@@ -43,14 +44,26 @@ input_buffer::offered input_buffer::offer(std::uint32_t owner, const protocol::i
         const std::uint64_t at = tick - s->base;
         if (s->ticks.size() <= at) {
             s->ticks.resize(at + 1);
+            s->views.resize(at + 1, 0.0);
         }
         s->ticks[at] = in.ticks[i];
+        // The render tick was given for the last tick: an earlier one's screen was as many
+        // ticks earlier.
+        const std::uint64_t back = in.ticks.size() - 1 - i;
+        s->views[at] = in.render_tick > back
+                           ? static_cast<double>(in.render_tick - back) + in.render_fraction
+                           : 0.0;
         ++out.accepted;
     }
     counters_.late += out.late;
     counters_.too_early += out.too_early;
     p.ack.late += out.late;
     return out;
+}
+
+std::optional<double> input_buffer::view(std::uint32_t owner) const noexcept {
+    const auto it = players_.find(owner);
+    return it == players_.end() ? std::nullopt : it->second.view;
 }
 
 const protocol::input_ack* input_buffer::ack(std::uint32_t owner) const noexcept {

@@ -268,6 +268,16 @@ std::optional<decode_error> decode_input(const wire::Input& m, const schema& typ
     if (m.first_tick() > std::numeric_limits<std::uint64_t>::max() - count) {
         return refuse(wire::ErrorCode::Malformed, "Input ticks past the largest tick");
     }
+    out.render_tick = m.render_tick();
+    out.render_fraction = m.render_fraction();
+    if (!(out.render_fraction >= 0.0F && out.render_fraction < 1.0F)) {  // NaN too
+        return refuse(wire::ErrorCode::Malformed, "an Input's render_fraction is in [0, 1)");
+    }
+    if (out.render_tick > m.first_tick() + count - 1) {
+        return refuse(wire::ErrorCode::Malformed,
+                      "an Input's render tick " + std::to_string(out.render_tick) +
+                          " is after its last tick " + std::to_string(m.first_tick() + count - 1));
+    }
     const auto* columns = m.columns();
     if (columns == nullptr || columns->size() == 0) {
         return refuse(wire::ErrorCode::Malformed, "Input carries no input type");
@@ -394,7 +404,8 @@ frame encode(const client_message& message, const schema& types) {
                 return std::pair{
                     wire::ClientBody::Input,
                     wire::CreateInput(fbb, &ref, m.first_tick,
-                                      static_cast<std::uint16_t>(m.ticks.size()), columns)
+                                      static_cast<std::uint16_t>(m.ticks.size()), columns,
+                                      m.render_tick, m.render_fraction)
                         .Union()};
             },
         },

@@ -79,6 +79,28 @@ TEST(InputBuffer, AMissingTickRepeatsTheLastInputAndIsCounted) {
     EXPECT_EQ(buffer.ack(alice)->applied_tick, 11U);
 }
 
+TEST(InputBuffer, TheViewIsTheRenderTickOfTheInputAppliedAndMovesOnWhenItRepeats) {
+    input_buffer buffer{32};
+    EXPECT_FALSE(buffer.view(alice).has_value());
+    protocol::input in = input_of(ship, 11, {1, 2, 3});
+    in.render_tick = 8;  // what was shown when tick 13's input was set
+    in.render_fraction = 0.5F;
+    (void)buffer.offer(alice, in, 10);
+    (void)run(buffer, 11);
+    ASSERT_TRUE(buffer.view(alice).has_value());
+    EXPECT_DOUBLE_EQ(*buffer.view(alice), 6.5) << "two ticks earlier than the last tick's";
+    (void)run(buffer, 12);
+    EXPECT_DOUBLE_EQ(*buffer.view(alice), 7.5);
+    (void)run(buffer, 13);
+    EXPECT_DOUBLE_EQ(*buffer.view(alice), 8.5);
+    (void)run(buffer, 14);  // a repeated input: the player's screen went on
+    EXPECT_DOUBLE_EQ(*buffer.view(alice), 9.5);
+
+    (void)buffer.offer(bob, input_of(other_ship, 15, {1}), 14);  // protocol 4: no render tick
+    (void)run(buffer, 15);
+    EXPECT_FALSE(buffer.view(bob).has_value());
+}
+
 TEST(InputBuffer, NothingRepeatsBeforeTheFirstInput) {
     input_buffer buffer{32};
     (void)buffer.offer(alice, input_of(ship, 15, {1}), 10);

@@ -124,6 +124,12 @@ public:
     [[nodiscard]] const client_view* view_of(std::uint64_t session_id) const noexcept {
         return replicator_.view(session_id);
     }
+    // Lag compensation (docs/PREDICTION.md): the render tick `owner`'s client was showing when
+    // it set the input this tick applied (protocol 5); a game's hitscan system rewinds that
+    // player's shots to it (server::lag_history). nullopt when the client never said.
+    [[nodiscard]] std::optional<double> input_view(std::uint32_t owner) const noexcept {
+        return simulation_.inputs().view(owner);
+    }
     // Session ids of the joined connections, in connection order.
     [[nodiscard]] std::vector<std::uint64_t> joined_sessions() const {
         return sessions_.sessions().joined();

@@ -39,8 +39,16 @@ void session::impl::send_input() {
     // would arrive late anyway).
     const std::uint64_t oldest = due >= batch ? due - batch + 1 : 1;
     const std::uint64_t first = std::max(next_input_tick, oldest);
+    // The screen the player sees as it sets this input: lag compensation rewinds to it.
+    const double shown = std::max(clock.render_tick(), 0.0);
+    const auto shown_tick = std::min(static_cast<std::uint64_t>(shown), due);
+    const float fraction =
+        shown_tick == due ? 0.0F
+                          : std::min(static_cast<float>(shown - static_cast<double>(shown_tick)),
+                                     0.99999F);
     const protocol::input message{input_entity, first,
-                                  std::vector<protocol::component_set>(due - first + 1, input)};
+                                  std::vector<protocol::component_set>(due - first + 1, input),
+                                  shown_tick, fraction};
     next_input_tick = due + 1;
     protocol::frame frame;
     try {

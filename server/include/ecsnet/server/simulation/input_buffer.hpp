@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <deque>
 #include <limits>
+#include <optional>
 #include <vector>
 
 #include <boost/unordered/unordered_flat_map.hpp>
@@ -45,6 +46,12 @@ public:
     template <typename Apply>
     void run(std::uint64_t tick, Apply&& apply);
 
+    // The render tick (with its fraction) the owner's client was showing when it set the
+    // input applied at the last tick run: what lag compensation rewinds that player's shots
+    // to (docs/PREDICTION.md). A tick that ran on a repeated input moves the last one known
+    // by a tick. nullopt until an input said it (protocol 4 clients never do).
+    [[nodiscard]] std::optional<double> view(std::uint32_t owner) const noexcept;
+
     // What the owner's clients are told after `tick` (the InputAck); null before its first
     // input.
     [[nodiscard]] const protocol::input_ack* ack(std::uint32_t owner) const noexcept;
@@ -64,6 +71,7 @@ private:
         ecs::Entity entity;
         // Ticks last_run+1 .. last_run+ticks_ahead, by tick - base: empty sets are holes.
         std::deque<protocol::component_set> ticks;
+        std::deque<double> views;  // beside ticks: each tick's render tick, 0 when not given
         std::uint64_t base = 0;  // the tick of ticks.front()
         bool applied_once = false;
     };
@@ -71,6 +79,8 @@ private:
         std::vector<stream> streams;
         std::uint64_t newest = 0;  // the newest tick any input named
         protocol::input_ack ack;
+        std::optional<double> view;  // view()
+        std::uint64_t view_tick = 0;  // the tick `view` was last set or moved for
     };
 
     std::uint32_t ticks_ahead_;
@@ -85,13 +95,21 @@ void input_buffer::run(std::uint64_t tick, Apply&& apply) {
         for (stream& s : p.streams) {
             while (!s.ticks.empty() && s.base < tick) {  // never filled: a hole
                 s.ticks.pop_front();
+                s.views.pop_front();
                 ++s.base;
             }
             protocol::component_set values;
+            double view = 0.0;
             if (!s.ticks.empty() && s.base == tick) {
                 values = std::move(s.ticks.front());
+                view = s.views.front();
                 s.ticks.pop_front();
+                s.views.pop_front();
                 ++s.base;
+            }
+            if (view > 0.0) {
+                p.view = view;
+                p.view_tick = tick;
             }
             if (s.ticks.empty()) {
                 s.base = tick + 1;
@@ -113,6 +131,10 @@ void input_buffer::run(std::uint64_t tick, Apply&& apply) {
         }
         if (dropped) {
             std::erase_if(p.streams, [](const stream& s) { return s.entity.is_null(); });
+        }
+        if (p.view && p.view_tick < tick) {  // no new view this tick: the screen went on
+            *p.view += static_cast<double>(tick - p.view_tick);
+            p.view_tick = tick;
         }
         p.ack.tick = tick;
         const auto lead = static_cast<std::int64_t>(p.newest) - static_cast<std::int64_t>(tick);

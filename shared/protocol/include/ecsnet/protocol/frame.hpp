@@ -16,7 +16,7 @@ namespace ecsnet::protocol {
 
 // 4 added player input (Input, InputAck, InputRejected, ComponentType.input). A server speaks
 // every version from oldest_protocol_version on, and answers in the client's (Welcome).
-inline constexpr std::uint32_t protocol_version = 4;
+inline constexpr std::uint32_t protocol_version = 5;
 inline constexpr std::uint32_t oldest_protocol_version = 3;
 inline constexpr std::size_t frame_prefix_bytes = 4;
 // Client -> server frames are small commands.

@@ -142,9 +142,24 @@ struct focus {
 // the same types in every tick. Never answered by a CommandResult (docs/PROTOCOL.md, "Input").
 inline constexpr std::size_t max_input_ticks = 16;
 struct input {
+    // A constructor, not an aggregate: the render tick came with protocol 5, and call sites
+    // that predate it name only the first three.
+    input() = default;
+    input(ecs::Entity entity_, std::uint64_t first_tick_, std::vector<component_set> ticks_,
+          std::uint64_t render_tick_ = 0, float render_fraction_ = 0.0F)
+        : entity{entity_},
+          first_tick{first_tick_},
+          ticks{std::move(ticks_)},
+          render_tick{render_tick_},
+          render_fraction{render_fraction_} {}
+
     ecs::Entity entity;
     std::uint64_t first_tick{};
     std::vector<component_set> ticks;  // 1 to max_input_ticks
+    // Protocol 5: the render tick shown when the last tick's input was set (0: not given),
+    // and the fraction towards the next, in [0, 1).
+    std::uint64_t render_tick{};
+    float render_fraction{};
     friend bool operator==(const input&, const input&) = default;
 };
 
