@@ -18,10 +18,14 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <deque>
 #include <functional>
+#include <memory>
+#include <numbers>
 #include <optional>
 #include <random>
 #include <thread>
+#include <unordered_map>
 #include <vector>
 
 #include <boost/asio/io_context.hpp>
@@ -56,13 +60,14 @@ double percentile(std::vector<double> v, double p) {
 
 // An arena-server on its own thread.
 struct arena_server {
-    arena_server(std::size_t asteroids, float size) {
+    arena_server(std::size_t asteroids, float size, bool lag_compensation = true) {
         ecsnet::server::server_config config;
         config.bind = "127.0.0.1";
         config.port = 0;
         arena::settings rules;
         rules.size = size;
         rules.asteroids = asteroids;
+        rules.lag_compensation = lag_compensation;
         server.emplace(io, config, arena::game(rules));
         server->start();
         thread = std::thread{[this] { io.run(); }};
@@ -159,7 +164,7 @@ void input_to_visible(std::uint16_t port, float size, int presses) {
             start[i] = angle_of(*both[i]->s.rendered<arena::Heading>(both[i]->ship));
         }
         for (player* p : both) {
-            p->s.set_input(p->ship, arena::Pilot{0.0F, 1.0F, false});
+            p->s.set_input(p->ship, arena::Pilot{0.0F, 1.0F, false, false});
         }
         int seen[2] = {0, 0};
         frames(both, 3000ms, [&](int frame) {
@@ -247,7 +252,7 @@ void pure_movement(std::uint16_t port, float size, double seconds, std::chrono::
             const float turns[] = {-1.0F, -0.25F, 0.0F, 0.0F, 0.5F, 1.0F};
             predicted.s.set_input(predicted.ship,
                                   arena::Pilot{thrusts[std::uniform_int_distribution<int>{0, 2}(rng)],
-                                               turns[std::uniform_int_distribution<int>{0, 5}(rng)], false});
+                                               turns[std::uniform_int_distribution<int>{0, 5}(rng)], false, false});
         }
     });
 }
@@ -265,6 +270,152 @@ void full_arena(std::uint16_t port, float size, double seconds, std::chrono::mil
     });
 }
 
+// Lag compensation's agreement: a shooter at rest turns towards the nearest flying ship and
+// fires the laser only when its beam, from its own ship as drawn, enters that ship as drawn
+// (interpolated at the render tick); `targets` players fly scripted random courses at arena
+// speeds. Each shot is one the shooter saw hit: the share the server's verdict (Laser.target)
+// agrees with, for `seconds` after `warmup`.
+void laser_agreement(std::uint16_t port, float size, int targets, double seconds,
+                     std::chrono::milliseconds warmup, const char* what) {
+    player shooter{port, true, size};
+    std::vector<std::unique_ptr<player>> others;
+    std::vector<player*> all{&shooter};
+    for (int i = 0; i < targets; ++i) {
+        others.push_back(std::make_unique<player>(port, false, size));
+        all.push_back(others.back().get());
+    }
+    if (!have_ships(all)) {
+        return;
+    }
+    std::mt19937_64 rng{7};
+    std::vector<int> hold(others.size(), 0);
+    const auto steer_targets = [&] {
+        for (std::size_t i = 0; i < others.size(); ++i) {
+            if (--hold[i] <= 0) {
+                hold[i] = std::uniform_int_distribution<int>{20, 90}(rng);
+                const float turns[] = {-1.0F, -0.3F, 0.0F, 0.0F, 0.3F, 1.0F};
+                others[i]->s.set_input(
+                    others[i]->ship,
+                    arena::Pilot{std::uniform_real_distribution<float>{0.5F, 1.0F}(rng),
+                                 turns[std::uniform_int_distribution<int>{0, 5}(rng)], false,
+                                 false});
+            }
+        }
+    };
+    // When each ship was last seen other than flying: a ship's shield, as the latest state
+    // says, may still be up at the render tick, and the server's history has no shielded ships.
+    std::unordered_map<std::uint32_t, clock_type::time_point> unsafe;
+    struct shot {
+        std::uint32_t target;  // index + 1
+        std::uint64_t input_tick;
+    };
+    std::deque<shot> pending;
+    int shots = 0;
+    int agreed = 0;
+    int other_target = 0;
+    int missed = 0;
+    bool counting = false;
+    auto last_shot = clock_type::now();
+    std::uint32_t last_verdict = 0;
+    std::uint64_t held_until = 0;  // the laser is held until an Input for this tick is sent
+    const auto shoot = [&] {
+        const client::session& s = shooter.s;
+        // The server's verdicts, in order.
+        if (const auto beam = s.mirror().get<arena::Laser>(shooter.ship);
+            beam && beam->tick != 0 && beam->tick != last_verdict) {
+            last_verdict = beam->tick;
+            if (!pending.empty()) {
+                const shot expected = pending.front();
+                pending.pop_front();
+                if (counting) {
+                    ++shots;
+                    if (beam->target == expected.target) {
+                        ++agreed;
+                    } else if (beam->target != 0) {
+                        ++other_target;
+                    } else {
+                        ++missed;
+                    }
+                }
+            }
+        }
+        const auto now = clock_type::now();
+        const auto me = s.rendered<arena::Position>(shooter.ship);
+        const auto heading = s.rendered<arena::Heading>(shooter.ship);
+        if (!me || !heading) {
+            return;
+        }
+        ecs::Entity nearest;
+        arena::Position at{};
+        float best = 1e9F;
+        s.mirror().each([&](ecs::Entity e) {
+            const auto status = s.mirror().get<arena::Ship>(e);
+            if (e == shooter.ship || !status) {
+                return;
+            }
+            if (status->state() != arena::ship_status::flying) {
+                unsafe[e.index()] = now;
+                return;
+            }
+            if (const auto it = unsafe.find(e.index()); it != unsafe.end() && now - it->second < 1s) {
+                return;
+            }
+            if (const auto p = s.rendered<arena::Position>(e)) {
+                const float d = std::hypot(p->x - me->x, p->y - me->y);
+                if (d < best) {
+                    best = d;
+                    nearest = e;
+                    at = *p;
+                }
+            }
+        });
+        arena::Pilot pilot{};
+        if (!nearest.is_null()) {
+            const float want = std::atan2(at.y - me->y, at.x - me->x);
+            float turn = std::remainder(want - static_cast<float>(angle_of(*heading)),
+                                        2.0F * std::numbers::pi_v<float>);
+            pilot.turn = std::clamp(turn * 4.0F, -1.0F, 1.0F);
+            const float norm = std::hypot(heading->x, heading->y);
+            const float dx = heading->x / norm;
+            const float dy = heading->y / norm;
+            const ecsnet::server::hit_shape drawn{nearest, at.x, at.y, arena::rules::ship_radius};
+            const bool sees_hit =
+                ecsnet::server::ray_enters(drawn, me->x + dx * arena::rules::muzzle,
+                                           me->y + dy * arena::rules::muzzle, dx, dy,
+                                           arena::rules::laser_range)
+                    .has_value();
+            if (sees_hit && now - last_shot > 1500ms) {
+                last_shot = now;
+                pending.push_back(shot{nearest.index() + 1, s.last_input_tick() + 1});
+                held_until = s.last_input_tick() + 1;
+            }
+        }
+        if (held_until != 0) {
+            // Held still until an Input carries it: a press shorter than a tick is not sent.
+            if (s.last_input_tick() < held_until) {
+                shooter.s.set_input(shooter.ship, arena::Pilot{0.0F, 0.0F, false, true});
+                return;
+            }
+            held_until = 0;
+        }
+        shooter.s.set_input(shooter.ship, pilot);
+    };
+    frames(all, warmup, [&](int) {
+        steer_targets();
+        shoot();
+        return false;
+    });
+    counting = true;
+    frames(all, std::chrono::milliseconds{static_cast<long>(seconds * 1000)}, [&](int) {
+        steer_targets();
+        shoot();
+        return false;
+    });
+    std::printf("laser, %s: %d shots the shooter saw hit, the server agreed with %d (%.1f %%), "
+                "hit another ship %d, missed %d\n",
+                what, shots, agreed, shots > 0 ? 100.0 * agreed / shots : 0.0, other_target, missed);
+}
+
 // reconcile() when it replays `ticks` ticks, one ship and `bullets` other moving entities
 // predicted; no network: a server world of this function's own.
 double replay_cost_us(std::size_t ticks, std::size_t bullets, int rounds) {
@@ -278,7 +429,7 @@ double replay_cost_us(std::size_t ticks, std::size_t bullets, int rounds) {
         if (ship) {
             world->emplace<arena::Heading>(e);
             world->emplace<arena::Ship>(e);
-            world->emplace<arena::Pilot>(e, arena::Pilot{1.0F, 0.5F, false});
+            world->emplace<arena::Pilot>(e, arena::Pilot{1.0F, 0.5F, false, false});
         }
         return e;
     };
@@ -303,7 +454,7 @@ double replay_cost_us(std::size_t ticks, std::size_t bullets, int rounds) {
         (void)p.track(e, mirror);
     }
     p.reconcile(1, mirror);
-    const protocol::component_set input = protocol::component_set{}.set(arena::Pilot{1.0F, 0.5F, false});
+    const protocol::component_set input = protocol::component_set{}.set(arena::Pilot{1.0F, 0.5F, false, false});
     std::uint64_t tick = 1;
     std::uint64_t server_tick = 1;
     std::vector<double> us;
@@ -341,6 +492,38 @@ double replay_cost_us(std::size_t ticks, std::size_t bullets, int rounds) {
         }
     }
     return percentile(us, 0.5);
+}
+
+// The arena's systems (no network) with `ships` ships flying and every one holding the
+// laser (one shot a second each), with lag compensation (each shot rewound 4.5 ticks) or
+// without: the tick's p50 and p99 in microseconds.
+std::pair<double, double> arena_tick_us(std::size_t ships, bool compensated, int ticks) {
+    auto world = ecs::World::make();
+    ecs::Scheduler scheduler{1.0 / 30.0};
+    auto game = std::make_shared<arena::state>(
+        arena::settings{.size = 4000.0F, .asteroids = 0, .seed = 3, .lag_compensation = compensated});
+    std::uint64_t tick = 0;
+    game->server_tick = [&tick] { return tick; };
+    game->view_of = [&tick](std::uint32_t) { return std::optional<double>{static_cast<double>(tick) - 4.5}; };
+    arena::add_systems(scheduler, game);
+    std::mt19937_64 rng{11};
+    for (std::size_t i = 0; i < ships; ++i) {
+        const ecs::Entity e = arena::spawn_ship(*world, *game, static_cast<std::uint32_t>(i + 1));
+        world->replace<arena::Pilot>(
+            e, arena::Pilot{std::uniform_real_distribution<float>{0.2F, 1.0F}(rng),
+                            std::uniform_real_distribution<float>{-1.0F, 1.0F}(rng), false, true});
+    }
+    std::vector<double> us;
+    for (int i = 0; i < ticks + 90; ++i) {
+        ++tick;
+        const auto started = clock_type::now();
+        (void)scheduler.run(*world);
+        if (i >= 90) {  // after the shields are down and the first respawns
+            us.push_back(std::chrono::duration<double, std::micro>(clock_type::now() - started).count());
+        }
+        world->discard_changes();
+    }
+    return {percentile(us, 0.5), percentile(us, 0.99)};
 }
 
 // One rewound hitscan shot against `ships` recorded ships, at a render tick between two ticks.
@@ -386,6 +569,8 @@ int main(int argc, char** argv) {
     std::size_t asteroids = 120;
     float size = 4000.0F;
     bool network = true;
+    float laser_arena = 900.0F;
+    int laser_targets = 4;
     CLI::App app{"prediction_bench: client-side prediction's figures (docs/BENCHMARKS.md)"};
     app.add_option("--latency-ms", latency_ms, "One-way latency of the proxy")->capture_default_str();
     app.add_option("--jitter-ms", jitter_ms, "Its jitter (+-)")->capture_default_str();
@@ -397,6 +582,10 @@ int main(int argc, char** argv) {
         ->check(CLI::NonNegativeNumber)
         ->capture_default_str();
     app.add_option("--asteroids", asteroids, "Asteroids in the full arena")->capture_default_str();
+    app.add_option("--laser-arena", laser_arena, "Arena size of the laser's play")->capture_default_str();
+    app.add_option("--laser-targets", laser_targets, "Players the laser's shooter aims at")
+        ->check(CLI::Range(1, 32))
+        ->capture_default_str();
     app.add_flag("!--no-network", network, "Only the replay costs");
     CLI11_PARSE(app, argc, argv);
     spdlog::set_level(spdlog::level::warn);
@@ -406,6 +595,11 @@ int main(int argc, char** argv) {
                 replay_cost_us(32, 64, 200));
     std::printf("replay of 12 ticks, 1 ship alone: p50 %.1f us\n", replay_cost_us(12, 0, 200));
     std::printf("one rewound hitscan shot, 200 ships: %.2f us\n", rewound_shot_ns(200, 20000) / 1000.0);
+    for (const bool compensated : {true, false}) {
+        const auto [p50, p99] = arena_tick_us(200, compensated, 900);
+        std::printf("the arena's systems, 200 ships all holding the laser, %s: tick p50 %.0f us  p99 %.0f us\n",
+                    compensated ? "lag-compensated" : "not compensated", p50, p99);
+    }
     if (!network) {
         return 0;
     }
@@ -426,6 +620,13 @@ int main(int argc, char** argv) {
         arena_server full{asteroids, size};
         auto proxy = proxied(full);
         full_arena(proxy->port(), size, seconds, std::chrono::milliseconds{static_cast<long>(warmup * 1000)});
+    }
+    for (const bool compensated : {true, false}) {
+        arena_server open{0, laser_arena, compensated};
+        auto proxy = proxied(open);
+        laser_agreement(proxy->port(), laser_arena, laser_targets, seconds,
+                        std::chrono::milliseconds{static_cast<long>(warmup * 1000)},
+                        compensated ? "lag-compensated" : "not compensated");
     }
     return 0;
 }

@@ -150,7 +150,7 @@ struct recorded_player {
             const float thrusts[] = {0.0F, 0.5F, 1.0F, 1.0F};
             const float turns[] = {-1.0F, -0.5F, 0.0F, 0.0F, 0.25F, 1.0F};
             current = Pilot{thrusts[std::uniform_int_distribution<int>{0, 3}(rng)],
-                            turns[std::uniform_int_distribution<int>{0, 5}(rng)], false};
+                            turns[std::uniform_int_distribution<int>{0, 5}(rng)], false, false};
         }
         return current;
     }
@@ -363,7 +363,7 @@ TEST(Prediction, AReplayPastItsTimeBudgetRunsOneTickPerCall) {
     // No time at all: every call still replays one tick, so a replay always ends.
     match m{{.replay_budget_time = std::chrono::microseconds{0}}, 5};
     for (int i = 0; i < 20; ++i) {
-        m.frame(Pilot{1.0F, 0.0F, false});
+        m.frame(Pilot{1.0F, 0.0F, false, false});
     }
     m.frame(Pilot{}, [&](ecs::World& w) { w.write<Position>(m.server.ship).x += 3.0F; });
     EXPECT_EQ(m.client.stats().ticks_replayed, 1U);
@@ -378,7 +378,7 @@ TEST(Prediction, AReplayPastItsTimeBudgetRunsOneTickPerCall) {
 TEST(Prediction, AServerStateOlderThanTheHistoryIsAdoptedAndPredictedAgain) {
     match m{{.history_ticks = 8}, 12};
     for (int i = 0; i < 40; ++i) {
-        m.frame(Pilot{1.0F, 0.25F, false});
+        m.frame(Pilot{1.0F, 0.25F, false, false});
     }
     EXPECT_EQ(m.client.stats().checks, 0U) << "every server tick was older than the history";
     EXPECT_GT(m.client.stats().too_old, 0U);

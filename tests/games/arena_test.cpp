@@ -97,7 +97,7 @@ protected:
 
 TEST_F(ArenaSystems, ThrustMovesAShipAlongItsHeadingAndDragStopsIt) {
     const Entity e = ship(1, Position{0.0F, 0.0F});
-    world_->replace<Pilot>(e, Pilot{1.0F, 0.0F, false});
+    world_->replace<Pilot>(e, Pilot{1.0F, 0.0F, false, false});
     tick(10);
     EXPECT_GT(world_->get<Position>(e).x, 5.0F);
     EXPECT_EQ(world_->get<Position>(e).y, 0.0F);
@@ -118,7 +118,7 @@ TEST_F(ArenaSystems, ThrustMovesAShipAlongItsHeadingAndDragStopsIt) {
 
 TEST_F(ArenaSystems, SpeedIsCappedAndTurnTurnsCounterClockwise) {
     const Entity e = ship(1, Position{-480.0F, 0.0F});  // room to speed up before the wall
-    world_->replace<Pilot>(e, Pilot{0.0F, 1.0F, false});
+    world_->replace<Pilot>(e, Pilot{0.0F, 1.0F, false, false});
     tick();
     const Heading h = world_->get<Heading>(e);
     const float step = rules::ship_turn_rate * static_cast<float>(dt);
@@ -128,7 +128,7 @@ TEST_F(ArenaSystems, SpeedIsCappedAndTurnTurnsCounterClockwise) {
     EXPECT_EQ(world_->get<Position>(e), (Position{-480.0F, 0.0F})) << "turning alone does not move";
 
     world_->replace<Heading>(e, Heading{});
-    world_->replace<Pilot>(e, Pilot{1.0F, 0.0F, false});
+    world_->replace<Pilot>(e, Pilot{1.0F, 0.0F, false, false});
     tick(100);  // drag alone would let it reach about 425 units/s
     const Velocity v = world_->get<Velocity>(e);
     EXPECT_NEAR(std::hypot(v.x, v.y), rules::ship_max_speed, 0.01F);
@@ -138,7 +138,7 @@ TEST_F(ArenaSystems, SpeedIsCappedAndTurnTurnsCounterClockwise) {
 TEST_F(ArenaSystems, ShipsEndEachTickOnTheWiresGridAndTheSmallestTurnStillTurns) {
     const Entity e = ship(1, Position{0.3F, -0.3F});
     world_->replace<Velocity>(e, Velocity{10.01F, 0.0F});
-    world_->replace<Pilot>(e, Pilot{0.5F, 1.0F / 64, false});  // the smallest turn the wire sends
+    world_->replace<Pilot>(e, Pilot{0.5F, 1.0F / 64, false, false});  // the smallest turn the wire sends
     Heading before = world_->get<Heading>(e);
     for (int i = 0; i < 30; ++i) {
         tick();
@@ -153,7 +153,7 @@ TEST_F(ArenaSystems, ShipsEndEachTickOnTheWiresGridAndTheSmallestTurnStillTurns)
 
 TEST_F(ArenaSystems, FireSpawnsBulletsNoFasterThanTheCooldown) {
     const Entity e = ship(9, Position{0.0F, 0.0F});
-    world_->replace<Pilot>(e, Pilot{0.0F, 0.0F, true});
+    world_->replace<Pilot>(e, Pilot{0.0F, 0.0F, true, false});
     tick();
     ASSERT_EQ(count_bullets(), 1U);
     world_->view<const Bullet, const Position, const Velocity>().each(
@@ -173,7 +173,7 @@ TEST_F(ArenaSystems, FireSpawnsBulletsNoFasterThanTheCooldown) {
 TEST_F(ArenaSystems, WithoutAmmoNothingFiresUntilARoundReloads) {
     const Entity e = ship(1, Position{0.0F, 0.0F});
     world_->replace<Stats>(e, Stats{0, 1, 0});
-    world_->replace<Pilot>(e, Pilot{0.0F, 0.0F, true});
+    world_->replace<Pilot>(e, Pilot{0.0F, 0.0F, true, false});
     tick();
     EXPECT_EQ(count_bullets(), 1U);
     EXPECT_EQ(world_->get<Stats>(e).ammo, 0);
@@ -189,14 +189,14 @@ TEST_F(ArenaSystems, FiringDropsTheSpawnShield) {
     world_->replace<ShipTimers>(e, ShipTimers{0.0F, rules::reload_interval, rules::shield_time});
     tick();
     EXPECT_EQ(world_->get<Ship>(e).state(), ship_status::shielded);
-    world_->replace<Pilot>(e, Pilot{0.0F, 0.0F, true});
+    world_->replace<Pilot>(e, Pilot{0.0F, 0.0F, true, false});
     tick();
     EXPECT_EQ(world_->get<Ship>(e).state(), ship_status::flying);
 }
 
 TEST_F(ArenaSystems, BulletsExpireAfterTheirLifetime) {
     const Entity e = ship(1, Position{0.0F, 0.0F});
-    world_->replace<Pilot>(e, Pilot{0.0F, 0.0F, true});
+    world_->replace<Pilot>(e, Pilot{0.0F, 0.0F, true, false});
     tick();
     world_->replace<Pilot>(e, Pilot{});
     tick(25);
@@ -208,7 +208,7 @@ TEST_F(ArenaSystems, BulletsExpireAfterTheirLifetime) {
 TEST_F(ArenaSystems, ABulletShattersAnAsteroidAndScores) {
     const Entity shooter = ship(1, Position{0.0F, 0.0F});
     const Entity rock = asteroid(Position{150.0F, 0.0F}, Velocity{}, 3);
-    world_->replace<Pilot>(shooter, Pilot{0.0F, 0.0F, true});
+    world_->replace<Pilot>(shooter, Pilot{0.0F, 0.0F, true, false});
     tick();
     world_->replace<Pilot>(shooter, Pilot{});
     tick(10);
@@ -224,7 +224,7 @@ TEST_F(ArenaSystems, ABulletShattersAnAsteroidAndScores) {
 TEST_F(ArenaSystems, SmallAsteroidsDoNotSplit) {
     const Entity shooter = ship(1, Position{0.0F, 0.0F});
     (void)asteroid(Position{100.0F, 0.0F}, Velocity{}, 1);
-    world_->replace<Pilot>(shooter, Pilot{0.0F, 0.0F, true});
+    world_->replace<Pilot>(shooter, Pilot{0.0F, 0.0F, true, false});
     tick();
     world_->replace<Pilot>(shooter, Pilot{});
     tick(10);
@@ -237,7 +237,7 @@ TEST_F(ArenaSystems, AShotShipIsWreckedThenRespawnsShieldedElsewhere) {
     const Entity target = ship(2, Position{200.0F, 0.0F});
     world_->replace<Velocity>(target, Velocity{0.0F, 1.0F});
     world_->replace<Stats>(target, Stats{0, 3, 0});
-    world_->replace<Pilot>(shooter, Pilot{0.0F, 0.0F, true});
+    world_->replace<Pilot>(shooter, Pilot{0.0F, 0.0F, true, false});
     tick();
     world_->replace<Pilot>(shooter, Pilot{});
     tick(12);
@@ -247,7 +247,7 @@ TEST_F(ArenaSystems, AShotShipIsWreckedThenRespawnsShieldedElsewhere) {
     EXPECT_EQ(world_->get<Stats>(shooter).score, rules::ship_points);
     const Position wreck = world_->get<Position>(target);
 
-    world_->replace<Pilot>(target, Pilot{1.0F, 1.0F, true});  // a wreck ignores its pilot
+    world_->replace<Pilot>(target, Pilot{1.0F, 1.0F, true, false});  // a wreck ignores its pilot
     tick(80);  // 3 s to respawn: not yet
     EXPECT_EQ(world_->get<Ship>(target).state(), ship_status::wrecked);
     EXPECT_EQ(world_->get<Position>(target), wreck);
@@ -263,12 +263,92 @@ TEST_F(ArenaSystems, AShotShipIsWreckedThenRespawnsShieldedElsewhere) {
     EXPECT_EQ(world_->get<Ship>(target).state(), ship_status::flying);
 }
 
+TEST_F(ArenaSystems, TheLaserHitsTheFirstShipInItsBeamAtOnceThenRecharges) {
+    const Entity shooter = ship(1, Position{0.0F, 0.0F});
+    const Entity near = ship(2, Position{300.0F, 0.0F});
+    const Entity far = ship(3, Position{500.0F, 0.0F});
+    world_->replace<Pilot>(shooter, Pilot{0.0F, 0.0F, false, true});
+    tick();
+    EXPECT_EQ(world_->get<Ship>(near).state(), ship_status::wrecked);
+    EXPECT_EQ(world_->get<Ship>(far).state(), ship_status::flying) << "the first ship stops it";
+    EXPECT_EQ(world_->get<Stats>(shooter).score, rules::ship_points);
+    const arena::Laser beam = world_->get<arena::Laser>(shooter);
+    EXPECT_EQ(beam.tick, 1U);
+    EXPECT_EQ(beam.target, near.index() + 1);
+    EXPECT_NEAR(beam.length, 300.0F - rules::ship_radius - rules::muzzle, 0.01F);
+    EXPECT_EQ(count_bullets(), 0U) << "the laser is not the gun";
+
+    tick(25);  // held, still charging
+    EXPECT_EQ(world_->get<Ship>(far).state(), ship_status::flying);
+    tick(10);
+    EXPECT_EQ(world_->get<Ship>(far).state(), ship_status::wrecked) << "recharged after 1 s";
+    EXPECT_EQ(world_->get<arena::Laser>(shooter).target, far.index() + 1);
+    EXPECT_EQ(world_->get<Stats>(shooter).score, 2 * rules::ship_points);
+}
+
+TEST_F(ArenaSystems, TheLaserMissesAShieldedShipAndBeyondItsRange) {
+    const Entity shooter = ship(1, Position{0.0F, 0.0F});
+    const Entity shielded = ship(2, Position{200.0F, 0.0F});
+    world_->replace<Ship>(shielded, with(ship_status::shielded));
+    world_->replace<ShipTimers>(shielded, ShipTimers{0.0F, rules::reload_interval, 100.0F});
+    const Entity beyond = ship(3, Position{rules::laser_range + rules::muzzle + 20.0F, 0.0F});
+    world_->replace<Pilot>(shooter, Pilot{0.0F, 0.0F, false, true});
+    tick();
+    EXPECT_EQ(world_->get<Ship>(shielded).state(), ship_status::shielded);
+    EXPECT_EQ(world_->get<Ship>(beyond).state(), ship_status::flying);
+    const arena::Laser beam = world_->get<arena::Laser>(shooter);
+    EXPECT_EQ(beam.target, 0U);
+    EXPECT_EQ(beam.length, rules::laser_range);
+}
+
+// A target crossing the beam: at tick 1 it was in the line, by tick 6 it is 50 units past.
+class ArenaLaserRewind : public ArenaSystems {
+protected:
+    void cross(std::optional<double> view) {
+        game_->view_of = [view](std::uint32_t) { return view; };
+        shooter_ = ship(1, Position{0.0F, 0.0F});
+        target_ = ship(2, Position{300.0F, 0.0F});
+        world_->replace<Velocity>(target_, Velocity{0.0F, 300.0F});
+        tick(5);
+        ASSERT_GT(world_->get<Position>(target_).y, 40.0F);
+        world_->replace<Pilot>(shooter_, Pilot{0.0F, 0.0F, false, true});
+        tick();
+    }
+    Entity shooter_;
+    Entity target_;
+};
+
+TEST_F(ArenaLaserRewind, AShotHitsWhereItsShooterSawTheTarget) {
+    cross(1.0);
+    EXPECT_EQ(world_->get<Ship>(target_).state(), ship_status::wrecked);
+    EXPECT_EQ(world_->get<arena::Laser>(shooter_).target, target_.index() + 1);
+}
+
+TEST_F(ArenaLaserRewind, WithoutLagCompensationTheShotMissesWhatItsShooterSaw) {
+    game_->config.lag_compensation = false;
+    cross(1.0);
+    EXPECT_EQ(world_->get<Ship>(target_).state(), ship_status::flying);
+    EXPECT_EQ(world_->get<arena::Laser>(shooter_).target, 0U);
+}
+
+TEST_F(ArenaLaserRewind, AClientThatGaveNoViewShootsAtThePresent) {
+    cross(std::nullopt);
+    EXPECT_EQ(world_->get<Ship>(target_).state(), ship_status::flying);
+}
+
+TEST_F(ArenaLaserRewind, AViewOlderThanTheWindowIsAnsweredAtItsOldestTick) {
+    game_->config.lag_window_ms = 100;  // 3 ticks at 30 Hz: at tick 6 it holds ticks 3 to 6
+    cross(1.0);
+    EXPECT_EQ(world_->get<Ship>(target_).state(), ship_status::flying)
+        << "tick 1 is out of the window: the target was already past the beam at tick 3";
+}
+
 TEST_F(ArenaSystems, BulletsPassThroughShieldedShipsAndTheirShooter) {
     const Entity shooter = ship(1, Position{0.0F, 0.0F});
     const Entity shielded = ship(2, Position{200.0F, 0.0F});
     world_->replace<Ship>(shielded, with(ship_status::shielded));
     world_->replace<ShipTimers>(shielded, ShipTimers{0.0F, rules::reload_interval, 100.0F});
-    world_->replace<Pilot>(shooter, Pilot{0.0F, 0.0F, true});
+    world_->replace<Pilot>(shooter, Pilot{0.0F, 0.0F, true, false});
     tick();
     world_->replace<Pilot>(shooter, Pilot{});
     tick(12);
@@ -534,7 +614,7 @@ TEST(ArenaServer, APlayerSteersItsShipAndSeesOnlyWhatIsAroundIt) {
     const std::uint64_t first = c->mirror().tick() + 3;
     protocol::input in{ship, first, {}};
     for (int i = 0; i < 16; ++i) {
-        in.ticks.push_back(protocol::component_set{}.set(Pilot{1.0F, 0.0F, false}));
+        in.ticks.push_back(protocol::component_set{}.set(Pilot{1.0F, 0.0F, false, false}));
     }
     c->send(in);
     ASSERT_TRUE(c->poll_until(

@@ -71,10 +71,10 @@ Pilot decide(const own_ship& self, std::span<const sighting> around) noexcept {
         const float facing = angle_to(self.heading, towards);
         const float away = angle_to(self.heading, vec{-towards.x, -towards.y});
         return Pilot{std::abs(away) < 1.2F ? 1.0F : 0.2F, turn_towards(away),
-                     armed && std::abs(facing) < 0.3F};
+                     armed && std::abs(facing) < 0.3F, false};
     }
     if (nearest == nullptr) {
-        return Pilot{0.4F, 0.2F, false};
+        return Pilot{0.4F, 0.2F, false, false};
     }
     // Aim where the asteroid will be when a bullet gets there.
     const vec to = of(nearest->position) - of(self.position);
@@ -90,7 +90,8 @@ Pilot decide(const own_ship& self, std::span<const sighting> around) noexcept {
     } else if (nearest_distance > 0.3F * bullet_range && std::abs(angle) < 0.5F) {
         thrust = 0.3F;
     }
-    return Pilot{thrust, turn_towards(angle), armed && aligned && nearest_distance < bullet_range};
+    return Pilot{thrust, turn_towards(angle), armed && aligned && nearest_distance < bullet_range,
+                 false};
 }
 
 std::optional<Pilot> bot::play(const protocol::mirror& mirror, std::uint32_t client_id) {

@@ -3,6 +3,7 @@
 #include <CLI/CLI.hpp>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <numbers>
 #include <vector>
@@ -103,9 +104,9 @@ void near(const state::grid& grid, float x, float y, float reach, Fn&& fn) {
 // ---- the rules ------------------------------------------------------------------------------
 
 void fire(ecs::SystemContext& ctx, ecs::Entity ship, const Position& p, Heading h, Velocity v) {
-    const float muzzle = rules::ship_radius + 2.0F;
     const auto bullet = ctx.commands.create();
-    ctx.commands.emplace<Position>(bullet, Position{p.x + h.x * muzzle, p.y + h.y * muzzle});
+    ctx.commands.emplace<Position>(
+        bullet, Position{p.x + h.x * rules::muzzle, p.y + h.y * rules::muzzle});
     ctx.commands.emplace<Velocity>(bullet, Velocity{v.x + h.x * rules::bullet_speed,
                                                     v.y + h.y * rules::bullet_speed});
     ctx.commands.emplace<Bullet>(bullet, Bullet{ctx.world.get<Owner>(ship).client});
@@ -204,6 +205,93 @@ void gun(ecs::SystemContext& ctx) {
             }
             store(world, e, timers);
             store(world, e, stats);
+        });
+}
+
+// The laser, the tick's last system (after settle: the shooter fires from where its own
+// client predicted it at this tick). The ships that can be hit are recorded first; a laser
+// held and charged then fires from the muzzle along the heading, and hits the first ship its
+// beam enters as the shooter's client drew them (the render tick of the Input applied this
+// tick), or as they are now without lag compensation. A ship wrecked or shielded since the
+// shooter's view is not hit again.
+void laser(ecs::SystemContext& ctx, state& game) {
+    ecs::World& world = ctx.world;
+    const auto dt = static_cast<float>(ctx.dt);
+    const std::uint64_t tick = game.server_tick ? game.server_tick() : ctx.tick + 1;
+    std::vector<server::hit_shape> present;
+    world.view<const Ship, const Position>().each(
+        [&](ecs::Entity e, const Ship& ship, const Position& p) {
+            if (ship.state() == ship_status::flying) {
+                present.push_back(server::hit_shape{e, p.x, p.y, rules::ship_radius});
+            }
+        });
+    const bool compensate = game.config.lag_compensation && game.view_of;
+    if (compensate) {
+        if (!game.history) {
+            game.history.emplace(1.0 / ctx.dt, std::chrono::milliseconds{game.config.lag_window_ms});
+        }
+        if (tick > game.history->newest()) {
+            game.history->record(tick, present);
+        }
+    }
+    world.view<const Ship, const Pilot, const Position, const Heading>().each(
+        [&](ecs::Entity e, const Ship& ship, const Pilot& pilot, const Position& p,
+            const Heading& heading) {
+            if (ship.state() == ship_status::wrecked) {
+                return;
+            }
+            if (!world.has<LaserCharge>(e)) {  // a ship restored from a checkpoint
+                ctx.commands.emplace<LaserCharge>(e);
+                return;
+            }
+            LaserCharge charge{std::max(0.0F, world.get<LaserCharge>(e).cooldown - dt)};
+            const bool fires = pilot.laser && charge.cooldown <= 0.0F;
+            if (fires) {
+                charge.cooldown = rules::laser_interval;
+            }
+            store(world, e, charge);
+            if (!fires) {
+                return;
+            }
+            const float norm = std::max(std::hypot(heading.x, heading.y), 1e-6F);
+            const float dx = heading.x / norm;
+            const float dy = heading.y / norm;
+            const float x = p.x + dx * rules::muzzle;
+            const float y = p.y + dy * rules::muzzle;
+            std::optional<server::ray_hit> hit;
+            const std::optional<double> view =
+                compensate ? game.view_of(world.get<Owner>(e).client) : std::nullopt;
+            if (view) {
+                hit = game.history->raycast(*view, x, y, dx, dy, rules::laser_range, e);
+            } else {
+                for (const server::hit_shape& shape : present) {
+                    const auto enter = shape.entity == e
+                                           ? std::nullopt
+                                           : server::ray_enters(shape, x, y, dx, dy,
+                                                                rules::laser_range);
+                    if (enter && (!hit || *enter < hit->distance)) {
+                        hit = server::ray_hit{shape.entity, *enter, shape};
+                    }
+                }
+            }
+            Laser beam{static_cast<std::uint32_t>(tick), rules::laser_range, 0};
+            if (hit && world.valid(hit->entity) && flying(world, hit->entity)) {
+                beam.length = hit->distance;
+                beam.target = hit->entity.index() + 1;
+                wreck(world, hit->entity);
+                credit(world, e, rules::ship_points);
+            }
+            if (world.has<Laser>(e)) {
+                store(world, e, beam);
+            } else {
+                ctx.commands.emplace<Laser>(e, beam);
+            }
+            if (ship.state() == ship_status::shielded) {  // firing drops the shield
+                ShipTimers timers = world.get<ShipTimers>(e);
+                timers.status = 0.0F;
+                store(world, e, timers);
+                store(world, e, Ship{static_cast<std::uint8_t>(ship_status::flying)});
+            }
         });
 }
 
@@ -345,6 +433,7 @@ void register_components(protocol::component_registry& types) {
     types.add<Asteroid>();
     types.add<Bullet>();
     types.add<Stats>();
+    types.add<Laser>();
     types.persist<ShipTimers>();
 }
 
@@ -363,9 +452,15 @@ void add_systems(ecs::Scheduler& scheduler, std::shared_ptr<state> game) {
                   [game](ecs::SystemContext& ctx) { collide(ctx, *game); });
     scheduler.add("lifecycle",
                   ecs::component_access{}.writes<BulletLife, Ship, ShipTimers, Stats, Position,
-                                                 Velocity, Heading, Pilot, Asteroid, Owner>(),
+                                                 Velocity, Heading, Pilot, Asteroid, Owner,
+                                                 LaserCharge, Laser>(),
                   [game](ecs::SystemContext& ctx) { lifecycle(ctx, *game); });
     add_settle(scheduler);
+    scheduler.add("laser",
+                  ecs::component_access{}
+                      .reads<Pilot, Position, Heading, Owner>()
+                      .writes<Ship, Velocity, ShipTimers, Stats, LaserCharge, Laser>(),
+                  [game](ecs::SystemContext& ctx) { laser(ctx, *game); });
 }
 
 ecs::Entity spawn_ship(ecs::World& world, state& game, std::uint32_t owner) {
@@ -377,6 +472,8 @@ ecs::Entity spawn_ship(ecs::World& world, state& game, std::uint32_t owner) {
     world.emplace<Ship>(e, Ship{static_cast<std::uint8_t>(ship_status::shielded)});
     world.emplace<Stats>(e, Stats{0, rules::max_ammo, 0});
     world.emplace<ShipTimers>(e, ShipTimers{0.0F, rules::reload_interval, rules::shield_time});
+    world.emplace<LaserCharge>(e);
+    world.emplace<Laser>(e);
     world.emplace<Owner>(e, Owner{owner});
     game.players[owner] = e;
     if (game.on_new_ship) {
@@ -437,6 +534,17 @@ server::game game(settings defaults) {
                        "play the same game")
             ->envname("ECSNET_ARENA_SEED")
             ->capture_default_str();
+        app.add_flag("!--no-lag-compensation", options->lag_compensation,
+                     "The laser hits where ships are at the server's tick, not where its "
+                     "shooter saw them (docs/PREDICTION.md, \"Lag compensation\")")
+            ->envname("ECSNET_LAG_COMPENSATION");
+        app.add_option("--lag-window-ms", options->lag_window_ms,
+                       "How far back the laser may rewind (a longer round trip is answered at "
+                       "the window's oldest tick)")
+            ->envname("ECSNET_LAG_WINDOW_MS")
+            ->capture_default_str()
+            ->check(CLI::Range(std::int64_t{1}, static_cast<std::int64_t>(
+                                                    server::lag_history::max_window.count())));
     };
     g.setup = [options](server::server& service) {
         auto game = std::make_shared<state>(*options);
@@ -451,6 +559,10 @@ server::game game(settings defaults) {
         game->on_new_ship = [&service](std::uint32_t owner, ecs::Entity ship) {
             service.interest().follow(owner, ship);
         };
+        game->server_tick = [&service] { return service.tick(); };
+        game->view_of = [&service](std::uint32_t owner) { return service.input_view(owner); };
+        game->history.emplace(service.config().tick_rate,
+                              std::chrono::milliseconds{game->config.lag_window_ms});
 
         add_systems(service.scheduler(), game);
         if (service.restored()) {

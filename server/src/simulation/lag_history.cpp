@@ -102,6 +102,25 @@ std::vector<hit_shape> lag_history::at(double render_tick) const {
     return out;
 }
 
+std::optional<float> ray_enters(const hit_shape& shape, float x, float y, float dx, float dy,
+                                float length) noexcept {
+    // The segment's nearest point to the centre, then back along the ray to the edge.
+    const float cx = shape.x - x;
+    const float cy = shape.y - y;
+    const float along = cx * dx + cy * dy;
+    const float off2 = cx * cx + cy * cy - along * along;
+    const float r2 = shape.radius * shape.radius;
+    if (off2 > r2) {
+        return std::nullopt;
+    }
+    const bool inside = cx * cx + cy * cy <= r2;
+    const float enter = inside ? 0.0F : along - std::sqrt(r2 - off2);
+    if (enter < 0.0F || enter > length) {
+        return std::nullopt;
+    }
+    return enter;
+}
+
 std::optional<ray_hit> lag_history::raycast(double render_tick, float x, float y, float dx, float dy,
                                             float length, ecs::Entity ignore) const {
     std::optional<ray_hit> best;
@@ -109,22 +128,9 @@ std::optional<ray_hit> lag_history::raycast(double render_tick, float x, float y
         if (s.entity == ignore) {
             return;
         }
-        // The segment's nearest point to the centre, then back along the ray to the edge.
-        const float cx = s.x - x;
-        const float cy = s.y - y;
-        const float along = cx * dx + cy * dy;
-        const float off2 = cx * cx + cy * cy - along * along;
-        const float r2 = s.radius * s.radius;
-        if (off2 > r2) {
-            return;
-        }
-        const bool inside = cx * cx + cy * cy <= r2;
-        const float enter = inside ? 0.0F : along - std::sqrt(r2 - off2);
-        if (enter < 0.0F || enter > length) {
-            return;
-        }
-        if (!best || enter < best->distance) {
-            best = ray_hit{s.entity, enter, s};
+        const std::optional<float> enter = ray_enters(s, x, y, dx, dy, length);
+        if (enter && (!best || *enter < best->distance)) {
+            best = ray_hit{s.entity, *enter, s};
         }
     });
     return best;

@@ -1,17 +1,19 @@
 // The keyboard as the ship's Pilot (games/arena arena.fbs): arrows or WASD to thrust and turn,
-// space to fire. Keys are read by position (KeyboardEvent.code), so WASD works on any layout.
+// space to fire, E (or Shift) for the laser. Keys are read by position (KeyboardEvent.code), so WASD works on any layout.
 // (A type, not an interface: the SDK takes it as a plain record of fields.)
 export type Pilot = {
   thrust: number; // 0 .. 1
   turn: number;   // -1 .. 1, +1 counter-clockwise
   fire: boolean;
+  laser: boolean; // resolved at the server's present: this page sends protocol 4 (issue 41)
 };
 
 const THRUST = new Set(['ArrowUp', 'KeyW']);
 const LEFT = new Set(['ArrowLeft', 'KeyA']);
 const RIGHT = new Set(['ArrowRight', 'KeyD']);
 const FIRE = new Set(['Space']);
-const GAME_KEYS = new Set([...THRUST, ...LEFT, ...RIGHT, ...FIRE]);
+const LASER = new Set(['KeyE', 'ShiftLeft', 'ShiftRight']);
+const GAME_KEYS = new Set([...THRUST, ...LEFT, ...RIGHT, ...FIRE, ...LASER]);
 
 export class Keyboard {
   private readonly held = new Set<string>();
@@ -33,6 +35,7 @@ export class Keyboard {
       thrust: any(THRUST) ? 1 : 0,
       turn: (any(LEFT) ? 1 : 0) - (any(RIGHT) ? 1 : 0),
       fire: any(FIRE),
+      laser: any(LASER),
     };
   }
 }

@@ -130,7 +130,7 @@ for (const transport of transports) {
       await waitFor(() => (ship = pilot.mirror.entities().find((e) => pilot.mirror.get(e, 'ship') !== undefined &&
         pilot.mirror.get(e, 'owner')?.client === pilot.clientId) ?? null) !== null, 'our ship');
       const start = pilot.mirror.get(ship, 'position');
-      pilot.setInput(ship, { pilot: { thrust: 1, turn: 0.25, fire: false } });
+      pilot.setInput(ship, { pilot: { thrust: 1, turn: 0.25, fire: false, laser: false } });
       await waitFor(() => pilot.ackedInputTick > 0n && pilot.stats.inputFramesSent >= 30, 'acknowledged input');
       assert.ok(pilot.lastInputAck.appliedTick <= pilot.lastInputAck.tick);
       assert.equal(pilot.lastInputRejected, null, pilot.lastInputRejected?.message);

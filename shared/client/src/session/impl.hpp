@@ -191,6 +191,9 @@ struct session::impl {
     ecs::Entity input_entity{};
     protocol::component_set input;
     std::uint64_t next_input_tick{0};  // 0: the next Input starts at the input tick
+    // The render tick shown when the game's set_input last changed the input: what the
+    // player saw as it pressed, not the later frame an Input is sent from.
+    std::optional<double> input_shown;
     std::uint64_t last_input_tick{0};
     std::optional<protocol::input_ack> last_ack;
     std::optional<protocol::input_rejected> last_rejected;

@@ -39,8 +39,9 @@ void session::impl::send_input() {
     // would arrive late anyway).
     const std::uint64_t oldest = due >= batch ? due - batch + 1 : 1;
     const std::uint64_t first = std::max(next_input_tick, oldest);
-    // The screen the player sees as it sets this input: lag compensation rewinds to it.
-    const double shown = std::max(clock.render_tick(), 0.0);
+    // The screen the player saw as it set this input: lag compensation rewinds to it.
+    const double shown = std::max(input_shown.value_or(clock.render_tick()), 0.0);
+    input_shown.reset();
     const auto shown_tick = std::min(static_cast<std::uint64_t>(shown), due);
     const float fraction =
         shown_tick == due ? 0.0F
@@ -128,8 +129,14 @@ void session::set_input(ecs::Entity entity, const protocol::component_set& value
         s.input_entity = entity;
         s.next_input_tick = 0;
     }
+    const protocol::component_set before = s.input;
     for (const protocol::component_value& v : values.values()) {
         s.input.set(v);
+    }
+    // The moment the player acted is when the input changed: the first Input sent after it
+    // carries that frame's render tick, later ones (the key held) the render tick as they go.
+    if (s.clock.synchronized() && !(s.input == before)) {
+        s.input_shown = s.clock.render_tick();
     }
 }
 

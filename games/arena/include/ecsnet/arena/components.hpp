@@ -44,6 +44,7 @@ struct Pilot {
     float thrust{};  // 0 .. 1
     float turn{};    // -1 .. 1, +1 counter-clockwise
     bool fire{};
+    bool laser{};  // the hitscan weapon (rules::laser_*)
     [[nodiscard]] bool valid() const noexcept {
         return thrust >= 0.0F && thrust <= 1.0F && turn >= -1.0F && turn <= 1.0F;
     }
@@ -70,6 +71,14 @@ struct Bullet {
     friend bool operator==(const Bullet&, const Bullet&) = default;
 };
 
+// A ship's last laser shot, as the server resolved it (lag-compensated: docs/PREDICTION.md).
+struct Laser {
+    std::uint32_t tick{};    // the server tick of the shot (low 32 bits); 0: never fired
+    float length{};          // from the muzzle to where the beam stopped
+    std::uint32_t target{};  // the entity index of the ship hit + 1; 0: a miss
+    friend bool operator==(const Laser&, const Laser&) = default;
+};
+
 // The player's own tally: replicated to its owner only.
 struct Stats {
     std::uint32_t score{};
@@ -94,6 +103,9 @@ inline constexpr float reload_interval = 0.4F;    // one round back
 inline constexpr float respawn_delay = 3.0F;
 inline constexpr float shield_time = 2.0F;        // after a respawn, or until the ship fires
 inline constexpr float free_spot_clearance = 160.0F;
+inline constexpr float laser_range = 600.0F;      // from the muzzle
+inline constexpr float laser_interval = 1.0F;     // between two shots
+inline constexpr float muzzle = ship_radius + 2.0F;  // where bullets and the laser leave
 inline constexpr std::uint32_t ship_points = 250;
 
 [[nodiscard]] constexpr float asteroid_radius(std::uint8_t size) noexcept {
@@ -145,4 +157,7 @@ template <>
 struct replicated<arena::Stats>
     : replicate<arena::wire::Stats, "stats",
                 replicate_options{.written_by = writer::server, .owner_only = true}> {};
+template <>
+struct replicated<arena::Laser>
+    : replicate<arena::wire::Laser, "laser", replicate_options{.written_by = writer::server}> {};
 }  // namespace ecsnet::protocol

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <random>
 #include <unordered_map>
 #include <vector>
@@ -12,6 +13,7 @@
 #include "ecsnet/ecs/scheduler.hpp"
 #include "ecsnet/protocol/registry.hpp"
 #include "ecsnet/server/game.hpp"
+#include "ecsnet/server/simulation/lag_history.hpp"
 
 // The arena game (docs/ARENA.md), a module on the engine's public API: ships steered by their
 // players' input, bullets, drifting asteroids, score and respawn, on a big map whose view
@@ -21,11 +23,15 @@ namespace ecsnet::arena {
 // How far a player sees (half the side of its square of cells) unless --interest-radius says.
 inline constexpr float default_view_radius = 700.0F;
 
-// What --arena-size, --asteroids and --arena-seed set.
+// What --arena-size, --asteroids, --arena-seed, --no-lag-compensation and --lag-window-ms set.
 struct settings {
     float size = 4000.0F;  // the arena is the square [-size / 2, size / 2]^2
     std::size_t asteroids = 120;
     std::uint64_t seed = 1;
+    // The laser hits what its shooter saw (the render tick its Input carried), within the
+    // window; off: it hits where ships are at the server's present.
+    bool lag_compensation = true;
+    std::int64_t lag_window_ms = server::lag_history::default_window.count();
 };
 
 // Server-side only, never replicated: a ship's clocks, in seconds.
@@ -44,6 +50,13 @@ struct ecsnet::protocol::persistent<ecsnet::arena::ShipTimers>
     : ecsnet::protocol::persist<"ship_timers"> {};
 
 namespace ecsnet::arena {
+
+// Server-side only, never replicated or kept: until the laser may fire again, in seconds (a
+// restored ship gets one at its first tick).
+struct LaserCharge {
+    float cooldown{};
+    friend bool operator==(const LaserCharge&, const LaserCharge&) = default;
+};
 
 // Server-side only: a bullet's remaining flight and whose ship fired it. Not kept (it names
 // an entity, which the stored layout does not hold): a restored world drops its bullets.
@@ -79,19 +92,29 @@ struct state {
     grid ships;  // those not wrecked
     // Told of every ship spawn_ship() makes (the server's game follows it with the view).
     std::function<void(std::uint32_t owner, ecs::Entity ship)> on_new_ship;
+    // Lag compensation (the laser system): where the ships that can be hit were at each of
+    // the last ticks (made at the first tick, at the scheduler's rate), the server's tick, and
+    // the render tick each player's client was showing (server::input_view). Without the two
+    // functions (a world without a server) the laser hits at the present, by the scheduler's
+    // tick.
+    std::optional<server::lag_history> history;
+    std::function<std::uint64_t()> server_tick;
+    std::function<std::optional<double>(std::uint32_t owner)> view_of;
 };
 
-// Position, Velocity, Heading, Pilot, Ship, Asteroid, Bullet, Stats, in this order (their
-// wire ids follow Owner's).
+// Position, Velocity, Heading, Pilot, Ship, Asteroid, Bullet, Stats, Laser, in this order
+// (their wire ids follow Owner's).
 void register_components(protocol::component_registry& types);
 
 // The systems, in tick order: steer (the Pilot input turns and thrusts), gun (the Pilot fires),
 // move (and bounce off the walls), collide (bullets, ships, asteroids: score and deaths),
 // lifecycle (bullets expire, wrecks respawn, shields drop, ammo reloads, a player whose ship
 // was destroyed gets a new one, asteroids are topped up, and entities a client spawned are
-// removed), settle (ships end the tick on the wire's grid). steer, move and settle are the
-// predicted ones (flight.hpp), which clients run too. Entities that do not change are not
-// written.
+// removed), settle (ships end the tick on the wire's grid), laser (the ships that can be hit
+// are recorded for lag compensation, then each laser fired hits the first ship its beam
+// enters as the shooter saw them: a wreck and ship_points, Laser says what happened). steer,
+// move and settle are the predicted ones (flight.hpp), which clients run too. Entities that
+// do not change are not written.
 void add_systems(ecs::Scheduler& scheduler, std::shared_ptr<state> game);
 
 // A new ship for `owner` at a free spot, shielded, with full ammo and its Pilot at rest; it

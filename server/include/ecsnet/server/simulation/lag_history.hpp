@@ -31,9 +31,17 @@ struct ray_hit {
     hit_shape shape;   // where the shape was at the render tick
 };
 
+// Where the segment from (x, y) along the unit vector (dx, dy), `length` long, enters `shape`
+// (0 from inside), or nullopt: the test raycast() makes, for a shot at the present too.
+[[nodiscard]] std::optional<float> ray_enters(const hit_shape& shape, float x, float y, float dx,
+                                              float dy, float length) noexcept;
+
 class lag_history {
 public:
-    static constexpr std::chrono::milliseconds default_window{250};
+    // From the tick a shot is applied back to the render tick it was aimed at: the round
+    // trip, the interpolation delay and the input's lead over the server (inputs arrive
+    // early and wait for their tick): about 400 ms at 150 ms RTT, 500 at 250.
+    static constexpr std::chrono::milliseconds default_window{500};
     static constexpr std::chrono::milliseconds max_window{1000};
 
     // Keeps the ticks of the last `window` at `tick_rate` ticks per second (at least two).
