@@ -52,7 +52,7 @@ TEST(LagHistory, RefusesNonsense) {
 TEST(LagHistory, KeepsTheWindowAndAnswersBetweenTwoTicks) {
     const lag_history h = runs_until(40);
     EXPECT_EQ(h.capacity(), 9U) << "250 ms at 30 Hz: 8 ticks, and the one after the oldest";
-    EXPECT_EQ(lag_history{30.0}.capacity(), 16U) << "500 ms by default";
+    EXPECT_EQ(lag_history{30.0}.capacity(), 22U) << "700 ms by default";
     EXPECT_EQ(h.newest(), 40U);
     EXPECT_EQ(h.oldest(), 32U);
     const auto shapes = h.at(35.25);
