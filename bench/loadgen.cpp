@@ -15,7 +15,12 @@
 // With --game arena the server is arena-server (docs/ARENA.md) and every client is a bot: once
 // it finds its ship (Owner == its client id) it sends one Input per tick it receives, stamped
 // --input-lead ticks past that tick, with ecsnet::arena::bot's decision; --no-input runs the
-// same clients without sending any (the server's cost of input, side by side).
+// same clients without sending any (the server's cost of input, side by side). Each Input says
+// the bot was shown the tick it decided on (protocol 5's render tick: it draws the mirror's
+// newest state). --laser: every bot also holds the laser (a lag-compensated shot per second
+// each, docs/PREDICTION.md), --no-lag-compensation starts the server without it (the cost of
+// compensation, side by side). --predict: each bot predicts its ship and bullets with the C++
+// SDK's prediction (ecsnet/arena/predicted.hpp) and the report counts its mispredictions.
 //
 // --transport ws: the clients connect over WebSocket (a server this program starts gets
 // --ws-port 0; with --port, P is the server's WebSocket port). Bytes then count each message's
@@ -38,6 +43,8 @@
 #include <fstream>
 #include <functional>
 #include <iostream>
+#include <map>
+#include <memory>
 #include <mutex>
 #include <numbers>
 #include <optional>
@@ -50,6 +57,8 @@
 
 #include "ecsnet/arena/bot.hpp"
 #include "ecsnet/arena/components.hpp"
+#include "ecsnet/arena/predicted.hpp"
+#include "ecsnet/client/prediction.hpp"
 #include "ecsnet/client/connection.hpp"
 #include "ecsnet/demo/components.hpp"
 
@@ -87,6 +96,9 @@ struct options {
     std::string game = "demo";
     bool no_input = false;
     std::uint64_t input_lead = 2;
+    bool laser = false;
+    bool lag_compensation = true;
+    bool predict = false;
     std::string transport = "tcp";  // or "ws"
 
     [[nodiscard]] bool websocket() const noexcept { return transport == "ws"; }
@@ -208,6 +220,9 @@ void launch(const options& o, launched_server& out) {
     if (o.game == "arena") {
         argv.insert(argv.end() - 1,
                     {"--arena-size", arena_size.c_str(), "--asteroids", entities.c_str()});
+        if (!o.lag_compensation) {
+            argv.insert(argv.end() - 1, "--no-lag-compensation");
+        }
     }
     if (o.interest_radius > 0.0) {
         argv.insert(argv.end() - 1,
@@ -309,6 +324,10 @@ struct client_result {
     std::size_t input_frame_bytes = 0;
     std::uint64_t inputs_late = 0;
     std::uint64_t inputs_repeated = 0;
+    // --predict, during the window: the prediction's counters and the time spent in it.
+    ecsnet::client::prediction_stats predicted;
+    double predict_ms = 0;
+    std::map<std::string, std::uint64_t> mispredicted_types;  // the first type to disagree
     std::string error;
 };
 
@@ -515,8 +534,20 @@ void run_arena_client(const options& o, std::uint16_t port, std::size_t index,
         };
 
         arena::bot bot;
-        std::uint64_t played = 0;  // the last tick the bot decided on
         bool measuring = false;
+        std::unique_ptr<ecsnet::client::prediction> prediction;
+        if (o.predict) {
+            prediction = std::make_unique<ecsnet::client::prediction>(
+                1.0 / static_cast<double>(c.welcome().tick_rate));
+            arena::predict(*prediction, static_cast<float>(2.0 * o.world_half_extent));
+            prediction->on_misprediction = [&](const ecsnet::client::misprediction& m) {
+                if (measuring) {
+                    ++result.mispredicted_types[m.type];
+                }
+            };
+        }
+        ecsnet::client::prediction_stats predicted0;
+        std::uint64_t played = 0;  // the last tick the bot decided on
         std::uint64_t bytes0 = 0;
         std::uint64_t tick0 = 0;
         std::uint64_t entered0 = 0;
@@ -532,6 +563,9 @@ void run_arena_client(const options& o, std::uint16_t port, std::size_t index,
                 left0 = c.mirror().statistics().left;
                 late0 = late();
                 repeated0 = repeated();
+                if (prediction) {
+                    predicted0 = prediction->stats();
+                }
             }
             (void)c.poll_until([&] { return c.mirror().tick() > played; }, 50ms);
             if (!c.is_open()) {
@@ -545,7 +579,7 @@ void run_arena_client(const options& o, std::uint16_t port, std::size_t index,
                 result.in_view_sum += static_cast<double>(c.mirror().size());
                 ++result.in_view_samples;
             }
-            const auto pilot = bot.play(c.mirror(), me);
+            auto pilot = bot.play(c.mirror(), me);
             if (!pilot) {
                 continue;
             }
@@ -553,8 +587,21 @@ void run_arena_client(const options& o, std::uint16_t port, std::size_t index,
             if (o.no_input) {
                 continue;
             }
-            const protocol::input in{bot.ship(), played + o.input_lead,
-                                     {protocol::component_set{}.set(*pilot)}};
+            pilot->laser = o.laser;
+            const protocol::component_set values = protocol::component_set{}.set(*pilot);
+            if (prediction) {
+                // What a predicting client does each frame: reconcile with the server's tick,
+                // then run the input tick with the input at once.
+                const auto started_predicting = clock_type::now();
+                if (!prediction->tracks(bot.ship())) {
+                    (void)prediction->track(bot.ship(), c.mirror());
+                }
+                prediction->reconcile(played, c.mirror());
+                prediction->set_input(played + o.input_lead, bot.ship(), values);
+                prediction->advance_to(played + o.input_lead);
+                result.predict_ms += measuring ? ms_since(started_predicting) : 0.0;
+            }
+            const protocol::input in{bot.ship(), played + o.input_lead, {values}, played};
             if (result.input_frame_bytes == 0) {
                 result.input_frame_bytes = protocol::encode(in, c.mirror().types())->size();
             }
@@ -568,6 +615,17 @@ void run_arena_client(const options& o, std::uint16_t port, std::size_t index,
         result.left = stats.left - left0;
         result.inputs_late = late() - late0;
         result.inputs_repeated = repeated() - repeated0;
+        if (prediction) {
+            const ecsnet::client::prediction_stats& now = prediction->stats();
+            result.predicted = now;
+            result.predicted.ticks_predicted -= predicted0.ticks_predicted;
+            result.predicted.checks -= predicted0.checks;
+            result.predicted.mispredictions -= predicted0.mispredictions;
+            result.predicted.ticks_replayed -= predicted0.ticks_replayed;
+            result.predicted.spawns_predicted -= predicted0.spawns_predicted;
+            result.predicted.spawns_matched -= predicted0.spawns_matched;
+            result.predicted.spawns_refused -= predicted0.spawns_refused;
+        }
         result.checksums_matched = stats.checksums_matched;
         result.checksums_mismatched = stats.checksums_mismatched;
         result.inconsistencies = stats.inconsistencies;
@@ -627,6 +685,14 @@ void add_options(CLI::App& app, options& o) {
     app.add_flag("--no-input", o.no_input,
                  "Arena: the same bots, but sending no input (the server's cost of input, by "
                  "difference)");
+    app.add_flag("--laser", o.laser,
+                 "Arena: every bot holds the laser (one lag-compensated shot per second each)");
+    app.add_flag("!--no-lag-compensation", o.lag_compensation,
+                 "Arena: start the server with --no-lag-compensation (the laser hits at the "
+                 "present)");
+    app.add_flag("--predict", o.predict,
+                 "Arena: each bot predicts its ship and bullets (ecsnet/arena/predicted.hpp) "
+                 "and the report counts mispredictions");
     app.add_option("--input-lead", o.input_lead,
                    "Arena: stamp each Input this many ticks past the last tick received")
         ->capture_default_str()
@@ -746,6 +812,9 @@ struct load_totals {
     std::uint64_t inputs_late{0};
     std::uint64_t inputs_repeated{0};
     std::size_t shipless{0};
+    ecsnet::client::prediction_stats predicted;  // summed over the bots
+    double predict_ms{0};
+    std::map<std::string, std::uint64_t> mispredicted_types;
     double per_client_bps{0};
     double bytes_per_update{0};
     double cpu_pct{-1};
@@ -772,6 +841,17 @@ load_totals sum_clients(const options& o, const load_run& run) {
         t.inputs_late += r.inputs_late;
         t.inputs_repeated += r.inputs_repeated;
         t.shipless += r.found_ship ? 0 : 1;
+        t.predicted.ticks_predicted += r.predicted.ticks_predicted;
+        t.predicted.checks += r.predicted.checks;
+        t.predicted.mispredictions += r.predicted.mispredictions;
+        t.predicted.ticks_replayed += r.predicted.ticks_replayed;
+        t.predicted.spawns_predicted += r.predicted.spawns_predicted;
+        t.predicted.spawns_matched += r.predicted.spawns_matched;
+        t.predicted.spawns_refused += r.predicted.spawns_refused;
+        t.predict_ms += r.predict_ms;
+        for (const auto& [type, n] : r.mispredicted_types) {
+            t.mispredicted_types[type] += n;
+        }
         t.client_bps.push_back(static_cast<double>(r.bytes) / window);
         t.entered_ps += static_cast<double>(r.entered) / window;
         t.left_ps += static_cast<double>(r.left) / window;
@@ -812,6 +892,25 @@ nlohmann::json report_json(const options& o, const load_run& run, const load_tot
         {"inputs_late", t.inputs_late},
         {"inputs_repeated", t.inputs_repeated},
         {"clients_without_ship", t.shipless},
+        {"laser", arena && o.laser},
+        {"lag_compensation", arena && o.lag_compensation},
+        {"predict", arena && o.predict},
+        {"predicted_ticks", t.predicted.ticks_predicted},
+        {"prediction_checks", t.predicted.checks},
+        {"mispredictions", t.predicted.mispredictions},
+        {"mispredictions_per_1000_checks",
+         t.predicted.checks == 0 ? 0.0
+                                 : 1000.0 * static_cast<double>(t.predicted.mispredictions) /
+                                       static_cast<double>(t.predicted.checks)},
+        {"ticks_replayed", t.predicted.ticks_replayed},
+        {"mispredicted_types", t.mispredicted_types},
+        {"spawns_predicted", t.predicted.spawns_predicted},
+        {"spawns_matched", t.predicted.spawns_matched},
+        {"spawns_refused", t.predicted.spawns_refused},
+        {"predict_us_per_tick",
+         t.predicted.ticks_predicted == 0
+             ? 0.0
+             : 1000.0 * t.predict_ms / static_cast<double>(t.predicted.ticks_predicted)},
         {"entities", o.entities},
         {"clients", o.clients},
         {"tick_rate", o.tick_rate},
@@ -861,6 +960,25 @@ void print_report(const options& o, const load_run& run, const load_totals& t,
                     "bot input", o.no_input ? "off (--no-input)" : "on", t.inputs_ps, t.input_bps,
                     static_cast<unsigned long long>(t.inputs_late),
                     static_cast<unsigned long long>(t.inputs_repeated), t.shipless);
+        std::printf("%-32s %s, lag compensation %s\n", "laser",
+                    o.laser ? "held by every bot" : "off", o.lag_compensation ? "on" : "off");
+        if (o.predict) {
+            std::printf("%-32s %llu checks, %llu mispredicted (%.2f per 1,000), %llu replayed; "
+                        "bullets %llu predicted, %llu matched, %llu refused; %.1f us per tick\n",
+                        "bot prediction", static_cast<unsigned long long>(t.predicted.checks),
+                        static_cast<unsigned long long>(t.predicted.mispredictions),
+                        j["mispredictions_per_1000_checks"].get<double>(),
+                        static_cast<unsigned long long>(t.predicted.ticks_replayed),
+                        static_cast<unsigned long long>(t.predicted.spawns_predicted),
+                        static_cast<unsigned long long>(t.predicted.spawns_matched),
+                        static_cast<unsigned long long>(t.predicted.spawns_refused),
+                        j["predict_us_per_tick"].get<double>());
+            std::string types;
+            for (const auto& [type, n] : t.mispredicted_types) {
+                types += (types.empty() ? "" : ", ") + type + " " + std::to_string(n);
+            }
+            std::printf("%-32s %s\n", "... first type to disagree", types.empty() ? "none" : types.c_str());
+        }
     }
     if (t.interest && arena) {
         std::printf("%-32s radius %g, budget %s, following each ship\n",

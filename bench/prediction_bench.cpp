@@ -201,15 +201,22 @@ void report(const char* what, const player& p, const client::prediction_stats& b
     s.ticks_replayed -= base.ticks_replayed;
     s.replays_deferred -= base.replays_deferred;
     s.snaps -= base.snaps;
+    s.spawns_predicted -= base.spawns_predicted;
+    s.spawns_matched -= base.spawns_matched;
+    s.spawns_refused -= base.spawns_refused;
     std::printf("%-14s %llu ticks compared, %llu mispredicted = %.2f per 1,000; correction size "
-                "p50 %.3f p99 %.3f max %.3f; %llu ticks replayed, %llu deferred, %llu snaps\n",
+                "p50 %.3f p99 %.3f max %.3f; %llu ticks replayed, %llu deferred, %llu snaps; "
+                "bullets %llu predicted, %llu matched, %llu refused\n",
                 what, static_cast<unsigned long long>(s.checks),
                 static_cast<unsigned long long>(s.mispredictions),
                 s.checks > 0 ? 1000.0 * static_cast<double>(s.mispredictions) / static_cast<double>(s.checks) : 0.0,
                 percentile(p.errors, 0.5), percentile(p.errors, 0.99), percentile(p.errors, 1.0),
                 static_cast<unsigned long long>(s.ticks_replayed),
                 static_cast<unsigned long long>(s.replays_deferred),
-                static_cast<unsigned long long>(s.snaps));
+                static_cast<unsigned long long>(s.snaps),
+                static_cast<unsigned long long>(s.spawns_predicted),
+                static_cast<unsigned long long>(s.spawns_matched),
+                static_cast<unsigned long long>(s.spawns_refused));
 }
 
 // What the server said of this player's input: ticks applied, late (the server repeated the
@@ -448,10 +455,12 @@ double replay_cost_us(std::size_t ticks, std::size_t bullets, int rounds) {
         const ecs::Entity e = world->create();
         world->emplace<arena::Position>(e);
         world->emplace<arena::Velocity>(e, arena::Velocity{ship ? 0.0F : 500.0F, ship ? 0.0F : 100.0F});
-        if (ship) {
+        if (ship) {  // as the arena makes one: its gun is predicted too
             world->emplace<arena::Heading>(e);
             world->emplace<arena::Ship>(e);
             world->emplace<arena::Pilot>(e, arena::Pilot{1.0F, 0.5F, false, false});
+            world->emplace<protocol::Owner>(e, protocol::Owner{1});
+            world->emplace<arena::Stats>(e, arena::Stats{0, arena::rules::max_ammo, 0});
         }
         return e;
     };
@@ -467,6 +476,11 @@ double replay_cost_us(std::size_t ticks, std::size_t bullets, int rounds) {
             std::fprintf(stderr, "prediction_bench: snapshot: %s\n", mirror.error().c_str());
             return -1.0;
         }
+    }
+    if (const auto own = encoder.encode_owner_only_snapshot(*world, 1, 1);  // the ship's Stats
+        !own || !mirror.apply(*protocol::verify_server_frame(**own))) {
+        std::fprintf(stderr, "prediction_bench: the owner's snapshot: %s\n", mirror.error().c_str());
+        return -1.0;
     }
     client::prediction p{1.0 / 30.0, client::prediction_options{.history_ticks = 64,
                                                                 .replay_budget_ticks = 64,
@@ -507,6 +521,10 @@ double replay_cost_us(std::size_t ticks, std::size_t bullets, int rounds) {
         const auto started = clock_type::now();
         p.reconcile(server_tick, mirror);
         us.push_back(std::chrono::duration<double, std::micro>(clock_type::now() - started).count());
+        if (p.stats().system_failures != 0) {
+            std::fprintf(stderr, "prediction_bench: a predicted system failed: the replay measures nothing\n");
+            return -1.0;
+        }
         if (p.stats().ticks_replayed != static_cast<std::uint64_t>(round + 1) * ticks) {
             std::fprintf(stderr, "prediction_bench: the replay ran %llu ticks, not %zu\n",
                          static_cast<unsigned long long>(p.stats().ticks_replayed), ticks);

@@ -73,6 +73,11 @@ int main(int argc, char** argv) {
                 std::printf("correction at tick %llu: %s off by %.3f\n",
                             static_cast<unsigned long long>(m.tick), m.type.c_str(), m.error);
             };
+            // A bullet shown at once that the server did not fire, or not at that tick.
+            p->on_spawn_refused = [](const client::predicted_spawn& s, client::spawn_refusal why) {
+                std::printf("correction: the bullet predicted at tick %llu is gone (%s)\n",
+                            static_cast<unsigned long long>(s.tick), client::to_string(why));
+            };
         }
         if (session.state() == client::session_state::joined) {
             if (const auto input = pilot.play(session.mirror(), session.client_id())) {
@@ -84,11 +89,14 @@ int main(int argc, char** argv) {
             // Predicted (with what is left of a correction) or interpolated: what a game draws.
             const auto at = session.rendered<arena::Position>(pilot.ship());
             const auto stats = session.mirror().get<arena::Stats>(pilot.ship());  // owner-only
+            // Bullets fired and not yet confirmed: a game draws them beside the mirror's.
+            const std::size_t own_bullets =
+                session.predictor() != nullptr ? session.predictor()->spawns_pending().size() : 0;
             if (at) {
-                std::printf("tick %.1f  ship (%.1f, %.1f)  score %u  ammo %u  in view %zu  acked input %llu\n",
+                std::printf("tick %.1f  ship (%.1f, %.1f)  score %u  ammo %u  in view %zu  predicted bullets %zu  acked input %llu\n",
                             session.render_tick(), static_cast<double>(at->x), static_cast<double>(at->y),
                             stats ? stats->score : 0U, stats ? unsigned{stats->ammo} : 0U,
-                            session.mirror().size(),
+                            session.mirror().size(), own_bullets,
                             static_cast<unsigned long long>(session.acked_input_tick()));
             }
         }
@@ -105,12 +113,16 @@ int main(int argc, char** argv) {
     if (const client::prediction* p = session.predictor()) {
         const client::prediction_stats& s = p->stats();
         std::printf("predicted %llu ticks: %llu server ticks compared, %llu mispredicted (largest "
-                    "%.3f), %llu replayed, %llu snaps\n",
+                    "%.3f), %llu replayed, %llu snaps; %llu bullets predicted, %llu matched, %llu "
+                    "refused\n",
                     static_cast<unsigned long long>(s.ticks_predicted),
                     static_cast<unsigned long long>(s.checks),
                     static_cast<unsigned long long>(s.mispredictions), s.largest_error,
                     static_cast<unsigned long long>(s.ticks_replayed),
-                    static_cast<unsigned long long>(s.snaps));
+                    static_cast<unsigned long long>(s.snaps),
+                    static_cast<unsigned long long>(s.spawns_predicted),
+                    static_cast<unsigned long long>(s.spawns_matched),
+                    static_cast<unsigned long long>(s.spawns_refused));
     }
     return 0;
 }

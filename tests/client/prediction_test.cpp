@@ -11,10 +11,14 @@
 #include <cstdint>
 #include <map>
 #include <random>
+#include <set>
+#include <string>
 #include <stdexcept>
 #include <vector>
 
 #include "ecsnet/arena/components.hpp"
+#include "ecsnet/arena/game.hpp"
+#include "ecsnet/arena/predicted.hpp"
 #include "ecsnet/protocol/messages.hpp"
 #include "ecsnet/protocol/mirror.hpp"
 #include "ecsnet/protocol/registry.hpp"
@@ -88,9 +92,15 @@ void add_flight(ecs::Scheduler& systems, bool quantize) {
 // The input as the server gets it: through the wire's quantization.
 protocol::component_set input_of(const Pilot& pilot) { return protocol::component_set{}.set(pilot); }
 
-// A server of the test's own: one ship, the flight systems, a Delta per tick.
+// A server of the test's own: one ship, the flight systems, a Delta per tick. With `gun`,
+// the arena's own predicted systems (steer, gun, move, settle) and a ship that fires, its
+// bullets gone after their lifetime (a server-side system the client does not run).
 struct flight_server {
-    explicit flight_server(bool quantize, Position start = {}) {
+    explicit flight_server(bool quantize, Position start = {}, bool gun = false) {
+        if (gun) {
+            arena_gun(start);
+            return;
+        }
         types.add<Position>();
         types.add<Velocity>();
         types.add<Heading>();
@@ -104,10 +114,40 @@ struct flight_server {
         world->discard_changes();
     }
 
+    void arena_gun(Position start) {
+        namespace arena = ecsnet::arena;
+        arena::register_components(types);
+        arena::add_steer(systems);
+        arena::add_gun(systems);
+        arena::add_move(systems, 2 * half);
+        arena::add_settle(systems);
+        systems.add("expire", ecs::component_access{}.writes<arena::BulletLife>(), [](ecs::SystemContext& ctx) {
+            ctx.world.view<arena::BulletLife>().each([&](ecs::Entity e, arena::BulletLife& life) {
+                if ((life.left -= static_cast<float>(ctx.dt)) <= 0.0F) {
+                    ctx.commands.destroy(e);
+                }
+            });
+        });
+        ship = world->create();
+        world->emplace<Position>(ship, start);
+        world->emplace<Velocity>(ship);
+        world->emplace<Heading>(ship);
+        world->emplace<Pilot>(ship);
+        world->emplace<arena::Ship>(ship);
+        world->emplace<protocol::Owner>(ship, protocol::Owner{7});
+        world->emplace<arena::Stats>(ship, arena::Stats{0, rules::max_ammo, 0});
+        world->emplace<arena::ShipTimers>(ship, arena::ShipTimers{0.0F, rules::reload_interval, 0.0F});
+        world->discard_changes();
+    }
+
     void join(protocol::mirror& mirror) {
         mirror.set_schema(types.types());
         for (const protocol::frame& f : encoder.encode_snapshot(*world, tick)) {
             ASSERT_TRUE(mirror.apply(*protocol::verify_server_frame(*f))) << mirror.error();
+        }
+        // The client plays owner 7 (the arena's ship): its owner-only Stats.
+        if (const auto own = encoder.encode_owner_only_snapshot(*world, 7, tick)) {
+            ASSERT_TRUE(mirror.apply(*protocol::verify_server_frame(**own))) << mirror.error();
         }
     }
 
@@ -123,8 +163,14 @@ struct flight_server {
         }
         systems.set_tick(tick);
         (void)systems.run(*world);
-        const protocol::frame f = encoder.encode_delta(*world, world->take_changes(), tick);
+        const auto changes = world->take_changes();
+        const protocol::frame f = encoder.encode_delta(*world, changes, tick);
         ASSERT_TRUE(mirror.apply(*protocol::verify_server_frame(*f))) << mirror.error();
+        for (const auto& own : encoder.encode_owner_only(*world, changes, tick)) {
+            if (own.owner == 7) {
+                ASSERT_TRUE(mirror.apply(*protocol::verify_server_frame(*own.bytes))) << mirror.error();
+            }
+        }
     }
 
     protocol::component_registry types;
@@ -172,10 +218,14 @@ prediction_options untimed(prediction_options options) {
 // `latency` ticks).
 struct match {
     match(prediction_options options, std::uint64_t latency_ticks, Position start = {},
-          bool quantize = false)
-        : server{quantize, start}, client{dt, untimed(options)}, latency{latency_ticks} {
+          bool quantize = false, bool gun = false)
+        : server{quantize, start, gun}, client{dt, untimed(options)}, latency{latency_ticks} {
         server.join(mirror);
-        declare(client, quantize);
+        if (gun) {
+            ecsnet::arena::predict(client, 2 * half);
+        } else {
+            declare(client, quantize);
+        }
         (void)client.track(server.ship, mirror);
         client.on_misprediction = [this](const misprediction& m) { mispredicted.push_back(m); };
     }
@@ -404,6 +454,139 @@ TEST(Prediction, InputForAPastTickIsRefused) {
     match m{{}, 3};
     m.frame(Pilot{});
     EXPECT_THROW(m.client.set_input(1, m.server.ship, input_of(Pilot{})), std::invalid_argument);
+}
+
+// ---- predicted spawns: the arena's gun on both sides -------------------------------------------
+
+using ecsnet::arena::Bullet;
+using ecsnet::client::predicted_spawn;
+using ecsnet::client::spawn_refusal;
+
+// Fire held 20 ticks in 30, the ship turning and thrusting now and then: a bullet every 6
+// ticks while it fires, until the ammo runs out and reloads.
+Pilot firing_at(std::uint64_t tick) {
+    const bool fire = tick % 30 < 20;
+    const float turn = (tick / 45) % 3 == 0 ? 0.5F : 0.0F;
+    const float thrust = (tick / 70) % 2 == 0 ? 1.0F : 0.0F;
+    return Pilot{thrust, turn, fire, false};
+}
+
+// The spawns' fates as the events tell them, and the checks made after every frame.
+struct spawn_watch {
+    explicit spawn_watch(match& m) : m{m} {
+        m.client.on_spawn_matched = [this](const predicted_spawn& s) {
+            EXPECT_FALSE(s.server.is_null());
+            EXPECT_TRUE(matched.insert({s.server.index(), s.server.version()}).second)
+                << "a server entity matched twice";
+        };
+        m.client.on_spawn_refused = [this](const predicted_spawn& s, spawn_refusal reason) {
+            refused.push_back({s, reason});
+        };
+    }
+    // Never duplicated: no two bullets of the prediction share a key, and a pending spawn's
+    // key is not among the mirror's bullets (the server's entity replaced it as it came).
+    void check() {
+        std::vector<Bullet> keys;
+        m.client.world().view<const Bullet>().each([&](ecs::Entity, const Bullet& b) { keys.push_back(b); });
+        for (std::size_t i = 0; i < keys.size(); ++i) {
+            for (std::size_t j = i + 1; j < keys.size(); ++j) {
+                ASSERT_FALSE(keys[i] == keys[j]) << "tick " << m.now << ": a bullet predicted twice";
+            }
+        }
+        for (const predicted_spawn& s : m.client.spawns_pending()) {
+            const std::optional<Bullet> key = m.client.rendered<Bullet>(s);
+            if (!key) {
+                continue;  // a replay took it back: shown as before until it catches up
+            }
+            m.mirror.each([&](ecs::Entity e) {
+                const std::optional<Bullet> b = m.mirror.get<Bullet>(e);
+                EXPECT_FALSE(b && *b == *key) << "tick " << m.now << ": shown twice";
+            });
+        }
+        m.server.world->view<const Bullet>().each([&](ecs::Entity, const Bullet& b) {
+            server_bullets.insert({b.tick, b.sequence});
+        });
+    }
+    match& m;
+    std::set<std::pair<std::uint32_t, std::uint32_t>> matched;
+    std::vector<std::pair<predicted_spawn, spawn_refusal>> refused;
+    std::set<std::pair<std::uint32_t, std::uint16_t>> server_bullets;  // every one it fired
+};
+
+TEST(PredictedSpawns, BulletsAreMatchedWithTheServersOneToOneThroughCorrections) {
+    // Compared exactly: the bullets end each tick on the wire's grid too (settle). The server
+    // pushes the ship now and then (a collision the client cannot know): the replays that
+    // follow make the bullets fired since again, as the same spawns.
+    match m{{.tolerance_steps = 0}, 6, {}, false, true};
+    spawn_watch watch{m};
+    int pushes = 0;
+    for (int i = 0; i < 1'200; ++i) {
+        const bool push = i > 0 && i % 100 == 0;
+        pushes += push ? 1 : 0;
+        m.frame(firing_at(m.now + 1), [&](ecs::World& w) {
+            if (push) {
+                w.write<Velocity>(m.server.ship).x += 30.0F;
+            }
+        });
+        watch.check();
+        if (testing::Test::HasFatalFailure()) {
+            return;
+        }
+    }
+    for (int i = 0; i < 40; ++i) {  // the last ones arrive
+        m.frame(Pilot{});
+        watch.check();
+    }
+    const auto& stats = m.client.stats();
+    EXPECT_GT(stats.spawns_predicted, 100U) << "the gun fired";
+    EXPECT_EQ(stats.spawns_matched, stats.spawns_predicted) << "every one matched";
+    EXPECT_EQ(stats.spawns_refused, 0U);
+    EXPECT_EQ(watch.server_bullets.size(), stats.spawns_matched) << "one to one";
+    EXPECT_EQ(watch.matched.size(), stats.spawns_matched);
+    EXPECT_TRUE(m.client.spawns_pending().empty());
+    EXPECT_EQ(stats.mispredictions, static_cast<std::uint64_t>(pushes))
+        << "the pushes alone: the bullets agreed with the server's at every tick";
+    EXPECT_GT(stats.ticks_replayed, 0U);
+}
+
+TEST(PredictedSpawns, ARefusedSpawnDisappearsWithACorrectionEvent) {
+    // The server empties the gun and stops its reload (a rule the client cannot know): the
+    // shots the client predicted after that are refused, and their bullets leave the
+    // prediction. (The client's own reload clock goes on: it predicts a shot again each
+    // reload, refused in turn.)
+    match m{{}, 10, {}, false, true};
+    spawn_watch watch{m};
+    for (int i = 0; i < 60; ++i) {
+        m.frame(Pilot{0.0F, 0.0F, true, false});
+        watch.check();
+    }
+    const std::uint64_t predicted_before = m.client.stats().spawns_predicted;
+    ASSERT_GT(predicted_before, 5U);
+    m.frame(Pilot{0.0F, 0.0F, true, false}, [&](ecs::World& w) {
+        w.write<ecsnet::arena::Stats>(m.server.ship).ammo = 0;
+        w.write<ecsnet::arena::ShipTimers>(m.server.ship).reload = 100.0F;  // and no reload
+    });
+    for (int i = 0; i < 40; ++i) {
+        m.frame(Pilot{0.0F, 0.0F, true, false});
+        watch.check();
+    }
+    const auto& stats = m.client.stats();
+    ASSERT_FALSE(watch.refused.empty());
+    EXPECT_EQ(stats.spawns_refused, watch.refused.size());
+    EXPECT_TRUE(std::any_of(watch.refused.begin(), watch.refused.end(),
+                            [](const auto& r) { return r.second == spawn_refusal::undone; }))
+        << "the replay after the correction did not fire them again";
+    const std::size_t pending = m.client.spawns_pending().size();
+    EXPECT_LE(pending, 2U) << "the latest, made within the round trip";
+    EXPECT_EQ(stats.spawns_predicted, stats.spawns_matched + stats.spawns_refused + pending)
+        << "each spawn matched, refused or still within its wait";
+    std::size_t bullets = 0;
+    m.client.world().view<const Bullet>().each([&](ecs::Entity, const Bullet&) { ++bullets; });
+    std::size_t server_bullets = 0;
+    m.server.world->view<const Bullet>().each([&](ecs::Entity, const Bullet&) { ++server_bullets; });
+    EXPECT_EQ(server_bullets, 0U) << "the last ones the server fired have expired";
+    EXPECT_EQ(bullets, pending) << "the refused ones left the prediction";
+    EXPECT_EQ(to_string(spawn_refusal::undone), std::string{"undone"});
 }
 
 }  // namespace prediction_test

@@ -88,6 +88,49 @@ void move(ecs::SystemContext& ctx, float half) {
         });
 }
 
+void fire(ecs::SystemContext& ctx, ecs::Entity ship, const Position& p, Heading h, Velocity v) {
+    const auto bullet = ctx.commands.create();
+    ctx.commands.emplace<Position>(
+        bullet, Position{p.x + h.x * rules::muzzle, p.y + h.y * rules::muzzle});
+    ctx.commands.emplace<Velocity>(bullet, Velocity{v.x + h.x * rules::bullet_speed,
+                                                    v.y + h.y * rules::bullet_speed});
+    // The cooldown is longer than a tick: one bullet per ship and tick, sequence 0.
+    ctx.commands.emplace<Bullet>(bullet, Bullet{ctx.world.get<protocol::Owner>(ship).client,
+                                                static_cast<std::uint32_t>(ctx.tick), 0});
+    ctx.commands.emplace<BulletLife>(bullet, BulletLife{rules::bullet_lifetime, ship});
+}
+
+void gun(ecs::SystemContext& ctx) {
+    const auto dt = static_cast<float>(ctx.dt);
+    ecs::World& world = ctx.world;
+    world.view<const Ship, const Pilot, const Position>().each(
+        [&](ecs::Entity e, const Ship& ship, const Pilot& pilot, const Position& p) {
+            if (ship.state() == ship_status::wrecked) {
+                return;
+            }
+            ShipTimers timers = world.get<ShipTimers>(e);
+            Stats stats = world.get<Stats>(e);
+            timers.cooldown = std::max(0.0F, timers.cooldown - dt);
+            if (stats.ammo >= rules::max_ammo) {
+                timers.reload = rules::reload_interval;
+            } else if ((timers.reload -= dt) <= 0.0F) {
+                ++stats.ammo;
+                timers.reload += rules::reload_interval;
+            }
+            if (pilot.fire && timers.cooldown <= 0.0F && stats.ammo > 0) {
+                fire(ctx, e, p, world.get<Heading>(e), world.get<Velocity>(e));
+                --stats.ammo;
+                timers.cooldown = rules::fire_interval;
+                if (ship.state() == ship_status::shielded) {  // firing drops the shield
+                    timers.status = 0.0F;
+                    store(world, e, Ship{static_cast<std::uint8_t>(ship_status::flying)});
+                }
+            }
+            store(world, e, timers);
+            store(world, e, stats);
+        });
+}
+
 void settle(ecs::SystemContext& ctx) {
     ecs::World& world = ctx.world;
     world.view<const Ship, const Position, const Velocity, const Heading>().each(
@@ -100,6 +143,13 @@ void settle(ecs::SystemContext& ctx) {
             store(world, e, speed);
             store(world, e, towards);
         });
+    world.view<const Bullet, const Position, const Velocity>().each(
+        [&](ecs::Entity e, const Bullet&, const Position& p, const Velocity& v) {
+            const Position at = protocol::quantized(p);
+            const Velocity speed = protocol::quantized(v);
+            store(world, e, at);
+            store(world, e, speed);
+        });
 }
 
 }  // namespace
@@ -110,6 +160,14 @@ void add_steer(ecs::Scheduler& scheduler) {
                   steer);
 }
 
+void add_gun(ecs::Scheduler& scheduler) {
+    scheduler.add("gun",
+                  ecs::component_access{}
+                      .reads<Pilot, Ship, protocol::Owner, Heading>()
+                      .writes<Velocity, ShipTimers, Stats, Ship, Position, Bullet, BulletLife>(),
+                  gun);
+}
+
 void add_move(ecs::Scheduler& scheduler, float size) {
     const float half = size / 2.0F;
     scheduler.add("move", ecs::component_access{}.writes<Position, Velocity>(),
@@ -118,7 +176,8 @@ void add_move(ecs::Scheduler& scheduler, float size) {
 
 void add_settle(ecs::Scheduler& scheduler) {
     scheduler.add("settle",
-                  ecs::component_access{}.reads<Ship>().writes<Position, Velocity, Heading>(), settle);
+                  ecs::component_access{}.reads<Ship, Bullet>().writes<Position, Velocity, Heading>(),
+                  settle);
 }
 
 }  // namespace ecsnet::arena

@@ -103,16 +103,6 @@ void near(const state::grid& grid, float x, float y, float reach, Fn&& fn) {
 
 // ---- the rules ------------------------------------------------------------------------------
 
-void fire(ecs::SystemContext& ctx, ecs::Entity ship, const Position& p, Heading h, Velocity v) {
-    const auto bullet = ctx.commands.create();
-    ctx.commands.emplace<Position>(
-        bullet, Position{p.x + h.x * rules::muzzle, p.y + h.y * rules::muzzle});
-    ctx.commands.emplace<Velocity>(bullet, Velocity{v.x + h.x * rules::bullet_speed,
-                                                    v.y + h.y * rules::bullet_speed});
-    ctx.commands.emplace<Bullet>(bullet, Bullet{ctx.world.get<Owner>(ship).client});
-    ctx.commands.emplace<BulletLife>(bullet, BulletLife{rules::bullet_lifetime, ship});
-}
-
 // A large asteroid drifting from a free spot (away from ships) in a random direction.
 void spawn_asteroid(ecs::World& world, state& game) {
     std::uniform_real_distribution<float> angle(0.0F, 2.0F * std::numbers::pi_v<float>);
@@ -175,39 +165,6 @@ void wreck(ecs::World& world, ecs::Entity ship) {
 
 // ---- the systems ----------------------------------------------------------------------------
 
-// The gun, between steer and move (flight.hpp): cooldown and reload, a bullet from the
-// muzzle when fire is held, the shield dropped by firing.
-void gun(ecs::SystemContext& ctx) {
-    const auto dt = static_cast<float>(ctx.dt);
-    ecs::World& world = ctx.world;
-    world.view<const Ship, const Pilot, const Position>().each(
-        [&](ecs::Entity e, const Ship& ship, const Pilot& pilot, const Position& p) {
-            if (ship.state() == ship_status::wrecked) {
-                return;
-            }
-            ShipTimers timers = world.get<ShipTimers>(e);
-            Stats stats = world.get<Stats>(e);
-            timers.cooldown = std::max(0.0F, timers.cooldown - dt);
-            if (stats.ammo >= rules::max_ammo) {
-                timers.reload = rules::reload_interval;
-            } else if ((timers.reload -= dt) <= 0.0F) {
-                ++stats.ammo;
-                timers.reload += rules::reload_interval;
-            }
-            if (pilot.fire && timers.cooldown <= 0.0F && stats.ammo > 0) {
-                fire(ctx, e, p, world.get<Heading>(e), world.get<Velocity>(e));
-                --stats.ammo;
-                timers.cooldown = rules::fire_interval;
-                if (ship.state() == ship_status::shielded) {  // firing drops the shield
-                    timers.status = 0.0F;
-                    store(world, e, Ship{static_cast<std::uint8_t>(ship_status::flying)});
-                }
-            }
-            store(world, e, timers);
-            store(world, e, stats);
-        });
-}
-
 // The laser, the tick's last system (after settle: the shooter fires from where its own
 // client predicted it at this tick). The ships that can be hit are recorded first; a laser
 // held and charged then fires from the muzzle along the heading, and hits the first ship its
@@ -264,15 +221,7 @@ void laser(ecs::SystemContext& ctx, state& game) {
             if (view) {
                 hit = game.history->raycast(*view, x, y, dx, dy, rules::laser_range, e);
             } else {
-                for (const server::hit_shape& shape : present) {
-                    const auto enter = shape.entity == e
-                                           ? std::nullopt
-                                           : server::ray_enters(shape, x, y, dx, dy,
-                                                                rules::laser_range);
-                    if (enter && (!hit || *enter < hit->distance)) {
-                        hit = server::ray_hit{shape.entity, *enter, shape};
-                    }
-                }
+                hit = server::raycast(present, x, y, dx, dy, rules::laser_range, e);
             }
             Laser beam{static_cast<std::uint32_t>(tick), rules::laser_range, 0};
             if (hit && world.valid(hit->entity) && flying(world, hit->entity)) {
@@ -439,11 +388,7 @@ void register_components(protocol::component_registry& types) {
 
 void add_systems(ecs::Scheduler& scheduler, std::shared_ptr<state> game) {
     add_steer(scheduler);
-    scheduler.add("gun",
-                  ecs::component_access{}
-                      .reads<Pilot, Ship, Owner, Heading>()
-                      .writes<Velocity, ShipTimers, Stats, Ship, Position, Bullet, BulletLife>(),
-                  gun);
+    add_gun(scheduler);
     add_move(scheduler, game->config.size);
     scheduler.add("collide",
                   ecs::component_access{}

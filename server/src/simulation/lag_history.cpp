@@ -121,18 +121,35 @@ std::optional<float> ray_enters(const hit_shape& shape, float x, float y, float 
     return enter;
 }
 
+namespace {
+
+// Keeps in `best` the nearer of it and where the segment enters `shape`.
+void keep_nearer(std::optional<ray_hit>& best, const hit_shape& shape, float x, float y, float dx,
+                 float dy, float length, ecs::Entity ignore) noexcept {
+    if (shape.entity == ignore) {
+        return;
+    }
+    const std::optional<float> enter = ray_enters(shape, x, y, dx, dy, length);
+    if (enter && (!best || *enter < best->distance)) {
+        best = ray_hit{shape.entity, *enter, shape};
+    }
+}
+
+}  // namespace
+
+std::optional<ray_hit> raycast(std::span<const hit_shape> shapes, float x, float y, float dx,
+                               float dy, float length, ecs::Entity ignore) noexcept {
+    std::optional<ray_hit> best;
+    for (const hit_shape& s : shapes) {
+        keep_nearer(best, s, x, y, dx, dy, length, ignore);
+    }
+    return best;
+}
+
 std::optional<ray_hit> lag_history::raycast(double render_tick, float x, float y, float dx, float dy,
                                             float length, ecs::Entity ignore) const {
     std::optional<ray_hit> best;
-    each_at(render_tick, [&](const hit_shape& s) {
-        if (s.entity == ignore) {
-            return;
-        }
-        const std::optional<float> enter = ray_enters(s, x, y, dx, dy, length);
-        if (enter && (!best || *enter < best->distance)) {
-            best = ray_hit{s.entity, *enter, s};
-        }
-    });
+    each_at(render_tick, [&](const hit_shape& s) { keep_nearer(best, s, x, y, dx, dy, length, ignore); });
     return best;
 }
 

@@ -184,6 +184,9 @@ std::string tick_pipeline::run_systems(std::uint64_t tick) {
     // A system that throws fails alone (the scheduler catches it): count it, say which one,
     // and keep ticking. Rate-limited, since a broken system fails every tick.
     ecs::Scheduler::tick_report report;
+    // The systems see the server's tick (SystemContext::tick), as a client's prediction
+    // running the same systems does: a spawn key written from it is the same on both sides.
+    scheduler_.set_tick(tick);
     try {
         report = scheduler_.run(world_);
     } catch (const ecs::access_violation& e) {  // strict access only

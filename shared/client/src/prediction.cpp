@@ -1,6 +1,7 @@
 #include "ecsnet/client/prediction.hpp"
 
 #include <algorithm>
+#include <utility>
 #include <stdexcept>
 
 // The algorithms are described for any language in docs/PREDICTION.md; this file follows it.
@@ -11,7 +12,7 @@ using clock = std::chrono::steady_clock;
 // One entity's predicted types at one tick: each type's bytes at its offset, and whether the
 // entity had it.
 struct prediction::entity_state {
-    ecs::Entity server;
+    std::uint64_t id{0};  // the tracked entity's
     std::vector<std::byte> bytes;
     std::vector<bool> present;
 };
@@ -27,13 +28,30 @@ struct prediction::input_slot {
 };
 
 struct prediction::tracked_entity {
-    ecs::Entity server;
+    std::uint64_t id{0};
+    ecs::Entity server;  // null for a pending spawn
+    // Null while a replay has taken a pending spawn back to before its tick, until the replay
+    // makes it again.
     ecs::Entity local;
+    // A predicted spawn: its tick and key; pending until the server's entity is matched.
+    std::uint64_t spawn_tick{0};
+    bool pending{false};
+    std::vector<std::byte> key;
     // Smoothing: per type (by index), what a correction left to decay; empty when none.
     std::vector<std::vector<double>> offsets;
     // The rendered values before a correction, until its replay catches up.
     std::vector<std::vector<double>> before;
 };
+
+const char* to_string(spawn_refusal reason) noexcept {
+    switch (reason) {
+        case spawn_refusal::unconfirmed:
+            return "unconfirmed";
+        case spawn_refusal::undone:
+            return "undone";
+    }
+    return "unknown";
+}
 
 prediction::prediction(double dt, prediction_options options)
     : options_{options},
@@ -71,7 +89,14 @@ prediction& prediction::add(type_ops ops) {
 // ---- entities -------------------------------------------------------------------------------
 
 prediction::tracked_entity* prediction::find(ecs::Entity server_entity) noexcept {
-    for (tracked_entity& t : tracked_) {
+    return const_cast<tracked_entity*>(std::as_const(*this).find(server_entity));
+}
+
+const prediction::tracked_entity* prediction::find(ecs::Entity server_entity) const noexcept {
+    if (server_entity.is_null()) {
+        return nullptr;  // not a pending spawn's
+    }
+    for (const tracked_entity& t : tracked_) {
         if (t.server == server_entity) {
             return &t;
         }
@@ -79,13 +104,24 @@ prediction::tracked_entity* prediction::find(ecs::Entity server_entity) noexcept
     return nullptr;
 }
 
-const prediction::tracked_entity* prediction::find(ecs::Entity server_entity) const noexcept {
+const prediction::tracked_entity* prediction::find_id(std::uint64_t id) const noexcept {
     for (const tracked_entity& t : tracked_) {
-        if (t.server == server_entity) {
+        if (t.id == id) {
             return &t;
         }
     }
     return nullptr;
+}
+
+prediction::tracked_entity& prediction::add_tracked(ecs::Entity server_entity, ecs::Entity local) {
+    tracked_entity t;
+    t.id = next_id_++;
+    t.server = server_entity;
+    t.local = local;
+    t.offsets.resize(types_.size());
+    t.before.resize(types_.size());
+    tracked_.push_back(std::move(t));
+    return tracked_.back();
 }
 
 ecs::Entity prediction::track(ecs::Entity server_entity, const protocol::mirror& mirror) {
@@ -95,11 +131,11 @@ ecs::Entity prediction::track(ecs::Entity server_entity, const protocol::mirror&
     if (!mirror.contains(server_entity)) {
         throw std::invalid_argument("prediction: track() of an entity the mirror does not have");
     }
-    tracked_entity t;
-    t.server = server_entity;
-    t.local = world_->create();
-    t.offsets.resize(types_.size());
-    t.before.resize(types_.size());
+    match_spawns(mirror.tick(), mirror);  // the server's entity of a pending spawn: matched
+    if (const tracked_entity* known = find(server_entity)) {
+        return known->local;
+    }
+    tracked_entity& t = add_tracked(server_entity, world_->create());
     std::vector<std::byte> scratch;
     for (const type_ops& type : types_) {
         scratch.assign(type.size, std::byte{});
@@ -109,20 +145,25 @@ ecs::Entity prediction::track(ecs::Entity server_entity, const protocol::mirror&
             type.init(*world_, t.local);  // the game may set its own values on local()
         }
     }
-    tracked_.push_back(std::move(t));
+    const ecs::Entity local = t.local;
     if (world_tick_ > 0) {
         save_state(world_tick_);  // rendered from now on
     }
-    return tracked_.back().local;
+    return local;
 }
 
 void prediction::untrack(ecs::Entity server_entity) {
+    if (server_entity.is_null()) {
+        return;  // a pending spawn goes by refuse()
+    }
     const auto it = std::find_if(tracked_.begin(), tracked_.end(),
                                  [&](const tracked_entity& t) { return t.server == server_entity; });
     if (it == tracked_.end()) {
         return;
     }
-    world_->destroy(it->local);
+    if (world_->valid(it->local)) {
+        world_->destroy(it->local);
+    }
     tracked_.erase(it);
 }
 
@@ -154,25 +195,37 @@ const prediction::input_slot* prediction::input_at(std::uint64_t tick) const noe
     return tick != 0 && slot.tick == tick ? &slot : nullptr;
 }
 
+std::size_t prediction::offset_in_state(std::size_t type) const noexcept {
+    std::size_t at = 0;
+    for (std::size_t k = 0; k < type && k < types_.size(); ++k) {
+        at += types_[k].size;
+    }
+    return at;
+}
+
 void prediction::save_state(std::uint64_t tick) {
     state_slot& slot = states_[tick % states_.size()];
     slot.tick = tick;
-    slot.entities.resize(tracked_.size());
-    std::size_t width = 0;
-    for (const type_ops& type : types_) {
-        width += type.size;
-    }
-    for (std::size_t i = 0; i < tracked_.size(); ++i) {
-        entity_state& out = slot.entities[i];
-        out.server = tracked_[i].server;
+    const std::size_t width = offset_in_state(types_.size());
+    std::size_t n = 0;
+    for (const tracked_entity& t : tracked_) {
+        if (t.local.is_null()) {
+            continue;  // a pending spawn a replay has not made again yet
+        }
+        if (slot.entities.size() <= n) {
+            slot.entities.emplace_back();
+        }
+        entity_state& out = slot.entities[n++];
+        out.id = t.id;
         out.bytes.assign(width, std::byte{});
         out.present.assign(types_.size(), false);
         std::size_t at = 0;
         for (std::size_t k = 0; k < types_.size(); ++k) {
-            out.present[k] = types_[k].save(*world_, tracked_[i].local, out.bytes.data() + at);
+            out.present[k] = types_[k].save(*world_, t.local, out.bytes.data() + at);
             at += types_[k].size;
         }
     }
+    slot.entities.resize(n);
 }
 
 void prediction::set_input(std::uint64_t tick, ecs::Entity server_entity,
@@ -214,6 +267,7 @@ void prediction::run_tick(std::uint64_t tick) {
     systems_->set_tick(tick);
     const auto report = systems_->run(*world_);
     stats_.system_failures += report.system_failures.size();
+    collect_spawns(tick);
     if (tick <= highest_run_) {
         ++stats_.ticks_replayed;
     } else {
@@ -239,6 +293,12 @@ bool prediction::catch_up() {
         }
         run_tick(world_tick_ + 1);
     }
+    // A pending spawn that the replay did not make again: the corrected state could not.
+    for (std::size_t i = tracked_.size(); i-- > 0;) {
+        if (tracked_[i].pending && tracked_[i].local.is_null()) {
+            refuse(i, spawn_refusal::undone);
+        }
+    }
     if (correcting_) {
         correcting_ = false;
         settle_offsets();
@@ -261,19 +321,37 @@ void prediction::advance_to(std::uint64_t tick) {
 
 void prediction::restore(const protocol::mirror& mirror, const state_slot* own, std::uint64_t tick) {
     std::vector<std::byte> scratch;
-    for (const tracked_entity& t : tracked_) {
+    for (tracked_entity& t : tracked_) {
         const entity_state* saved = nullptr;
         if (own != nullptr) {
             for (const entity_state& e : own->entities) {
-                if (e.server == t.server) {
+                if (e.id == t.id) {
                     saved = &e;
                 }
             }
         }
+        if (t.pending && (t.spawn_tick > tick || saved == nullptr)) {
+            // Made after `tick`: the replay makes it again (collect_spawns), or it is undone.
+            // (Made before a tick the history no longer holds: it cannot be taken back there,
+            // and is undone.)
+            if (!t.local.is_null() && world_->valid(t.local)) {
+                world_->destroy(t.local);
+            }
+            t.local = ecs::Entity{};
+            continue;
+        }
+        if (t.local.is_null()) {
+            continue;
+        }
         std::size_t at = 0;
         for (std::size_t k = 0; k < types_.size(); ++k) {
             const type_ops& type = types_[k];
-            if (type.kind == op_kind::replicated) {
+            if (t.pending) {
+                // The server has no such entity yet: the spawn goes on from its own state.
+                if (saved != nullptr) {
+                    type.load(*world_, t.local, saved->present[k] ? saved->bytes.data() + at : nullptr);
+                }
+            } else if (type.kind == op_kind::replicated) {
                 scratch.assign(type.size, std::byte{});
                 type.load(*world_, t.local, type.fetch(mirror, t.server, scratch.data()) ? scratch.data() : nullptr);
             } else if (saved != nullptr && saved->present[k]) {
@@ -290,11 +368,21 @@ void prediction::restore(const protocol::mirror& mirror, const state_slot* own, 
 
 void prediction::reconcile(std::uint64_t tick, const protocol::mirror& mirror) {
     for (std::size_t i = tracked_.size(); i-- > 0;) {
-        if (!mirror.contains(tracked_[i].server)) {
+        if (!tracked_[i].pending && !mirror.contains(tracked_[i].server)) {
             untrack(tracked_[i].server);
         }
     }
-    if (tracked_.empty() || tick == 0) {
+    if (tick == 0) {
+        return;
+    }
+    match_spawns(tick, mirror);
+    for (std::size_t i = tracked_.size(); i-- > 0;) {
+        const tracked_entity& t = tracked_[i];
+        if (t.pending && t.spawn_tick + options_.spawn_confirm_ticks <= tick) {
+            refuse(i, spawn_refusal::unconfirmed);
+        }
+    }
+    if (tracked_.empty()) {
         return;
     }
     if (tick > tick_) {
@@ -319,19 +407,24 @@ void prediction::reconcile(std::uint64_t tick, const protocol::mirror& mirror) {
     bool all_agree = true;
     std::vector<std::byte> server(64);
     for (const entity_state& e : predicted->entities) {
-        if (find(e.server) == nullptr) {
-            continue;
+        const tracked_entity* t = find_id(e.id);
+        if (t == nullptr || t->pending) {
+            continue;  // nothing of the server's to compare a pending spawn with
         }
         std::size_t at = 0;
         for (std::size_t k = 0; k < types_.size(); ++k) {
             const type_ops& type = types_[k];
             if (type.kind == op_kind::replicated) {
                 server.assign(std::max<std::size_t>(type.size, 1), std::byte{});
-                const bool server_has = type.fetch(mirror, e.server, server.data());
+                const bool server_has = type.fetch(mirror, t->server, server.data());
                 double error = 0;
-                const bool agree = server_has == e.present[k] &&
-                                   (!server_has || type.agrees(e.bytes.data() + at, server.data(),
-                                                               options_.tolerance_steps, error));
+                const bool agree =
+                    server_has == e.present[k] &&
+                    (!server_has ||
+                     (type.agrees_by_rule != nullptr
+                          ? type.agrees_by_rule(type.rule, e.bytes.data() + at, server.data())
+                          : type.agrees(e.bytes.data() + at, server.data(), options_.tolerance_steps,
+                                        error)));
                 if (!agree) {
                     if (all_agree) {
                         ++stats_.mispredictions;
@@ -339,7 +432,7 @@ void prediction::reconcile(std::uint64_t tick, const protocol::mirror& mirror) {
                     all_agree = false;
                     stats_.largest_error = std::max(stats_.largest_error, error);
                     if (on_misprediction) {
-                        on_misprediction(misprediction{tick, e.server, type.name, error});
+                        on_misprediction(misprediction{tick, t->server, type.name, error});
                     }
                     break;  // one per entity: the first type that disagrees
                 }
@@ -361,20 +454,18 @@ void prediction::reconcile(std::uint64_t tick, const protocol::mirror& mirror) {
 // ---- smoothing ------------------------------------------------------------------------------
 
 const std::byte* prediction::newest(ecs::Entity server_entity, std::size_t type) const noexcept {
-    if (type >= types_.size() || find(server_entity) == nullptr) {
-        return nullptr;
-    }
+    const tracked_entity* t = find(server_entity);
+    return t == nullptr ? nullptr : newest_of(t->id, type);
+}
+
+const std::byte* prediction::newest_of(std::uint64_t id, std::size_t type) const noexcept {
     const state_slot* slot = state_at(tick_);
-    if (slot == nullptr) {
+    if (type >= types_.size() || slot == nullptr) {
         return nullptr;
-    }
-    std::size_t at = 0;
-    for (std::size_t k = 0; k < type; ++k) {
-        at += types_[k].size;
     }
     for (const entity_state& e : slot->entities) {
-        if (e.server == server_entity) {
-            return e.present[type] ? e.bytes.data() + at : nullptr;
+        if (e.id == id) {
+            return e.present[type] ? e.bytes.data() + offset_in_state(type) : nullptr;
         }
     }
     return nullptr;
@@ -383,6 +474,11 @@ const std::byte* prediction::newest(ecs::Entity server_entity, std::size_t type)
 const std::vector<double>* prediction::offset_of(ecs::Entity server_entity,
                                                  std::size_t type) const noexcept {
     const tracked_entity* t = find(server_entity);
+    return t == nullptr ? nullptr : offset_of_id(t->id, type);
+}
+
+const std::vector<double>* prediction::offset_of_id(std::uint64_t id, std::size_t type) const noexcept {
+    const tracked_entity* t = find_id(id);
     if (t == nullptr || type >= t->offsets.size() || t->offsets[type].empty()) {
         return nullptr;
     }
@@ -405,7 +501,7 @@ void prediction::remember_rendered() {
             if (!type.smoothed || type.floats == 0) {
                 continue;
             }
-            if (const std::byte* bytes = newest(t.server, k)) {
+            if (const std::byte* bytes = newest_of(t.id, k)) {
                 t.before[k].resize(type.floats);
                 type.to_floats(bytes, t.before[k].data());
                 // What is on screen: the prediction plus the offset still decaying.
@@ -427,7 +523,7 @@ void prediction::settle_offsets() {
             if (t.before[k].empty()) {
                 continue;
             }
-            const std::byte* bytes = newest(t.server, k);
+            const std::byte* bytes = newest_of(t.id, k);
             if (bytes == nullptr) {
                 t.before[k].clear();
                 continue;
@@ -462,6 +558,94 @@ void prediction::decay(std::chrono::duration<double> elapsed) noexcept {
             }
         }
     }
+}
+
+// ---- predicted spawns -----------------------------------------------------------------------
+
+void prediction::collect_spawns(std::uint64_t tick) {
+    if (spawn_key_ >= types_.size()) {
+        return;
+    }
+    const type_ops& key_type = types_[spawn_key_];
+    std::vector<ecs::Entity> made;
+    key_type.each_with(*world_, made);
+    std::vector<std::byte> key(key_type.size);
+    for (const ecs::Entity e : made) {
+        const bool known = std::any_of(tracked_.begin(), tracked_.end(),
+                                       [&](const tracked_entity& t) { return t.local == e; });
+        if (known) {
+            continue;
+        }
+        (void)key_type.save(*world_, e, key.data());
+        const auto same = std::find_if(tracked_.begin(), tracked_.end(), [&](const tracked_entity& t) {
+            return !t.key.empty() && key_type.same(t.key.data(), key.data());
+        });
+        if (same != tracked_.end()) {
+            if (same->pending && same->local.is_null()) {
+                same->local = e;  // a replay made it again: the same spawn goes on
+            } else {
+                world_->destroy(e);  // made already: never twice
+            }
+            continue;
+        }
+        tracked_entity& t = add_tracked(ecs::Entity{}, e);
+        t.pending = true;
+        t.spawn_tick = tick;
+        t.key = key;
+        ++stats_.spawns_predicted;
+    }
+}
+
+void prediction::match_spawns(std::uint64_t tick, const protocol::mirror& mirror) {
+    if (spawn_key_ >= types_.size()) {
+        return;
+    }
+    const bool waiting = std::any_of(tracked_.begin(), tracked_.end(), [&](const tracked_entity& t) {
+        return t.pending && t.spawn_tick <= tick;
+    });
+    if (!waiting) {
+        return;
+    }
+    const type_ops& key_type = types_[spawn_key_];
+    std::vector<std::byte> key(key_type.size);
+    mirror.each([&](ecs::Entity server_entity) {
+        if (!key_type.fetch(mirror, server_entity, key.data()) || find(server_entity) != nullptr) {
+            return;
+        }
+        for (tracked_entity& t : tracked_) {
+            if (t.pending && key_type.same(t.key.data(), key.data())) {
+                t.pending = false;
+                t.server = server_entity;
+                ++stats_.spawns_matched;
+                if (on_spawn_matched) {
+                    on_spawn_matched(predicted_spawn{t.id, t.spawn_tick, server_entity});
+                }
+                return;
+            }
+        }
+    });
+}
+
+void prediction::refuse(std::size_t index, spawn_refusal reason) {
+    const tracked_entity t = tracked_[index];
+    if (!t.local.is_null() && world_->valid(t.local)) {
+        world_->destroy(t.local);
+    }
+    tracked_.erase(tracked_.begin() + static_cast<std::ptrdiff_t>(index));
+    ++stats_.spawns_refused;
+    if (on_spawn_refused) {
+        on_spawn_refused(predicted_spawn{t.id, t.spawn_tick, ecs::Entity{}}, reason);
+    }
+}
+
+std::vector<predicted_spawn> prediction::spawns_pending() const {
+    std::vector<predicted_spawn> out;
+    for (const tracked_entity& t : tracked_) {
+        if (t.pending) {
+            out.push_back(predicted_spawn{t.id, t.spawn_tick, ecs::Entity{}});
+        }
+    }
+    return out;
 }
 
 }  // namespace ecsnet::client

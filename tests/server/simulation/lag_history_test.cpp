@@ -98,6 +98,19 @@ TEST(LagHistory, TheNearestShapeIsHitAndTheShooterIsIgnored) {
     EXPECT_FLOAT_EQ(self->distance, 0.0F);
 }
 
+TEST(LagHistory, AShotAtThePresentMakesTheSameTestOverTheShapesGiven) {
+    const std::vector<hit_shape> now{hit_shape{shooter, 0.0F, 0.0F, 14.0F},
+                                     hit_shape{target, 0.0F, 200.0F, 10.0F},
+                                     hit_shape{runner, 0.0F, 100.0F, 10.0F}};
+    const auto hit = ecsnet::server::raycast(now, 0.0F, 0.0F, 0.0F, 1.0F, 1000.0F, shooter);
+    ASSERT_TRUE(hit.has_value());
+    EXPECT_EQ(hit->entity, runner);
+    EXPECT_FLOAT_EQ(hit->distance, 90.0F);
+    EXPECT_FALSE(ecsnet::server::raycast(now, 0.0F, 0.0F, 0.0F, 1.0F, 80.0F, shooter).has_value())
+        << "out of range";
+    EXPECT_FALSE(ecsnet::server::raycast({}, 0.0F, 0.0F, 0.0F, 1.0F, 80.0F).has_value());
+}
+
 TEST(LagHistory, ShapesThatAppearOrGoAreWhereTheyExisted) {
     lag_history h{30.0};
     h.record(1, {hit_shape{runner, 0.0F, 0.0F, 5.0F}});

@@ -66,8 +66,12 @@ struct Asteroid {
     friend bool operator==(const Asteroid&, const Asteroid&) = default;
 };
 
+// Also the bullet's spawn key (client::prediction::spawns): who fired it, at which input tick,
+// and its sequence in that tick, the same on the server and in a client's prediction.
 struct Bullet {
-    std::uint32_t shooter{};  // the owner id of the player who fired it
+    std::uint32_t shooter{};   // the owner id of the player who fired it
+    std::uint32_t tick{};      // the tick of the input that fired it (low 32 bits)
+    std::uint16_t sequence{};  // among the bullets its shooter fired in that tick
     friend bool operator==(const Bullet&, const Bullet&) = default;
 };
 

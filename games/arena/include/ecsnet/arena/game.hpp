@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "ecsnet/arena/components.hpp"
+#include "ecsnet/arena/flight.hpp"
 #include "ecsnet/ecs/scheduler.hpp"
 #include "ecsnet/protocol/registry.hpp"
 #include "ecsnet/server/game.hpp"
@@ -34,14 +35,6 @@ struct settings {
     std::int64_t lag_window_ms = server::lag_history::default_window.count();
 };
 
-// Server-side only, never replicated: a ship's clocks, in seconds.
-struct ShipTimers {
-    float cooldown{};  // until the gun may fire again
-    float reload{};    // until the next round comes back
-    float status{};    // until a wreck respawns, or a shield drops
-    friend bool operator==(const ShipTimers&, const ShipTimers&) = default;
-};
-
 }  // namespace ecsnet::arena
 
 // Kept in checkpoints (--state-dir) though never replicated: a restored ship keeps its clocks.
@@ -56,13 +49,6 @@ namespace ecsnet::arena {
 struct LaserCharge {
     float cooldown{};
     friend bool operator==(const LaserCharge&, const LaserCharge&) = default;
-};
-
-// Server-side only: a bullet's remaining flight and whose ship fired it. Not kept (it names
-// an entity, which the stored layout does not hold): a restored world drops its bullets.
-struct BulletLife {
-    float left{};
-    ecs::Entity ship;
 };
 
 // What the systems share: the settings, the random generator (the same seed and the same

@@ -4,6 +4,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <vector>
 
 #include "ecsnet/ecs/entity.hpp"
@@ -35,6 +36,12 @@ struct ray_hit {
 // (0 from inside), or nullopt: the test raycast() makes, for a shot at the present too.
 [[nodiscard]] std::optional<float> ray_enters(const hit_shape& shape, float x, float y, float dx,
                                               float dy, float length) noexcept;
+
+// The nearest of `shapes` (not `ignore`) that the segment enters: a shot at the present, the
+// same test as lag_history::raycast's.
+[[nodiscard]] std::optional<ray_hit> raycast(std::span<const hit_shape> shapes, float x, float y,
+                                             float dx, float dy, float length,
+                                             ecs::Entity ignore = {}) noexcept;
 
 class lag_history {
 public:

@@ -2,6 +2,7 @@
 
 #include <array>
 #include <chrono>
+#include <concepts>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -47,6 +48,10 @@ struct prediction_options {
     // dropped at once: the entity jumps.
     std::chrono::milliseconds half_life{100};
     double snap_distance = 64.0;
+    // A predicted spawn (spawns<T>) that the server's state has not shown this many ticks
+    // after the tick it was made in is refused: it disappears (on_spawn_refused). The wait
+    // covers a server that sends a new entity a few ticks late (a client's byte budget).
+    std::uint64_t spawn_confirm_ticks = 8;
 };
 
 struct prediction_stats {
@@ -60,6 +65,9 @@ struct prediction_stats {
     std::uint64_t snaps{0};             // corrections past snap_distance
     std::uint64_t system_failures{0};   // predicted system runs that threw
     double largest_error{0};            // of every misprediction so far
+    std::uint64_t spawns_predicted{0};  // entities the predicted systems made (spawns<T>)
+    std::uint64_t spawns_matched{0};    // ... that the server's entity replaced
+    std::uint64_t spawns_refused{0};    // ... that disappeared (on_spawn_refused)
 };
 
 // One entity's disagreement at a server tick.
@@ -71,6 +79,23 @@ struct misprediction {
     // vector); for a type without float fields, or one present on one side only, 0.
     double error{0};
 };
+
+// An entity the predicted systems made (a bullet fired), shown at once and until the server's
+// entity with the same spawn key arrives.
+struct predicted_spawn {
+    std::uint64_t id{0};    // the same from the tick it is made until it is matched or refused
+    std::uint64_t tick{0};  // the tick it was made in
+    ecs::Entity server;     // the server's entity (on_spawn_matched); null before
+};
+
+enum class spawn_refusal : std::uint8_t {
+    // The server's state did not show it within spawn_confirm_ticks: the server refused it,
+    // or destroyed it before a client could see it.
+    unconfirmed,
+    // A replay after a correction did not make it again (the corrected state could not).
+    undone,
+};
+[[nodiscard]] const char* to_string(spawn_refusal reason) noexcept;
 
 class prediction {
 public:
@@ -85,6 +110,24 @@ public:
     template <protocol::replicated_component T>
     prediction& predict() {
         return add(make_ops<T>(op_kind::replicated, false));
+    }
+    // A replicated type compared by the game's own rule: `agree(predicted, server)` says
+    // whether the prediction stands. For a type the predicted systems compute only in part
+    // (the arena's Stats: its ammo is the gun's, its score the server's alone): a score the
+    // client cannot know is no misprediction. Restored from the server's like any other.
+    template <protocol::replicated_component T>
+    prediction& predict(bool (*agree)(const T& predicted, const T& server)) {
+        type_ops ops = make_ops<T>(op_kind::replicated, false);
+        ops.rule = reinterpret_cast<void (*)()>(agree);
+        ops.agrees_by_rule = [](void (*rule)(), const std::byte* predicted_bytes,
+                                const std::byte* server_bytes) {
+            T predicted;
+            T server;
+            std::memcpy(&predicted, predicted_bytes, sizeof(T));
+            std::memcpy(&server, server_bytes, sizeof(T));
+            return reinterpret_cast<bool (*)(const T&, const T&)>(rule)(predicted, server);
+        };
+        return add(std::move(ops));
     }
     // ... and whose float fields are smoothed after a correction (rendered<T>).
     template <protocol::replicated_component T>
@@ -104,6 +147,31 @@ public:
     template <protocol::replicated_component T>
     prediction& input() {
         return add(make_ops<T>(op_kind::input, false));
+    }
+
+    // Predicted spawns: an entity that the predicted systems make with a T (a bullet fired)
+    // is shown at once, and replaced by the server's entity whose T is equal when the
+    // server's state shows it. T is the spawn key: whose input made the entity, the tick of
+    // that input and its sequence in the tick (operator== compares them), written by the
+    // same system on both sides. A replay that makes the same key again keeps the spawn, never
+    // a second one. T is a predicted type too (predict<T>).
+    template <protocol::replicated_component T>
+        requires std::equality_comparable<T>
+    prediction& spawns() {
+        type_ops ops = make_ops<T>(op_kind::replicated, false);
+        ops.same = [](const std::byte* a, const std::byte* b) {
+            T x;
+            T y;
+            std::memcpy(&x, a, sizeof(T));
+            std::memcpy(&y, b, sizeof(T));
+            return x == y;
+        };
+        ops.each_with = [](const ecs::World& world, std::vector<ecs::Entity>& out) {
+            world.view<const T>().each([&](ecs::Entity e, const T&) { out.push_back(e); });
+        };
+        add(std::move(ops));
+        spawn_key_ = index_of<T>();
+        return *this;
     }
 
     // The predicted systems: the game adds them with the same code as on its server.
@@ -162,6 +230,24 @@ public:
         }
         return out;
     }
+    // The spawns the server has not matched yet: drawn beside the mirror's entities (a matched
+    // one is the mirror's entity, predicted: rendered<T>(spawn.server)). In the order made.
+    [[nodiscard]] std::vector<predicted_spawn> spawns_pending() const;
+    // A pending spawn's T as rendered<T>() gives it for a tracked entity.
+    template <typename T>
+    [[nodiscard]] std::optional<T> rendered(const predicted_spawn& spawn) const {
+        std::optional<T> out;
+        const std::size_t type = index_of<T>();
+        if (const std::byte* bytes = newest_of(spawn.id, type)) {
+            T value;
+            std::memcpy(&value, bytes, sizeof(T));
+            if (const std::vector<double>* offset = offset_of_id(spawn.id, type)) {
+                add_to_floats(value, offset->data());
+            }
+            out = value;
+        }
+        return out;
+    }
     // Rendered time went by: the offsets decay.
     void decay(std::chrono::duration<double> elapsed) noexcept;
     // What is left of server_entity's offset for T, as the length of its float fields.
@@ -175,6 +261,10 @@ public:
     [[nodiscard]] const prediction_options& options() const noexcept { return options_; }
     // Each disagreement, as reconcile() finds it.
     std::function<void(const misprediction&)> on_misprediction;
+    // A predicted spawn's fate: the server's entity replaced it (spawn.server), or it
+    // disappeared: a correction event.
+    std::function<void(const predicted_spawn&)> on_spawn_matched;
+    std::function<void(const predicted_spawn&, spawn_refusal)> on_spawn_refused;
 
 private:
     enum class op_kind : std::uint8_t { replicated, local, input };
@@ -195,6 +285,12 @@ private:
         bool (*agrees)(const std::byte* predicted, const std::byte* server, std::uint32_t tolerance,
                        double& error){nullptr};
         void (*to_floats)(const std::byte*, double*){nullptr};
+        // predict<T>(agree): the game's rule instead of `agrees`, and the rule itself.
+        bool (*agrees_by_rule)(void (*)(), const std::byte*, const std::byte*){nullptr};
+        void (*rule)(){nullptr};
+        // A spawn key (spawns<T>): equality, and the world's entities that have one.
+        bool (*same)(const std::byte*, const std::byte*){nullptr};
+        void (*each_with)(const ecs::World&, std::vector<ecs::Entity>&){nullptr};
     };
     struct entity_state;
     struct state_slot;
@@ -225,8 +321,16 @@ private:
 
     prediction& add(type_ops ops);
     [[nodiscard]] const std::byte* newest(ecs::Entity server_entity, std::size_t type) const noexcept;
+    [[nodiscard]] const std::byte* newest_of(std::uint64_t id, std::size_t type) const noexcept;
     [[nodiscard]] const std::vector<double>* offset_of(ecs::Entity server_entity,
                                                        std::size_t type) const noexcept;
+    [[nodiscard]] const std::vector<double>* offset_of_id(std::uint64_t id,
+                                                          std::size_t type) const noexcept;
+    [[nodiscard]] std::size_t offset_in_state(std::size_t type) const noexcept;
+    tracked_entity& add_tracked(ecs::Entity server_entity, ecs::Entity local);
+    void collect_spawns(std::uint64_t tick);
+    void match_spawns(std::uint64_t tick, const protocol::mirror& mirror);
+    void refuse(std::size_t index, spawn_refusal reason);
     void run_tick(std::uint64_t tick);
     bool catch_up();
     void save_state(std::uint64_t tick);
@@ -238,6 +342,7 @@ private:
     void settle_offsets();
     [[nodiscard]] tracked_entity* find(ecs::Entity server_entity) noexcept;
     [[nodiscard]] const tracked_entity* find(ecs::Entity server_entity) const noexcept;
+    [[nodiscard]] const tracked_entity* find_id(std::uint64_t id) const noexcept;
 
     prediction_options options_;
     std::shared_ptr<ecs::World> world_;
@@ -250,6 +355,8 @@ private:
     std::uint64_t world_tick_{0};
     std::uint64_t highest_run_{0};  // ticks up to this one were run before: running one again is a replay
     bool correcting_{false};        // a replay's offsets are taken when it catches up
+    std::size_t spawn_key_{static_cast<std::size_t>(-1)};  // spawns<T>'s type index
+    std::uint64_t next_id_{1};
     prediction_stats stats_;
 };
 
