@@ -242,4 +242,27 @@ TEST_F(ArenaPrediction, BulletsAppearAtOnceAndAreMatchedWithTheServersOneToOne) 
         << "a server bullet without a predicted one";
 }
 
+TEST_F(ArenaPrediction, ATapShorterThanATickStillFiresOnce) {
+    predicting_player alice{proxy_.port()};
+    ASSERT_TRUE(joined(alice)) << alice.session->closed_reason();
+    std::size_t server_bullets = 0;
+    const std::uint32_t me = alice.session->client_id();
+    alice.session->events().spawned = [&](Entity e) {
+        const auto b = alice.session->mirror().get<arena::Bullet>(e);
+        server_bullets += b && b->shooter == me ? 1 : 0;
+    };
+    alice.play(arena::Pilot{}, 300ms);
+    // Pressed and released within one frame, before any Input carried the press; the turn,
+    // an analog value, wobbles meanwhile (not a press: sent as it is at each tick).
+    alice.session->set_input(alice.ship, arena::Pilot{0.0F, 0.25F, true, false});
+    alice.session->set_input(alice.ship, arena::Pilot{0.0F, 0.5F, false, false});
+    alice.session->set_input(alice.ship, arena::Pilot{});
+    alice.play(arena::Pilot{}, 1500ms);
+    const auto& stats = alice.session->predictor()->stats();
+    EXPECT_EQ(stats.spawns_predicted, 1U) << "the tap fired one bullet, at once";
+    EXPECT_EQ(stats.spawns_matched, 1U);
+    EXPECT_EQ(server_bullets, 1U) << "the server fired it too: the press was sent for a tick";
+    EXPECT_EQ(stats.mispredictions, 0U) << "the prediction ran the same tick's values";
+}
+
 }  // namespace arena_prediction_test

@@ -122,6 +122,10 @@ export class Session {
   private ownedIndex = new Set<number>();        // their indices
   private inputEntity: Entity | null = null;
   private input: ComponentValues = {};
+  // A button (a boolean field) pressed and released before any Input carried it: the value
+  // with the press, sent for one tick by the next Input. sentInput: what the last Input ended with.
+  private sentInput: ComponentValues = {};
+  private unsentPress: ComponentValues | null = null;
   private nextInputTick = 0;
   private lastInputTick_ = 0;
   private lastAck: InputAck | null = null;
@@ -287,6 +291,14 @@ export class Session {
     if (!sameEntity(entity, this.inputEntity)) {
       this.inputEntity = entity;
       this.nextInputTick = 0;
+      this.input = {};
+      this.sentInput = {};
+      this.unsentPress = null;
+    }
+    // A button pressed and released before any Input carried the press (a tap shorter than a
+    // tick: frames come twice as often as 30 Hz ticks): the press still goes out, for a tick.
+    if (this.unsentPress === null && !buttonsDiffer(merged, this.sentInput) && buttonsDiffer(this.input, this.sentInput)) {
+      this.unsentPress = this.input;
     }
     this.input = merged;
   }
@@ -296,6 +308,8 @@ export class Session {
     this.input = {};
     this.inputEntity = null;
     this.nextInputTick = 0;
+    this.sentInput = {};
+    this.unsentPress = null;
   }
 
   private sendInput(): void {
@@ -306,6 +320,11 @@ export class Session {
     const oldest = due >= MAX_INPUT_TICKS ? due - MAX_INPUT_TICKS + 1 : 1;
     const first = Math.max(this.nextInputTick, oldest);
     const ticks = Array.from({ length: due - first + 1 }, () => this.input);
+    if (this.unsentPress !== null) {
+      ticks[0] = this.unsentPress; // the press first, for one tick; the value now from the next
+      this.unsentPress = null;
+    }
+    this.sentInput = ticks[ticks.length - 1]!;
     this.nextInputTick = due + 1;
     let frame: Uint8Array;
     try {
@@ -680,4 +699,18 @@ export class Session {
 
 function sameBytes(a: Uint8Array, b: Uint8Array): boolean {
   return a.length === b.length && a.every((x, i) => x === b[i]);
+}
+
+// Whether a and b hold different values of a boolean field (a button) of the same type. Other
+// fields (an analog stick's numbers) do not count: a value that keeps changing is sent as it
+// is at each tick.
+function buttonsDiffer(a: ComponentValues, b: ComponentValues): boolean {
+  for (const [type, value] of Object.entries(a)) {
+    const other = (b as Record<string, unknown>)[type];
+    if (typeof value !== 'object' || value === null || typeof other !== 'object' || other === null) continue;
+    for (const [field, x] of Object.entries(value)) {
+      if (typeof x === 'boolean' && (other as Record<string, unknown>)[field] !== x) return true;
+    }
+  }
+  return false;
 }

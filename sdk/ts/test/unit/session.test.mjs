@@ -98,6 +98,33 @@ test('a checksum mismatch sends one ResyncRequest and the next snapshot resumes'
   session.close();
 });
 
+test('input: a button tapped between two ticks is sent for one tick; an analog wobble is not', async () => {
+  const { session, wire, advance } = await joinedSession({ types: inputTypes });
+  const ship = { index: 0, version: 1 };
+  const inputs = () => sentMessages(wire).filter((s) => s.type === 'Input').map((s) => s.m.body(new cw.Input()));
+  const bytes = (input) => Array.from(input.columns(0).valuesArray());
+  session.setInput(ship, { steer: { turn: 0, fire: false } });
+  session.update();
+  const atRest = bytes(inputs()[0]);
+  // Pressed and released between two ticks: no Input went out meanwhile.
+  session.setInput(ship, { steer: { turn: 0, fire: true } });
+  session.setInput(ship, { steer: { turn: 0, fire: false } });
+  advance(1 / 30);
+  session.update();
+  assert.equal(inputs()[1].tickCount(), 1);
+  assert.notDeepEqual(bytes(inputs()[1]), atRest, 'the press went out, for its tick');
+  advance(1 / 30);
+  session.update();
+  assert.deepEqual(bytes(inputs()[2]), atRest, 'the release, from the next tick');
+  // The stick moved and came back between two ticks: no button, nothing held back.
+  session.setInput(ship, { steer: { turn: 0.5, fire: false } });
+  session.setInput(ship, { steer: { turn: 0, fire: false } });
+  advance(1 / 30);
+  session.update();
+  assert.deepEqual(bytes(inputs()[3]), atRest);
+  session.close();
+});
+
 test('input: one Input per due tick, a slow frame batches the missed ticks (16 at most)', async () => {
   const { session, wire, advance } = await joinedSession({ types: inputTypes });
   assert.throws(() => session.setInput({ index: 0, version: 1 }, { position: { x: 1, y: 1 } }), /not one of the server's input types/);

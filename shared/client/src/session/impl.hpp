@@ -194,6 +194,12 @@ struct session::impl {
     // The render tick shown when the game's set_input last changed the input: what the
     // player saw as it pressed, not the later frame an Input is sent from.
     std::optional<double> input_shown;
+    // A button (a bool field) pressed and released before any Input carried it: the value
+    // with the press, sent for one tick by the next Input, and the render tick of its frame.
+    // sent_input: the value the last Input ended with.
+    protocol::component_set sent_input;
+    std::optional<protocol::component_set> unsent_press;
+    std::optional<double> unsent_press_shown;
     std::uint64_t last_input_tick{0};
     std::optional<protocol::input_ack> last_ack;
     std::optional<protocol::input_rejected> last_rejected;

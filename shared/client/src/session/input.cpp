@@ -1,6 +1,8 @@
 // What a session sends each update(): input for each tick and the pings that keep the server
 // clock (session/impl.hpp); the input calls of the public session.
 #include <algorithm>
+#include <tuple>
+#include <utility>
 
 #include "impl.hpp"
 
@@ -9,6 +11,32 @@ namespace ecsnet::client {
 namespace asio = boost::asio;
 using time_point = std::chrono::steady_clock::time_point;
 using std::chrono::milliseconds;
+
+namespace {
+
+// Whether a and b hold different values of a bool field (a button) of the same typed value.
+// Other fields (an analog stick's floats) do not count: a value that keeps changing is sent
+// as it is at each tick.
+bool buttons_differ(const protocol::component_set& a, const protocol::component_set& b) {
+    for (const protocol::component_value& va : a.values()) {
+        const protocol::component_value* vb = b.find(va.name);
+        if (vb == nullptr || va.layout == nullptr || va.bytes.size() != vb->bytes.size() ||
+            va.bytes.size() != va.layout->value_bytes()) {
+            continue;
+        }
+        protocol::bit_reader ra{va.bytes};
+        protocol::bit_reader rb{vb->bytes};
+        for (const protocol::field_info& field : va.layout->fields) {
+            const bool differ = ra.read(field.bits) != rb.read(field.bits);
+            if (differ && field.type == protocol::field_type::bool_) {
+                return true;
+            }
+        }
+    }
+    return false;
+}
+
+}  // namespace
 
 void session::impl::send_ping(time_point now) {
     if (now < next_ping) {
@@ -39,17 +67,31 @@ void session::impl::send_input() {
     // would arrive late anyway).
     const std::uint64_t oldest = due >= batch ? due - batch + 1 : 1;
     const std::uint64_t first = std::max(next_input_tick, oldest);
-    // The screen the player saw as it set this input: lag compensation rewinds to it.
-    const double shown = std::max(input_shown.value_or(clock.render_tick()), 0.0);
-    input_shown.reset();
-    const auto shown_tick = std::min(static_cast<std::uint64_t>(shown), due);
-    const float fraction =
-        shown_tick == due ? 0.0F
-                          : std::min(static_cast<float>(shown - static_cast<double>(shown_tick)),
-                                     0.99999F);
-    const protocol::input message{input_entity, first,
-                                  std::vector<protocol::component_set>(due - first + 1, input),
-                                  shown_tick, fraction};
+    // The screen the player saw as it set this input: lag compensation rewinds to it. As a
+    // whole tick and the fraction towards the next, never past the tick stamped.
+    const auto render_at = [due](double shown) {
+        shown = std::max(shown, 0.0);
+        const auto tick = std::min(static_cast<std::uint64_t>(shown), due);
+        const float fraction =
+            tick == due ? 0.0F : std::min(static_cast<float>(shown - static_cast<double>(tick)), 0.99999F);
+        return std::pair{tick, fraction};
+    };
+    const std::optional<double> changed_shown = std::exchange(input_shown, std::nullopt);
+    const auto [shown_tick, fraction] = render_at(changed_shown.value_or(clock.render_tick()));
+    protocol::input message{input_entity, first,
+                            std::vector<protocol::component_set>(due - first + 1, input),
+                            shown_tick, fraction};
+    if (unsent_press) {
+        // The press first, for one tick; the value now from the next. An Input of that one
+        // tick carries the press's render tick, and the next one the release's.
+        message.ticks.front() = *std::exchange(unsent_press, std::nullopt);
+        const std::optional<double> press_shown = std::exchange(unsent_press_shown, std::nullopt);
+        if (message.ticks.size() == 1 && press_shown) {
+            input_shown = changed_shown;
+            std::tie(message.render_tick, message.render_fraction) = render_at(*press_shown);
+        }
+    }
+    sent_input = message.ticks.back();
     next_input_tick = due + 1;
     protocol::frame frame;
     try {
@@ -65,7 +107,7 @@ void session::impl::send_input() {
     if (predicted) {
         // The player sees its input at once: the prediction runs these ticks with it.
         for (std::uint64_t tick = std::max(first, predicted->tick() + 1); tick <= due; ++tick) {
-            predicted->set_input(tick, input_entity, input);
+            predicted->set_input(tick, input_entity, message.ticks[tick - first]);
         }
     }
     if (enqueue(std::move(frame))) {
@@ -128,10 +170,19 @@ void session::set_input(ecs::Entity entity, const protocol::component_set& value
         s.input = {};
         s.input_entity = entity;
         s.next_input_tick = 0;
+        s.sent_input = {};
+        s.unsent_press.reset();
+        s.unsent_press_shown.reset();
     }
     const protocol::component_set before = s.input;
     for (const protocol::component_value& v : values.values()) {
         s.input.set(v);
+    }
+    // A button pressed and released before any Input carried the press (a tap shorter than a
+    // tick: frames come twice as often as 30 Hz ticks): the press still goes out, for a tick.
+    if (!s.unsent_press && !buttons_differ(s.input, s.sent_input) && buttons_differ(before, s.sent_input)) {
+        s.unsent_press = before;
+        s.unsent_press_shown = s.input_shown;
     }
     // The moment the player acted is when the input changed: the first Input sent after it
     // carries that frame's render tick, later ones (the key held) the render tick as they go.
@@ -144,6 +195,9 @@ void session::clear_input() noexcept {
     impl_->input = {};
     impl_->input_entity = {};
     impl_->next_input_tick = 0;
+    impl_->sent_input = {};
+    impl_->unsent_press.reset();
+    impl_->unsent_press_shown.reset();
 }
 
 std::uint64_t session::acked_input_tick() const noexcept {
