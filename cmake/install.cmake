@@ -42,7 +42,7 @@ install(EXPORT ecsnetTargets NAMESPACE ecsnet:: DESTINATION ${ECSNET_INSTALL_CMA
 configure_package_config_file(${CMAKE_CURRENT_LIST_DIR}/ecsnetConfig.cmake.in
                               ${CMAKE_CURRENT_BINARY_DIR}/ecsnetConfig.cmake
                               INSTALL_DESTINATION ${ECSNET_INSTALL_CMAKEDIR}
-                              PATH_VARS ecsnet_share_dir)
+                              PATH_VARS ecsnet_share_dir CMAKE_INSTALL_INCLUDEDIR)
 # 0.y.z: a new minor version may break the API (docs/EXTENDING.md, "Upgrading"); from 1.0 on,
 # only a new major version does.
 if(PROJECT_VERSION_MAJOR EQUAL 0)
@@ -55,7 +55,15 @@ write_basic_package_version_file(${CMAKE_CURRENT_BINARY_DIR}/ecsnetConfigVersion
 install(FILES ${CMAKE_CURRENT_BINARY_DIR}/ecsnetConfig.cmake
               ${CMAKE_CURRENT_BINARY_DIR}/ecsnetConfigVersion.cmake
               ${CMAKE_CURRENT_LIST_DIR}/ecsnetSchemas.cmake
+              ${CMAKE_CURRENT_LIST_DIR}/ecsnetPredictionModule.cmake
         DESTINATION ${ECSNET_INSTALL_CMAKEDIR} COMPONENT dev)
+# ecsnet_add_prediction_module compiles these with the game's sources (em++, for the browser).
+foreach(file IN LISTS ECSNET_PREDICTION_MODULE_FILES)
+  get_filename_component(part ${file} DIRECTORY)
+  get_filename_component(name ${file} NAME)
+  install(FILES ${PROJECT_SOURCE_DIR}/shared/${part}/src/${name}
+          DESTINATION ${ecsnet_share_dir}/prediction-module/${part} COMPONENT dev)
+endforeach()
 
 # ---- dev: pkg-config, for the client library (a bot or tool built without CMake) ----
 # Relocatable: the prefix relative to the .pc file, so that `cmake --install --prefix` anywhere

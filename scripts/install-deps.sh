@@ -12,7 +12,8 @@
 #            image: podman with runc, netavark and iptables, podman-compose, debootstrap,
 #                   python3 (docker/test-image.sh)
 #            web:   Node.js >= 20 with npm, flatc, Debian's chromium (sdk/ts: build, tests,
-#                   the browser test and bench)
+#                   the browser test and bench), Debian's emscripten (a game's prediction
+#                   as WebAssembly)
 #            ops:   promtool (Debian's prometheus): the /metrics and deploy/ tests; curl
 #                   and jq (bench/metrics/measure.sh)
 #   --check  install nothing: exit 1, naming each missing command and its package, if any
@@ -73,6 +74,7 @@ image  mawk                    awk
 web    nodejs                  node npm
 web    flatbuffers-compiler    flatc
 web    chromium                /usr/bin/chromium
+web    emscripten              em++
 ops    prometheus              promtool
 ops    curl                    curl
 ops    jq                      jq

@@ -266,3 +266,30 @@ TEST_F(ArenaPrediction, ATapShorterThanATickStillFiresOnce) {
 }
 
 }  // namespace arena_prediction_test
+
+namespace arena_prediction_test {
+
+// The game sets no input until the trigger is pulled, right after an update() that predicted the
+// due tick (at 60 frames per second over 30 Hz ticks, every other frame). The first Input then
+// starts at the next tick, on the server as in the prediction: stamped with the tick the
+// prediction had run already, the server would fire a tick before the prediction, and every
+// shot of the held trigger would be refused (their spawn keys a tick apart).
+TEST_F(ArenaPrediction, AFirstInputAfterTheDueTickWasPredictedStartsAtTheNextOnBothSides) {
+    predicting_player alice{proxy_.port()};
+    alice.steering = false;
+    ASSERT_TRUE(joined(alice)) << alice.session->closed_reason();
+    alice.play(arena::Pilot{}, 300ms);
+    const client::prediction& p = *alice.session->predictor();
+    alice.session->update();
+    ASSERT_EQ(p.tick(), alice.session->server_time().input_tick()) << "the due tick is predicted";
+    alice.session->set_input(alice.ship, arena::Pilot{0.0F, 0.0F, true, false});
+    alice.steering = true;
+    alice.play(arena::Pilot{0.0F, 0.0F, true, false}, 1500ms);
+    alice.play(arena::Pilot{}, 800ms);
+    EXPECT_GE(p.stats().spawns_matched, 3U);
+    EXPECT_EQ(p.stats().spawns_refused, 0U) << "each shot at the same tick on both sides";
+    EXPECT_EQ(p.stats().spawns_matched, p.stats().spawns_predicted);
+    EXPECT_EQ(p.stats().mispredictions, 0U) << "the ammo agreed at every tick";
+}
+
+}  // namespace arena_prediction_test

@@ -21,7 +21,10 @@ void store(ecs::World& world, ecs::Entity e, const T& value) {
     const float s = std::sin(a);
     const float x = h.x * c - h.y * s;
     const float y = h.x * s + h.y * c;
-    const float length = std::hypot(x, y);  // keeps rounding from growing it, tick after tick
+    // Keeps rounding from growing it, tick after tick. Not std::hypot: glibc's and musl's (the
+    // browser's module) differ in the last bit for one unit vector in nine, and the golden
+    // replay saw a heading a step apart; + * and sqrt round the same everywhere.
+    const float length = std::sqrt(x * x + y * y);
     return Heading{x / length, y / length};
 }
 
@@ -31,7 +34,7 @@ void store(ecs::World& world, ecs::Entity e, const T& value) {
     const float keep = std::max(0.0F, 1.0F - rules::ship_drag * dt);
     v.x *= keep;
     v.y *= keep;
-    const float speed = std::hypot(v.x, v.y);
+    const float speed = std::sqrt(v.x * v.x + v.y * v.y);  // not std::hypot: see turned()
     if (speed > rules::ship_max_speed) {
         v.x *= rules::ship_max_speed / speed;
         v.y *= rules::ship_max_speed / speed;

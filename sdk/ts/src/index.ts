@@ -5,6 +5,11 @@ export { CommandError, ConnectionLostError } from './errors';
 export { webSocket } from './transports/webSocket';
 export type { WebSocketConstructor, WebSocketLike, WebSocketTransportOptions } from './transports/webSocket';
 export type { Connector, Transport, TransportHandlers } from './transport';
+export { Prediction } from './prediction';
+export type {
+  PredictionModule, PredictionModuleFactory, PredictionOptions, PredictionStats, Misprediction, PredictedSpawn, SpawnRefusal,
+  DeclaredType,
+} from './prediction';
 export { Mirror, expandIndexSet, entityName, sameEntity } from './mirror';
 export type { MirrorEvents, MirrorStats } from './mirror';
 export { ChecksumHasher } from './checksum';

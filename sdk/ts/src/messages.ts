@@ -6,7 +6,7 @@ import * as cwire from './generated/client_generated';
 import { MalformedFrameError, openFrame, DEFAULT_MAX_SERVER_FRAME_BYTES } from './frame';
 import { ComponentInfo, FieldType, Schema, UnknownComponentError, Writer, isString, makeValue, packColumn, FixedValue } from './schema';
 
-export const PROTOCOL_VERSION = 4;
+export const PROTOCOL_VERSION = 5;
 export const MAX_INPUT_TICKS = 16;
 export const MAX_REASON_BYTES = 256;
 
@@ -416,9 +416,15 @@ export function encodeFocus(x: number, y: number): Uint8Array {
 }
 
 // One Input for `ticks.length` consecutive ticks from firstTick (1 to 16), each tick's values
-// by input type name.
-export function encodeInput(schema: Schema, entity: Entity, firstTick: bigint, ticks: readonly ComponentValues[]): Uint8Array {
+// by input type name; and (protocol 5) the render tick the player saw, a whole tick and the
+// fraction towards the next in [0, 1), never after the last tick (0: not given).
+export function encodeInput(schema: Schema, entity: Entity, firstTick: bigint, ticks: readonly ComponentValues[],
+                            renderTick = 0n, renderFraction = 0): Uint8Array {
   if (ticks.length < 1 || ticks.length > MAX_INPUT_TICKS) throw new RangeError(`an Input holds 1 to ${MAX_INPUT_TICKS} ticks`);
+  if (!(renderFraction >= 0 && renderFraction < 1)) throw new RangeError(`an Input's render fraction is in [0, 1), not ${renderFraction}`);
+  if (renderTick > firstTick + BigInt(ticks.length) - 1n) {
+    throw new RangeError(`an Input's render tick ${renderTick} is after its last tick ${firstTick + BigInt(ticks.length) - 1n}`);
+  }
   for (const name of Object.keys(ticks[0]!)) {
     if (!typeOfKey(schema, name).input) {
       const inputs = schema.types.filter((t) => t.input).map((t) => t.name);
@@ -432,5 +438,7 @@ export function encodeInput(schema: Schema, entity: Entity, firstTick: bigint, t
   cwire.Input.addFirstTick(b, firstTick);
   cwire.Input.addTickCount(b, ticks.length);
   cwire.Input.addColumns(b, cols);
+  cwire.Input.addRenderTick(b, renderTick);
+  cwire.Input.addRenderFraction(b, renderFraction);
   return finishClient(b, cwire.ClientBody.Input, cwire.Input.endInput(b));
 }

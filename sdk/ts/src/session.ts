@@ -13,7 +13,8 @@ import {
   encodePing, encodeRemove, encodeResyncRequest, encodeSet, encodeSpawn,
 } from './messages';
 import { Mirror, sameEntity } from './mirror';
-import { type ComponentValue, isString } from './schema';
+import type { Prediction } from './prediction';
+import { type ComponentValue, type FixedValue, isString, makeValue } from './schema';
 import { ServerClock, type ServerClockOptions } from './serverClock';
 import type { Connector, Transport } from './transport';
 
@@ -50,6 +51,11 @@ export interface SessionOptions {
   autoUpdate?: boolean | number;
   // Monotonic seconds; performance.now() by default (tests pass simulated time).
   now?: () => number;
+  // Client-side prediction (docs/PREDICTION.md, "In the browser"): a game's prediction module,
+  // loaded (Prediction.load). The session hands it every Welcome, Snapshot, Delta and Checksum,
+  // predicts the entities this player owns, gives it each input tick as it is sent, and runs it
+  // in update(); read it with `predictor`. A game without one keeps the session's behaviour.
+  prediction?: Prediction;
 }
 
 export interface SessionEvents {
@@ -94,7 +100,7 @@ export class Session {
   readonly mirror: Mirror;
   readonly stats: SessionStats = { bytesReceived: 0, framesReceived: 0, bytesSent: 0, framesSent: 0, inputFramesSent: 0, inputTicksSent: 0, reconnects: 0 };
 
-  private readonly options: Required<Omit<SessionOptions, 'authToken' | 'connectToken' | 'resumeKey' | 'onResumeKey' | 'name' | 'autoUpdate' | 'reconnect' | 'clock' | 'interpolation'>> & SessionOptions;
+  private readonly options: Required<Omit<SessionOptions, 'authToken' | 'connectToken' | 'resumeKey' | 'onResumeKey' | 'name' | 'autoUpdate' | 'reconnect' | 'clock' | 'interpolation' | 'prediction'>> & SessionOptions;
   private readonly policy: ReconnectPolicy;
   private state_: SessionState = 'connecting';
   private closedReason_ = '';
@@ -126,6 +132,11 @@ export class Session {
   // with the press, sent for one tick by the next Input. sentInput: what the last Input ended with.
   private sentInput: ComponentValues = {};
   private unsentPress: ComponentValues | null = null;
+  // Lag compensation (protocol 5): the render tick the player saw when the input changed, sent
+  // with the first Input after the change; and the one of an unsent press.
+  private inputShown: number | null = null;
+  private unsentPressShown: number | null = null;
+  private lastPredicted = 0; // when update() last ran the prediction
   private nextInputTick = 0;
   private lastInputTick_ = 0;
   private lastAck: InputAck | null = null;
@@ -180,6 +191,8 @@ export class Session {
   get lastInputTick(): number { return this.lastInputTick_; }
   get lastInputAck(): InputAck | null { return this.lastAck; }
   get lastInputRejected(): InputRejected | null { return this.lastRejected; }
+  // The prediction (options.prediction), or null.
+  get predictor(): Prediction | null { return this.options.prediction ?? null; }
 
   // ---- the loop ---------------------------------------------------------------------------------
 
@@ -199,6 +212,7 @@ export class Session {
       if (this.state_ === 'joined') {
         this.sendPing(now);
         this.sendInput();
+        this.predict(now);
       }
     } finally {
       this.inUpdate = false;
@@ -230,6 +244,18 @@ export class Session {
       if (v !== null) return v as T;
     }
     return this.mirror.get<T>(e, info.id);
+  }
+
+  // What to draw for e, at one call site: the predicted value with its correction's offset
+  // decaying when e is predicted and `type` is one of the predicted types, else sample().
+  rendered<T extends object | string = ComponentValue>(e: Entity, type: string | number): T | undefined {
+    const p = this.options.prediction;
+    if (p !== undefined && p.tracks(e)) {
+      const name = this.mirror.types.get(type).name;
+      const value = p.rendered(e, name);
+      if (value !== undefined) return value as T;
+    }
+    return this.sample<T>(e, type);
   }
 
   // ---- commands: resolved by their CommandResult, rejected with CommandError ---------------------
@@ -294,12 +320,17 @@ export class Session {
       this.input = {};
       this.sentInput = {};
       this.unsentPress = null;
+      this.unsentPressShown = null;
     }
     // A button pressed and released before any Input carried the press (a tap shorter than a
     // tick: frames come twice as often as 30 Hz ticks): the press still goes out, for a tick.
     if (this.unsentPress === null && !buttonsDiffer(merged, this.sentInput) && buttonsDiffer(this.input, this.sentInput)) {
       this.unsentPress = this.input;
+      this.unsentPressShown = this.inputShown;
     }
+    // The moment the player acted is when the input changed: the first Input sent after it
+    // carries that frame's render tick, later ones (the key held) the render tick as they go.
+    if (this.clock.synchronized && !sameValues(merged, this.input)) this.inputShown = this.clock.renderTick;
     this.input = merged;
   }
 
@@ -310,36 +341,82 @@ export class Session {
     this.nextInputTick = 0;
     this.sentInput = {};
     this.unsentPress = null;
+    this.unsentPressShown = null;
   }
 
   private sendInput(): void {
     if (this.inputEntity === null || Object.keys(this.input).length === 0 || !this.clock.synchronized) return;
     const due = this.clock.inputTick;
     if (this.nextInputTick === 0 || due + MAX_INPUT_TICKS < this.nextInputTick) this.nextInputTick = due;
+    const p = this.options.prediction;
+    // The prediction ran this tick already, with the input before: this one starts at the next,
+    // on both sides (stamped `due`, the server would apply it a tick before the prediction).
+    if (p !== undefined && this.nextInputTick <= p.tick) this.nextInputTick = p.tick + 1;
     if (due < this.nextInputTick) return; // this tick's input is sent already
     const oldest = due >= MAX_INPUT_TICKS ? due - MAX_INPUT_TICKS + 1 : 1;
     const first = Math.max(this.nextInputTick, oldest);
     const ticks = Array.from({ length: due - first + 1 }, () => this.input);
+    // The screen the player saw as it set this input: lag compensation rewinds to it. As a
+    // whole tick and the fraction towards the next, never past the tick stamped.
+    const renderAt = (shown: number): [number, number] => {
+      shown = Math.max(shown, 0);
+      const tick = Math.min(Math.floor(shown), due);
+      return [tick, tick === due ? 0 : Math.min(shown - tick, 0.99999)];
+    };
+    const changedShown = this.inputShown;
+    this.inputShown = null;
+    let [renderTick, renderFraction] = renderAt(changedShown ?? this.clock.renderTick);
     if (this.unsentPress !== null) {
-      ticks[0] = this.unsentPress; // the press first, for one tick; the value now from the next
+      // The press first, for one tick; the value now from the next. An Input of that one tick
+      // carries the press's render tick, and the next one the release's.
+      ticks[0] = this.unsentPress;
       this.unsentPress = null;
+      const pressShown = this.unsentPressShown;
+      this.unsentPressShown = null;
+      if (ticks.length === 1 && pressShown !== null) {
+        this.inputShown = changedShown;
+        [renderTick, renderFraction] = renderAt(pressShown);
+      }
     }
     this.sentInput = ticks[ticks.length - 1]!;
     this.nextInputTick = due + 1;
     let frame: Uint8Array;
     try {
-      frame = encodeInput(this.mirror.types, this.inputEntity, BigInt(first), ticks);
+      frame = encodeInput(this.mirror.types, this.inputEntity, BigInt(first), ticks, BigInt(renderTick), renderFraction);
     } catch (e) { // the server's types changed under a reconnect
       this.lastRejected = { kind: 'inputRejected', firstTick: BigInt(first), code: ErrorCode.InvalidValue, message: `input not sent: ${(e as Error).message}`, refused: 1 };
       this.clearInput();
       this.fire(this.active.inputRejected, this.lastRejected);
       return;
     }
+    if (p !== undefined) {
+      // The player sees its input at once: the prediction runs these ticks with it.
+      for (let tick = Math.max(first, p.tick + 1); tick <= due; ++tick) {
+        p.setInput(tick, this.inputEntity, this.inputBytes(ticks[tick - first]!));
+      }
+    }
     if (this.enqueue(frame)) {
       ++this.stats.inputFramesSent;
       this.stats.inputTicksSent += ticks.length;
       this.lastInputTick_ = due;
     }
+  }
+
+  private inputBytes(values: ComponentValues): { type: number; bytes: Uint8Array }[] {
+    return Object.entries(values).map(([name, fields]) => {
+      const info = this.mirror.types.get(name);
+      return { type: info.id, bytes: makeValue(info, fields as FixedValue) };
+    });
+  }
+
+  // The prediction's frame: reconcile with the newest server tick, predict up to the input
+  // tick, decay the smoothing (C++: session::impl::predict).
+  private predict(now: number): void {
+    const p = this.options.prediction;
+    if (p === undefined) return;
+    const elapsed = this.lastPredicted === 0 ? 0 : now - this.lastPredicted;
+    this.lastPredicted = now;
+    p.update(this.clock.synchronized ? this.clock.inputTick : 0, elapsed);
   }
 
   // ---- connection attempts ------------------------------------------------------------------------
@@ -430,9 +507,10 @@ export class Session {
           this.finish('the server sent world state before Welcome');
           return;
         }
+        this.options.prediction?.receive(bytes); // first: events below may track an entity it holds
         this.replicate(message, at);
         return;
-      case 'welcome': this.welcomedBy(message, at); return;
+      case 'welcome': this.welcomedBy(message, at, bytes); return;
       case 'commandResult': {
         const p = this.pending.get(message.requestId);
         if (p) {
@@ -499,7 +577,7 @@ export class Session {
     }
   }
 
-  private welcomedBy(w: Welcome, at: number): void {
+  private welcomedBy(w: Welcome, at: number, bytes: Uint8Array): void {
     if (this.welcomed) {
       this.finish('the server sent a second Welcome');
       return;
@@ -531,6 +609,12 @@ export class Session {
     this.pings = [];
     this.nextInputTick = 0;
     this.lastAck = null;
+    const p = this.options.prediction;
+    if (p !== undefined) {
+      // A new prediction (a reconnect starts one), with what the mirror keeps of ours.
+      p.receive(bytes, w.components);
+      for (const e of this.owned) p.track(e);
+    }
     if (keyChanged && w.resumeKey.length > 0) this.options.onResumeKey?.(w.resumeKey);
   }
 
@@ -660,6 +744,7 @@ export class Session {
     if (mine && !listed) {
       this.ownedIndex.add(e.index);
       this.owned.push(e);
+      this.options.prediction?.track(e);
       this.fire(this.active.owned, e);
     } else if (!mine && listed) {
       this.forgetOwned(e);
@@ -668,6 +753,7 @@ export class Session {
 
   private forgetOwned(e: Entity): void {
     if (!this.ownedIndex.delete(e.index)) return;
+    this.options.prediction?.untrack(e);
     this.owned = this.owned.filter((o) => o.index !== e.index);
   }
 
@@ -695,6 +781,18 @@ export class Session {
       onChecksum: (tick, matched) => this.fire(this.active.checksum, tick, matched),
     };
   }
+}
+
+function sameValues(a: ComponentValues, b: ComponentValues): boolean {
+  const ka = Object.keys(a);
+  if (ka.length !== Object.keys(b).length) return false;
+  return ka.every((k) => {
+    const x = (a as Record<string, unknown>)[k];
+    const y = (b as Record<string, unknown>)[k];
+    if (typeof x !== 'object' || x === null || typeof y !== 'object' || y === null) return x === y;
+    const fx = Object.entries(x);
+    return fx.length === Object.keys(y).length && fx.every(([f, v]) => (y as Record<string, unknown>)[f] === v);
+  });
 }
 
 function sameBytes(a: Uint8Array, b: Uint8Array): boolean {

@@ -104,13 +104,12 @@ const prediction::tracked_entity* prediction::find(ecs::Entity server_entity) co
     return nullptr;
 }
 
+// tracked_ is in the order of ids (each new one gets the next id and goes last; erase keeps the
+// order), and so is every saved state (save_state walks tracked_): both are searched by id.
 const prediction::tracked_entity* prediction::find_id(std::uint64_t id) const noexcept {
-    for (const tracked_entity& t : tracked_) {
-        if (t.id == id) {
-            return &t;
-        }
-    }
-    return nullptr;
+    const auto it = std::lower_bound(tracked_.begin(), tracked_.end(), id,
+                                     [](const tracked_entity& t, std::uint64_t v) { return t.id < v; });
+    return it != tracked_.end() && it->id == id ? &*it : nullptr;
 }
 
 prediction::tracked_entity& prediction::add_tracked(ecs::Entity server_entity, ecs::Entity local) {
@@ -324,11 +323,9 @@ void prediction::restore(const protocol::mirror& mirror, const state_slot* own, 
     for (tracked_entity& t : tracked_) {
         const entity_state* saved = nullptr;
         if (own != nullptr) {
-            for (const entity_state& e : own->entities) {
-                if (e.id == t.id) {
-                    saved = &e;
-                }
-            }
+            const auto it = std::lower_bound(own->entities.begin(), own->entities.end(), t.id,
+                                             [](const entity_state& e, std::uint64_t v) { return e.id < v; });
+            saved = it != own->entities.end() && it->id == t.id ? &*it : nullptr;
         }
         if (t.pending && (t.spawn_tick > tick || saved == nullptr)) {
             // Made after `tick`: the replay makes it again (collect_spawns), or it is undone.
@@ -463,12 +460,12 @@ const std::byte* prediction::newest_of(std::uint64_t id, std::size_t type) const
     if (type >= types_.size() || slot == nullptr) {
         return nullptr;
     }
-    for (const entity_state& e : slot->entities) {
-        if (e.id == id) {
-            return e.present[type] ? e.bytes.data() + offset_in_state(type) : nullptr;
-        }
+    const auto it = std::lower_bound(slot->entities.begin(), slot->entities.end(), id,
+                                     [](const entity_state& e, std::uint64_t v) { return e.id < v; });
+    if (it == slot->entities.end() || it->id != id) {
+        return nullptr;
     }
-    return nullptr;
+    return it->present[type] ? it->bytes.data() + offset_in_state(type) : nullptr;
 }
 
 const std::vector<double>* prediction::offset_of(ecs::Entity server_entity,
@@ -636,6 +633,40 @@ void prediction::refuse(std::size_t index, spawn_refusal reason) {
     if (on_spawn_refused) {
         on_spawn_refused(predicted_spawn{t.id, t.spawn_tick, ecs::Entity{}}, reason);
     }
+}
+
+std::vector<prediction::declared_type> prediction::declared_types() const {
+    std::vector<declared_type> out;
+    out.reserve(types_.size());
+    for (const type_ops& t : types_) {
+        out.push_back(declared_type{t.name, t.kind != op_kind::local, t.kind == op_kind::input, t.fields});
+    }
+    return out;
+}
+
+std::vector<ecs::Entity> prediction::tracked() const {
+    std::vector<ecs::Entity> out;
+    for (const tracked_entity& t : tracked_) {
+        if (!t.pending) {
+            out.push_back(t.server);
+        }
+    }
+    return out;
+}
+
+bool prediction::rendered_fields(ecs::Entity server_entity, std::size_t type, double* out) const {
+    const tracked_entity* t = find(server_entity);
+    return t != nullptr && rendered_fields(predicted_spawn{t->id, t->spawn_tick, t->server}, type, out);
+}
+
+bool prediction::rendered_fields(const predicted_spawn& spawn, std::size_t type, double* out) const {
+    const std::byte* bytes = newest_of(spawn.id, type);
+    if (bytes == nullptr) {
+        return false;
+    }
+    const std::vector<double>* offset = offset_of_id(spawn.id, type);
+    types_[type].to_fields(bytes, offset == nullptr ? nullptr : offset->data(), out);
+    return true;
 }
 
 std::vector<predicted_spawn> prediction::spawns_pending() const {

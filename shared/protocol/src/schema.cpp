@@ -1,6 +1,7 @@
 #include "ecsnet/protocol/schema.hpp"
 
-#include <bit>
+#include "ecsnet/protocol/bit_cast.hpp"
+
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -428,8 +429,8 @@ field_value field_from_bits(const field_info& field, std::uint64_t bits) noexcep
         case field_type::uint32:
         case field_type::uint64: return bits;
         case field_type::float32:
-            return static_cast<double>(std::bit_cast<float>(static_cast<std::uint32_t>(bits)));
-        case field_type::float64: return std::bit_cast<double>(bits);
+            return static_cast<double>(detail::bit_cast<float>(static_cast<std::uint32_t>(bits)));
+        case field_type::float64: return detail::bit_cast<double>(bits);
     }
     return std::uint64_t{0};
 }
@@ -457,9 +458,9 @@ std::optional<std::uint64_t> field_bits(const field_info& field, const field_val
             if (std::abs(*d) > std::numeric_limits<float>::max()) {
                 return std::nullopt;
             }
-            return std::bit_cast<std::uint32_t>(static_cast<float>(*d));
+            return detail::bit_cast<std::uint32_t>(static_cast<float>(*d));
         }
-        return std::bit_cast<std::uint64_t>(*d);
+        return detail::bit_cast<std::uint64_t>(*d);
     }
     if (field.type == field_type::bool_) {
         if (const auto* b = std::get_if<bool>(&value)) return *b ? 1 : 0;

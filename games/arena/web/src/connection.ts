@@ -3,7 +3,7 @@
 // down longer than the SDK's reconnect window, or refused the join) a new one is opened after a
 // growing delay, with the resume key kept in localStorage: the same ship while the server
 // still holds it (its --reconnect-grace).
-import { Session, webSocket } from '@ecsnet/client';
+import { type Prediction, Session, webSocket } from '@ecsnet/client';
 
 export type ConnectionState = 'connecting' | 'joined' | 'reconnecting' | 'waiting';
 
@@ -53,7 +53,9 @@ export class Connection {
   private retryAt = 0;
   private retryMs = FIRST_RETRY_MS;
 
-  constructor(readonly url: string, private readonly keys: ResumeKeyStore, private readonly name: string) {}
+  // `prediction`: kept across sessions (each Welcome starts it anew), or null.
+  constructor(readonly url: string, private readonly keys: ResumeKeyStore, private readonly name: string,
+              private readonly prediction: Prediction | null = null) {}
 
   get state(): ConnectionState {
     if (this.session === null) return this.opening ? 'connecting' : 'waiting';
@@ -103,6 +105,7 @@ export class Connection {
         onResumeKey: (key) => this.keys.save(key),
         // A respawn moves a ship across the map in one tick: jump there, do not glide.
         interpolation: { snapDistance: 150 },
+        ...(this.prediction === null ? {} : { prediction: this.prediction }),
       });
       session.events.disconnected = (reason) => { this.problem = reason; };
       if (this.stopped) session.close();

@@ -5,7 +5,7 @@ export type Pilot = {
   thrust: number; // 0 .. 1
   turn: number;   // -1 .. 1, +1 counter-clockwise
   fire: boolean;
-  laser: boolean; // resolved at the server's present: this page sends protocol 4 (issue 41)
+  laser: boolean; // hits what the player saw: each Input carries the render tick (protocol 5)
 };
 
 const THRUST = new Set(['ArrowUp', 'KeyW']);

@@ -12,6 +12,18 @@ export interface HudValues {
   ships: number;
   pingMs: number | null;
   server: string;
+  prediction: PredictionHud;
+}
+
+// ?prediction=off compares: the HUD says which, and how often and how far the prediction was
+// corrected (a misprediction's size: the distance between the predicted and the server's
+// values, in arena units).
+export interface PredictionHud {
+  on: boolean;
+  why: string; // when off
+  checks: number;
+  mispredictions: number;
+  lastCorrection: number | null;
 }
 
 const STATE_TEXT: Record<ConnectionState, string> = {
@@ -33,6 +45,11 @@ export class Hud {
     this.text('ships', String(v.ships));
     this.text('ping', v.pingMs === null ? '-' : `${Math.round(v.pingMs)} ms`);
     this.text('state', STATE_TEXT[v.state]);
+    const p = v.prediction;
+    this.text('predict-state', p.on ? 'on' : p.why);
+    this.attribute('prediction', 'data-on', p.on ? 'yes' : 'no');
+    this.text('mispredictions', p.on ? `${p.mispredictions} / ${p.checks}` : '-');
+    this.text('correction', p.on && p.lastCorrection !== null ? p.lastCorrection.toFixed(2) : '-');
     this.attribute('status', 'data-state', v.state);
     const banner = v.state === 'joined'
       ? (v.notice || (v.wrecked ? 'Wrecked: back in a few seconds' : ''))

@@ -5,6 +5,7 @@ import type { Entity } from '@ecsnet/client';
 import { Connection, ResumeKeyStore, serverUrl } from './connection';
 import { Keyboard } from './controls';
 import { Hud } from './hud';
+import { loadPrediction } from './prediction';
 import { cameraOn, drawOffscreenMarks, drawScene } from './render';
 import { type Scene, type Vec, ShipStatus, findOwnShip, readScene, readStats } from './world';
 
@@ -12,7 +13,11 @@ const canvas = document.getElementById('view') as HTMLCanvasElement;
 const ctx = canvas.getContext('2d')!;
 const url = serverUrl(location);
 const params = new URLSearchParams(location.search);
-const connection = new Connection(url, new ResumeKeyStore(globalThis.localStorage ?? null, url), params.get('name') || 'browser');
+const { prediction, why: predictionOff } = await loadPrediction(params);
+let lastCorrection: number | null = null;
+if (prediction !== null) prediction.onMisprediction = (m) => { lastCorrection = m.error; };
+const connection = new Connection(url, new ResumeKeyStore(globalThis.localStorage ?? null, url), params.get('name') || 'browser',
+  prediction);
 const keyboard = new Keyboard(window);
 const hud = new Hud(document);
 
@@ -68,6 +73,10 @@ function frame(now: number): void {
     ships: scene.ships.length,
     pingMs: rtt === null ? null : rtt * 1000,
     server: url,
+    prediction: {
+      on: prediction !== null, why: predictionOff, checks: prediction?.stats.checks ?? 0,
+      mispredictions: prediction?.stats.mispredictions ?? 0, lastCorrection,
+    },
   });
 }
 
@@ -90,11 +99,23 @@ const arena = {
     return { index: myShip.index, version: myShip.version, x: p.x, y: p.y, status: s?.status ?? 0 };
   },
   shipCount(): number { return scene.ships.length; },
+  // The own ship as the last frame drew it (predicted, or interpolated with ?prediction=off).
+  drawn(): { x: number; y: number; angle: number } | null {
+    return scene.me === null ? null : { x: scene.me.at.x, y: scene.me.at.y, angle: scene.me.angle };
+  },
   score(): number | null { return this.stats()?.score ?? null; },
   stats() { return connection.session === null ? null : readStats(connection.session, myShip); },
   pingMs(): number | null {
     const rtt = connection.session?.serverTime.rtt ?? null;
     return rtt === null ? null : rtt * 1000;
+  },
+  // The prediction: off (and why), or its statistics and the predicted tick against the server's.
+  prediction() {
+    const session = connection.session;
+    return prediction === null ? { on: false, why: predictionOff } : {
+      on: true, stats: { ...prediction.stats }, tick: prediction.tick, serverTick: Number(session?.mirror.tick ?? 0n),
+      pending: prediction.spawnsPending().length, tracked: myShip !== null && prediction.tracks(myShip), lastCorrection,
+    };
   },
 };
 (window as unknown as { arena: typeof arena }).arena = arena;

@@ -1,6 +1,8 @@
 // What the page shows, read from the session's mirror (docs/ARENA.md, "Components"): ships,
 // asteroids and bullets at their interpolated positions for the render tick, and the player's
-// own ship and Stats (owner-only: nobody else's are sent).
+// own ship and Stats (owner-only: nobody else's are sent). With prediction, the own ship and its
+// bullets are drawn as predicted (session.rendered), and the bullets the server has not shown
+// yet beside them.
 import type { Entity, Session } from '@ecsnet/client';
 
 export interface Vec { x: number; y: number }
@@ -54,11 +56,12 @@ export function readScene(session: Session, myShip: Entity | null): Scene {
   if (position < 0) return scene; // not the arena's schema
   const renderTick = session.renderTick;
   for (const e of m.entities()) {
-    const p = session.sample(e, position, renderTick);
+    const predicted = session.predictor?.tracks(e) ?? false;
+    const p = predicted ? session.rendered(e, position) : session.sample(e, position, renderTick);
     if (p === undefined) continue;
     const at = { x: field(p, 'x'), y: field(p, 'y') };
     if (ship >= 0 && m.has(e, ship)) {
-      const h = session.sample(e, 'heading', renderTick);
+      const h = predicted ? session.rendered(e, 'heading') : session.sample(e, 'heading', renderTick);
       const mine = myShip !== null && e.index === myShip.index && e.version === myShip.version;
       const view: ShipView = {
         entity: e, at, mine,
@@ -72,6 +75,11 @@ export function readScene(session: Session, myShip: Entity | null): Scene {
     } else if (bullet >= 0 && m.has(e, bullet)) {
       scene.bullets.push({ at, mine: field(m.get(e, bullet), 'shooter') === session.clientId });
     }
+  }
+  const prediction = session.predictor;
+  for (const spawn of prediction?.spawnsPending() ?? []) {
+    const p = prediction!.rendered(spawn, 'position');
+    if (p !== undefined) scene.bullets.push({ at: { x: field(p, 'x'), y: field(p, 'y') }, mine: true });
   }
   return scene;
 }

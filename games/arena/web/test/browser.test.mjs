@@ -63,7 +63,8 @@ describe('the arena page in headless Chromium', () => {
       }));
       const show = async () => `page: ${JSON.stringify(await probe().catch((e) => String(e)))}; page errors: ${pageErrors.join('; ')}; ` +
         `server log: ${server.log().slice(-2000)}`;
-      await page.goto(`${origin}/`, { timeout: 15_000 });
+      // The page predicts with the server's size (its walls).
+      await page.goto(`${origin}/?arena-size=800`, { timeout: 15_000 });
 
       // Joined, with its own ship, alone in the arena.
       const joined = await pollUntil(async () => { const s = await probe(); return s.ready && s.ship ? s : null; },
@@ -124,6 +125,48 @@ describe('the arena page in headless Chromium', () => {
       mkdirSync(artifacts, { recursive: true });
       await page.screenshot({ path: join(artifacts, 'arena.png') });
       assert.deepEqual(pageErrors, []);
+      await page.close();
+    });
+
+  test('prediction: the page flies and fires its ship through the WebAssembly module; ?prediction=off plays without',
+    { timeout: 120_000 }, async () => {
+      const origin = `http://127.0.0.1:${server.wsPort}`;
+      const page = await browser.newPage({ viewport: { width: 800, height: 600 } });
+      const pageErrors = [];
+      page.on('pageerror', (e) => pageErrors.push(String(e)));
+      const probe = () => page.evaluate(() => ({ ready: window.arena?.ready, prediction: window.arena?.prediction() }));
+      const show = async () => `page: ${JSON.stringify(await probe().catch((e) => String(e)))}; page errors: ${pageErrors.join('; ')}`;
+      await page.goto(`${origin}/?arena-size=800&name=predictor`, { timeout: 15_000 });
+      const on = await pollUntil(async () => { const s = await probe(); return s.ready && s.prediction?.tracked ? s : null; },
+        'the page to predict its ship', { show });
+      assert.equal(on.prediction.on, true, JSON.stringify(on));
+      assert.equal(await page.textContent('#predict-state'), 'on');
+
+      // Turning and firing: the prediction runs ahead of the server, its bullets are matched.
+      await page.keyboard.down('ArrowLeft');
+      await page.keyboard.down('Space');
+      let flown;
+      try {
+        flown = await pollUntil(async () => {
+          const s = (await probe()).prediction;
+          return s.stats.spawnsMatched >= 3 && s.stats.checks >= 60 ? s : null;
+        }, 'three predicted bullets matched with the server\'s', { timeoutMs: 20_000, show });
+      } finally {
+        await page.keyboard.up('Space');
+        await page.keyboard.up('ArrowLeft');
+      }
+      assert.ok(flown.tick > flown.serverTick, `the predicted tick ${flown.tick} is ahead of the server's ${flown.serverTick}`);
+      assert.equal(flown.stats.systemFailures, 0);
+      assert.ok(flown.stats.mispredictions <= 3, JSON.stringify(flown.stats));
+      assert.ok(flown.stats.spawnsRefused <= 1, JSON.stringify(flown.stats));
+      assert.match(await page.textContent('#mispredictions'), /^\d+ \/ \d+$/);
+      assert.deepEqual(pageErrors, []);
+
+      // Off: the same page, without the module.
+      await page.goto(`${origin}/?arena-size=800&prediction=off`, { timeout: 15_000 });
+      const off = await pollUntil(async () => { const s = await probe(); return s.ready ? s : null; }, 'the page without prediction', { show });
+      assert.deepEqual(off.prediction, { on: false, why: 'off (?prediction=off)' });
+      assert.equal(await page.textContent('#predict-state'), 'off (?prediction=off)');
       await page.close();
     });
 });

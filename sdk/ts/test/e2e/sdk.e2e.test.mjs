@@ -3,11 +3,17 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import WebSocket from 'ws';
-import { CommandError, ErrorCode, Session, sameEntity, tcp, webSocket } from '../../dist/ecsnet.node.js';
+import { readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { CommandError, ErrorCode, Prediction, Session, sameEntity, tcp, webSocket } from '../../dist/ecsnet.node.js';
 import { serverBinary, startServer } from '../support/servers.mjs';
 
 const serverBin = serverBinary('ECSNET_SERVER_BIN');
 const arenaBin = serverBinary('ECSNET_ARENA_SERVER_BIN');
+// The arena's prediction module (a build with ECSNET_WASM: share/ecsnet/web/arena/arena_prediction.js).
+const arenaModule = process.env.ECSNET_ARENA_PREDICTION;
+const loadArenaPrediction = () => Prediction.load(createRequire(import.meta.url)(arenaModule),
+  { wasmBinary: readFileSync(arenaModule.replace(/\.js$/, '.wasm')) }, { config: 'size=4000' });
 
 const transports = [
   { name: 'tcp', args: [], connector: (s) => tcp('127.0.0.1', s.port) },
@@ -200,6 +206,36 @@ for (const transport of transports) {
       assert.equal(again.clientId, id);
       await again.destroy(e);
     });
+
+    test('prediction: the ship turns and fires at once in the WebAssembly module, and the server agrees',
+      { skip: arenaModule ? false : 'ECSNET_ARENA_PREDICTION is not set (a build without ECSNET_WASM)' }, async () => {
+        const s = await server(arenaBin, []);
+        const prediction = await loadArenaPrediction();
+        const refused = [];
+        prediction.onSpawnRefused = (spawn, why) => refused.push(why);
+        const pilot = await session(s, { prediction });
+        assert.equal(pilot.predictor, prediction);
+        await waitFor(() => pilot.ownedEntities().length === 1 && prediction.tracks(pilot.ownedEntities()[0]), 'our ship, predicted');
+        const [ship] = pilot.ownedEntities();
+        assert.deepEqual(prediction.declaredTypes().map((t) => t.name),
+          ['position', 'velocity', 'heading', 'ship', 'owner', 'stats', 'ship_timers', 'bullet', 'pilot']);
+        const before = pilot.mirror.get(ship, 'heading');
+        pilot.setInput(ship, { pilot: { thrust: 0, turn: 1, fire: true, laser: false } });
+        // The prediction runs the input ticks ahead of the server's: it turns first.
+        await waitFor(() => prediction.tick > 0 && prediction.rendered(ship, 'heading').x !== before.x, 'the predicted turn');
+        const serverHeading = pilot.mirror.get(ship, 'heading');
+        assert.ok(prediction.tick > Number(pilot.mirror.tick), `predicted tick ${prediction.tick}, server ${pilot.mirror.tick}`);
+        assert.notDeepEqual(prediction.rendered(ship, 'heading'), serverHeading, 'ahead of the server\'s heading');
+        await waitFor(() => prediction.stats.spawnsMatched >= 3 && prediction.stats.checks >= 60, 'matched bullets and 60 checks');
+        const st = prediction.stats;
+        assert.equal(st.systemFailures, 0);
+        assert.equal(prediction.refusedFrames, 0, prediction.error);
+        assert.ok(st.mispredictions <= 3, `${st.mispredictions} mispredictions in ${st.checks} checks`);
+        assert.ok(prediction.spawnsPending().length <= 4, 'bullets are matched, not piling up');
+        assert.ok(refused.length <= 1, `refused: ${refused.join(', ')}`);
+        const shot = prediction.spawnsPending()[0];
+        if (shot) assert.ok(Number.isFinite(prediction.rendered(shot, 'position').x));
+      });
 
     test('a refused Hello closes the session with the server reason', async () => {
       const s = await server(serverBin, ['--auth-token', 'right']);

@@ -40,7 +40,7 @@ function sentMessages(wire) {
   });
 }
 
-test('the first frame is Hello with protocol 4, the name and the resume key', async () => {
+test('the first frame is Hello with protocol 5, the name and the resume key', async () => {
   const key = new Uint8Array(32).fill(3);
   let hello;
   const session = await Session.connect({
@@ -51,7 +51,7 @@ test('the first frame is Hello with protocol 4, the name and the resume key', as
   const m = cw.ClientMessage.getSizePrefixedRootAsClientMessage(new flatbuffers.ByteBuffer(hello));
   const h = m.body(new cw.Hello());
   assert.equal(cw.ClientBody[m.bodyType()], 'Hello');
-  assert.equal(h.protocolVersion(), 4);
+  assert.equal(h.protocolVersion(), 5);
   assert.equal(h.clientName(), 'bot-1');
   assert.deepEqual([...h.resumeKeyArray()], [...key]);
   assert.equal(h.connectToken(), 'tok');
@@ -153,6 +153,29 @@ test('input: one Input per due tick, a slow frame batches the missed ticks (16 a
   advance(1 / 30);
   session.update();
   assert.equal(inputs().length, 3);
+  session.close();
+});
+
+test('input (protocol 5): each Input carries the render tick the player saw when the input changed', async () => {
+  const { session, wire, advance } = await joinedSession({ types: inputTypes });
+  const ship = { index: 0, version: 1 };
+  const inputs = () => sentMessages(wire).filter((s) => s.type === 'Input').map((s) => s.m.body(new cw.Input()));
+  session.setInput(ship, { steer: { turn: 0, fire: false } });
+  session.update();
+  const shownAtPress = session.renderTick;
+  session.setInput(ship, { steer: { turn: 0, fire: true } });
+  advance(3 / 30); // the next Input goes out three ticks later: it still names the press's screen
+  session.update();
+  const pressed = inputs().at(-1);
+  const sentTick = Number(pressed.renderTick()) + pressed.renderFraction();
+  assert.ok(Math.abs(sentTick - shownAtPress) < 1e-6, `render tick ${sentTick}, shown at the press ${shownAtPress}`);
+  assert.ok(pressed.renderFraction() >= 0 && pressed.renderFraction() < 1);
+  assert.ok(pressed.renderTick() <= pressed.firstTick() + BigInt(pressed.tickCount()) - 1n, 'never after the last tick');
+  // Held: the render tick as it goes.
+  advance(1 / 30);
+  session.update();
+  const held = inputs().at(-1);
+  assert.ok(Math.abs(Number(held.renderTick()) + held.renderFraction() - session.renderTick) < 1e-6);
   session.close();
 });
 

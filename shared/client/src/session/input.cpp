@@ -60,6 +60,12 @@ void session::impl::send_input() {
     if (next_input_tick == 0 || due + batch < next_input_tick) {
         next_input_tick = due;  // the first, or the estimate went back by more than a batch
     }
+    if (predicted && next_input_tick <= predicted->tick()) {
+        // The prediction ran this tick already, with the input before: this one starts at the
+        // next, on both sides. (Stamped `due`, the server would apply it a tick before the
+        // prediction, and every shot of a held trigger would land a tick apart.)
+        next_input_tick = predicted->tick() + 1;
+    }
     if (due < next_input_tick) {
         return;  // this tick's input is sent already
     }

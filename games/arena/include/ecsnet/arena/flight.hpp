@@ -31,6 +31,9 @@ struct BulletLife {
 // bullets leave the muzzle where the ship was, and fly in their first tick;
 // move: everything with a Velocity moves and bounces off the walls of an arena `size` wide.
 // Entities that do not change are not written.
+// The side of the arena unless the server's --arena-size says otherwise.
+inline constexpr float default_arena_size = 4000.0F;
+
 void add_steer(ecs::Scheduler& scheduler);
 void add_gun(ecs::Scheduler& scheduler);
 void add_move(ecs::Scheduler& scheduler, float size);

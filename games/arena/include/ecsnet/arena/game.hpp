@@ -26,7 +26,7 @@ inline constexpr float default_view_radius = 700.0F;
 
 // What --arena-size, --asteroids, --arena-seed, --no-lag-compensation and --lag-window-ms set.
 struct settings {
-    float size = 4000.0F;  // the arena is the square [-size / 2, size / 2]^2
+    float size = default_arena_size;  // the arena is the square [-size / 2, size / 2]^2
     std::size_t asteroids = 120;
     std::uint64_t seed = 1;
     // The laser hits what its shooter saw (the render tick its Input carried), within the

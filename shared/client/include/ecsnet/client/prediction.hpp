@@ -257,6 +257,22 @@ public:
         return o == nullptr ? 0.0 : length(*o);
     }
 
+    // ---- type-erased reading (a WebAssembly module's C ABI: client/prediction_module.h) ------
+    struct declared_type {
+        std::string name;  // the wire name; "(kept type)" or keep()'s name for a kept type
+        bool replicated{false};  // the server sends it (predict, spawns, input)
+        bool input{false};
+        std::size_t fields{0};  // its fields, as rendered_fields() writes them
+    };
+    // The types declared, in the order declared.
+    [[nodiscard]] std::vector<declared_type> declared_types() const;
+    // The server entities tracked (matched spawns included; pending ones are spawns_pending()).
+    [[nodiscard]] std::vector<ecs::Entity> tracked() const;
+    // rendered<T>() of declared type `type`, its fields in order as numbers (a bool's or an
+    // enum's as its value) into out[0 .. declared_types()[type].fields); false when absent.
+    bool rendered_fields(ecs::Entity server_entity, std::size_t type, double* out) const;
+    bool rendered_fields(const predicted_spawn& spawn, std::size_t type, double* out) const;
+
     [[nodiscard]] const prediction_stats& stats() const noexcept { return stats_; }
     [[nodiscard]] const prediction_options& options() const noexcept { return options_; }
     // Each disagreement, as reconcile() finds it.
@@ -285,6 +301,9 @@ private:
         bool (*agrees)(const std::byte* predicted, const std::byte* server, std::uint32_t tolerance,
                        double& error){nullptr};
         void (*to_floats)(const std::byte*, double*){nullptr};
+        // Every field as a number, after adding `offset` (null: none) to the float fields.
+        std::size_t fields{0};
+        void (*to_fields)(const std::byte*, const double* offset, double* out){nullptr};
         // predict<T>(agree): the game's rule instead of `agrees`, and the rule itself.
         bool (*agrees_by_rule)(void (*)(), const std::byte*, const std::byte*){nullptr};
         void (*rule)(){nullptr};
@@ -376,6 +395,27 @@ inline constexpr std::size_t float_fields_v = [] {
     }
 }();
 
+template <typename T>
+inline constexpr std::size_t fields_v = [] {
+    if constexpr (std::is_aggregate_v<T> && std::is_empty_v<T>) {
+        return std::size_t{0};
+    } else {
+        return boost::pfr::tuple_size_v<T>;
+    }
+}();
+
+template <typename F>
+[[nodiscard]] double field_number(const F& field) noexcept {
+    if constexpr (std::is_enum_v<F>) {
+        return static_cast<double>(static_cast<std::underlying_type_t<F>>(field));
+    } else if constexpr (std::is_arithmetic_v<F>) {
+        return static_cast<double>(field);
+    } else {
+        static_assert(std::is_arithmetic_v<F>, "a predicted type's fields are numbers, bools or enums");
+        return 0.0;
+    }
+}
+
 template <typename T, typename Fn>
 void each_float(T& value, Fn&& fn) {
     if constexpr (float_fields_v<T> > 0) {
@@ -432,6 +472,18 @@ prediction::type_ops prediction::make_ops(op_kind kind, bool smoothed) {
         T value;
         std::memcpy(&value, in, sizeof(T));
         detail::each_float(value, [&](auto& field, std::size_t i) { out[i] = static_cast<double>(field); });
+    };
+    ops.fields = detail::fields_v<T>;
+    ops.to_fields = [](const std::byte* in, const double* offset, double* out) {
+        T value;
+        std::memcpy(&value, in, sizeof(T));
+        if (offset != nullptr) {
+            add_to_floats(value, offset);
+        }
+        if constexpr (detail::fields_v<T> > 0) {
+            std::size_t n = 0;
+            boost::pfr::for_each_field(value, [&](const auto& field) { out[n++] = detail::field_number(field); });
+        }
     };
     if constexpr (protocol::replicated_component<T>) {
         ops.fetch = [](const protocol::mirror& mirror, ecs::Entity e, std::byte* out) {

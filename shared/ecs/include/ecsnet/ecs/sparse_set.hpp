@@ -69,7 +69,8 @@ private:
         if (page >= pages_.size()) {
             pages_.resize(page + 1);
         }
-        pages_[page] = std::make_unique_for_overwrite<Value[]>(PageSize);
+        // Uninitialized, as make_unique_for_overwrite would (absent from emscripten's libc++ 14).
+        pages_[page] = std::unique_ptr<Value[]>(new Value[PageSize]);
         std::fill_n(pages_[page].get(), PageSize, Empty);
     }
 

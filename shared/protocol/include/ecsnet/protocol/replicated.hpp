@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <array>
-#include <bit>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -199,9 +198,9 @@ std::uint64_t raw_bits(F value) noexcept {
             // NaN compares false both ways: it goes out as 0.
             return steps > 0 ? static_cast<std::uint64_t>(std::min(steps, max_q)) : 0;
         } else if constexpr (sizeof(F) == 4) {
-            return std::bit_cast<std::uint32_t>(value);
+            return detail::bit_cast<std::uint32_t>(value);
         } else {
-            return std::bit_cast<std::uint64_t>(value);
+            return detail::bit_cast<std::uint64_t>(value);
         }
     } else if constexpr (std::is_same_v<F, bool>) {
         return value ? 1 : 0;
@@ -217,9 +216,9 @@ F from_raw_bits(std::uint64_t raw, const quantize& q) noexcept {
             return static_cast<F>(q.min + static_cast<double>(raw) * q.step);
         }
         if constexpr (sizeof(F) == 4) {
-            return std::bit_cast<float>(static_cast<std::uint32_t>(raw));
+            return detail::bit_cast<float>(static_cast<std::uint32_t>(raw));
         } else {
-            return std::bit_cast<double>(raw);
+            return detail::bit_cast<double>(raw);
         }
     } else if constexpr (std::is_same_v<F, bool>) {
         return raw != 0;

@@ -1,13 +1,14 @@
 #pragma once
 
 #include <array>
-#include <bit>
 #include <cstddef>
 #include <type_traits>
 #include <utility>
 
 #include <boost/pfr/core.hpp>
 #include <boost/pfr/tuple_size.hpp>
+
+#include "ecsnet/protocol/bit_cast.hpp"
 
 // A fixed-size component and its FlatBuffers struct, field by field. Values cross between the
 // two only through the fields: the struct is built by flatc's constructor, which writes every
@@ -109,7 +110,7 @@ template <typename T, typename W>
 // fields at the schema's offsets, zero padding). What the checksum hashes.
 template <typename W, typename T>
 [[nodiscard]] std::array<std::byte, sizeof(W)> wire_bytes(const T& value) noexcept {
-    return std::bit_cast<std::array<std::byte, sizeof(W)>>(to_wire<W>(value));
+    return detail::bit_cast<std::array<std::byte, sizeof(W)>>(to_wire<W>(value));
 }
 
 }  // namespace ecsnet::protocol
