@@ -8,29 +8,19 @@
 //        --web-root <build with ECSNET_WEB>/share/ecsnet/web/arena [--latency-ms 75] [--jitter-ms 0]
 //        [--presses 10]
 import { createServer, connect } from 'node:net';
+import { commandLine } from './cli.mjs';
 import { launchChromium, pollUntil } from '../sdk/ts/test/browser/support.mjs';
 import { startArenaServer } from '../games/arena/web/test/support.mjs';
 
 const usage = 'usage: node bench/arena_page_latency.mjs --server <arena-server> --web-root <dir> ' +
   '[--latency-ms 75] [--jitter-ms 0] [--presses 10]';
-const args = process.argv.slice(2);
-const option = (name, fallback) => {
-  const at = args.indexOf(name);
-  return at < 0 ? fallback : args[at + 1];
-};
-if (args.includes('--help')) {
-  console.log(usage);
-  process.exit(0);
-}
+const { option, fail } = commandLine(usage);
 const serverBin = option('--server');
 const webRoot = option('--web-root');
 const latency = Number(option('--latency-ms', '75'));
 const jitter = Number(option('--jitter-ms', '0'));
 const presses = Number(option('--presses', '10'));
-if (!serverBin || !webRoot || !(latency >= 0) || !(jitter >= 0) || !(presses >= 1)) {
-  console.error(usage);
-  process.exit(2);
-}
+if (!serverBin || !webRoot || !(latency >= 0) || !(jitter >= 0) || !(presses >= 1)) fail();
 
 // Each direction's bytes go out `latency` +- `jitter` ms after they came, never before the
 // bytes ahead of them (TCP keeps order).

@@ -15,26 +15,16 @@ import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { gzipSync } from 'node:zlib';
+import { commandLine } from './cli.mjs';
 import { launchChromium, serveStatic } from '../sdk/ts/test/browser/support.mjs';
 import { replay } from '../tests/wasm/golden.mjs';
 
 const usage = 'usage: node bench/prediction_wasm.mjs --golden <arena_golden> --module <arena_prediction.js> [--runs N]';
-const args = process.argv.slice(2);
-const option = (name, fallback) => {
-  const at = args.indexOf(name);
-  return at < 0 ? fallback : args[at + 1];
-};
-if (args.includes('--help')) {
-  console.log(usage);
-  process.exit(0);
-}
+const { option, fail } = commandLine(usage);
 const golden = option('--golden');
 const moduleJs = option('--module');
 const runs = Number(option('--runs', '3'));
-if (!golden || !moduleJs || !(runs >= 1)) {
-  console.error(usage);
-  process.exit(2);
-}
+if (!golden || !moduleJs || !(runs >= 1)) fail();
 const wasmPath = moduleJs.replace(/\.js$/, '.wasm');
 const here = dirname(fileURLToPath(import.meta.url));
 const work = mkdtempSync(join(tmpdir(), 'ecsnet-prediction-wasm-'));

@@ -125,100 +125,80 @@ struct recorded_player {
     }
 };
 
-int record(const std::string& path, std::uint64_t ticks) {
-    protocol::component_registry types;
-    arena::register_components(types);
-    const protocol::schema& schema = types.types();
-    const protocol::component_info* pilot_type = schema.find("pilot");
-    if (pilot_type == nullptr) {
-        throw std::runtime_error("the arena registers no pilot type");
+// The server side of a recording: the arena's registry, the predicted systems (the same code)
+// on a world with the player's ship, its encoder; and the recording's first calls.
+struct recording_server {
+    recording_server() {
+        arena::register_components(types);
+        pilot_type = types.types().find("pilot");
+        if (pilot_type == nullptr) {
+            throw std::runtime_error("the arena registers no pilot type");
+        }
+        arena::add_steer(systems);
+        arena::add_gun(systems);
+        arena::add_move(systems, arena::default_arena_size);
+        arena::add_settle(systems);
+        ship = world->create();
+        world->emplace<arena::Position>(ship, arena::Position{100.0F, -50.0F});
+        world->emplace<arena::Velocity>(ship);
+        world->emplace<arena::Heading>(ship);
+        world->emplace<arena::Pilot>(ship);
+        world->emplace<arena::Ship>(ship);
+        world->emplace<protocol::Owner>(ship, protocol::Owner{owner_id});
+        world->emplace<arena::Stats>(ship, arena::Stats{0, arena::rules::max_ammo, 0});
+        world->emplace<arena::ShipTimers>(ship, arena::ShipTimers{0.0F, arena::rules::reload_interval, 0.0F});
     }
 
-    // The server: the predicted systems (the same code), and bullets that expire.
-    const auto world = ecs::World::make();
-    ecs::Scheduler systems{1.0 / tick_rate};
-    arena::add_steer(systems);
-    arena::add_gun(systems);
-    arena::add_move(systems, arena::default_arena_size);
-    arena::add_settle(systems);
-    systems.add("expire", ecs::component_access{}.writes<arena::BulletLife>(), [](ecs::SystemContext& ctx) {
-        ctx.world.view<arena::BulletLife>().each([&](ecs::Entity e, arena::BulletLife& life) {
-            if ((life.left -= static_cast<float>(ctx.dt)) <= 0.0F) {
-                ctx.commands.destroy(e);
-            }
-        });
-    });
-    const ecs::Entity ship = world->create();
-    world->emplace<arena::Position>(ship, arena::Position{100.0F, -50.0F});
-    world->emplace<arena::Velocity>(ship);
-    world->emplace<arena::Heading>(ship);
-    world->emplace<arena::Pilot>(ship);
-    world->emplace<arena::Ship>(ship);
-    world->emplace<protocol::Owner>(ship, protocol::Owner{owner_id});
-    world->emplace<arena::Stats>(ship, arena::Stats{0, arena::rules::max_ammo, 0});
-    world->emplace<arena::ShipTimers>(ship, arena::ShipTimers{0.0F, arena::rules::reload_interval, 0.0F});
-    world->discard_changes();
-    protocol::replication_encoder encoder{types};
-
-    writer out;
-    const auto send = [&](const protocol::frame& f) {
+    void send(const protocol::frame& f) {
         out.u8(frame);
         out.bytes(*f);
-    };
-    out.u8(configure);
-    const std::string config = "size=" + std::to_string(static_cast<int>(arena::default_arena_size));
-    out.bytes({reinterpret_cast<const std::uint8_t*>(config.data()), config.size()});
-    // No time budget: a replay's length must not depend on how fast the machine runs.
-    out.u32(ecsnet_option_count);
-    for (int i = 0; i < ecsnet_option_count; ++i) {
-        out.f64(i == ecsnet_option_replay_budget_ms ? 1e9 : std::numeric_limits<double>::quiet_NaN());
     }
-    send(protocol::encode(protocol::server_control{
-        protocol::welcome{owner_id, protocol::protocol_version, static_cast<float>(tick_rate), 0, 0, {}, {}, schema}}));
-    for (const protocol::frame& f : encoder.encode_snapshot(*world, 0)) {
-        send(f);
-    }
-    if (const auto own = encoder.encode_owner_only_snapshot(*world, owner_id, 0)) {
-        send(*own);
-    }
-    out.u8(track);
-    out.u32(ship.index());
-    out.u32(ship.version());
 
-    recorded_player player;
-    std::vector<arena::Pilot> inputs(ticks + input_lead + 1);
-    std::deque<std::vector<protocol::frame>> in_flight;
-    std::mt19937_64 pushes{7};
-    for (std::uint64_t now = 1; now <= ticks; ++now) {
-        if (in_flight.size() == delivery) {
-            for (const protocol::frame& f : in_flight.front()) {
-                send(f);
-            }
-            in_flight.pop_front();
+    // configure (no time budget: a replay's length must not depend on how fast the machine
+    // runs), Welcome, the snapshot, and track() of each entity given.
+    void start(const std::string& config, const std::vector<ecs::Entity>& tracked) {
+        world->discard_changes();
+        out.u8(configure);
+        out.bytes({reinterpret_cast<const std::uint8_t*>(config.data()), config.size()});
+        out.u32(ecsnet_option_count);
+        for (int i = 0; i < ecsnet_option_count; ++i) {
+            out.f64(i == ecsnet_option_replay_budget_ms ? 1e9 : std::numeric_limits<double>::quiet_NaN());
         }
-        // The client's input for now + lead: sent, and predicted at once.
-        const std::uint64_t input_tick = now + input_lead;
-        inputs[input_tick] = player.next();
-        const auto value = protocol::pack(inputs[input_tick]);
+        send(protocol::encode(protocol::server_control{protocol::welcome{
+            owner_id, protocol::protocol_version, static_cast<float>(tick_rate), 0, 0, {}, {}, types.types()}}));
+        for (const protocol::frame& f : encoder.encode_snapshot(*world, 0)) {
+            send(f);
+        }
+        if (const auto own = encoder.encode_owner_only_snapshot(*world, owner_id, 0)) {
+            send(*own);
+        }
+        for (const ecs::Entity e : tracked) {
+            out.u8(track);
+            out.u32(e.index());
+            out.u32(e.version());
+        }
+    }
+
+    // The player's input for `tick`: sent, and given to the prediction.
+    void input_for(std::uint64_t tick, const arena::Pilot& pilot) {
+        const auto value = protocol::pack(pilot);
         out.u8(input);
-        out.f64(static_cast<double>(input_tick));
+        out.f64(static_cast<double>(tick));
         out.u32(ship.index());
         out.u32(ship.version());
         out.u32(1);
         out.u32(pilot_type->id);
         out.bytes({reinterpret_cast<const std::uint8_t*>(value.data()), value.size()});
-        out.u8(update);
-        out.f64(static_cast<double>(input_tick));
-        out.f64(1.0 / tick_rate);
+    }
 
-        // The server's tick `now`, with the input the client sent for it. Now and then something
-        // the client cannot know pushes the ship: a misprediction, a replay, a smoothed correction.
-        world->write<arena::Pilot>(ship) = inputs[now];
-        if (now % 97 == 0) {
-            auto& v = world->write<arena::Velocity>(ship);
-            v.x += std::uniform_real_distribution<float>{-150.0F, 150.0F}(pushes);
-            v.y += std::uniform_real_distribution<float>{-150.0F, 150.0F}(pushes);
-        }
+    void update_to(std::uint64_t tick) {
+        out.u8(update);
+        out.f64(static_cast<double>(tick));
+        out.f64(1.0 / tick_rate);
+    }
+
+    // The server's tick `now`: its frames, the owner's included.
+    std::vector<protocol::frame> run(std::uint64_t now) {
         systems.set_tick(now);
         (void)systems.run(*world);
         const auto changes = world->take_changes();
@@ -228,16 +208,69 @@ int record(const std::string& path, std::uint64_t ticks) {
                 frames.push_back(own.bytes);
             }
         }
-        in_flight.push_back(std::move(frames));
+        return frames;
     }
-    out.u8(end);
-    std::ofstream file{path, std::ios::binary};
-    file.write(reinterpret_cast<const char*>(out.data().data()), static_cast<std::streamsize>(out.data().size()));
-    if (!file) {
-        throw std::runtime_error("cannot write " + path);
+
+    int save(const std::string& path) {
+        out.u8(end);
+        std::ofstream file{path, std::ios::binary};
+        file.write(reinterpret_cast<const char*>(out.data().data()), static_cast<std::streamsize>(out.data().size()));
+        if (!file) {
+            throw std::runtime_error("cannot write " + path);
+        }
+        std::cerr << "arena_golden: " << out.data().size() << " bytes in " << path << "\n";
+        return 0;
     }
-    std::cerr << "arena_golden: " << ticks << " ticks, " << out.data().size() << " bytes in " << path << "\n";
-    return 0;
+
+    protocol::component_registry types;
+    const protocol::component_info* pilot_type = nullptr;
+    std::shared_ptr<ecs::World> world = ecs::World::make();
+    ecs::Scheduler systems{1.0 / tick_rate};
+    protocol::replication_encoder encoder{types};
+    ecs::Entity ship;
+    writer out;
+};
+
+int record(const std::string& path, std::uint64_t ticks) {
+    recording_server server;
+    // Bullets expire on the server (the client's prediction does not run this).
+    server.systems.add("expire", ecs::component_access{}.writes<arena::BulletLife>(), [](ecs::SystemContext& ctx) {
+        ctx.world.view<arena::BulletLife>().each([&](ecs::Entity e, arena::BulletLife& life) {
+            if ((life.left -= static_cast<float>(ctx.dt)) <= 0.0F) {
+                ctx.commands.destroy(e);
+            }
+        });
+    });
+    server.start("size=" + std::to_string(static_cast<int>(arena::default_arena_size)), {server.ship});
+
+    recorded_player player;
+    std::vector<arena::Pilot> inputs(ticks + input_lead + 1);
+    std::deque<std::vector<protocol::frame>> in_flight;
+    std::mt19937_64 pushes{7};
+    for (std::uint64_t now = 1; now <= ticks; ++now) {
+        if (in_flight.size() == delivery) {
+            for (const protocol::frame& f : in_flight.front()) {
+                server.send(f);
+            }
+            in_flight.pop_front();
+        }
+        // The client's input for now + lead: sent, and predicted at once.
+        const std::uint64_t input_tick = now + input_lead;
+        inputs[input_tick] = player.next();
+        server.input_for(input_tick, inputs[input_tick]);
+        server.update_to(input_tick);
+
+        // The server's tick `now`, with the input the client sent for it. Now and then something
+        // the client cannot know pushes the ship: a misprediction, a replay, a smoothed correction.
+        server.world->write<arena::Pilot>(server.ship) = inputs[now];
+        if (now % 97 == 0) {
+            auto& v = server.world->write<arena::Velocity>(server.ship);
+            v.x += std::uniform_real_distribution<float>{-150.0F, 150.0F}(pushes);
+            v.y += std::uniform_real_distribution<float>{-150.0F, 150.0F}(pushes);
+        }
+        in_flight.push_back(server.run(now));
+    }
+    return server.save(path);
 }
 
 // The bench (docs/BENCHMARKS.md, "Prediction in the browser"): the prediction 12 ticks ahead of
@@ -248,102 +281,34 @@ int record_bench(const std::string& path) {
     constexpr std::uint64_t replays = 300;
     constexpr std::uint64_t steps = 300;
     constexpr int bullets = 64;
-    protocol::component_registry types;
-    arena::register_components(types);
-    const protocol::schema& schema = types.types();
-    const protocol::component_info* pilot_type = schema.find("pilot");
-    const auto world = ecs::World::make();
-    ecs::Scheduler systems{1.0 / tick_rate};
-    arena::add_steer(systems);
-    arena::add_gun(systems);
-    arena::add_move(systems, arena::default_arena_size);
-    arena::add_settle(systems);
-    const ecs::Entity ship = world->create();
-    world->emplace<arena::Position>(ship);
-    world->emplace<arena::Velocity>(ship);
-    world->emplace<arena::Heading>(ship);
-    world->emplace<arena::Pilot>(ship);
-    world->emplace<arena::Ship>(ship);
-    world->emplace<protocol::Owner>(ship, protocol::Owner{owner_id});
-    world->emplace<arena::Stats>(ship, arena::Stats{0, arena::rules::max_ammo, 0});
-    world->emplace<arena::ShipTimers>(ship, arena::ShipTimers{0.0F, arena::rules::reload_interval, 0.0F});
-    std::vector<ecs::Entity> shots;
+    recording_server server;
+    std::vector<ecs::Entity> tracked{server.ship};
     for (int i = 0; i < bullets; ++i) {
-        const ecs::Entity b = world->create();
+        const ecs::Entity b = server.world->create();
         const float a = static_cast<float>(i) * 0.098F;
-        world->emplace<arena::Position>(b, arena::Position{std::cos(a) * 100.0F, std::sin(a) * 100.0F});
-        world->emplace<arena::Velocity>(b, arena::Velocity{std::cos(a) * 300.0F, std::sin(a) * 300.0F});
-        world->emplace<arena::Bullet>(b, arena::Bullet{owner_id, static_cast<std::uint32_t>(i), 0});
-        shots.push_back(b);
+        server.world->emplace<arena::Position>(b, arena::Position{std::cos(a) * 100.0F, std::sin(a) * 100.0F});
+        server.world->emplace<arena::Velocity>(b, arena::Velocity{std::cos(a) * 300.0F, std::sin(a) * 300.0F});
+        server.world->emplace<arena::Bullet>(b, arena::Bullet{owner_id, static_cast<std::uint32_t>(i), 0});
+        tracked.push_back(b);
     }
-    world->discard_changes();
-    protocol::replication_encoder encoder{types};
-
-    writer out;
-    const auto send = [&](const protocol::frame& f) {
-        out.u8(frame);
-        out.bytes(*f);
-    };
-    out.u8(configure);
-    out.bytes({});
-    out.u32(ecsnet_option_count);
-    for (int i = 0; i < ecsnet_option_count; ++i) {
-        out.f64(i == ecsnet_option_replay_budget_ms ? 1e9 : std::numeric_limits<double>::quiet_NaN());
-    }
-    send(protocol::encode(protocol::server_control{
-        protocol::welcome{owner_id, protocol::protocol_version, static_cast<float>(tick_rate), 0, 0, {}, {}, schema}}));
-    for (const protocol::frame& f : encoder.encode_snapshot(*world, 0)) {
-        send(f);
-    }
-    send(*encoder.encode_owner_only_snapshot(*world, owner_id, 0));
-    for (const ecs::Entity e : std::vector<ecs::Entity>{ship}) {
-        out.u8(track);
-        out.u32(e.index());
-        out.u32(e.version());
-    }
-    for (const ecs::Entity b : shots) {
-        out.u8(track);
-        out.u32(b.index());
-        out.u32(b.version());
-    }
-    const auto value = protocol::pack(arena::Pilot{0.5F, 0.25F, false, false});
-    const auto input_for = [&](std::uint64_t tick) {
-        out.u8(input);
-        out.f64(static_cast<double>(tick));
-        out.u32(ship.index());
-        out.u32(ship.version());
-        out.u32(1);
-        out.u32(pilot_type->id);
-        out.bytes({reinterpret_cast<const std::uint8_t*>(value.data()), value.size()});
-    };
-    const auto update_to = [&](std::uint64_t tick) {
-        out.u8(update);
-        out.f64(static_cast<double>(tick));
-        out.f64(1.0 / tick_rate);
-    };
+    server.start("", tracked);
+    const arena::Pilot pilot{0.5F, 0.25F, false, false};
     for (std::uint64_t t = 1; t <= lead; ++t) {
-        input_for(t);
+        server.input_for(t, pilot);
     }
-    update_to(lead);
+    server.update_to(lead);
     for (std::uint64_t now = 1; now <= replays + steps; ++now) {
         if (now <= replays) {
-            world->write<arena::Pilot>(ship) = arena::Pilot{0.5F, 0.25F, false, false};
-            world->write<arena::Velocity>(ship).x += 5.0F;  // a push the client cannot know
-            systems.set_tick(now);
-            (void)systems.run(*world);
-            const auto changes = world->take_changes();
-            send(encoder.encode_delta(*world, changes, now));
-            for (const auto& own : encoder.encode_owner_only(*world, changes, now)) {
-                send(own.bytes);
+            server.world->write<arena::Pilot>(server.ship) = pilot;
+            server.world->write<arena::Velocity>(server.ship).x += 5.0F;  // a push the client cannot know
+            for (const protocol::frame& f : server.run(now)) {
+                server.send(f);
             }
         }
-        input_for(now + lead);
-        update_to(now + lead);
+        server.input_for(now + lead, pilot);
+        server.update_to(now + lead);
     }
-    out.u8(end);
-    std::ofstream file{path, std::ios::binary};
-    file.write(reinterpret_cast<const char*>(out.data().data()), static_cast<std::streamsize>(out.data().size()));
-    return file ? 0 : 1;
+    return server.save(path);
 }
 
 // FNV-1a, 32 bits, over the bytes of the doubles: golden.mjs computes the same.
