@@ -7,6 +7,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "ecsnet/client/prediction.hpp"
@@ -144,37 +145,29 @@ int ecsnet_configure(const char* game_config, const double* options, size_t coun
         into = static_cast<std::remove_reference_t<decltype(into)>>(v);
         return true;
     };
-    const auto positive = [&](ecsnet_option which, const char* name) {
+    // A positive number, given to `set`; true when not given.
+    const auto positive = [&](ecsnet_option which, const char* name, auto&& set) {
         if (!given(which)) {
-            return std::optional<double>{};
+            return true;
         }
         const double v = options[which];
         if (!(v > 0 && std::isfinite(v))) {
             s.error = std::string{name} + " must be a positive number";
-            return std::optional<double>{-1.0};
+            return false;
         }
-        return std::optional<double>{v};
+        set(v);
+        return true;
     };
     if (!whole(ecsnet_option_history_ticks, "history_ticks", 2, o.history_ticks) ||
         !whole(ecsnet_option_tolerance_steps, "tolerance_steps", 0, o.tolerance_steps) ||
         !whole(ecsnet_option_replay_budget_ticks, "replay_budget_ticks", 1, o.replay_budget_ticks) ||
-        !whole(ecsnet_option_spawn_confirm_ticks, "spawn_confirm_ticks", 1, o.spawn_confirm_ticks)) {
+        !whole(ecsnet_option_spawn_confirm_ticks, "spawn_confirm_ticks", 1, o.spawn_confirm_ticks) ||
+        !positive(ecsnet_option_replay_budget_ms, "replay_budget_ms",
+                  [&](double ms) { o.replay_budget_time = std::chrono::microseconds{static_cast<std::int64_t>(ms * 1000.0)}; }) ||
+        !positive(ecsnet_option_half_life_ms, "half_life_ms",
+                  [&](double ms) { o.half_life = std::chrono::milliseconds{static_cast<std::int64_t>(ms)}; }) ||
+        !positive(ecsnet_option_snap_distance, "snap_distance", [&](double d) { o.snap_distance = d; })) {
         return 0;
-    }
-    const auto budget = positive(ecsnet_option_replay_budget_ms, "replay_budget_ms");
-    const auto half_life = positive(ecsnet_option_half_life_ms, "half_life_ms");
-    const auto snap = positive(ecsnet_option_snap_distance, "snap_distance");
-    if ((budget && *budget < 0) || (half_life && *half_life < 0) || (snap && *snap < 0)) {
-        return 0;
-    }
-    if (budget) {
-        o.replay_budget_time = std::chrono::microseconds{static_cast<std::int64_t>(*budget * 1000.0)};
-    }
-    if (half_life) {
-        o.half_life = std::chrono::milliseconds{static_cast<std::int64_t>(*half_life)};
-    }
-    if (snap) {
-        o.snap_distance = *snap;
     }
     s.options = o;
     s.config = game_config == nullptr ? "" : game_config;
