@@ -4,8 +4,9 @@
 // one (--port P --server-pid PID), connects K clients with full mirrors (threads pinned to
 // --loadgen-core), warms up, then measures: bytes/s per client (mean, p50, p99 across clients),
 // bytes per entity update, join time to a complete mirror, spawn-to-visible latency, checksum
-// mismatches, server CPU % of one core and RSS from /proc, tick time p99 from the server's
-// stats lines. Prints a table and one JSON line. 127.0.0.1 only; bounded in time.
+// mismatches, server CPU % of one core and RSS from /proc (and each server thread's share),
+// tick time p99 and the tick's time by stage (tick_profile) from the server's stats lines.
+// Prints a table and one JSON line. 127.0.0.1 only; bounded in time.
 //
 // When the server has interest management (Welcome.interest_radius > 0) each client moves its
 // own area of interest: a focus that starts uniformly at random in [-E, E]^2, heads in a random
@@ -43,6 +44,7 @@
 #include <fstream>
 #include <functional>
 #include <iostream>
+#include <filesystem>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -153,6 +155,36 @@ std::optional<double> cpu_seconds(int pid) {
         }
     }
     return static_cast<double>(utime + stime) / static_cast<double>(sysconf(_SC_CLK_TCK));
+}
+
+// Each thread's utime + stime in seconds, by "name (tid)" (the server names its threads: net-N,
+// checkpoint, journal, admin; the tick's thread has the program's name).
+std::map<std::string, double> thread_cpu_seconds(int pid) {
+    std::map<std::string, double> out;
+    const std::filesystem::path tasks = "/proc/" + std::to_string(pid) + "/task";
+    std::error_code error;
+    for (const auto& task : std::filesystem::directory_iterator(tasks, error)) {
+        std::ifstream in(task.path() / "stat");
+        std::string line;
+        if (!std::getline(in, line) || line.find('(') == std::string::npos) {
+            continue;  // the thread ended meanwhile
+        }
+        const std::string name = line.substr(line.find('(') + 1, line.rfind(')') - line.find('(') - 1);
+        std::istringstream rest(line.substr(line.rfind(')') + 2));
+        std::string field;
+        unsigned long long utime = 0;
+        unsigned long long stime = 0;
+        for (int i = 3; i <= 15 && rest >> field; ++i) {
+            if (i == 14) {
+                utime = std::stoull(field);
+            } else if (i == 15) {
+                stime = std::stoull(field);
+            }
+        }
+        out[name + " (" + task.path().filename().string() + ")"] =
+            static_cast<double>(utime + stime) / static_cast<double>(sysconf(_SC_CLK_TCK));
+    }
+    return out;
 }
 
 std::optional<double> rss_mib(int pid) {
@@ -271,6 +303,9 @@ void launch(const options& o, launched_server& out) {
 
 struct tick_stats {
     std::vector<double> p99s;          // of each stats line
+    // "stats: stages ms per tick: NAME MS ...": each stage's mean over the lines, in line order.
+    std::vector<std::pair<std::string, double>> stage_ms;
+    std::size_t stage_lines = 0;
     std::optional<std::uint64_t> first_overruns;  // the server's running count, first and last
     std::uint64_t last_overruns = 0;
 };
@@ -283,7 +318,23 @@ tick_stats read_tick_stats(const std::string& log_path, std::size_t from_line, s
     std::string line;
     lines = 0;
     while (std::getline(log, line)) {
-        if (lines++ < from_line || line.find("stats: tick") == std::string::npos) {
+        if (lines++ < from_line) {
+            continue;
+        }
+        if (const auto at = line.find("stats: stages ms per tick:"); at != std::string::npos) {
+            std::istringstream stages(line.substr(at + 26));
+            std::string name;
+            double ms = 0;
+            for (std::size_t k = 0; stages >> name >> ms; ++k) {
+                if (k == out.stage_ms.size()) {
+                    out.stage_ms.emplace_back(name, 0.0);
+                }
+                out.stage_ms[k].second += ms;
+            }
+            ++out.stage_lines;
+            continue;
+        }
+        if (line.find("stats: tick") == std::string::npos) {
             continue;
         }
         if (const auto at = line.find(" p99 "); at != std::string::npos) {
@@ -712,6 +763,8 @@ struct load_run {
     std::optional<double> cpu1;
     double rss_max{0.0};
     std::vector<double> p99s;   // the server's per-second tick p99s over the window
+    std::vector<std::pair<std::string, double>> stage_ms;  // the window's mean ms per tick, by stage
+    std::map<std::string, double> thread_pct;              // the window's % of a core, by thread
     std::int64_t overruns{-1};  // unknown when attached to a server we did not start
     std::vector<double> joins;  // ms, the extra joins after the window
     std::vector<client_result> results;
@@ -754,6 +807,7 @@ load_run run_load(const options& o) {
         overruns_before = read_tick_stats(launched.log_path, 0, log_lines).last_overruns;
     }
     out.cpu0 = pid > 0 ? cpu_seconds(pid) : std::nullopt;
+    const std::map<std::string, double> threads0 = pid > 0 ? thread_cpu_seconds(pid) : std::map<std::string, double>{};
     const auto t0 = clock_type::now();
     current = static_cast<int>(phase::measure);
     while (clock_type::now() - t0 < std::chrono::duration<double>(o.window_s)) {
@@ -764,6 +818,13 @@ load_run run_load(const options& o) {
     }
     out.window_s = std::chrono::duration<double>(clock_type::now() - t0).count();
     out.cpu1 = pid > 0 ? cpu_seconds(pid) : std::nullopt;
+    if (pid > 0) {
+        for (const auto& [name, seconds] : thread_cpu_seconds(pid)) {
+            const auto before = threads0.find(name);
+            out.thread_pct[name] =
+                100.0 * (seconds - (before == threads0.end() ? 0.0 : before->second)) / out.window_s;
+        }
+    }
     current = static_cast<int>(phase::done);
     for (auto& t : threads) {
         t.join();
@@ -772,6 +833,9 @@ load_run run_load(const options& o) {
         std::size_t total = 0;
         const tick_stats window_stats = read_tick_stats(launched.log_path, log_lines, total);
         out.p99s = window_stats.p99s;
+        for (auto [name, sum] : window_stats.stage_ms) {
+            out.stage_ms.emplace_back(name, sum / static_cast<double>(window_stats.stage_lines));
+        }
         if (window_stats.first_overruns) {
             out.overruns = static_cast<std::int64_t>(window_stats.last_overruns - overruns_before);
         }
@@ -943,6 +1007,14 @@ nlohmann::json report_json(const options& o, const load_run& run, const load_tot
         {"tick_p99_ms_max", run.p99s.empty() ? -1.0 : *std::max_element(run.p99s.begin(), run.p99s.end())},
         {"tick_p99_ms_median", run.p99s.empty() ? -1.0 : percentile(run.p99s, 0.5)},
         {"tick_overruns", run.overruns},
+        {"tick_stage_ms", [&] {
+             nlohmann::json stages = nlohmann::json::object();
+             for (const auto& [name, ms] : run.stage_ms) {
+                 stages[name] = ms;
+             }
+             return stages;
+         }()},
+        {"server_thread_cpu_pct", run.thread_pct},
     };
 }
 
@@ -1015,6 +1087,29 @@ void print_report(const options& o, const load_run& run, const load_totals& t,
                 "overruns\n",
                 "server tick time", j["tick_p99_ms_max"].get<double>(),
                 j["tick_p99_ms_median"].get<double>(), static_cast<long long>(run.overruns));
+    const auto fixed = [](double v, int decimals) {
+        char text[32];
+        std::snprintf(text, sizeof text, "%.*f", decimals, v);
+        return std::string{text};
+    };
+    if (!run.stage_ms.empty()) {
+        std::string stages;
+        double total = 0;
+        for (const auto& [name, ms] : run.stage_ms) {
+            stages += " " + name + " " + fixed(ms, 3);
+            total += ms;
+        }
+        std::printf("%-32s%s (sum %.3f ms per tick)\n", "server tick stages, ms per tick", stages.c_str(), total);
+    }
+    if (!run.thread_pct.empty()) {
+        std::string threads;
+        for (const auto& [name, pct] : run.thread_pct) {
+            if (pct >= 0.05) {
+                threads += " " + name + " " + fixed(pct, 1) + " %";
+            }
+        }
+        std::printf("%-32s%s\n", "server threads, % of a core", threads.c_str());
+    }
     std::printf("%s\n", j.dump().c_str());
 }
 

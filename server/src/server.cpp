@@ -109,6 +109,7 @@ server::server(asio::io_context& io, server_config config, const game& g)
             interest_.forget(owner);
         }
     };
+    replicator_.set_profile(&profile_);
     sessions_.on_change = [this] { publish_health(); };
     sessions_.on_command_after_stop = [this] {
         if (failure_.empty()) {
@@ -327,42 +328,60 @@ void server::run_tick() {
     ++tick_;
     ticks_done_.store(tick_, std::memory_order_relaxed);
 
+    profile_.clear();
     const tick_pipeline::player_hooks hooks{on_player_joined, on_player_left};
-    simulation_.export_system_failures(hooks);
-    sessions_.commands().apply(
-        [this](std::uint32_t client, const protocol::client_message& message) {
-            return simulation_.apply(client, message, tick_);
-        },
-        *world_, journal());
-    simulation_.tell_players(hooks, tick_);
-    simulation_.despawn(admission_.take_departed(clock::now()), tick_);
-    simulation_.apply_inputs(tick_);
+    {
+        const auto timer = timed(&profile_, tick_stage::commands);
+        simulation_.export_system_failures(hooks);
+        sessions_.commands().apply(
+            [this](std::uint32_t client, const protocol::client_message& message) {
+                return simulation_.apply(client, message, tick_);
+            },
+            *world_, journal());
+        simulation_.tell_players(hooks, tick_);
+        simulation_.despawn(admission_.take_departed(clock::now()), tick_);
+    }
+    {
+        const auto timer = timed(&profile_, tick_stage::inputs);
+        simulation_.apply_inputs(tick_);
+    }
+    std::optional<tick_profile::scope> systems{std::in_place, &profile_, tick_stage::systems};
     if (std::string violation = simulation_.run_systems(tick_); !violation.empty()) {
         fail(std::move(violation));
         return;
     }
+    systems.reset();
     const ecs::World::change_set_type& changes = simulation_.take_changes();
     if (journal_writer* journal = this->journal()) {
+        const auto timer = timed(&profile_, tick_stage::journal);
         journal->structure(*world_, changes);
         sessions_.commands().commit(*journal, tick_);
     }
-    // The interest policy follows every change, watched or not: a client joining later sees
-    // the world as it is.
-    interest_.update(*world_, changes);
+    {
+        // The interest policy follows every change, watched or not: a client joining later
+        // sees the world as it is.
+        const auto timer = timed(&profile_, tick_stage::interest);
+        interest_.update(*world_, changes);
+    }
     if (sessions_.sessions().anyone_joined()) {
-        broadcast_tick(changes);
+        broadcast_tick(changes);  // view_query, view_plan, encode, checksum, hand_off
     }
 
     if (persistence_ && persistence_->checkpoint_due(clock::now())) {
+        const auto timer = timed(&profile_, tick_stage::checkpoint);
         persistence_->checkpoint(*world_, admission_.owners(), tick_);  // the copy is the tick's; the write is not
     }
 
+    std::optional<tick_profile::scope> reports{std::in_place, &profile_, tick_stage::reports};
     metrics_.tick_run();
     publish_clients();
     const double elapsed_ms =
         std::chrono::duration<double, std::milli>(clock::now() - started).count();
     publish_health(true, elapsed_ms);
+    reports.reset();
     stats_log_.tick_timed(elapsed_ms);
+    stats_log_.stages_timed(profile_);
+    metrics_.tick_stages(profile_);
     const double budget_ms = 1000.0 / config_.tick_rate;
     metrics_.tick_timed(elapsed_ms / 1000.0, elapsed_ms > budget_ms);
     if (elapsed_ms > budget_ms) {

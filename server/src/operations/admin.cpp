@@ -1,5 +1,7 @@
 #include "ecsnet/server/operations/admin.hpp"
 
+#include "../thread_name.hpp"
+
 #include "ecsnet/server/transport/stream.hpp"
 #include "../transport/use_tuple.hpp"
 
@@ -508,7 +510,10 @@ void admin_endpoint::start() {
             }
         }
     });
-    thread_ = std::thread{[this] { io_.run(); }};
+    thread_ = std::thread{[this] {
+        detail::name_this_thread("admin");
+        io_.run();
+    }};
 }
 
 void admin_endpoint::stop() noexcept {

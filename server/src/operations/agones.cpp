@@ -1,4 +1,6 @@
 #include "ecsnet/server/operations/agones.hpp"
+
+#include "../thread_name.hpp"
 #include "../transport/use_tuple.hpp"
 
 #include <spdlog/spdlog.h>
@@ -139,7 +141,10 @@ void agones_sdk::start() {
     asio::co_spawn(io_, health_loop(), log_end("health"));
     asio::co_spawn(io_, lifecycle_loop(), log_end("ready"));
     asio::co_spawn(io_, watch_loop(), log_end("watch"));
-    thread_ = std::thread{[this] { io_.run(); }};
+    thread_ = std::thread{[this] {
+        detail::name_this_thread("agones");
+        io_.run();
+    }};
 }
 
 bool agones_sdk::shutdown(std::chrono::milliseconds bound) {

@@ -51,6 +51,7 @@ struct server_metrics::families {
     Counter* ticks{};
     Counter* overruns{};
     Counter* skipped{};
+    std::array<Counter*, tick_stage_count> stages{};
     Gauge* tick{};
     Gauge* entities{};
     Gauge* clients{};
@@ -140,6 +141,13 @@ server_metrics::server_metrics(double tick_period_s, std::size_t max_clients)
     f_->ticks = &counter("ecsnet_ticks_total", "Ticks run");
     f_->overruns = &counter("ecsnet_tick_overruns_total", "Ticks whose work took longer than the tick period");
     f_->skipped = &counter("ecsnet_ticks_skipped_total", "Ticks skipped after a stall (not replayed)");
+    auto& stages = prometheus::BuildCounter()
+                       .Name("ecsnet_tick_stage_seconds_total")
+                       .Help("The ticks' work time by stage (the stages of ecsnet_tick_duration_seconds)")
+                       .Register(r);
+    for (std::size_t i = 0; i < tick_stage_count; ++i) {
+        f_->stages[i] = &stages.Add({{"stage", std::string{to_string(static_cast<tick_stage>(i))}}});
+    }
     f_->tick = &gauge("ecsnet_tick", "The current tick number");
     f_->entities = &gauge("ecsnet_entities", "Live entities after the last tick");
     f_->clients = &gauge("ecsnet_clients", "Joined players (observers not included)");
@@ -292,6 +300,14 @@ void server_metrics::tick_timed(double seconds, bool overrun) noexcept {
     f_->tick_seconds->Observe(seconds);
     if (overrun) {
         f_->overruns->Increment();
+    }
+}
+
+void server_metrics::tick_stages(const tick_profile& tick) noexcept {
+    for (std::size_t i = 0; i < tick_stage_count; ++i) {
+        if (const std::uint64_t ns = tick.nanoseconds(static_cast<tick_stage>(i)); ns > 0) {
+            f_->stages[i]->Increment(static_cast<double>(ns) / 1e9);
+        }
     }
 }
 

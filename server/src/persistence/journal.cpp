@@ -1,5 +1,7 @@
 #include "ecsnet/server/persistence/journal.hpp"
 
+#include "../thread_name.hpp"
+
 #include <fcntl.h>
 #include <unistd.h>
 #include <xxhash.h>
@@ -86,7 +88,10 @@ journal_writer::journal_writer(std::filesystem::path path, std::uint64_t base_ti
         throw std::runtime_error("cannot start the journal: " + why);
     }
     sync_directory(path_.parent_path());
-    thread_ = std::thread{[this] { run(); }};
+    thread_ = std::thread{[this] {
+        detail::name_this_thread("journal");
+        run();
+    }};
 }
 
 journal_writer::~journal_writer() {

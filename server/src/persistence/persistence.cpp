@@ -1,5 +1,7 @@
 #include "ecsnet/server/persistence/persistence.hpp"
 
+#include "../thread_name.hpp"
+
 #include <spdlog/spdlog.h>
 
 namespace ecsnet::server {
@@ -142,7 +144,10 @@ void persistence::start(const ecs::World& world, const owner_registry& owners, s
         };
     }
     next_checkpoint_ = clock::now() + config_.checkpoint_interval;
-    thread_ = std::thread{[this] { run(); }};
+    thread_ = std::thread{[this] {
+        detail::name_this_thread("checkpoint");
+        run();
+    }};
 }
 
 bool persistence::checkpoint_due(clock::time_point now) const noexcept {

@@ -19,26 +19,27 @@ public:
 
     void send_to(std::uint64_t id, std::uint32_t owner, const sink& send) {
         const protocol::frame* own = own_frame(owner);
-        if (tick_ % r_.options_.checksum_interval != 0) {
-            send(id, delta(), nullptr, own);
-            return;
+        const protocol::frame* checksum = nullptr;
+        protocol::frame own_checksum;
+        if (tick_ % r_.options_.checksum_interval == 0) {
+            prepare_checksum();
+            checksum = &checksum_;
+            // A client's mirror also holds its own owner-only values: its checksum adds them.
+            if (const auto terms = owner_terms_.find(owner); owner != 0 && terms != owner_terms_.end()) {
+                const auto timer = timed(r_.profile_, tick_stage::checksum);
+                own_checksum = protocol::encode(protocol::server_control{protocol::checksum_report{
+                    tick_, sum_.hash + terms->second, sum_.entities, range_.first, range_.end}});
+                checksum = &own_checksum;
+            }
         }
-        prepare_checksum();
-        // A client's mirror also holds its own owner-only values: its checksum adds them.
-        const auto terms = owner_terms_.find(owner);
-        if (owner == 0 || terms == owner_terms_.end()) {
-            send(id, delta(), &checksum_, own);
-            return;
-        }
-        const protocol::frame own_checksum = protocol::encode(protocol::server_control{
-            protocol::checksum_report{tick_, sum_.hash + terms->second, sum_.entities,
-                                      range_.first, range_.end}});
-        send(id, delta(), &own_checksum, own);
+        const auto timer = timed(r_.profile_, tick_stage::hand_off);
+        send(id, delta(), checksum, own);
     }
 
 private:
     const protocol::frame& delta() {
         if (!delta_) {
+            const auto timer = timed(r_.profile_, tick_stage::encode);
             delta_ = r_.encoder_.encode_delta(world_, changes_, tick_);
             // Types replicated to their owner only: one more frame per owner with changes.
             owner_frames_ = r_.encoder_.encode_owner_only(world_, changes_, tick_);
@@ -61,6 +62,7 @@ private:
         if (checksum_) {
             return;
         }
+        const auto timer = timed(r_.profile_, tick_stage::checksum);
         range_ = r_.next_checksum_range(world_);
         sum_ = protocol::checksum::of_world(world_, r_.types_, range_);
         owner_terms_ = protocol::checksum::owner_only_terms(world_, r_.types_, range_);
@@ -177,6 +179,7 @@ void replicator::tick(const ecs::World& world, const ecs::World::change_set_type
 
 std::size_t replicator::empty_frame_bytes(const ecs::World& world, std::uint64_t tick) {
     if (empty_frame_tick_ != tick) {
+        const auto timer = timed(profile_, tick_stage::encode);
         empty_frame_bytes_ =
             encoder_.encode_view_delta(world, protocol::replication_encoder::view_changes{}, tick)
                 ->size();
@@ -201,6 +204,7 @@ void replicator::serve_view(const ecs::World& world, std::uint64_t id, client& c
     }
     if (!tick_changes_built_) {
         // Once per tick, and only when a client needs its own frame.
+        const auto timer = timed(profile_, tick_stage::view_plan);
         tick_changes_.build(world, *changes_, types_);
         tick_changes_built_ = true;
     }
@@ -208,26 +212,35 @@ void replicator::serve_view(const ecs::World& world, std::uint64_t id, client& c
         v.hold_everything(ctx);  // out of view or over budget: its own frames from now on
     }
     desired_.clear();
-    if (!interest_.collect(world, c.owner, p, desired_)) {
-        v.listed(desired_);  // the policy failed: the view stays as it is, updates flow
+    {
+        const auto timer = timed(profile_, tick_stage::view_query);
+        if (!interest_.collect(world, c.owner, p, desired_)) {
+            v.listed(desired_);  // the policy failed: the view stays as it is, updates flow
+        }
     }
     const std::uint64_t deferred = v.stats().deferred;
+    std::optional<tick_profile::scope> planning{std::in_place, profile_, tick_stage::view_plan};
     const auto& plan = v.plan(ctx, desired_);
+    planning.reset();
     stats_.view_entered += plan.entered.size() + plan.spawned.size();
     stats_.view_left += plan.left.size();
     stats_.view_deferred += v.stats().deferred - deferred;
+    std::optional<tick_profile::scope> encoding{std::in_place, profile_, tick_stage::encode};
     const protocol::frame delta = encoder_.encode_view_delta(world, plan, ctx.tick);
+    encoding.reset();
     v.sent(delta->size(), empty);
     // Each client's checksum sums what it holds: spread over the interval by client id, so
     // that no tick pays for all of them. Taken before a switch to whole-world mode, which
     // forgets the records the sum is made of (it summed nothing on such a tick: a mismatch).
     std::optional<protocol::frame> checksum;
     if ((ctx.tick + id) % options_.checksum_interval == 0) {
+        const auto timer = timed(profile_, tick_stage::checksum);
         checksum = protocol::encode(protocol::server_control{v.checksum(world, types_, ctx.tick)});
     }
     if (everything && desired_.size() == world.alive() && v.in_sync()) {
         v.set_whole_world();  // holds it all: the single stream from the next tick
     }
+    const auto timer = timed(profile_, tick_stage::hand_off);
     send(id, delta, checksum ? &*checksum : nullptr, nullptr);
 }
 

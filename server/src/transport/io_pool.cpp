@@ -1,5 +1,7 @@
 #include "ecsnet/server/transport/io_pool.hpp"
 
+#include "../thread_name.hpp"
+
 #include <spdlog/spdlog.h>
 #include <boost/asio/executor_work_guard.hpp>
 
@@ -27,6 +29,7 @@ io_pool::io_pool(std::size_t threads) {
     }
     for (std::size_t i = 0; i < threads; ++i) {
         threads_.emplace_back([ctx = contexts_[i].get(), i] {
+            detail::name_this_thread("net-" + std::to_string(i));
             // Sessions come and go: without the guard, run() would return while none is here.
             const auto work = asio::make_work_guard(*ctx);
             for (;;) {

@@ -18,6 +18,7 @@
 #include <set>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "ecsnet/client/connection.hpp"
@@ -37,6 +38,9 @@ using ecsnet::server::disconnect_reason;
 using ecsnet::server::refusal_reason;
 using ecsnet::server::resync_cause;
 using ecsnet::server::server_metrics;
+using ecsnet::server::tick_profile;
+using ecsnet::server::tick_stage;
+using ecsnet::server::timed;
 using ecsnet::test::http_get;
 using ecsnet::test::test_server;
 using ecsnet::wire::ErrorCode;
@@ -205,6 +209,28 @@ TEST(ServerMetrics, ServerStatsAreReadBackFromTheRegistry) {
         << "50 ms is over the 20 ms budget's bucket";
 }
 
+TEST(ServerMetrics, TheTicksTimeIsCountedByStageEveryStageFromZero) {
+    server_metrics m{0.02, 10};
+    tick_profile tick;
+    tick.add(tick_stage::systems, std::chrono::milliseconds{3});
+    tick.add(tick_stage::encode, std::chrono::microseconds{500});
+    m.tick_stages(tick);
+    m.tick_stages(tick);
+    const auto samples = samples_of(m.text());
+    EXPECT_DOUBLE_EQ(value(samples, R"(ecsnet_tick_stage_seconds_total{stage="systems"})"), 0.006);
+    EXPECT_DOUBLE_EQ(value(samples, R"(ecsnet_tick_stage_seconds_total{stage="encode"})"), 0.001);
+    EXPECT_EQ(value(samples, R"(ecsnet_tick_stage_seconds_total{stage="hand_off"})"), 0.0)
+        << "every stage is exported from the start, at 0";
+    {
+        const auto timer = timed(&tick, tick_stage::view_plan);
+        std::this_thread::sleep_for(2ms);
+    }
+    EXPECT_GE(tick.nanoseconds(tick_stage::view_plan), 2'000'000U);
+    tick.clear();
+    EXPECT_EQ(tick.nanoseconds(tick_stage::systems), 0U);
+    const auto untimed = timed(nullptr, tick_stage::systems);  // not profiled: nothing to count
+}
+
 TEST(ServerMetrics, BudgetUseIsOneHistogramOverEveryClient) {
     server_metrics m{0.02, 10};
     const std::vector<double> ratios{0.05, 1.0, 3.0};
@@ -306,6 +332,10 @@ TEST(MetricsEndpoint, AScrapeUnderLoadPassesPromtoolAndAddsUpWithTheClients) {
     EXPECT_EQ(value(samples, R"(ecsnet_connections_refused_total{reason="full"})"), 0.0);
     EXPECT_GT(value(samples, "ecsnet_ticks_total"), 0.0);
     EXPECT_EQ(value(samples, "ecsnet_tick_duration_seconds_count"), value(samples, "ecsnet_ticks_total"));
+    EXPECT_GT(value(samples, R"(ecsnet_tick_stage_seconds_total{stage="commands"})"), 0.0);
+    EXPECT_GT(value(samples, R"(ecsnet_tick_stage_seconds_total{stage="encode"})"), 0.0)
+        << "the deltas the clients received were encoded";
+    EXPECT_GT(value(samples, R"(ecsnet_tick_stage_seconds_total{stage="hand_off"})"), 0.0);
     EXPECT_EQ(value(samples, "ecsnet_snapshot_size_bytes_count"), players) << "one per join";
     // Every frame the clients sent: Hello and their commands, and whatever else they send (pings).
     EXPECT_GE(value(samples, "ecsnet_frames_received_total"), players + ok + 1);

@@ -205,6 +205,7 @@ private:
     health_publisher health_;
     client_reports client_reports_;
     stats_log stats_log_;
+    tick_profile profile_;  // the current tick's time by stage
     log_limiter tick_warnings_{10, std::chrono::seconds{10}};  // overruns, skipped ticks
 };
 

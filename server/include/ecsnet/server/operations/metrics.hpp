@@ -10,6 +10,7 @@
 #include <unordered_map>
 
 #include "ecsnet/server/operations/stats.hpp"
+#include "ecsnet/server/operations/tick_profile.hpp"
 
 namespace prometheus {
 class Registry;
@@ -104,6 +105,8 @@ public:
     // The tick's work time; `overrun`: longer than the tick period.
     void tick_timed(double seconds, bool overrun) noexcept;
     void ticks_skipped(std::uint64_t ticks) noexcept;
+    // The tick's time by stage: ecsnet_tick_stage_seconds_total{stage}.
+    void tick_stages(const tick_profile& tick) noexcept;
     struct world_state {
         std::uint64_t tick;
         std::size_t entities;

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "ecsnet/server/operations/stats.hpp"
+#include "ecsnet/server/operations/tick_profile.hpp"
 
 namespace ecsnet::server {
 
@@ -19,6 +20,8 @@ public:
     // The work time of a tick, and of serving the views in it (under interest management).
     void tick_timed(double ms) { tick_ms_.push_back(ms); }
     void views_timed(double ms) { views_ms_.push_back(ms); }
+    // A tick's time by stage (tick_profile), summed until the next line.
+    void stages_timed(const tick_profile& tick);
 
     struct world_line {
         std::uint64_t tick{0};
@@ -37,6 +40,8 @@ public:
 private:
     std::vector<double> tick_ms_;
     std::vector<double> views_ms_;
+    tick_profile stages_;
+    std::uint64_t staged_ticks_{0};
     std::uint64_t bytes_out_{0};
     clock::time_point last_{clock::now()};
 };

@@ -12,6 +12,7 @@
 #include "ecsnet/protocol/frame.hpp"
 #include "ecsnet/protocol/registry.hpp"
 #include "ecsnet/protocol/replication.hpp"
+#include "ecsnet/server/operations/tick_profile.hpp"
 #include "ecsnet/server/replication/client_view.hpp"
 #include "ecsnet/server/replication/interest.hpp"
 
@@ -68,6 +69,9 @@ public:
     // Size of the last whole-world snapshot built (all chunks); 0 before the first.
     [[nodiscard]] std::size_t snapshot_bytes() const noexcept { return snapshot_bytes_; }
     [[nodiscard]] const replicator_stats& stats() const noexcept { return stats_; }
+    // Where tick() spends its time (view_query, view_plan, encode, checksum, hand_off), or
+    // null: not profiled.
+    void set_profile(tick_profile* profile) noexcept { profile_ = profile; }
 
 private:
     class single_stream;
@@ -99,6 +103,7 @@ private:
     std::size_t snapshot_bytes_{0};
     std::vector<protocol::frame> snapshot_cache_;
     replicator_stats stats_;
+    tick_profile* profile_{nullptr};
 };
 
 }  // namespace ecsnet::server
