@@ -135,13 +135,8 @@ void pin_to(pid_t pid, int core) {
     }
 }
 
-// utime + stime of a process, in seconds.
-std::optional<double> cpu_seconds(int pid) {
-    std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
-    std::string line;
-    if (!std::getline(in, line)) {
-        return std::nullopt;
-    }
+// utime + stime from a /proc stat line, in seconds.
+double stat_cpu_seconds(const std::string& line) {
     // Fields after the command name, which is in parentheses and may contain spaces.
     std::istringstream rest(line.substr(line.rfind(')') + 2));
     std::string field;
@@ -157,6 +152,16 @@ std::optional<double> cpu_seconds(int pid) {
     return static_cast<double>(utime + stime) / static_cast<double>(sysconf(_SC_CLK_TCK));
 }
 
+// utime + stime of a process, in seconds.
+std::optional<double> cpu_seconds(int pid) {
+    std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+    std::string line;
+    if (!std::getline(in, line)) {
+        return std::nullopt;
+    }
+    return stat_cpu_seconds(line);
+}
+
 // Each thread's utime + stime in seconds, by "name (tid)" (the server names its threads: net-N,
 // checkpoint, journal, admin; the tick's thread has the program's name).
 std::map<std::string, double> thread_cpu_seconds(int pid) {
@@ -170,19 +175,7 @@ std::map<std::string, double> thread_cpu_seconds(int pid) {
             continue;  // the thread ended meanwhile
         }
         const std::string name = line.substr(line.find('(') + 1, line.rfind(')') - line.find('(') - 1);
-        std::istringstream rest(line.substr(line.rfind(')') + 2));
-        std::string field;
-        unsigned long long utime = 0;
-        unsigned long long stime = 0;
-        for (int i = 3; i <= 15 && rest >> field; ++i) {
-            if (i == 14) {
-                utime = std::stoull(field);
-            } else if (i == 15) {
-                stime = std::stoull(field);
-            }
-        }
-        out[name + " (" + task.path().filename().string() + ")"] =
-            static_cast<double>(utime + stime) / static_cast<double>(sysconf(_SC_CLK_TCK));
+        out[name + " (" + task.path().filename().string() + ")"] = stat_cpu_seconds(line);
     }
     return out;
 }
