@@ -34,11 +34,7 @@ using clock_type = std::chrono::steady_clock;
 constexpr auto frame_time = 16ms;
 
 ecsnet::server::server_config arena_config() {
-    ecsnet::server::server_config c;
-    c.bind = "127.0.0.1";
-    c.port = 0;
-    c.tick_rate = 30.0;
-    c.shutdown_grace = 1000ms;
+    ecsnet::server::server_config c = ecsnet::test::local_server_config(30.0);
     return c;
 }
 

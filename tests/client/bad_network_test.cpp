@@ -36,12 +36,8 @@ constexpr auto frame_time = 16ms;  // about 60 frames per second
 constexpr float snap_distance = 100.0F;
 
 ecsnet::server::server_config arena_config() {
-    ecsnet::server::server_config c;
-    c.bind = "127.0.0.1";
-    c.port = 0;
-    c.tick_rate = tick_rate;
+    ecsnet::server::server_config c = ecsnet::test::local_server_config(tick_rate);
     c.reconnect_grace = 30s;
-    c.shutdown_grace = 1000ms;
     return c;
 }
 

@@ -64,11 +64,7 @@ ecsnet::server::game predicted_game() {
 }
 
 ecsnet::server::server_config config() {
-    ecsnet::server::server_config c;
-    c.bind = "127.0.0.1";
-    c.port = 0;
-    c.tick_rate = 30.0;
-    c.shutdown_grace = 1000ms;
+    ecsnet::server::server_config c = ecsnet::test::local_server_config(30.0);
     return c;
 }
 

@@ -97,11 +97,7 @@ ecsnet::server::game session_game(const std::shared_ptr<world_log>& log) {
 }
 
 server_config config() {
-    server_config c;
-    c.bind = "127.0.0.1";
-    c.port = 0;
-    c.tick_rate = 30.0;
-    c.shutdown_grace = 1000ms;
+    server_config c = ecsnet::test::local_server_config(30.0);
     return c;
 }
 

@@ -60,14 +60,10 @@ using namespace std::chrono_literals;
 constexpr std::size_t demo_entities = 200;
 
 server_config demo_config() {
-    server_config c;
-    c.bind = "127.0.0.1";
-    c.port = 0;
+    server_config c = ecsnet::test::local_server_config(30.0);
     c.ws_port = 0;
-    c.tick_rate = 30.0;
     c.checksum_interval = 3;
     c.demo_entities = demo_entities;
-    c.shutdown_grace = 1000ms;
     return c;
 }
 

@@ -530,11 +530,7 @@ TEST(ArenaBot, CruisesWithNothingInView) {
 // ---- the game on a real server --------------------------------------------------------------
 
 ecsnet::server::server_config arena_config() {
-    ecsnet::server::server_config c;
-    c.bind = "127.0.0.1";
-    c.port = 0;
-    c.tick_rate = 30.0;
-    c.shutdown_grace = 1000ms;
+    ecsnet::server::server_config c = ecsnet::test::local_server_config(30.0);
     c.reconnect_grace = 10s;
     c.client_budget = 0.0;  // unlimited: every view is complete at every tick
     return c;

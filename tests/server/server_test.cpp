@@ -79,12 +79,8 @@ std::uint32_t wire_id() {
 }
 
 server_config test_config() {
-    server_config c;
-    c.bind = "127.0.0.1";
-    c.port = 0;
+    server_config c = ecsnet::test::local_server_config(50.0);
     c.ws_port = current_transport() == transport::websocket ? 0 : -1;
-    c.tick_rate = 50.0;
-    c.shutdown_grace = 1000ms;
     c.reconnect_grace = 0ms;  // a leaving owner's entities go at once, unless a test says so
     return c;
 }

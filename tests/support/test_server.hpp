@@ -29,6 +29,17 @@ namespace ecsnet::test {
 
 using namespace std::chrono_literals;
 
+// A server for a test: on 127.0.0.1, a free port, `tick_rate`, and a short shutdown grace (the
+// test ends it). Each test sets what else it needs.
+inline server::server_config local_server_config(double tick_rate) {
+    server::server_config c;
+    c.bind = "127.0.0.1";
+    c.port = 0;
+    c.tick_rate = tick_rate;
+    c.shutdown_grace = 1000ms;
+    return c;
+}
+
 class test_server {
 public:
     using clock_type = std::chrono::steady_clock;

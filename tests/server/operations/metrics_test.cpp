@@ -261,11 +261,7 @@ ecsnet::server::game positions_game() {
 }
 
 ecsnet::server::server_config metrics_config() {
-    ecsnet::server::server_config c;
-    c.bind = "127.0.0.1";
-    c.port = 0;
-    c.tick_rate = 50.0;
-    c.shutdown_grace = 1000ms;
+    ecsnet::server::server_config c = ecsnet::test::local_server_config(50.0);
     c.reconnect_grace = 0ms;
     return c;
 }

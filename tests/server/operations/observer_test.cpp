@@ -104,11 +104,7 @@ ecsnet::server::game observed_game(std::shared_ptr<player_log> log) {
 }
 
 server_config observer_config() {
-    server_config c;
-    c.bind = "127.0.0.1";
-    c.port = 0;
-    c.tick_rate = 50.0;
-    c.shutdown_grace = 1000ms;
+    server_config c = ecsnet::test::local_server_config(50.0);
     c.reconnect_grace = 0ms;
     c.checksum_interval = 5;
     c.interest_radius = 50.0F;

@@ -144,12 +144,8 @@ private:
 };
 
 server_config config_for(const fs::path& dir, bool journal) {
-    server_config c;
-    c.bind = "127.0.0.1";
-    c.port = 0;
+    server_config c = ecsnet::test::local_server_config(50.0);
     c.ws_port = -1;
-    c.tick_rate = 50.0;
-    c.shutdown_grace = 1000ms;
     c.reconnect_grace = 60s;  // restored owners keep their entities until they come back
     c.demo_entities = 0;
     c.state_dir = dir.string();

@@ -45,11 +45,7 @@ using protocol::component_set;
 using namespace std::chrono_literals;
 
 server_config interest_config() {
-    server_config c;
-    c.bind = "127.0.0.1";
-    c.port = 0;
-    c.tick_rate = 50.0;
-    c.shutdown_grace = 1000ms;
+    server_config c = ecsnet::test::local_server_config(50.0);
     c.interest_radius = 50.0F;
     c.interest_cell = 25.0F;
     c.client_budget = 0.0;  // unlimited unless a test says otherwise

@@ -87,11 +87,7 @@ ecsnet::server::game steering_game(std::shared_ptr<steering_log> log) {
 }
 
 server_config input_config() {
-    server_config c;
-    c.bind = "127.0.0.1";
-    c.port = 0;
-    c.tick_rate = 30.0;
-    c.shutdown_grace = 1000ms;
+    server_config c = ecsnet::test::local_server_config(30.0);
     c.reconnect_grace = 0ms;
     c.input_buffer_ticks = 16;
     return c;

@@ -93,12 +93,8 @@ TEST(WebSocketOrigin, MalformedAllowedOriginsAreExplained) {
 }
 
 server_config ws_config() {
-    server_config c;
-    c.bind = "127.0.0.1";
-    c.port = 0;
+    server_config c = ecsnet::test::local_server_config(50.0);
     c.ws_port = 0;
-    c.tick_rate = 50.0;
-    c.shutdown_grace = 1000ms;
     return c;
 }
 
