@@ -97,6 +97,7 @@ struct options {
     // "demo" (clients watch, one probes spawns) or "arena" (clients are bots that play).
     std::string game = "demo";
     bool no_input = false;
+    std::uint32_t protocol_version = ecsnet::protocol::protocol_version;
     std::uint64_t input_lead = 2;
     bool laser = false;
     bool lag_compensation = true;
@@ -365,7 +366,7 @@ struct client_result {
     // arriving late and of ticks run on its previous input, during the window.
     bool found_ship = false;
     std::uint64_t inputs = 0;
-    std::size_t input_frame_bytes = 0;
+    std::uint64_t input_bytes = 0;  // the Input frames' (compact from protocol 6)
     std::uint64_t inputs_late = 0;
     std::uint64_t inputs_repeated = 0;
     // --predict, during the window: the prediction's counters and the time spent in it.
@@ -564,6 +565,7 @@ void run_arena_client(const options& o, std::uint16_t port, std::size_t index,
         co.websocket = o.websocket();
         co.name = "bot-" + std::to_string(index);
         co.timeout = 60s;
+        co.protocol_version = o.protocol_version;
         co.expected_types = {protocol::describe<arena::Position>(),
                              protocol::describe<arena::Pilot>(), protocol::describe<arena::Ship>()};
         ecsnet::client::connection c(co);
@@ -646,11 +648,10 @@ void run_arena_client(const options& o, std::uint16_t port, std::size_t index,
                 result.predict_ms += measuring ? ms_since(started_predicting) : 0.0;
             }
             const protocol::input in{bot.ship(), played + o.input_lead, {values}, played};
-            if (result.input_frame_bytes == 0) {
-                result.input_frame_bytes = protocol::encode(in, c.mirror().types())->size();
-            }
+            const std::uint64_t sent0 = c.bytes_sent();
             c.send(in);
             result.inputs += measuring ? 1 : 0;
+            result.input_bytes += measuring ? c.bytes_sent() - sent0 : 0;
         }
         result.bytes = c.bytes_received() - bytes0;
         result.ticks = c.mirror().tick() - tick0;
@@ -729,6 +730,11 @@ void add_options(CLI::App& app, options& o) {
     app.add_flag("--no-input", o.no_input,
                  "Arena: the same bots, but sending no input (the server's cost of input, by "
                  "difference)");
+    app.add_option("--protocol", o.protocol_version,
+                   "Arena: the protocol version the bots speak (below 6, every Input is a full "
+                   "FlatBuffers frame; 6 sends compact ones)")
+        ->capture_default_str()
+        ->check(CLI::Range(ecsnet::protocol::oldest_protocol_version, ecsnet::protocol::protocol_version));
     app.add_flag("--laser", o.laser,
                  "Arena: every bot holds the laser (one lag-compensated shot per second each)");
     app.add_flag("!--no-lag-compensation", o.lag_compensation,
@@ -894,7 +900,7 @@ load_totals sum_clients(const options& o, const load_run& run) {
         t.inconsistent += r.inconsistencies;
         t.first_joins.push_back(r.join_ms);
         t.inputs += r.inputs;
-        t.input_bytes += r.inputs * r.input_frame_bytes;
+        t.input_bytes += r.input_bytes;
         t.inputs_late += r.inputs_late;
         t.inputs_repeated += r.inputs_repeated;
         t.shipless += r.found_ship ? 0 : 1;
@@ -946,6 +952,7 @@ nlohmann::json report_json(const options& o, const load_run& run, const load_tot
         {"input", arena && !o.no_input},
         {"inputs_per_s_per_client", t.inputs_ps},
         {"input_bytes_per_s_per_client", t.input_bps},
+        {"protocol_version", o.protocol_version},
         {"inputs_late", t.inputs_late},
         {"inputs_repeated", t.inputs_repeated},
         {"clients_without_ship", t.shipless},
@@ -1020,9 +1027,10 @@ void print_report(const options& o, const load_run& run, const load_totals& t,
                 o.websocket() ? "WebSocket" : "TCP", o.tick_rate, run.window_s,
                 static_cast<unsigned long long>(t.ticks));
     if (arena) {
-        std::printf("%-32s %s: %.1f/s and %.0f B/s per client, %llu late, %llu ticks "
-                    "repeated, %zu clients without a ship\n",
+        std::printf("%-32s %s: %.1f/s and %.0f B/s per client (%.1f B an Input, protocol %u), "
+                    "%llu late, %llu ticks repeated, %zu clients without a ship\n",
                     "bot input", o.no_input ? "off (--no-input)" : "on", t.inputs_ps, t.input_bps,
+                    t.inputs_ps > 0.0 ? t.input_bps / t.inputs_ps : 0.0, o.protocol_version,
                     static_cast<unsigned long long>(t.inputs_late),
                     static_cast<unsigned long long>(t.inputs_repeated), t.shipless);
         std::printf("%-32s %s, lag compensation %s\n", "laser",

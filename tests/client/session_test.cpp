@@ -562,6 +562,8 @@ TEST_P(Session, InputIsStampedForEachTickAndAppliedAtThatTick) {
     EXPECT_EQ(stamped.rbegin()->first - stamped.begin()->first + 1, stamped.size())
         << "every tick from the first on, none skipped";
     EXPECT_LE(p.s.stats().input_frames_sent, p.s.stats().input_ticks_sent);
+    // Protocol 6: one full Input, then compact ones (the entity and the type never changed).
+    EXPECT_EQ(p.s.stats().compact_input_frames_sent + 1, p.s.stats().input_frames_sent);
 
     const std::uint64_t last = stamped.rbegin()->first;
     ASSERT_TRUE(p.pump_until([&] { return p.s.acked_input_tick() >= last; }));

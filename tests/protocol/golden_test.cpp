@@ -383,6 +383,31 @@ golden_case input_client_case(std::string name, proto::client_message expected) 
             }};
 }
 
+// The golden full Input of a game with an input type (test_types.hpp: Stick), version 5 on.
+proto::input golden_input() {
+    return proto::input{Entity{42, 3}, 1000,
+                        {proto::component_set{}.set(ecsnet::testing::Stick{0.5F, -0.25F, 1}),
+                         proto::component_set{}.set(ecsnet::testing::Stick{1.0F, 0.0F, 3})},
+                        994, 0.25F};
+}
+
+// A compact Input, read with the reference its full form sets.
+golden_case compact_input_case(std::string name, proto::input expected) {
+    static const proto::component_registry input_types = ecsnet::testing::input_types();
+    const proto::input_reference reference = proto::reference_of(expected, input_types.types());
+    return {std::move(name),
+            [expected, reference] {
+                return proto::encode_compact_input(expected, input_types.types(), reference);
+            },
+            [expected, reference](std::span<const std::uint8_t> frame) {
+                proto::input decoded;
+                const auto error = proto::decode_compact_input(
+                    frame.subspan(proto::frame_prefix_bytes), input_types.types(), &reference, decoded);
+                ASSERT_FALSE(error.has_value()) << error->message;
+                EXPECT_TRUE(decoded == expected) << "decoded other values";
+            }};
+}
+
 golden_case server_case(std::string name, proto::server_control expected) {
     return {std::move(name), [expected] { return proto::encode(expected); },
             [expected](std::span<const std::uint8_t> frame) {
@@ -479,7 +504,7 @@ proto::welcome interest_welcome() {
 }
 
 std::vector<golden_case> golden_cases() {
-    static_assert(proto::protocol_version == 5, "new golden frames for the new version");
+    static_assert(proto::protocol_version == 6, "new golden frames for the new version");
     const Entity target{42, 3};
     return {
         client_case("client_hello",
@@ -503,13 +528,17 @@ std::vector<golden_case> golden_cases() {
             proto::input{target, 1000,
                          {proto::component_set{}.set(ecsnet::testing::Stick{0.5F, -0.25F, 1}),
                           proto::component_set{}.set(ecsnet::testing::Stick{1.0F, 0.0F, 3})}}),
+        // Version 5's Hello and Welcome (before the compact Input).
+        client_case("v5/client_hello", proto::hello{5, "golden-client", "secret-token"}),
+        server_case("v5/server_welcome", [] {
+            proto::welcome w = interest_welcome();
+            w.version = 5;
+            return w;
+        }()),
+        // Version 6: the compact Input, of the full one below (its reference).
+        compact_input_case("client_compact_input", golden_input()),
         // Version 5: the render tick the client showed (lag compensation).
-        input_client_case(
-            "client_input",
-            proto::input{target, 1000,
-                         {proto::component_set{}.set(ecsnet::testing::Stick{0.5F, -0.25F, 1}),
-                          proto::component_set{}.set(ecsnet::testing::Stick{1.0F, 0.0F, 3})},
-                         994, 0.25F}),
+        input_client_case("client_input", golden_input()),
         server_case("server_input_ack", proto::input_ack{1235, 1234, 2, 5, 7}),
         server_case("server_input_rejected",
                     proto::input_rejected{1240, wire::ErrorCode::InputTooEarly,
@@ -577,8 +606,9 @@ class GoldenFrame : public ::testing::TestWithParam<golden_case> {};
 TEST_P(GoldenFrame, DecodesToTheExpectedContent) {
     const bytes frame = golden_bytes(GetParam());
     ASSERT_FALSE(frame.empty());
-    ASSERT_EQ(proto::read_prefix(std::span<const std::uint8_t, proto::frame_prefix_bytes>{
-                  frame.data(), proto::frame_prefix_bytes}),
+    const std::uint32_t prefix = proto::read_prefix(
+        std::span<const std::uint8_t, proto::frame_prefix_bytes>{frame.data(), proto::frame_prefix_bytes});
+    ASSERT_EQ(proto::is_compact(prefix) ? proto::compact_of(prefix).length : prefix,
               frame.size() - proto::frame_prefix_bytes);
     GetParam().check(frame);
 }
@@ -595,7 +625,7 @@ TEST_P(GoldenFrame, EncodesToTheSameBytes) {
         << "tests/protocol/golden/.";
 }
 
-INSTANTIATE_TEST_SUITE_P(V5, GoldenFrame, ::testing::ValuesIn(golden_cases()),
+INSTANTIATE_TEST_SUITE_P(V6, GoldenFrame, ::testing::ValuesIn(golden_cases()),
                          [](const auto& info) {
                              std::string name = info.param.name;  // v2/x -> v2_x
                              std::replace(name.begin(), name.end(), '/', '_');
@@ -625,6 +655,10 @@ TEST(GoldenFrames, CoverEveryMessageType) {
     std::set<wire::ServerBody> server_types;
     for (const auto& c : golden_cases()) {
         const proto::frame frame = c.encode();
+        if (proto::is_compact(proto::read_prefix(
+                std::span<const std::uint8_t>{*frame}.first<proto::frame_prefix_bytes>()))) {
+            continue;  // a compact frame (protocol 6) carries no union member
+        }
         if (const auto* m = proto::verify_client_frame(*frame)) {
             client_types.insert(m->body_type());
         } else if (const auto* s = proto::verify_server_frame(*frame)) {

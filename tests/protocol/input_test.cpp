@@ -7,6 +7,8 @@
 
 #include <cmath>
 #include <limits>
+#include <optional>
+#include <span>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -38,6 +40,7 @@ namespace proto = ecsnet::protocol;
 namespace wire = ecsnet::wire;
 namespace ecs = ecsnet::ecs;
 using ::testing::HasSubstr;
+using ::testing::Not;
 using ecsnet::testing::LeakyStick;
 using ecsnet::testing::Spot;
 using ecsnet::testing::Stick;
@@ -318,6 +321,140 @@ TEST(InputReplication, AMirrorRefusesAColumnOfAnInputType) {
     }
     EXPECT_FALSE(applied);
     EXPECT_THAT(m.error(), HasSubstr("stick, which the schema says is not replicated"));
+}
+
+// ---- protocol 6: the compact Input ----------------------------------------------------------
+
+std::span<const std::uint8_t> body_of(const proto::frame& f) {
+    return std::span<const std::uint8_t>{*f}.subspan(proto::frame_prefix_bytes);
+}
+
+proto::decode_error refused_compact(std::vector<std::uint8_t> body, const proto::input_reference* ref) {
+    proto::input out;
+    const auto error = proto::decode_compact_input(body, types(), ref, out);
+    EXPECT_TRUE(error.has_value());
+    return error.value_or(proto::decode_error{});
+}
+
+TEST(CompactInput, DecodesToTheFullInputItStandsFor) {
+    const ecs::Entity e{3, 1};
+    proto::input in = stick_input(e, 41, {Stick{0.5F, -1.0F, 1}, Stick{1.0F, 0.0F, 3}, Stick{-0.25F, 0.75F, 15}});
+    in.render_tick = 40;
+    in.render_fraction = 0.75F;
+    const proto::input_reference ref = proto::reference_of(in, types());
+    EXPECT_EQ(ref.entity, e);
+    EXPECT_EQ(ref.types, std::vector<std::uint32_t>{*registry().id_of<Stick>()});
+    const proto::frame f = proto::encode_compact_input(in, types(), ref);
+    const std::uint32_t word = proto::read_prefix(std::span<const std::uint8_t>{*f}.first<4>());
+    ASSERT_TRUE(proto::is_compact(word));
+    EXPECT_EQ(proto::compact_of(word).kind, static_cast<std::uint8_t>(proto::compact_kind::input));
+    EXPECT_EQ(proto::compact_of(word).length, f->size() - proto::frame_prefix_bytes);
+    proto::input back;
+    const auto error = proto::decode_compact_input(body_of(f), types(), &ref, back);
+    ASSERT_FALSE(error.has_value()) << error->message;
+    const proto::decoded_client full = decode(in);
+    ASSERT_TRUE(full.message.has_value());
+    EXPECT_EQ(back, std::get<proto::input>(*full.message)) << "0.75 is a whole number of 256ths";
+}
+
+TEST(CompactInput, TheBytesAreAsDocumented) {
+    // Tick 300 (LEB128 ac 02), one tick, render tick 298 and half a tick: 2 back, fraction 128;
+    // the Stick's 26 bits in 4 bytes.
+    proto::input in = stick_input({3, 1}, 300, {Stick{0.0F, 0.0F, 0}});
+    in.render_tick = 298;
+    in.render_fraction = 0.5F;
+    const proto::frame f = proto::encode_compact_input(in, types(), proto::reference_of(in, types()));
+    const proto::frame values = proto::encode_compact_input(
+        stick_input({3, 1}, 300, {Stick{0.0F, 0.0F, 0}}), types(), proto::reference_of(in, types()));
+    ASSERT_EQ(f->size(), 13U);
+    const std::vector<std::uint8_t> head{0x09, 0x00, 0x00, 0x81, 0x10, 0xAC, 0x02, 0x02, 0x80};
+    EXPECT_EQ(std::vector<std::uint8_t>(f->begin(), f->begin() + 9), head);
+    ASSERT_EQ(values->size(), 11U) << "no render tick: flags 0, no render bytes";
+    EXPECT_EQ((*values)[4], 0x00);
+    EXPECT_EQ(std::vector<std::uint8_t>(f->begin() + 9, f->end()),
+              std::vector<std::uint8_t>(values->begin() + 7, values->end()));
+}
+
+TEST(CompactInput, OneTickIsAtMost16BytesUntilTick2To28) {
+    for (const std::uint64_t tick : {std::uint64_t{1}, std::uint64_t{1} << 21U, (std::uint64_t{1} << 28U) - 1}) {
+        proto::input in = stick_input({70000, 3}, tick, {Stick{0.5F, 0.5F, 1}});
+        in.render_tick = tick > 3 ? tick - 3 : 0;
+        in.render_fraction = 0.999F;
+        EXPECT_LE(proto::encode_compact_input(in, types(), proto::reference_of(in, types()))->size(), 16U)
+            << tick;
+    }
+    proto::input sixteen = stick_input({3, 1}, 5, std::vector<Stick>(16));
+    const proto::frame f = proto::encode_compact_input(sixteen, types(), proto::reference_of(sixteen, types()));
+    EXPECT_EQ((*f)[4], 0x0F) << "16 ticks: flags 15";
+}
+
+TEST(CompactInput, WhatItCannotSayIsMalformedAndNeverFatal) {
+    const proto::input in = stick_input({3, 1}, 300, {Stick{}});
+    const proto::input_reference ref = proto::reference_of(in, types());
+    const proto::frame compact = proto::encode_compact_input(in, types(), ref);
+    const std::vector<std::uint8_t> value(body_of(compact).begin() + 3, body_of(compact).end());
+    ASSERT_EQ(value.size(), 4U);
+    const auto with = [&](std::vector<std::uint8_t> head) {
+        head.insert(head.end(), value.begin(), value.end());
+        return head;
+    };
+    const auto check = [&](const std::vector<std::uint8_t>& body, const char* why, const proto::input_reference* r) {
+        const proto::decode_error e = refused_compact(body, r);
+        EXPECT_EQ(e.code, wire::ErrorCode::Malformed) << why;
+        EXPECT_FALSE(e.fatal) << why;
+        EXPECT_THAT(e.message, HasSubstr(why));
+    };
+    check(with({0x00, 0xAC, 0x02}), "before any full Input", nullptr);
+    check({}, "no flags", &ref);
+    check(with({0x20, 0xAC, 0x02}), "bits 5 to 7", &ref);
+    check(with({0x00, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x01}), "LEB128", &ref);
+    check(with({0x00, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0x02}), "LEB128", &ref);
+    check({0x00, 0xAC}, "LEB128", &ref);
+    check(with({0x00, 0x00}), "ticks start at 1", &ref);
+    check(with({0x00, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0x01}), "past the largest tick", &ref);
+    check(with({0x10, 0xAC, 0x02, 0xAC, 0x02, 0x00}), "before tick 1", &ref);
+    check(with({0x10, 0xAC, 0x02, 0x01}), "ends inside the values", &ref);
+    check({0x00, 0xAC, 0x02, 0x00}, "ends inside the values", &ref);
+    std::vector<std::uint8_t> longer = with({0x00, 0xAC, 0x02});
+    longer.push_back(0);
+    check(longer, "1 bytes after the values", &ref);
+    // The largest LEB128 there is decodes (then refused as past the largest tick, not as LEB128).
+    const proto::decode_error top = refused_compact(
+        with({0x00, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0x01}), &ref);
+    EXPECT_THAT(top.message, Not(HasSubstr("LEB128")));
+}
+
+TEST(CompactInput, AValueOutOfTheTypesRangeIsInvalidAsInTheFullForm) {
+    const proto::input in = stick_input({3, 1}, 300, {Stick{}});
+    const proto::input_reference ref = proto::reference_of(in, types());
+    // x = 511 steps: past the 257 of [-1, 1] by 1/128 (the full form's case above).
+    const proto::decode_error e = refused_compact({0x00, 0xAC, 0x02, 0xFF, 0x01, 0x00, 0x00}, &ref);
+    EXPECT_EQ(e.code, wire::ErrorCode::InvalidValue);
+    EXPECT_FALSE(e.fatal);
+    EXPECT_EQ(e.input_tick, 300U);
+    EXPECT_THAT(e.message, HasSubstr("invalid stick value for tick 300"));
+}
+
+TEST(CompactInput, EncodeInputGoesCompactOnlyWhileTheServerHoldsTheSameReference) {
+    std::optional<proto::input_reference> ref;
+    const auto sent = [&](const proto::input& in) {
+        return proto::is_compact(proto::read_prefix(std::span<const std::uint8_t>{*proto::encode_input(in, types(), ref)}.first<4>()));
+    };
+    EXPECT_FALSE(sent(stick_input({3, 1}, 10, {Stick{}}))) << "the first of a connection is full";
+    ASSERT_TRUE(ref.has_value());
+    EXPECT_TRUE(sent(stick_input({3, 1}, 11, {Stick{}})));
+    EXPECT_TRUE(sent(stick_input({3, 1}, 12, {Stick{}, Stick{}})));
+    EXPECT_FALSE(sent(stick_input({4, 1}, 14, {Stick{}}))) << "another entity";
+    EXPECT_EQ(ref->entity, (ecs::Entity{4, 1}));
+    EXPECT_TRUE(sent(stick_input({4, 1}, 15, {Stick{}})));
+    proto::input late = stick_input({4, 1}, 16, {Stick{}});
+    late.render_tick = 17;  // after its last tick: the server refuses it, and forgets
+    EXPECT_FALSE(sent(late));
+    EXPECT_FALSE(ref.has_value());
+    EXPECT_FALSE(sent(stick_input({4, 1}, 18, {Stick{}})));
+    EXPECT_TRUE(sent(stick_input({4, 1}, 19, {Stick{}})));
+    EXPECT_FALSE(sent(stick_input({4, 1}, 0, {Stick{}}))) << "tick 0: full, and refused";
+    EXPECT_FALSE(ref.has_value());
 }
 
 }  // namespace input_test

@@ -1378,11 +1378,11 @@ TEST_P(ServerAdmission, ProtocolVersionMismatchIsRefusedWithAReason) {
     ASSERT_TRUE(c->poll_until([&] { return !c->is_open(); }, 5s));
     EXPECT_EQ(*c->closed_reason(), "protocol version " +
                                        std::to_string(protocol::protocol_version + 1) +
-                                       " not supported (server speaks 3 to 5)");
+                                       " not supported (server speaks 3 to 6)");
     const auto old = connect_only(server.port());
     old->send(protocol::hello{2, "from-the-past", ""});
     ASSERT_TRUE(old->poll_until([&] { return !old->is_open(); }, 5s));
-    EXPECT_EQ(*old->closed_reason(), "protocol version 2 not supported (server speaks 3 to 5)");
+    EXPECT_EQ(*old->closed_reason(), "protocol version 2 not supported (server speaks 3 to 6)");
     EXPECT_EQ(server.stats().refused, 2U);
 }
 

@@ -24,10 +24,11 @@ export {
 } from './schema';
 export type { ComponentInfo, FieldInfo, FieldValue, FixedValue, ComponentValue } from './schema';
 export {
-  PROTOCOL_VERSION, MAX_INPUT_TICKS, ErrorCode, errorCodeName, decodeServerFrame, encodeHello, encodeSpawn, encodeDestroy,
-  encodeSet, encodeRemove, encodePing, encodeResyncRequest, encodeFocus, encodeInput,
+  PROTOCOL_VERSION, COMPACT_INPUT_VERSION, MAX_INPUT_TICKS, ErrorCode, errorCodeName, decodeServerFrame, encodeHello, encodeSpawn,
+  encodeDestroy, encodeSet, encodeRemove, encodePing, encodeResyncRequest, encodeFocus, encodeInput, encodeCompactInput,
+  inputReference, sameInputReference,
 } from './messages';
 export type {
   Entity, ServerMessage, Welcome, Snapshot, Delta, Checksum, CommandResult, Pong, Disconnect, InputAck, InputRejected,
-  Column, EntityGroup, IndexSet, ComponentValues, Hello,
+  Column, EntityGroup, IndexSet, ComponentValues, Hello, InputReference,
 } from './messages';

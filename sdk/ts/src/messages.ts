@@ -6,7 +6,9 @@ import * as cwire from './generated/client_generated';
 import { MalformedFrameError, openFrame, DEFAULT_MAX_SERVER_FRAME_BYTES } from './frame';
 import { ComponentInfo, FieldType, Schema, UnknownComponentError, Writer, isString, makeValue, packColumn, FixedValue } from './schema';
 
-export const PROTOCOL_VERSION = 5;
+export const PROTOCOL_VERSION = 6;
+// The first version whose server takes the compact Input (docs/PROTOCOL.md, "Protocol 6").
+export const COMPACT_INPUT_VERSION = 6;
 export const MAX_INPUT_TICKS = 16;
 export const MAX_REASON_BYTES = 256;
 
@@ -328,34 +330,38 @@ export function encodeHello(h: Hello): Uint8Array {
   return finishClient(b, cwire.ClientBody.Hello, cwire.Hello.endHello(b));
 }
 
+// The values of one type packed as its column carries them: strings one per value, fixed-size
+// values bit-packed back to back ("Columns"). Spawn, SetComponent and both Input forms.
+function packValues(info: ComponentInfo, name: string, all: readonly (FixedValue | string)[]): Uint8Array | string[] {
+  if (isString(info)) {
+    return all.map((v) => {
+      if (typeof v !== 'string') throw new TypeError(`'${name}' is a string type: give a string`);
+      return v;
+    });
+  }
+  return packColumn(info, all.map((v) => {
+    if (typeof v !== 'object') throw new TypeError(`'${name}' takes an object of its fields`);
+    return makeValue(info, v);
+  }));
+}
+
+function addColumn(b: flatbuffers.Builder, info: ComponentInfo, packed: Uint8Array | string[]): flatbuffers.Offset {
+  const vec = packed instanceof Uint8Array ? cwire.Column.createValuesVector(b, packed)
+    : cwire.Column.createStringsVector(b, packed.map((t) => b.createString(t)));
+  cwire.Column.startColumn(b);
+  cwire.Column.addType(b, info.id);
+  if (packed instanceof Uint8Array) cwire.Column.addValues(b, vec); else cwire.Column.addStrings(b, vec);
+  return cwire.Column.endColumn(b);
+}
+
 // One column per type with exactly one value each (Spawn, SetComponent); throws an
 // UnknownComponentError (a TypeError) for an unknown type, a server-written one is left to
 // the server to refuse.
-function valueColumns(b: flatbuffers.Builder, schema: Schema, values: ComponentValues, count = 1,
-                      perTick?: readonly ComponentValues[]): flatbuffers.Offset {
-  const offsets: flatbuffers.Offset[] = [];
-  for (const name of Object.keys(values)) {
+function valueColumns(b: flatbuffers.Builder, schema: Schema, values: ComponentValues): flatbuffers.Offset {
+  const offsets = Object.keys(values).map((name) => {
     const info = typeOfKey(schema, name);
-    const all = perTick ? perTick.map((v) => v[name]!) : Array.from({ length: count }, () => values[name]!);
-    let vec: flatbuffers.Offset;
-    if (isString(info)) {
-      const texts = all.map((v) => {
-        if (typeof v !== 'string') throw new TypeError(`'${name}' is a string type: give a string`);
-        return b.createString(v);
-      });
-      vec = cwire.Column.createStringsVector(b, texts);
-    } else {
-      const packed = packColumn(info, all.map((v) => {
-        if (typeof v !== 'object') throw new TypeError(`'${name}' takes an object of its fields`);
-        return makeValue(info, v);
-      }));
-      vec = cwire.Column.createValuesVector(b, packed);
-    }
-    cwire.Column.startColumn(b);
-    cwire.Column.addType(b, info.id);
-    if (isString(info)) cwire.Column.addStrings(b, vec); else cwire.Column.addValues(b, vec);
-    offsets.push(cwire.Column.endColumn(b));
-  }
+    return addColumn(b, info, packValues(info, name, [values[name]!]));
+  });
   return cwire.Spawn.createComponentsVector(b, offsets);
 }
 
@@ -415,24 +421,37 @@ export function encodeFocus(x: number, y: number): Uint8Array {
   return finishClient(b, cwire.ClientBody.Focus, cwire.Focus.createFocus(b, x, y));
 }
 
+const MAX_TICK = (1n << 64n) - 1n;
+
+// What both Input forms check and pack: the ticks, the render tick, and a column per input type
+// of ticks[0] (in its key order), each with one value per tick.
+function inputColumns(schema: Schema, firstTick: bigint, ticks: readonly ComponentValues[], renderTick: bigint,
+                      renderFraction: number): { info: ComponentInfo; values: Uint8Array }[] {
+  if (ticks.length < 1 || ticks.length > MAX_INPUT_TICKS) throw new RangeError(`an Input holds 1 to ${MAX_INPUT_TICKS} ticks`);
+  const lastTick = firstTick + BigInt(ticks.length) - 1n;
+  if (firstTick < 1n || lastTick > MAX_TICK) throw new RangeError(`an Input's ticks are 1 to 2^64 - 1, not ${firstTick} to ${lastTick}`);
+  if (!(renderFraction >= 0 && renderFraction < 1)) throw new RangeError(`an Input's render fraction is in [0, 1), not ${renderFraction}`);
+  if (renderTick < 0n) throw new RangeError(`an Input's render tick is 0 (not given) or more, not ${renderTick}`);
+  if (renderTick > lastTick) throw new RangeError(`an Input's render tick ${renderTick} is after its last tick ${lastTick}`);
+  return Object.keys(ticks[0]!).map((name) => {
+    const info = typeOfKey(schema, name);
+    if (!info.input) {
+      const inputs = schema.types.filter((t) => t.input).map((t) => t.name);
+      throw new TypeError(`'${name}' is not one of the server's input types (${inputs.join(', ') || 'it has none'})`);
+    }
+    // input types are fixed-size (the schema refuses a string one)
+    return { info, values: packValues(info, name, ticks.map((v) => v[name]!)) as Uint8Array };
+  });
+}
+
 // One Input for `ticks.length` consecutive ticks from firstTick (1 to 16), each tick's values
 // by input type name; and (protocol 5) the render tick the player saw, a whole tick and the
 // fraction towards the next in [0, 1), never after the last tick (0: not given).
 export function encodeInput(schema: Schema, entity: Entity, firstTick: bigint, ticks: readonly ComponentValues[],
                             renderTick = 0n, renderFraction = 0): Uint8Array {
-  if (ticks.length < 1 || ticks.length > MAX_INPUT_TICKS) throw new RangeError(`an Input holds 1 to ${MAX_INPUT_TICKS} ticks`);
-  if (!(renderFraction >= 0 && renderFraction < 1)) throw new RangeError(`an Input's render fraction is in [0, 1), not ${renderFraction}`);
-  if (renderTick > firstTick + BigInt(ticks.length) - 1n) {
-    throw new RangeError(`an Input's render tick ${renderTick} is after its last tick ${firstTick + BigInt(ticks.length) - 1n}`);
-  }
-  for (const name of Object.keys(ticks[0]!)) {
-    if (!typeOfKey(schema, name).input) {
-      const inputs = schema.types.filter((t) => t.input).map((t) => t.name);
-      throw new TypeError(`'${name}' is not one of the server's input types (${inputs.join(', ') || 'it has none'})`);
-    }
-  }
+  const packed = inputColumns(schema, firstTick, ticks, renderTick, renderFraction);
   const b = new flatbuffers.Builder(256);
-  const cols = valueColumns(b, schema, ticks[0]!, ticks.length, ticks);
+  const cols = cwire.Input.createColumnsVector(b, packed.map((c) => addColumn(b, c.info, c.values)));
   cwire.Input.startInput(b);
   cwire.Input.addEntity(b, cwire.EntityRef.createEntityRef(b, entity.index, entity.version));
   cwire.Input.addFirstTick(b, firstTick);
@@ -441,4 +460,62 @@ export function encodeInput(schema: Schema, entity: Entity, firstTick: bigint, t
   cwire.Input.addRenderTick(b, renderTick);
   cwire.Input.addRenderFraction(b, renderFraction);
   return finishClient(b, cwire.ClientBody.Input, cwire.Input.endInput(b));
+}
+
+// What a compact Input leaves out (protocol 6): the entity and the input types, in column
+// order, of the last full Input sent on the connection.
+export interface InputReference {
+  readonly entity: Entity;
+  readonly types: readonly (string | number)[]; // names or wire ids
+}
+
+// The reference a full Input of these values for `entity` sets: its column types as wire ids.
+export function inputReference(schema: Schema, entity: Entity, values: ComponentValues): InputReference {
+  return { entity: { index: entity.index, version: entity.version }, types: Object.keys(values).map((k) => typeOfKey(schema, k).id) };
+}
+
+export function sameInputReference(schema: Schema, a: InputReference, b: InputReference): boolean {
+  const id = (t: string | number) => (typeof t === 'number' ? t : typeOfKey(schema, t).id);
+  return a.entity.index === b.entity.index && a.entity.version === b.entity.version &&
+    a.types.length === b.types.length && a.types.every((t, i) => id(t) === id(b.types[i]!));
+}
+
+const COMPACT_INPUT_KIND = 1;
+const MAX_COMPACT_BODY_BYTES = (1 << 24) - 1;
+
+function writeLeb128(out: number[], value: bigint): void {
+  do {
+    const low = Number(value & 0x7fn);
+    value >>= 7n;
+    out.push(value === 0n ? low : low | 0x80);
+  } while (value !== 0n);
+}
+
+// The compact Input (protocol 6) of what encodeInput would send, for a connection whose last
+// full Input set `reference`. Throws a TypeError when the entity or the input types (or their
+// order) differ from the reference: that needs a full Input. The render fraction goes in 256ths,
+// rounded down.
+export function encodeCompactInput(schema: Schema, reference: InputReference, entity: Entity, firstTick: bigint,
+                                   ticks: readonly ComponentValues[], renderTick = 0n, renderFraction = 0): Uint8Array {
+  const packed = inputColumns(schema, firstTick, ticks, renderTick, renderFraction);
+  if (!sameInputReference(schema, reference, inputReference(schema, entity, ticks[0]!))) {
+    throw new TypeError('a compact Input needs the entity and input types, in order, of the last full Input: send a full one');
+  }
+  const head: number[] = [(ticks.length - 1) | (renderTick > 0n ? 0x10 : 0)];
+  writeLeb128(head, firstTick);
+  if (renderTick > 0n) {
+    writeLeb128(head, firstTick + BigInt(ticks.length) - 1n - renderTick);
+    head.push(Math.min(Math.max(Math.floor(renderFraction * 256), 0), 255));
+  }
+  const n = head.length + packed.reduce((sum, c) => sum + c.values.length, 0);
+  if (n > MAX_COMPACT_BODY_BYTES) throw new RangeError(`a compact Input of ${n} bytes, more than 2^24 - 1`);
+  const frame = new Uint8Array(4 + n);
+  new DataView(frame.buffer).setUint32(0, (0x80000000 | (COMPACT_INPUT_KIND << 24) | n) >>> 0, true);
+  frame.set(head, 4);
+  let at = 4 + head.length;
+  for (const c of packed) {
+    frame.set(c.values, at);
+    at += c.values.length;
+  }
+  return frame;
 }

@@ -9,8 +9,9 @@ import { DEFAULT_MAX_SERVER_FRAME_BYTES } from './frame';
 import { Interpolation, type InterpolationOptions } from './interpolation';
 import {
   type CommandResult, type ComponentValues, type Entity, type InputAck, type InputRejected, type ServerMessage,
-  type Welcome, ErrorCode, MAX_INPUT_TICKS, decodeServerFrame, encodeDestroy, encodeFocus, encodeHello, encodeInput,
-  encodePing, encodeRemove, encodeResyncRequest, encodeSet, encodeSpawn,
+  type InputReference, type Welcome, COMPACT_INPUT_VERSION, ErrorCode, MAX_INPUT_TICKS, decodeServerFrame, encodeCompactInput,
+  encodeDestroy, encodeFocus, encodeHello, encodeInput, encodePing, encodeRemove, encodeResyncRequest, encodeSet, encodeSpawn,
+  inputReference, sameInputReference,
 } from './messages';
 import { Mirror, sameEntity } from './mirror';
 import type { Prediction } from './prediction';
@@ -85,8 +86,9 @@ export interface SessionStats {
   framesReceived: number;
   bytesSent: number;
   framesSent: number;
-  inputFramesSent: number;
+  inputFramesSent: number; // both forms
   inputTicksSent: number;
+  compactInputFramesSent: number; // of inputFramesSent, compact ones (protocol 6)
   reconnects: number;
 }
 
@@ -98,7 +100,7 @@ interface Pending {
 export class Session {
   events: SessionEvents = {};
   readonly mirror: Mirror;
-  readonly stats: SessionStats = { bytesReceived: 0, framesReceived: 0, bytesSent: 0, framesSent: 0, inputFramesSent: 0, inputTicksSent: 0, reconnects: 0 };
+  readonly stats: SessionStats = { bytesReceived: 0, framesReceived: 0, bytesSent: 0, framesSent: 0, inputFramesSent: 0, inputTicksSent: 0, compactInputFramesSent: 0, reconnects: 0 };
 
   private readonly options: Required<Omit<SessionOptions, 'authToken' | 'connectToken' | 'resumeKey' | 'onResumeKey' | 'name' | 'autoUpdate' | 'reconnect' | 'clock' | 'interpolation' | 'prediction'>> & SessionOptions;
   private readonly policy: ReconnectPolicy;
@@ -141,6 +143,9 @@ export class Session {
   private lastInputTick_ = 0;
   private lastAck: InputAck | null = null;
   private lastRejected: InputRejected | null = null;
+  // The entity and types of the last full Input sent on this connection (protocol 6): what the
+  // server fills a compact Input in with. Null on a new connection.
+  private inputRef: InputReference | null = null;
 
   private nextPing = 0;
   private pingNonce = 0n;
@@ -358,10 +363,13 @@ export class Session {
     const ticks = Array.from({ length: due - first + 1 }, () => this.input);
     // The screen the player saw as it set this input: lag compensation rewinds to it. As a
     // whole tick and the fraction towards the next, never past the tick stamped.
+    const compactable = (this.welcome_?.protocolVersion ?? 0) >= COMPACT_INPUT_VERSION;
     const renderAt = (shown: number): [number, number] => {
       shown = Math.max(shown, 0);
       const tick = Math.min(Math.floor(shown), due);
-      return [tick, tick === due ? 0 : Math.min(shown - tick, 0.99999)];
+      const fraction = tick === due ? 0 : Math.min(shown - tick, 0.99999);
+      // In 256ths on a version 6 connection, whichever form goes: the compact one has no finer.
+      return [tick, compactable ? Math.floor(fraction * 256) / 256 : fraction];
     };
     const changedShown = this.inputShown;
     this.inputShown = null;
@@ -381,8 +389,16 @@ export class Session {
     this.sentInput = ticks[ticks.length - 1]!;
     this.nextInputTick = due + 1;
     let frame: Uint8Array;
+    let reference: InputReference | null = null; // set when the frame is a full Input
     try {
-      frame = encodeInput(this.mirror.types, this.inputEntity, BigInt(first), ticks, BigInt(renderTick), renderFraction);
+      const types = this.mirror.types;
+      const ref = inputReference(types, this.inputEntity, ticks[0]!);
+      if (compactable && this.inputRef !== null && sameInputReference(types, this.inputRef, ref)) {
+        frame = encodeCompactInput(types, this.inputRef, this.inputEntity, BigInt(first), ticks, BigInt(renderTick), renderFraction);
+      } else {
+        frame = encodeInput(types, this.inputEntity, BigInt(first), ticks, BigInt(renderTick), renderFraction);
+        reference = ref;
+      }
     } catch (e) { // the server's types changed under a reconnect
       this.lastRejected = { kind: 'inputRejected', firstTick: BigInt(first), code: ErrorCode.InvalidValue, message: `input not sent: ${(e as Error).message}`, refused: 1 };
       this.clearInput();
@@ -398,6 +414,8 @@ export class Session {
     if (this.enqueue(frame)) {
       ++this.stats.inputFramesSent;
       this.stats.inputTicksSent += ticks.length;
+      if (reference !== null) this.inputRef = reference;
+      else ++this.stats.compactInputFramesSent;
       this.lastInputTick_ = due;
     }
   }
@@ -423,6 +441,7 @@ export class Session {
 
   private startAttempt(now: number): void {
     const attempt = ++this.attempt;
+    this.inputRef = null; // a new connection: the server has no reference
     this.received = [];
     this.failure = null;
     this.connected = false;
@@ -459,6 +478,7 @@ export class Session {
     this.transport?.close();
     this.transport = null;
     ++this.attempt; // whatever the old attempt still delivers is ignored
+    this.inputRef = null;
     this.received = [];
     this.failure = null;
     this.welcomed = false;
@@ -539,6 +559,8 @@ export class Session {
         return;
       case 'inputRejected':
         this.lastRejected = message;
+        // The server forgot its reference: the next Input goes full.
+        if (message.code === ErrorCode.Malformed || message.code === ErrorCode.InvalidValue) this.inputRef = null;
         this.fire(this.active.inputRejected, message);
         return;
       case 'disconnect': {

@@ -530,7 +530,12 @@ awaitable<void> session::read_frames() {
             }
             have += n;
         }
-        const std::uint32_t length = protocol::read_prefix(prefix);
+        const std::uint32_t word = protocol::read_prefix(prefix);
+        // A compact frame only from a client that speaks them; from any other its prefix is a
+        // length over the limit, as it always was.
+        const bool compact =
+            protocol::is_compact(word) && client_version_ >= protocol::compact_input_protocol_version;
+        const std::uint32_t length = compact ? protocol::compact_of(word).length : word;
         if (length > config.max_frame_bytes) {
             owner_.counters().invalid_frame();
             end("frame of " + std::to_string(length) + " bytes exceeds the limit of " +
@@ -559,6 +564,12 @@ awaitable<void> session::read_frames() {
             break;  // disconnected by the server while this frame arrived: not answered
         }
         owner_.counters().frame_received();
+        if (compact) {
+            if (!handle_compact(protocol::compact_of(word).kind)) {
+                co_return;
+            }
+            continue;
+        }
         protocol::decoded_client decoded = protocol::decode_client_frame(read_buffer_, owner_.types().types());
         if (!decoded.message) {
             if (decoded.error.fatal) {
@@ -572,6 +583,7 @@ awaitable<void> session::read_frames() {
                 co_return;
             }
             if (decoded.error.input_tick) {
+                input_reference_.reset();  // a refused full Input leaves no reference
                 owner_.counters().input_refused();
                 answer_refused_input(protocol::input_rejected{
                     *decoded.error.input_tick,
@@ -584,8 +596,31 @@ awaitable<void> session::read_frames() {
             reject_command(decoded.error);
             continue;
         }
+        if (const auto* in = std::get_if<protocol::input>(&*decoded.message)) {
+            input_reference_ = protocol::reference_of(*in, owner_.types().types());
+        }
         handle(std::move(*decoded.message));
     }
+}
+
+bool session::handle_compact(std::uint8_t kind) {
+    if (kind != static_cast<std::uint8_t>(protocol::compact_kind::input)) {
+        owner_.counters().invalid_frame();
+        end("unknown compact frame kind " + std::to_string(kind), disconnect_reason::protocol_error);
+        return false;
+    }
+    protocol::input in;
+    const std::span<const std::uint8_t> body{read_buffer_.data() + protocol::frame_prefix_bytes,
+                                             read_buffer_.size() - protocol::frame_prefix_bytes};
+    if (auto error = protocol::decode_compact_input(
+            body, owner_.types().types(), input_reference_ ? &*input_reference_ : nullptr, in)) {
+        owner_.counters().input_refused();
+        answer_refused_input(protocol::input_rejected{*error->input_tick, error->code,
+                                                      std::move(error->message), 1});
+        return true;
+    }
+    handle_input(std::move(in));
+    return true;
 }
 
 awaitable<void> session::discard_input() {
@@ -644,6 +679,7 @@ void session::handle(protocol::client_message message) {
             return;
         }
         name_ = h->client_name;
+        client_version_ = h->version;
         // The server admits (its thread owns the owners and the count) and answers through
         // admitted(), after queuing Welcome and the snapshot; reading waits until then.
         admitting_ = true;

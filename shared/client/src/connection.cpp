@@ -26,7 +26,7 @@ connection::connection(const connect_options& options)
     if (!options.join) {
         return;
     }
-    send(protocol::hello{protocol::protocol_version, options.name, options.token,
+    send(protocol::hello{options.protocol_version, options.name, options.token,
                          options.resume_key, options.connect_token});
     const bool joined = poll_until([&] { return (welcome_ && mirror_.ready()) || closed_; },
                                    std::chrono::duration_cast<std::chrono::milliseconds>(
@@ -139,10 +139,14 @@ void connection::send(const protocol::client_message& message) {
     }
     protocol::frame frame;
     try {
-        frame = protocol::encode(message, mirror_.types());
+        const auto* in = std::get_if<protocol::input>(&message);
+        frame = in != nullptr && welcome_ && welcome_->version >= protocol::compact_input_protocol_version
+                    ? protocol::encode_input(*in, mirror_.types(), input_reference_)
+                    : protocol::encode(message, mirror_.types());
     } catch (const std::invalid_argument& e) {
         throw client_error(e.what());
     }
+    bytes_sent_ += frame->size();
     // Shared with the handler, which owns the frame: the write may outlive this call if it
     // times out.
     struct outcome {
@@ -285,6 +289,9 @@ bool connection::record_control(const wire::ServerMessage& message) {
     } else if (auto* a = std::get_if<protocol::input_ack>(&*control)) {
         last_input_ack_ = *a;
     } else if (auto* rejected = std::get_if<protocol::input_rejected>(&*control)) {
+        if (rejected->code == wire::ErrorCode::Malformed || rejected->code == wire::ErrorCode::InvalidValue) {
+            input_reference_.reset();  // the server forgot its reference
+        }
         last_input_rejected_ = std::move(*rejected);
     } else if (auto* d = std::get_if<protocol::disconnect>(&*control)) {
         closed_ = d->reason.empty() ? "disconnected by the server" : d->reason;

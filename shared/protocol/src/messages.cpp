@@ -200,14 +200,14 @@ std::optional<ecs::Entity> entity_of(const wire::EntityRef* ref) {
     return ecs::Entity{ref->index(), ref->version()};
 }
 
-// An Input's columns: one per input type, each with one value per tick, bit-packed.
-columns_offset encode_input_columns(flatbuffers::FlatBufferBuilder& fbb, const input& m,
-                                    const schema& types) {
+// The input types of an Input's columns, in column order (the order of its first tick's
+// values), each checked to be one of the server's input types.
+std::vector<const component_info*> input_types(const input& m, const schema& types) {
     if (m.ticks.empty() || m.ticks.size() > max_input_ticks) {
         throw std::invalid_argument("an Input carries 1 to " + std::to_string(max_input_ticks) +
                                     " ticks, not " + std::to_string(m.ticks.size()));
     }
-    std::vector<flatbuffers::Offset<wire::Column>> columns;
+    std::vector<const component_info*> out;
     for (const component_value& first : m.ticks.front().values()) {
         const component_info* type = types.find(first.name);
         if (type == nullptr) {
@@ -219,23 +219,38 @@ columns_offset encode_input_columns(flatbuffers::FlatBufferBuilder& fbb, const i
         if (first.layout != nullptr) {
             (void)types.checked(*first.layout);
         }
-        std::vector<std::byte> packed(column_bytes(*type, m.ticks.size()));
-        std::vector<std::byte> value(type->value_bytes());
-        for (std::size_t i = 0; i < m.ticks.size(); ++i) {
-            const component_value* v = m.ticks[i].find(first.name);
-            if (v == nullptr || m.ticks[i].size() != m.ticks.front().size()) {
-                throw std::invalid_argument("every tick of an Input holds the same input types");
-            }
-            if (v->bytes.size() > value.size()) {
-                throw std::invalid_argument("a '" + v->name + "' value of " +
-                                            std::to_string(v->bytes.size()) +
-                                            " bytes does not fit the server's " +
-                                            std::to_string(value.size()));
-            }
-            std::fill(value.begin(), value.end(), std::byte{0});
-            std::copy(v->bytes.begin(), v->bytes.end(), value.begin());
-            pack_value(*type, value, packed, i);
+        out.push_back(type);
+    }
+    return out;
+}
+
+// One column of an Input: every tick's value of `type`, bit-packed.
+std::vector<std::byte> pack_input_column(const input& m, const component_info& type) {
+    std::vector<std::byte> packed(column_bytes(type, m.ticks.size()));
+    std::vector<std::byte> value(type.value_bytes());
+    for (std::size_t i = 0; i < m.ticks.size(); ++i) {
+        const component_value* v = m.ticks[i].find(type.name);
+        if (v == nullptr || m.ticks[i].size() != m.ticks.front().size()) {
+            throw std::invalid_argument("every tick of an Input holds the same input types");
         }
+        if (v->bytes.size() > value.size()) {
+            throw std::invalid_argument("a '" + v->name + "' value of " +
+                                        std::to_string(v->bytes.size()) +
+                                        " bytes does not fit the server's " +
+                                        std::to_string(value.size()));
+        }
+        std::fill(value.begin(), value.end(), std::byte{0});
+        std::copy(v->bytes.begin(), v->bytes.end(), value.begin());
+        pack_value(type, value, packed, i);
+    }
+    return packed;
+}
+
+columns_offset encode_input_columns(flatbuffers::FlatBufferBuilder& fbb, const input& m,
+                                    const schema& types) {
+    std::vector<flatbuffers::Offset<wire::Column>> columns;
+    for (const component_info* type : input_types(m, types)) {
+        const std::vector<std::byte> packed = pack_input_column(m, *type);
         const auto values = fbb.CreateVector(reinterpret_cast<const std::uint8_t*>(packed.data()),
                                              packed.size());
         columns.push_back(wire::CreateColumn(fbb, type->id, 0, values));
@@ -243,55 +258,63 @@ columns_offset encode_input_columns(flatbuffers::FlatBufferBuilder& fbb, const i
     return fbb.CreateVector(columns);
 }
 
-// Everything about an Input but ownership and timing (the server's): the entity named, 1 to
-// max_input_ticks ticks from tick 1 on, columns of distinct input types with exactly
-// tick_count packed values each, every value valid.
-std::optional<decode_error> decode_input(const wire::Input& m, const schema& types, input& out) {
+// An Input as either form carries it, before the checks both forms share.
+struct input_fields {
+    std::uint64_t first_tick;
+    std::size_t count;
+    std::uint64_t render_tick;
+    float render_fraction;
+};
+struct input_column {
+    std::uint32_t type;
+    std::span<const std::byte> packed;
+    bool shaped;  // values only: no `at`, no strings
+};
+
+// Everything about an Input but ownership and timing (the server's): 1 to max_input_ticks
+// ticks from tick 1 on, columns of distinct input types with exactly tick_count packed values
+// each, every value valid. out.entity is set by the caller.
+std::optional<decode_error> check_input(const input_fields& in, std::span<const input_column> columns,
+                                        const schema& types, input& out) {
     const auto refuse = [&](wire::ErrorCode code, std::string text) {
-        return decode_error{code, std::move(text), std::nullopt, false, m.first_tick()};
+        return decode_error{code, std::move(text), std::nullopt, false, in.first_tick};
     };
-    const auto e = entity_of(m.entity());
-    if (!e) {
-        return refuse(wire::ErrorCode::Malformed, "Input needs an entity with a non-zero version");
-    }
-    out.entity = *e;
-    out.first_tick = m.first_tick();
-    if (m.first_tick() == 0) {
+    out.first_tick = in.first_tick;
+    if (in.first_tick == 0) {
         return refuse(wire::ErrorCode::Malformed, "Input ticks start at 1");
     }
-    const std::size_t count = m.tick_count();
+    const std::size_t count = in.count;
     if (count == 0 || count > max_input_ticks) {
         return refuse(wire::ErrorCode::Malformed, "an Input carries 1 to " +
                                                       std::to_string(max_input_ticks) +
                                                       " ticks, not " + std::to_string(count));
     }
-    if (m.first_tick() > std::numeric_limits<std::uint64_t>::max() - count) {
+    if (in.first_tick > std::numeric_limits<std::uint64_t>::max() - count) {
         return refuse(wire::ErrorCode::Malformed, "Input ticks past the largest tick");
     }
-    out.render_tick = m.render_tick();
-    out.render_fraction = m.render_fraction();
+    out.render_tick = in.render_tick;
+    out.render_fraction = in.render_fraction;
     if (!(out.render_fraction >= 0.0F && out.render_fraction < 1.0F)) {  // NaN too
         return refuse(wire::ErrorCode::Malformed, "an Input's render_fraction is in [0, 1)");
     }
-    if (out.render_tick > m.first_tick() + count - 1) {
+    if (out.render_tick > in.first_tick + count - 1) {
         return refuse(wire::ErrorCode::Malformed,
                       "an Input's render tick " + std::to_string(out.render_tick) +
-                          " is after its last tick " + std::to_string(m.first_tick() + count - 1));
+                          " is after its last tick " + std::to_string(in.first_tick + count - 1));
     }
-    const auto* columns = m.columns();
-    if (columns == nullptr || columns->size() == 0) {
+    if (columns.empty()) {
         return refuse(wire::ErrorCode::Malformed, "Input carries no input type");
     }
-    if (columns->size() > types.size()) {
+    if (columns.size() > types.size()) {
         return refuse(wire::ErrorCode::Malformed, "more columns than component types");
     }
     out.ticks.assign(count, component_set{});
     std::vector<std::byte> value;
-    for (const wire::Column* column : *columns) {
-        const component_info* type = types.find(column->type());
+    for (const input_column& column : columns) {
+        const component_info* type = types.find(column.type);
         if (type == nullptr) {
             return refuse(wire::ErrorCode::Malformed,
-                          "unknown component type " + std::to_string(column->type()));
+                          "unknown component type " + std::to_string(column.type));
         }
         const std::string& name = type->name;
         if (!type->input) {
@@ -300,24 +323,20 @@ std::optional<decode_error> decode_input(const wire::Input& m, const schema& typ
         if (out.ticks.front().find(name) != nullptr) {
             return refuse(wire::ErrorCode::Malformed, "input type " + name + " given twice");
         }
-        const auto* values = column->values();
         const std::size_t expected = column_bytes(*type, count);
-        if (column->at() != nullptr || column->strings() != nullptr || values == nullptr ||
-            values->size() != expected) {
+        if (!column.shaped || column.packed.size() != expected) {
             return refuse(wire::ErrorCode::Malformed,
                           "column " + name + " must hold exactly " + std::to_string(count) +
                               " packed values (" + std::to_string(expected) + " bytes), no entities");
         }
-        const std::span<const std::byte> packed{reinterpret_cast<const std::byte*>(values->data()),
-                                                values->size()};
         value.resize(type->value_bytes());
         for (std::size_t i = 0; i < count; ++i) {
-            unpack_value(*type, packed, i, value);
+            unpack_value(*type, column.packed, i, value);
             std::string why;
             if (!valid_value(*type, value, &why)) {
                 return refuse(wire::ErrorCode::InvalidValue,
                               "invalid " + name + " value for tick " +
-                                  std::to_string(m.first_tick() + i) + ": " + why);
+                                  std::to_string(in.first_tick + i) + ": " + why);
             }
             component_value v;
             v.name = name;
@@ -327,6 +346,58 @@ std::optional<decode_error> decode_input(const wire::Input& m, const schema& typ
     }
     return std::nullopt;
 }
+
+std::optional<decode_error> decode_input(const wire::Input& m, const schema& types, input& out) {
+    const auto e = entity_of(m.entity());
+    if (!e) {
+        return decode_error{wire::ErrorCode::Malformed, "Input needs an entity with a non-zero version",
+                            std::nullopt, false, m.first_tick()};
+    }
+    out.entity = *e;
+    std::vector<input_column> columns;
+    if (m.columns() != nullptr) {
+        for (const wire::Column* column : *m.columns()) {
+            const auto* values = column->values();
+            columns.push_back(input_column{
+                column->type(),
+                values == nullptr ? std::span<const std::byte>{}
+                                  : std::span<const std::byte>{reinterpret_cast<const std::byte*>(values->data()),
+                                                               values->size()},
+                column->at() == nullptr && column->strings() == nullptr && values != nullptr});
+        }
+    }
+    return check_input({m.first_tick(), m.tick_count(), m.render_tick(), m.render_fraction()},
+                       columns, types, out);
+}
+
+// Unsigned LEB128: 7 bits a byte, least significant first.
+void put_leb128(std::vector<std::uint8_t>& out, std::uint64_t value) {
+    while (value >= 0x80U) {
+        out.push_back(static_cast<std::uint8_t>(value | 0x80U));
+        value >>= 7U;
+    }
+    out.push_back(static_cast<std::uint8_t>(value));
+}
+
+// At most 10 bytes and no bit past 2^64 - 1; nullopt when it is cut short or breaks either.
+std::optional<std::uint64_t> take_leb128(std::span<const std::uint8_t>& bytes) {
+    std::uint64_t value = 0;
+    for (std::size_t i = 0; i < 10 && i < bytes.size(); ++i) {
+        const std::uint64_t part = bytes[i] & 0x7FU;
+        if (i == 9 && part > 1) {
+            return std::nullopt;  // past 64 bits
+        }
+        value |= part << (7U * i);
+        if ((bytes[i] & 0x80U) == 0) {
+            bytes = bytes.subspan(i + 1);
+            return value;
+        }
+    }
+    return std::nullopt;
+}
+
+constexpr std::uint8_t compact_ticks_mask = 0x0FU;
+constexpr std::uint8_t compact_render_bit = 0x10U;
 
 }  // namespace
 
@@ -552,6 +623,126 @@ decoded_client decode_client_frame(std::span<const std::uint8_t> bytes, const sc
             return fail(fatal_error("unknown message type " +
                                     std::to_string(static_cast<unsigned>(root->body_type()))));
     }
+}
+
+input_reference reference_of(const input& message, const schema& types) {
+    input_reference out{message.entity, {}};
+    for (const component_info* type : input_types(message, types)) {
+        out.types.push_back(type->id);
+    }
+    return out;
+}
+
+frame encode_compact_input(const input& message, const schema& types,
+                           const input_reference& reference) {
+    if (reference_of(message, types) != reference) {
+        throw std::invalid_argument("a compact Input must have its reference's entity and input types");
+    }
+    const std::uint64_t last = message.first_tick + message.ticks.size() - 1;
+    if (message.first_tick == 0 || last < message.first_tick || message.render_tick > last ||
+        !(message.render_fraction >= 0.0F && message.render_fraction < 1.0F)) {
+        throw std::invalid_argument("an Input needs ticks from 1 on and a render tick up to its last");
+    }
+    auto bytes = std::make_shared<std::vector<std::uint8_t>>(frame_prefix_bytes, std::uint8_t{0});
+    const bool render = message.render_tick != 0;
+    bytes->push_back(static_cast<std::uint8_t>((message.ticks.size() - 1) | (render ? compact_render_bit : 0U)));
+    put_leb128(*bytes, message.first_tick);
+    if (render) {
+        put_leb128(*bytes, last - message.render_tick);
+        bytes->push_back(static_cast<std::uint8_t>(
+            std::min(255.0F, std::floor(message.render_fraction * 256.0F))));
+    }
+    for (const std::uint32_t id : reference.types) {
+        const std::vector<std::byte> packed = pack_input_column(message, *types.find(id));
+        const auto* first = reinterpret_cast<const std::uint8_t*>(packed.data());
+        bytes->insert(bytes->end(), first, first + packed.size());
+    }
+    const std::uint32_t word = compact_prefix_word(
+        compact_kind::input, static_cast<std::uint32_t>(bytes->size() - frame_prefix_bytes));
+    for (std::size_t i = 0; i < frame_prefix_bytes; ++i) {
+        (*bytes)[i] = static_cast<std::uint8_t>(word >> (8U * i));
+    }
+    return bytes;
+}
+
+frame encode_input(const input& message, const schema& types,
+                   std::optional<input_reference>& reference) {
+    input_reference own = reference_of(message, types);
+    const std::uint64_t count = message.ticks.size();
+    const bool well_formed = message.first_tick != 0 &&
+                             message.first_tick < std::numeric_limits<std::uint64_t>::max() - count &&
+                             message.render_tick <= message.first_tick + count - 1 &&
+                             message.render_fraction >= 0.0F && message.render_fraction < 1.0F;
+    if (well_formed && reference == own) {
+        return encode_compact_input(message, types, own);
+    }
+    frame full = encode(client_message{message}, types);
+    // The server decodes with the same schema: it keeps the reference exactly when this does.
+    const decoded_client decoded = decode_client_frame(*full, types);
+    if (decoded.message && std::holds_alternative<input>(*decoded.message)) {
+        reference = std::move(own);
+    } else {
+        reference.reset();
+    }
+    return full;
+}
+
+std::optional<decode_error> decode_compact_input(std::span<const std::uint8_t> body,
+                                                 const schema& types,
+                                                 const input_reference* reference, input& out) {
+    std::uint64_t first_tick = 0;
+    const auto refuse = [&](std::string text) {
+        return decode_error{wire::ErrorCode::Malformed, "compact Input: " + std::move(text),
+                            std::nullopt, false, first_tick};
+    };
+    if (body.empty()) {
+        return refuse("no flags");
+    }
+    const std::uint8_t flags = body.front();
+    body = body.subspan(1);
+    if ((flags & ~(compact_ticks_mask | compact_render_bit)) != 0) {
+        return refuse("flag bits 5 to 7 must be zero");
+    }
+    const std::size_t count = (flags & compact_ticks_mask) + 1U;
+    const auto first = take_leb128(body);
+    if (!first) {
+        return refuse("first_tick is not a LEB128 number of at most 64 bits");
+    }
+    first_tick = *first;
+    if (reference == nullptr) {
+        return refuse("a compact Input before any full Input on this connection");
+    }
+    input_fields fields{first_tick, count, 0, 0.0F};
+    if ((flags & compact_render_bit) != 0) {
+        const auto back = take_leb128(body);
+        if (!back || body.empty()) {
+            return refuse("the render tick is not a LEB128 number followed by its fraction");
+        }
+        if (first_tick != 0 && first_tick <= std::numeric_limits<std::uint64_t>::max() - count) {
+            const std::uint64_t last = first_tick + count - 1;
+            if (*back >= last) {
+                return refuse("the render tick would be before tick 1");
+            }
+            fields.render_tick = last - *back;
+        }
+        fields.render_fraction = static_cast<float>(body.front()) / 256.0F;
+        body = body.subspan(1);
+    }
+    std::vector<input_column> columns;
+    for (const std::uint32_t id : reference->types) {
+        const component_info* type = types.find(id);
+        const std::size_t size = type == nullptr ? 0 : column_bytes(*type, count);
+        if (body.size() < size) {
+            return refuse("the body ends inside the values");
+        }
+        columns.push_back(input_column{id, std::as_bytes(body.first(size)), true});
+        body = body.subspan(size);
+    }
+    if (!body.empty()) {
+        return refuse(std::to_string(body.size()) + " bytes after the values");
+    }
+    out.entity = reference->entity;
+    return check_input(fields, columns, types, out);
 }
 
 frame encode(const server_control& message) {

@@ -362,6 +362,93 @@ TEST_F(InputServer, AnInputTypeReachesNoOtherClient) {
     EXPECT_FALSE(bob->last_input_ack().has_value());  // bob sent none: bob gets no acks
 }
 
+TEST_F(InputServer, Protocol6SendsCompactInputsAfterTheFirstAndTheyApplyAlike) {
+    auto alice = join(server_.port(), "alice");
+    ASSERT_EQ(alice->welcome().version, protocol::protocol_version);
+    const Entity ship = spawn_ship(*alice);
+    const std::uint64_t first = server_.tick() + 5;
+    std::vector<std::uint64_t> sizes;
+    for (std::uint64_t i = 0; i < 3; ++i) {
+        const std::uint64_t before = alice->bytes_sent();
+        alice->send(steer(ship, first + i, {Steer{0.25F * static_cast<float>(i), 0.5F}}));
+        sizes.push_back(alice->bytes_sent() - before);
+    }
+    EXPECT_GT(sizes[0], 16U) << "the first Input of a connection is full";
+    EXPECT_LE(sizes[1], 16U);
+    EXPECT_LE(sizes[2], 16U);
+    ASSERT_TRUE(acked(*alice, first + 2));
+    EXPECT_FALSE(alice->last_input_rejected().has_value());
+    const auto log = seen();
+    for (std::uint64_t i = 0; i < 3; ++i) {
+        ASSERT_TRUE(log.contains(first + i));
+        EXPECT_EQ(log.at(first + i).at(ship), (Steer{0.25F * static_cast<float>(i), 0.5F})) << i;
+    }
+}
+
+// Reads frames until one of `type` (or a Disconnect, which fails the wait unless asked for).
+std::optional<std::vector<std::uint8_t>> read_until(raw_socket& raw, ecsnet::wire::ServerBody type) {
+    std::vector<std::uint8_t> bytes;
+    const auto deadline = std::chrono::steady_clock::now() + 5s;
+    while (std::chrono::steady_clock::now() < deadline) {
+        if (raw.read_frame(bytes, 1s) != raw_socket::read_status::frame) {
+            continue;
+        }
+        const auto* message = protocol::verify_server_frame(bytes);
+        if (message == nullptr) {
+            return std::nullopt;
+        }
+        if (message->body_type() == type) {
+            return bytes;
+        }
+        if (message->body_type() == ecsnet::wire::ServerBody::Disconnect) {
+            return std::nullopt;
+        }
+    }
+    return std::nullopt;
+}
+
+std::vector<std::uint8_t> compact_frame(std::uint8_t kind, std::vector<std::uint8_t> body) {
+    const std::uint32_t word = 0x80000000U | (std::uint32_t{kind} << 24U) | static_cast<std::uint32_t>(body.size());
+    body.insert(body.begin(), 4, std::uint8_t{0});
+    for (std::size_t i = 0; i < 4; ++i) {
+        body[i] = static_cast<std::uint8_t>(word >> (8U * i));
+    }
+    return body;
+}
+
+TEST_F(InputServer, ACompactInputWithoutAFullOneIsRefusedAndAnUnknownKindEndsTheConnection) {
+    raw_socket raw{server_.port()};
+    raw.send(protocol::hello{protocol::protocol_version, "raw", ""});
+    raw.write(compact_frame(1, {0x00, 0x05, 0x00, 0x00}));
+    const auto rejected_frame = read_until(raw, ecsnet::wire::ServerBody::InputRejected);
+    ASSERT_TRUE(rejected_frame.has_value()) << "refused, and the connection stays";
+    const auto control = protocol::decode_server_control(*protocol::verify_server_frame(*rejected_frame));
+    ASSERT_TRUE(control.has_value());
+    const auto& rejected = std::get<protocol::input_rejected>(*control);
+    EXPECT_EQ(rejected.code, ErrorCode::Malformed);
+    EXPECT_THAT(rejected.message, HasSubstr("before any full Input"));
+    EXPECT_EQ(rejected.first_tick, 5U);
+
+    raw.write(compact_frame(2, {0x00}));
+    const auto disconnect = read_until(raw, ecsnet::wire::ServerBody::Disconnect);
+    ASSERT_TRUE(disconnect.has_value());
+    const auto end = protocol::decode_server_control(*protocol::verify_server_frame(*disconnect));
+    ASSERT_TRUE(end.has_value());
+    EXPECT_THAT(std::get<protocol::disconnect>(*end).reason, HasSubstr("unknown compact frame kind 2"));
+}
+
+TEST_F(InputServer, AnOlderClientsTopBitIsALengthOverTheLimitAsBefore) {
+    raw_socket raw{server_.port()};
+    raw.send(protocol::hello{5, "older", ""});
+    ASSERT_TRUE(read_until(raw, ecsnet::wire::ServerBody::Welcome).has_value());
+    raw.write(compact_frame(1, {0x00, 0x05, 0x00, 0x00}));
+    const auto disconnect = read_until(raw, ecsnet::wire::ServerBody::Disconnect);
+    ASSERT_TRUE(disconnect.has_value());
+    const auto end = protocol::decode_server_control(*protocol::verify_server_frame(*disconnect));
+    ASSERT_TRUE(end.has_value());
+    EXPECT_THAT(std::get<protocol::disconnect>(*end).reason, HasSubstr("exceeds the limit"));
+}
+
 TEST(InputServerReconnect, AReconnectKeepsTheShipAndStartsANewStream) {
     auto log = std::make_shared<steering_log>();
     server_config config = input_config();

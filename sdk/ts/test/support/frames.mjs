@@ -25,7 +25,8 @@ export const demoTypes = [
   { name: 'flag', fields: [['on', w.FieldType.Bool, 8], ['level', w.FieldType.Short, 16]] },
 ];
 
-export function welcome({ types = demoTypes, clientId = 7, tick = 100n, tickRate = 30, key = new Uint8Array(32).fill(9), interestRadius = 0 } = {}) {
+export function welcome({ types = demoTypes, clientId = 7, tick = 100n, tickRate = 30, key = new Uint8Array(32).fill(9), interestRadius = 0,
+                          protocolVersion = 4 } = {}) {
   const b = new flatbuffers.Builder(1024);
   const comps = types.map((t, id) => {
     const name = b.createString(t.name);
@@ -50,7 +51,7 @@ export function welcome({ types = demoTypes, clientId = 7, tick = 100n, tickRate
   const keyVec = w.Welcome.createResumeKeyVector(b, key);
   w.Welcome.startWelcome(b);
   w.Welcome.addClientId(b, clientId);
-  w.Welcome.addProtocolVersion(b, 4);
+  w.Welcome.addProtocolVersion(b, protocolVersion);
   w.Welcome.addTickRate(b, tickRate);
   w.Welcome.addCurrentTick(b, tick);
   w.Welcome.addChecksumInterval(b, 30);

@@ -40,7 +40,7 @@ function sentMessages(wire) {
   });
 }
 
-test('the first frame is Hello with protocol 5, the name and the resume key', async () => {
+test('the first frame is Hello with protocol 6, the name and the resume key', async () => {
   const key = new Uint8Array(32).fill(3);
   let hello;
   const session = await Session.connect({
@@ -51,7 +51,7 @@ test('the first frame is Hello with protocol 5, the name and the resume key', as
   const m = cw.ClientMessage.getSizePrefixedRootAsClientMessage(new flatbuffers.ByteBuffer(hello));
   const h = m.body(new cw.Hello());
   assert.equal(cw.ClientBody[m.bodyType()], 'Hello');
-  assert.equal(h.protocolVersion(), 5);
+  assert.equal(h.protocolVersion(), 6);
   assert.equal(h.clientName(), 'bot-1');
   assert.deepEqual([...h.resumeKeyArray()], [...key]);
   assert.equal(h.connectToken(), 'tok');

@@ -105,6 +105,9 @@ void session::impl::control(const wire::ServerMessage& message, time_point at) {
         clock.on_input_ack(*a, at);
     } else if (const auto* rejected = std::get_if<protocol::input_rejected>(&*decoded)) {
         last_rejected = *rejected;
+        if (rejected->code == wire::ErrorCode::Malformed || rejected->code == wire::ErrorCode::InvalidValue) {
+            input_reference.reset();  // the server forgot its reference: the next Input goes full
+        }
         fire(active.input_rejected, *rejected);
     } else if (const auto* d = std::get_if<protocol::disconnect>(&*decoded)) {
         // The server's word is final: a refusal (token, version, full) or an end (kicked,
@@ -171,6 +174,7 @@ void session::impl::welcomed_by(protocol::welcome w, time_point at) {
     next_ping = {};
     pings.clear();
     next_input_tick = 0;
+    input_reference.reset();
     last_ack.reset();
     start_prediction();
 }

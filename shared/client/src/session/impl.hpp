@@ -201,6 +201,8 @@ struct session::impl {
     std::optional<protocol::component_set> unsent_press;
     std::optional<double> unsent_press_shown;
     std::uint64_t last_input_tick{0};
+    // Protocol 6: the last full Input sent on this connection; one that matches it goes compact.
+    std::optional<protocol::input_reference> input_reference;
     std::optional<protocol::input_ack> last_ack;
     std::optional<protocol::input_rejected> last_rejected;
 

@@ -1,6 +1,7 @@
 // What a session sends each update(): input for each tick and the pings that keep the server
 // clock (session/impl.hpp); the input calls of the public session.
 #include <algorithm>
+#include <cmath>
 #include <tuple>
 #include <utility>
 
@@ -75,11 +76,17 @@ void session::impl::send_input() {
     const std::uint64_t first = std::max(next_input_tick, oldest);
     // The screen the player saw as it set this input: lag compensation rewinds to it. As a
     // whole tick and the fraction towards the next, never past the tick stamped.
-    const auto render_at = [due](double shown) {
+    // From protocol 6 in 256ths, rounded down, in either form: what the server rewinds to does
+    // not depend on whether the Input went compact.
+    const bool compact = welcome && welcome->version >= protocol::compact_input_protocol_version;
+    const auto render_at = [due, compact](double shown) {
         shown = std::max(shown, 0.0);
         const auto tick = std::min(static_cast<std::uint64_t>(shown), due);
-        const float fraction =
+        float fraction =
             tick == due ? 0.0F : std::min(static_cast<float>(shown - static_cast<double>(tick)), 0.99999F);
+        if (compact) {
+            fraction = std::floor(fraction * 256.0F) / 256.0F;
+        }
         return std::pair{tick, fraction};
     };
     const std::optional<double> changed_shown = std::exchange(input_shown, std::nullopt);
@@ -100,8 +107,12 @@ void session::impl::send_input() {
     sent_input = message.ticks.back();
     next_input_tick = due + 1;
     protocol::frame frame;
+    // Kept once the frame is on its way: a compact Input never refers to one the server did
+    // not get.
+    std::optional<protocol::input_reference> reference = input_reference;
     try {
-        frame = protocol::encode(message, mirror.types());
+        frame = compact ? protocol::encode_input(message, mirror.types(), reference)
+                        : protocol::encode(message, mirror.types());
     } catch (const std::exception& e) {  // the server's types changed under a reconnect
         last_rejected = protocol::input_rejected{first, wire::ErrorCode::InvalidValue,
                                                  std::string{"input not sent: "} + e.what(), 1};
@@ -116,8 +127,12 @@ void session::impl::send_input() {
             predicted->set_input(tick, input_entity, message.ticks[tick - first]);
         }
     }
+    const bool compact_frame = protocol::is_compact(
+        protocol::read_prefix(std::span<const std::uint8_t>{*frame}.first<protocol::frame_prefix_bytes>()));
     if (enqueue(std::move(frame))) {
+        input_reference = std::move(reference);
         ++stats.input_frames_sent;
+        stats.compact_input_frames_sent += compact_frame ? 1 : 0;
         stats.input_ticks_sent += message.ticks.size();
         last_input_tick = due;
     }

@@ -172,6 +172,8 @@ private:
     void handle(protocol::client_message message);
     void handle_resync(const protocol::resync_request& request);
     void handle_input(protocol::input input);
+    // A compact frame read into read_buffer_; false when it ended the connection.
+    bool handle_compact(std::uint8_t kind);
     void reply_now_or_in_order(protocol::command_result result);
     void refuse_rate_limited(std::uint32_t request_id);
     void reject_command(const protocol::decode_error& error);
@@ -256,6 +258,10 @@ private:
     bool resync_deferred_{false};
     clock::time_point resync_window_start_{};
     std::uint64_t resyncs_in_window_{0};
+    // The version the client's Hello named (0 before it): from 6 on it may send compact Inputs,
+    // which take their entity and types from the last full Input it sent (the reference).
+    std::uint32_t client_version_{0};
+    std::optional<protocol::input_reference> input_reference_;
     // Input frames: their own bucket (--input-rate), refusals answered at most once a second.
     token_bucket inputs_;
     clock::time_point next_input_answer_{};

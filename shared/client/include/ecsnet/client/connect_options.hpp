@@ -33,6 +33,9 @@ struct connect_options {
     std::chrono::milliseconds timeout = 5000ms;  // connect + handshake + snapshot
     std::size_t max_frame_bytes = protocol::default_max_server_frame;
     bool join = true;                            // send Hello and wait for the snapshot
+    // The protocol version Hello names (oldest_protocol_version to protocol_version): an older
+    // one speaks as an older client would (below 6, every Input full; a comparison, a test).
+    std::uint32_t protocol_version = protocol::protocol_version;
     // TLS, verifying the server's certificate chain and its name (`host`) by default.
     bool tls = false;
     std::string ca_file;  // PEM; empty: the system's trusted certificates

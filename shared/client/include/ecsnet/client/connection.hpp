@@ -84,6 +84,9 @@ public:
     // server sends a message: one WebSocket frame); TLS records are not counted.
     [[nodiscard]] std::uint64_t bytes_received() const noexcept { return bytes_received_; }
     [[nodiscard]] std::uint64_t frames_received() const noexcept { return frames_received_; }
+    // The frames' bytes sent (no WebSocket or TLS overhead). From protocol 6 an Input goes
+    // compact when it has the entity and types of the last full one (docs/PROTOCOL.md).
+    [[nodiscard]] std::uint64_t bytes_sent() const noexcept { return bytes_sent_; }
     [[nodiscard]] std::optional<protocol::checksum_report> last_checksum() const noexcept { return last_checksum_; }
     [[nodiscard]] std::optional<protocol::pong> last_pong() const noexcept { return last_pong_; }
     // Player input (send(protocol::input{...})): the server's latest word on it.
@@ -143,6 +146,8 @@ private:
     std::uint64_t last_ping_nonce_{0};
     clock::time_point last_send_{clock::now()};
     std::uint64_t bytes_received_{0};
+    std::uint64_t bytes_sent_{0};
+    std::optional<protocol::input_reference> input_reference_;  // protocol 6: the server's
     std::uint64_t frames_received_{0};
 };
 

@@ -76,8 +76,9 @@ struct session_stats {
     std::uint64_t frames_received{0};
     std::uint64_t bytes_sent{0};   // queued for the connection
     std::uint64_t frames_sent{0};
-    std::uint64_t input_frames_sent{0};
+    std::uint64_t input_frames_sent{0};  // both forms
     std::uint64_t input_ticks_sent{0};
+    std::uint64_t compact_input_frames_sent{0};  // of input_frames_sent, compact (protocol 6)
     std::uint64_t reconnects{0};
 };
 

@@ -14,9 +14,11 @@
 // that many bytes, with file identifier "ECSC" (client -> server) or "ECSS" (server -> client).
 namespace ecsnet::protocol {
 
-// 4 added player input (Input, InputAck, InputRejected, ComponentType.input). A server speaks
-// every version from oldest_protocol_version on, and answers in the client's (Welcome).
-inline constexpr std::uint32_t protocol_version = 5;
+// 4 added player input (Input, InputAck, InputRejected, ComponentType.input), 5 the render
+// tick, 6 the compact Input. A server speaks every version from oldest_protocol_version on,
+// and answers in the client's (Welcome).
+inline constexpr std::uint32_t protocol_version = 6;
+inline constexpr std::uint32_t compact_input_protocol_version = 6;
 inline constexpr std::uint32_t oldest_protocol_version = 3;
 inline constexpr std::size_t frame_prefix_bytes = 4;
 // Client -> server frames are small commands.
@@ -35,6 +37,23 @@ using frame = std::shared_ptr<const std::vector<std::uint8_t>>;
 
 // The body length announced by a prefix.
 [[nodiscard]] std::uint32_t read_prefix(std::span<const std::uint8_t, frame_prefix_bytes> prefix) noexcept;
+
+// Protocol 6: a prefix with its top bit set starts a compact frame, client -> server only,
+// whose kind and body length the prefix holds (docs/PROTOCOL.md, "Protocol 6").
+enum class compact_kind : std::uint8_t { input = 1 };
+struct compact_prefix {
+    std::uint8_t kind;     // 7 bits
+    std::uint32_t length;  // 24 bits
+};
+[[nodiscard]] constexpr bool is_compact(std::uint32_t prefix) noexcept {
+    return (prefix & 0x80000000U) != 0;
+}
+[[nodiscard]] constexpr compact_prefix compact_of(std::uint32_t prefix) noexcept {
+    return {static_cast<std::uint8_t>((prefix >> 24U) & 0x7FU), prefix & 0xFFFFFFU};
+}
+[[nodiscard]] constexpr std::uint32_t compact_prefix_word(compact_kind kind, std::uint32_t length) noexcept {
+    return 0x80000000U | (static_cast<std::uint32_t>(kind) << 24U) | (length & 0xFFFFFFU);
+}
 
 // Verifies exactly these bytes (prefix included) as a client frame: length prefix matches,
 // identifier, the FlatBuffers verifier with tight limits, and a body present whenever the

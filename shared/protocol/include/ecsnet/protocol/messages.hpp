@@ -163,6 +163,14 @@ struct input {
     friend bool operator==(const input&, const input&) = default;
 };
 
+// Protocol 6: what a compact Input takes from the last full Input of its connection, the
+// entity and the input types in column order.
+struct input_reference {
+    ecs::Entity entity;
+    std::vector<std::uint32_t> types;  // wire ids
+    friend bool operator==(const input_reference&, const input_reference&) = default;
+};
+
 using client_message = std::variant<hello, spawn, destroy, set_components, remove_components, ping,
                                     resync_request, focus, input>;
 // The message's name on the wire: "Spawn", "SetComponent", ... (for logs).
@@ -195,6 +203,29 @@ struct decoded_client {
 // clients may write.
 [[nodiscard]] decoded_client decode_client_frame(std::span<const std::uint8_t> bytes,
                                                  const schema& types);
+
+// The reference a full Input sets: its entity and its columns' types, in the order encode()
+// writes them. Throws std::invalid_argument for an Input encode() would refuse.
+[[nodiscard]] input_reference reference_of(const input& message, const schema& types);
+// A compact Input frame (prefix included) of `message`, whose reference_of() must equal
+// `reference` (std::invalid_argument otherwise, or for an Input encode() would refuse). The
+// render fraction goes in 256ths, rounded down.
+[[nodiscard]] frame encode_compact_input(const input& message, const schema& types,
+                                         const input_reference& reference);
+// What a client of a protocol 6 server sends for `message`: a compact Input when `reference`
+// (the connection's, nullopt at its start) equals the message's and the Input is well-formed,
+// else the full Input. `reference` then holds what the server's will: the message's when the
+// full Input passes the server's decoding, nullopt when the server will refuse it (a compact
+// Input changes nothing). Throws std::invalid_argument as encode() does.
+[[nodiscard]] frame encode_input(const input& message, const schema& types,
+                                 std::optional<input_reference>& reference);
+// The body of a compact Input (after its prefix) as the full Input it stands for, with the
+// same checks; `reference` null: none yet on this connection (refused). An error is never
+// fatal: it is answered with an InputRejected.
+[[nodiscard]] std::optional<decode_error> decode_compact_input(std::span<const std::uint8_t> body,
+                                                               const schema& types,
+                                                               const input_reference* reference,
+                                                               input& out);
 
 // ---- server -> client -----------------------------------------------------------------------
 
