@@ -414,7 +414,9 @@ void server::broadcast_tick(const ecs::World::change_set_type& changes) {
                          protocol::frame ack;
                          if (const protocol::input_ack* a =
                                  simulation_.inputs().ack(s->owner_id())) {
-                             ack = protocol::encode(protocol::server_control{*a});
+                             ack = s->protocol_version() >= protocol::compact_input_protocol_version
+                                       ? protocol::encode_compact_input_ack(*a)
+                                       : protocol::encode(protocol::server_control{*a});
                          }
                          s->send_tick(delta, checksum, owner_only, ack == nullptr ? nullptr : &ack);
                      });

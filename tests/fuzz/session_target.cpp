@@ -311,7 +311,7 @@ private:
     harness& h_;
     tcp::socket socket_;
     std::array<std::uint8_t, 16384> buffer_{};
-    proto::frame_reader reader_{proto::default_max_server_frame};
+    proto::frame_reader reader_{proto::default_max_server_frame, true};  // protocol 6: compact acks
     int pending_ = 0;
     bool eof_ = false;
     bool write_failed_ = false;
@@ -327,6 +327,14 @@ public:
 
     void on_frame(const std::vector<std::uint8_t>& bytes) {
         std::string why;
+        if (proto::is_compact(proto::read_prefix(std::span<const std::uint8_t>{bytes}.first<proto::frame_prefix_bytes>()))) {
+            const auto control = proto::decode_compact_server_frame(bytes, &why);
+            ECSNET_SESSION_CHECK(control.has_value(), "a compact frame does not decode: " + why);
+            ECSNET_SESSION_CHECK(std::holds_alternative<proto::input_ack>(*control),
+                                 "a compact frame that is not an InputAck");
+            on_control(*control);
+            return;
+        }
         const auto* message = proto::verify_server_frame(bytes, &why);
         ECSNET_SESSION_CHECK(message != nullptr, "the server sent an unverifiable frame: " + why);
         const auto type = message->body_type();
@@ -350,6 +358,11 @@ public:
         const auto control = proto::decode_server_control(*message, &control_why);
         ECSNET_SESSION_CHECK(control.has_value(),
                              "a control frame does not decode: " + control_why);
+        on_control(*control);
+    }
+
+    void on_control(const proto::server_control& message) {
+        const auto* control = &message;
         if (const auto* w = std::get_if<proto::welcome>(&*control)) {
             ECSNET_SESSION_CHECK(!welcomed_, "a second Welcome");
             // The client's version (a seed's own Hello may be a version-3 one).

@@ -408,6 +408,16 @@ golden_case compact_input_case(std::string name, proto::input expected) {
             }};
 }
 
+golden_case compact_ack_case(std::string name, proto::input_ack expected) {
+    return {std::move(name), [expected] { return proto::encode_compact_input_ack(expected); },
+            [expected](std::span<const std::uint8_t> frame) {
+                std::string why;
+                const auto decoded = proto::decode_compact_server_frame(frame, &why);
+                ASSERT_TRUE(decoded.has_value()) << why;
+                EXPECT_TRUE(*decoded == proto::server_control{expected}) << "decoded other values";
+            }};
+}
+
 golden_case server_case(std::string name, proto::server_control expected) {
     return {std::move(name), [expected] { return proto::encode(expected); },
             [expected](std::span<const std::uint8_t> frame) {
@@ -535,8 +545,10 @@ std::vector<golden_case> golden_cases() {
             w.version = 5;
             return w;
         }()),
-        // Version 6: the compact Input, of the full one below (its reference).
+        // Version 6: the compact Input, of the full one below (its reference), and the
+        // compact InputAck.
         compact_input_case("client_compact_input", golden_input()),
+        compact_ack_case("server_compact_input_ack", proto::input_ack{1235, 1234, 2, 5, 7}),
         // Version 5: the render tick the client showed (lag compensation).
         input_client_case("client_input", golden_input()),
         server_case("server_input_ack", proto::input_ack{1235, 1234, 2, 5, 7}),

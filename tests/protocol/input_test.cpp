@@ -261,6 +261,79 @@ TEST(InputMessage, AckAndRejectionRoundTrip) {
     EXPECT_THAT(why, HasSubstr("has not run"));
 }
 
+TEST(CompactInputAck, RoundTripsEveryRangeEdge) {
+    constexpr std::uint32_t u32 = std::numeric_limits<std::uint32_t>::max();
+    constexpr std::uint64_t u64 = std::numeric_limits<std::uint64_t>::max();
+    for (const proto::input_ack& ack :
+         {proto::input_ack{90, 89, -2, 3, 4}, proto::input_ack{7, 0, 0, 0, 0},
+          proto::input_ack{u64, u64, std::numeric_limits<std::int32_t>::min(), u32, u32},
+          proto::input_ack{u64, 0, std::numeric_limits<std::int32_t>::max(), 0, 1}}) {
+        const proto::frame f = proto::encode_compact_input_ack(ack);
+        std::string why;
+        const auto back = proto::decode_compact_server_frame(*f, &why);
+        ASSERT_TRUE(back.has_value()) << why;
+        EXPECT_EQ(std::get<proto::input_ack>(*back), ack);
+    }
+}
+
+TEST(CompactInputAck, TheBytesAreAsDocumented) {
+    // Tick 300 (ac 02), applied 298 (2 back), lead -2 (zigzag 3), late 0, repeated 5.
+    const proto::frame f = proto::encode_compact_input_ack({300, 298, -2, 0, 5});
+    EXPECT_EQ(*f, (std::vector<std::uint8_t>{0x06, 0x00, 0x00, 0x81, 0xAC, 0x02, 0x02, 0x03, 0x00, 0x05}));
+    EXPECT_EQ(proto::encode_compact_input_ack({300, 300, 2, 0, 0})->size(), 10U);
+    EXPECT_LE(proto::encode_compact_input_ack({(1U << 21U) - 1, (1U << 21U) - 3, 2, 127, 127})->size(), 11U);
+    EXPECT_GE(proto::encode(proto::server_control{proto::input_ack{300, 298, -2, 0, 5}})->size(), 64U)
+        << "the full form it replaces";
+}
+
+TEST(CompactInputAck, WhatIsNotExactlyFiveNumbersIsRefused) {
+    const auto refused = [](std::vector<std::uint8_t> body, std::uint8_t kind = 1) {
+        const std::uint32_t word = proto::compact_prefix_word(kind, static_cast<std::uint32_t>(body.size()));
+        body.insert(body.begin(), 4, std::uint8_t{0});
+        for (std::size_t i = 0; i < 4; ++i) {
+            body[i] = static_cast<std::uint8_t>(word >> (8U * i));
+        }
+        std::string why;
+        EXPECT_FALSE(proto::decode_compact_server_frame(body, &why).has_value());
+        return why;
+    };
+    EXPECT_THAT(refused({0x05, 0x00, 0x00, 0x00, 0x00}, 2), HasSubstr("unknown compact frame kind 2"));
+    EXPECT_THAT(refused({0x05, 0x00, 0x00, 0x00}), HasSubstr("LEB128"));
+    EXPECT_THAT(refused({0x05, 0x00, 0x00, 0x00, 0x80}), HasSubstr("LEB128"));
+    EXPECT_THAT(refused({0x05, 0x00, 0x00, 0x00, 0x00, 0x00}), HasSubstr("1 bytes after"));
+    EXPECT_THAT(refused({0x05, 0x06, 0x00, 0x00, 0x00}), HasSubstr("before tick 0"));
+    EXPECT_THAT(refused({0x05, 0x00, 0x80, 0x80, 0x80, 0x80, 0x10, 0x00, 0x00}), HasSubstr("past 32 bits"));
+    EXPECT_THAT(refused({0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x01, 0x00, 0x00, 0x00, 0x00}),
+                HasSubstr("LEB128"));
+    const proto::frame good = proto::encode_compact_input_ack({5, 5, 0, 0, 0});
+    std::vector<std::uint8_t> shorter(good->begin(), good->end() - 1);
+    std::string why;
+    EXPECT_FALSE(proto::decode_compact_server_frame(shorter, &why).has_value());
+    EXPECT_THAT(why, HasSubstr("prefix does not match"));
+}
+
+TEST(CompactInputAck, AProtocol6ReaderCutsCompactFramesAndAnOlderOneRefusesThem) {
+    const proto::frame ack = proto::encode_compact_input_ack({300, 298, -2, 0, 5});
+    const proto::frame full = proto::encode(proto::server_control{proto::input_ack{301, 300, 1, 0, 5}});
+    std::vector<std::uint8_t> stream(full->begin(), full->end());
+    stream.insert(stream.end(), ack->begin(), ack->end());
+    stream.insert(stream.end(), full->begin(), full->end());
+    proto::frame_reader reader{proto::default_max_server_frame, true};
+    std::vector<std::size_t> sizes;
+    for (std::size_t i = 0; i < stream.size(); i += 3) {  // fed 3 bytes at a time
+        reader.feed(std::span<const std::uint8_t>{stream}.subspan(i, std::min<std::size_t>(3, stream.size() - i)));
+        std::span<const std::uint8_t> frame;
+        while (reader.next(frame) == proto::frame_reader::status::frame) {
+            sizes.push_back(frame.size());
+        }
+    }
+    EXPECT_EQ(sizes, (std::vector<std::size_t>{full->size(), ack->size(), full->size()}));
+    proto::frame_reader older{proto::default_max_server_frame};
+    older.feed(*ack);
+    std::span<const std::uint8_t> frame;
+    EXPECT_EQ(older.next(frame), proto::frame_reader::status::oversize);
+}
+
 // ---- replication ---------------------------------------------------------------------------
 
 bool apply_frame(proto::mirror& m, const proto::frame& f) {

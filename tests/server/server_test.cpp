@@ -1283,10 +1283,11 @@ TEST_P(ServerBadInput, OversizeLengthPrefixClosesOnlyThatConnection) {
     const auto alice = join(server.port(), "alice");
     const auto bob = join(server.port(), "bob");
 
+    // Protocol 5: a prefix with its top bit set is a length too (from 6 on, a compact frame's).
     for (const std::uint32_t length : {4097U, 0xFFFF'FFFFU}) {
         SCOPED_TRACE(length);
         raw_socket bad{server.port()};
-        bad.send(protocol::hello{protocol::protocol_version, "mallory", ""});
+        bad.send(protocol::hello{5, "mallory", ""});
         const std::array<std::uint8_t, 4> prefix{
             static_cast<std::uint8_t>(length), static_cast<std::uint8_t>(length >> 8U),
             static_cast<std::uint8_t>(length >> 16U), static_cast<std::uint8_t>(length >> 24U)};
@@ -1297,7 +1298,16 @@ TEST_P(ServerBadInput, OversizeLengthPrefixClosesOnlyThatConnection) {
         EXPECT_EQ(*closed.reason,
                   "frame of " + std::to_string(length) + " bytes exceeds the limit of 4096");
     }
-    EXPECT_EQ(server.stats().invalid_frames, 2U);
+    {
+        // Version 6: the compact frame's length, judged before its kind.
+        raw_socket bad{server.port()};
+        bad.send(protocol::hello{protocol::protocol_version, "mallory", ""});
+        bad.write(std::array<std::uint8_t, 4>{0xFF, 0xFF, 0xFF, 0xFF});
+        const raw_socket::close_result closed = bad.read_until_closed(5s);
+        ASSERT_TRUE(closed.reason.has_value());
+        EXPECT_EQ(*closed.reason, "frame of 16777215 bytes exceeds the limit of 4096");
+    }
+    EXPECT_EQ(server.stats().invalid_frames, 3U);
     expect_others_unaffected(*alice, *bob);
 }
 

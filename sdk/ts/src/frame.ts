@@ -70,12 +70,14 @@ export class StrictByteBuffer extends flatbuffers.ByteBuffer {
 }
 
 // Splits a byte stream into frames (each returned with its prefix), refusing a length above
-// the limit before the body is read or allocated.
+// the limit before the body is read or allocated. `compact` (a connection whose Hello named
+// protocol 6 or later): a prefix with its top bit set is a compact frame whose length is its low
+// 24 bits ("Protocol 6"); otherwise such a prefix is a length of 2^31 or more, over any limit.
 export class FrameReader {
   private chunks: Uint8Array[] = [];
   private buffered = 0;
 
-  constructor(readonly maxFrameBytes: number = DEFAULT_MAX_SERVER_FRAME_BYTES) {}
+  constructor(readonly maxFrameBytes: number = DEFAULT_MAX_SERVER_FRAME_BYTES, readonly compact: boolean = false) {}
 
   feed(bytes: Uint8Array): void {
     if (bytes.length > 0) {
@@ -90,7 +92,7 @@ export class FrameReader {
     if (this.buffered < FRAME_PREFIX_BYTES) {
       return null;
     }
-    const length = frameLength(this.peek(FRAME_PREFIX_BYTES), this.maxFrameBytes);
+    const length = frameLength(this.peek(FRAME_PREFIX_BYTES), this.maxFrameBytes, this.compact);
     if (this.buffered < FRAME_PREFIX_BYTES + length) {
       return null;
     }
@@ -132,11 +134,33 @@ export class FrameReader {
   }
 }
 
-// The body length a frame's prefix announces; throws when it exceeds the limit.
-export function frameLength(prefix: Uint8Array, maxFrameBytes: number): number {
-  const length = (prefix[0]! | (prefix[1]! << 8) | (prefix[2]! << 16) | (prefix[3]! << 24)) >>> 0;
+// The 4-byte little-endian word that starts a frame.
+export function readPrefix(prefix: Uint8Array): number {
+  return (prefix[0]! | (prefix[1]! << 8) | (prefix[2]! << 16) | (prefix[3]! << 24)) >>> 0;
+}
+
+// Protocol 6: a prefix with its top bit set starts a compact frame, its kind in bits 24-30 and
+// its body length in bits 0-23 (docs/PROTOCOL.md, "Protocol 6"). Each direction has its own kinds.
+export function isCompactPrefix(word: number): boolean {
+  return (word & 0x80000000) !== 0;
+}
+export function compactKind(word: number): number {
+  return (word >>> 24) & 0x7f;
+}
+export function compactLength(word: number): number {
+  return word & 0xffffff;
+}
+export function compactPrefixWord(kind: number, length: number): number {
+  return (0x80000000 | ((kind & 0x7f) << 24) | (length & 0xffffff)) >>> 0;
+}
+
+// The body length a frame's prefix announces; throws when it exceeds the limit. `compact`: a
+// prefix with its top bit set is a compact frame's (FrameReader).
+export function frameLength(prefix: Uint8Array, maxFrameBytes: number, compact = false): number {
+  const word = readPrefix(prefix);
+  const length = compact && isCompactPrefix(word) ? compactLength(word) : word;
   if (length > maxFrameBytes) {
-    throw new MalformedFrameError(`a frame of ${length} bytes, more than the limit of ${maxFrameBytes}`);
+    throw new MalformedFrameError(`a ${length === word ? '' : 'compact '}frame of ${length} bytes, more than the limit of ${maxFrameBytes}`);
   }
   return length;
 }

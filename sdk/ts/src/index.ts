@@ -25,7 +25,7 @@ export {
 export type { ComponentInfo, FieldInfo, FieldValue, FixedValue, ComponentValue } from './schema';
 export {
   PROTOCOL_VERSION, COMPACT_INPUT_VERSION, MAX_INPUT_TICKS, ErrorCode, errorCodeName, decodeServerFrame, encodeHello, encodeSpawn,
-  encodeDestroy, encodeSet, encodeRemove, encodePing, encodeResyncRequest, encodeFocus, encodeInput, encodeCompactInput,
+  encodeDestroy, encodeSet, encodeRemove, encodePing, encodeResyncRequest, encodeFocus, encodeInput, encodeCompactInput, encodeCompactInputAck,
   inputReference, sameInputReference,
 } from './messages';
 export type {

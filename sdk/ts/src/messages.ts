@@ -3,7 +3,10 @@
 import * as flatbuffers from 'flatbuffers';
 import * as wire from './generated/server_generated';
 import * as cwire from './generated/client_generated';
-import { MalformedFrameError, openFrame, DEFAULT_MAX_SERVER_FRAME_BYTES } from './frame';
+import {
+  MalformedFrameError, openFrame, DEFAULT_MAX_SERVER_FRAME_BYTES, FRAME_PREFIX_BYTES, compactKind, compactLength, compactPrefixWord,
+  isCompactPrefix, readPrefix,
+} from './frame';
 import { ComponentInfo, FieldType, Schema, UnknownComponentError, Writer, isString, makeValue, packColumn, FixedValue } from './schema';
 
 export const PROTOCOL_VERSION = 6;
@@ -200,7 +203,12 @@ function finite(x: number, what: string): number {
 
 // Decodes one whole server frame (prefix included). Throws MalformedFrameError (or
 // SchemaError for a Welcome whose schema breaks the rules); never reads outside the frame.
+// A frame whose prefix has its top bit set is a compact one (protocol 6: the compact InputAck),
+// decoded to the same InputAck as the FlatBuffers one; a full frame is always shorter than 2^31.
 export function decodeServerFrame(frame: Uint8Array, maxFrameBytes = DEFAULT_MAX_SERVER_FRAME_BYTES): ServerMessage {
+  if (frame.length >= FRAME_PREFIX_BYTES && isCompactPrefix(readPrefix(frame))) {
+    return decodeCompactServerFrame(frame, maxFrameBytes);
+  }
   const bb = openFrame(frame, 'ECSS', maxFrameBytes);
   try {
     return decodeBody(wire.ServerMessage.getSizePrefixedRootAsServerMessage(bb));
@@ -208,6 +216,60 @@ export function decodeServerFrame(frame: Uint8Array, maxFrameBytes = DEFAULT_MAX
     if (e instanceof MalformedFrameError || (e instanceof Error && e.name === 'SchemaError')) throw e;
     throw new MalformedFrameError(`cannot decode the frame: ${(e as Error).message}`);
   }
+}
+
+// The server's compact kinds (protocol 6); the client's are its own (COMPACT_INPUT_KIND).
+const COMPACT_INPUT_ACK_KIND = 1;
+const MAX_U32 = 0xffffffffn;
+
+// Unsigned LEB128 at bytes[at...]: at most 10 bytes and no bit past 2^64 - 1; null when it is
+// cut short or breaks either (C++: take_leb128). Returns the value and where the next begins.
+function takeLeb128(bytes: Uint8Array, at: number): { value: bigint; next: number } | null {
+  let value = 0n;
+  for (let i = 0; i < 10 && at + i < bytes.length; ++i) {
+    const byte = bytes[at + i]!;
+    const part = byte & 0x7f;
+    if (i === 9 && part > 1) return null; // past 64 bits
+    value |= BigInt(part) << BigInt(7 * i);
+    if ((byte & 0x80) === 0) return { value, next: at + i + 1 };
+  }
+  return null;
+}
+
+// A whole compact server frame (prefix included, its top bit set) as the message it carries
+// (C++: decode_compact_server_frame); MalformedFrameError for an unknown kind or a body that
+// does not decode exactly.
+function decodeCompactServerFrame(frame: Uint8Array, maxFrameBytes: number): ServerMessage {
+  if (frame.length < FRAME_PREFIX_BYTES) throw new MalformedFrameError('compact frame without its prefix');
+  const word = readPrefix(frame);
+  const n = compactLength(word);
+  if (!isCompactPrefix(word) || n !== frame.length - FRAME_PREFIX_BYTES) {
+    throw new MalformedFrameError(`compact frame prefix does not match the frame: it announces ${n} bytes, the frame has ${frame.length - FRAME_PREFIX_BYTES}`);
+  }
+  if (n > maxFrameBytes) {
+    throw new MalformedFrameError(`a compact frame of ${n} bytes, more than the limit of ${maxFrameBytes}`);
+  }
+  const kind = compactKind(word);
+  if (kind !== COMPACT_INPUT_ACK_KIND) throw new MalformedFrameError(`unknown compact frame kind ${kind}`);
+  const fields: bigint[] = [];
+  let at = FRAME_PREFIX_BYTES;
+  for (let i = 0; i < 5; ++i) {
+    const taken = takeLeb128(frame, at);
+    if (taken === null) throw new MalformedFrameError('compact InputAck: a field is not a LEB128 number of at most 64 bits');
+    fields.push(taken.value);
+    at = taken.next;
+  }
+  const [tick, back, zigzag, late, repeated] = fields as [bigint, bigint, bigint, bigint, bigint];
+  if (at !== frame.length) throw new MalformedFrameError(`compact InputAck: ${frame.length - at} bytes after its fields`);
+  if (back > tick) throw new MalformedFrameError('InputAck applied an input of a tick before tick 0');
+  if (zigzag > MAX_U32 || late > MAX_U32 || repeated > MAX_U32) {
+    throw new MalformedFrameError('compact InputAck: lead, late or repeated past 32 bits');
+  }
+  const z = Number(zigzag);
+  return {
+    kind: 'inputAck', tick, appliedTick: tick - back, lead: (z >>> 1) ^ -(z & 1),
+    late: Number(late), repeated: Number(repeated),
+  };
 }
 
 function decodeBody(m: wire.ServerMessage): ServerMessage {
@@ -517,5 +579,31 @@ export function encodeCompactInput(schema: Schema, reference: InputReference, en
     frame.set(c.values, at);
     at += c.values.length;
   }
+  return frame;
+}
+
+// What the server sends a client of protocol 6 or later for an InputAck: a compact frame of kind
+// 1 (prefix included), five unsigned LEB128 numbers: tick, tick - appliedTick, lead zigzagged,
+// late, repeated (C++: encode_compact_input_ack; an appliedTick above tick is sent as tick). For
+// tests and third parties: the SDK only receives it. Throws a RangeError for a value outside its
+// wire type (ticks: 0 to 2^64 - 1; lead: a 32-bit integer; late, repeated: 0 to 2^32 - 1).
+export function encodeCompactInputAck(ack: Omit<InputAck, 'kind'>): Uint8Array {
+  const { tick, appliedTick, lead, late, repeated } = ack;
+  if (tick < 0n || tick > MAX_TICK || appliedTick < 0n || appliedTick > MAX_TICK) {
+    throw new RangeError(`an InputAck's ticks are 0 to 2^64 - 1, not ${tick} and ${appliedTick}`);
+  }
+  if (!Number.isInteger(lead) || lead < -0x80000000 || lead > 0x7fffffff) throw new RangeError(`an InputAck's lead is a 32-bit integer, not ${lead}`);
+  for (const [name, v] of [['late', late], ['repeated', repeated]] as const) {
+    if (!Number.isInteger(v) || v < 0 || v > 0xffffffff) throw new RangeError(`an InputAck's ${name} is 0 to 2^32 - 1, not ${v}`);
+  }
+  const body: number[] = [];
+  writeLeb128(body, tick);
+  writeLeb128(body, tick - (appliedTick < tick ? appliedTick : tick));
+  writeLeb128(body, BigInt(((lead << 1) ^ (lead >> 31)) >>> 0)); // zigzag: a small lead either way is one byte
+  writeLeb128(body, BigInt(late));
+  writeLeb128(body, BigInt(repeated));
+  const frame = new Uint8Array(FRAME_PREFIX_BYTES + body.length);
+  new DataView(frame.buffer).setUint32(0, compactPrefixWord(COMPACT_INPUT_ACK_KIND, body.length), true);
+  frame.set(body, FRAME_PREFIX_BYTES);
   return frame;
 }

@@ -5,11 +5,11 @@
 // the session and call its methods, but not update().
 import { ChecksumHasher } from './checksum';
 import { CommandError, ConnectionLostError } from './errors';
-import { DEFAULT_MAX_SERVER_FRAME_BYTES } from './frame';
+import { DEFAULT_MAX_SERVER_FRAME_BYTES, FRAME_PREFIX_BYTES, isCompactPrefix, readPrefix } from './frame';
 import { Interpolation, type InterpolationOptions } from './interpolation';
 import {
   type CommandResult, type ComponentValues, type Entity, type InputAck, type InputRejected, type ServerMessage,
-  type InputReference, type Welcome, COMPACT_INPUT_VERSION, ErrorCode, MAX_INPUT_TICKS, decodeServerFrame, encodeCompactInput,
+  type InputReference, type Welcome, COMPACT_INPUT_VERSION, ErrorCode, MAX_INPUT_TICKS, PROTOCOL_VERSION, decodeServerFrame, encodeCompactInput,
   encodeDestroy, encodeFocus, encodeHello, encodeInput, encodePing, encodeRemove, encodeResyncRequest, encodeSet, encodeSpawn,
   inputReference, sameInputReference,
 } from './messages';
@@ -146,6 +146,8 @@ export class Session {
   // The entity and types of the last full Input sent on this connection (protocol 6): what the
   // server fills a compact Input in with. Null on a new connection.
   private inputRef: InputReference | null = null;
+  // The version each Hello names: from 6 on the server sends its InputAcks compact.
+  private readonly helloVersion: number = PROTOCOL_VERSION;
 
   private nextPing = 0;
   private pingNonce = 0n;
@@ -452,7 +454,7 @@ export class Session {
     // A reconnect presents the resume key alone: the connect token was used up.
     const resuming = this.welcome_ !== null;
     const hello = encodeHello({
-      clientName: this.options.name ?? '', authToken: this.options.authToken,
+      protocolVersion: this.helloVersion, clientName: this.options.name ?? '', authToken: this.options.authToken,
       resumeKey: resuming ? this.welcome_!.resumeKey : this.options.resumeKey ?? null,
       connectToken: resuming ? undefined : this.options.connectToken,
     });
@@ -471,7 +473,7 @@ export class Session {
       closed: (reason, connecting) => {
         if (live() && this.failure === null) this.failure = { reason, connecting };
       },
-    }, this.options.maxFrameBytes);
+    }, this.options.maxFrameBytes, this.helloVersion);
   }
 
   private dropTransport(): void {
@@ -512,6 +514,13 @@ export class Session {
   }
 
   private handleFrame(bytes: Uint8Array, at: number): void {
+    // A compact frame (protocol 6: the InputAck) decodes to the same message as the full one and
+    // goes where it goes (never to the prediction). Before version 6 its prefix is a length of
+    // 2^31 or more: over any limit, as a transport of such a connection refuses it.
+    if (this.helloVersion < COMPACT_INPUT_VERSION && bytes.length >= FRAME_PREFIX_BYTES && isCompactPrefix(readPrefix(bytes))) {
+      this.finish(`the server sent a malformed frame: a frame of ${readPrefix(bytes)} bytes, more than the limit of ${this.options.maxFrameBytes}`);
+      return;
+    }
     let message: ServerMessage;
     try {
       message = decodeServerFrame(bytes, this.options.maxFrameBytes);

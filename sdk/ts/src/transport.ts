@@ -17,5 +17,8 @@ export interface Transport {
   readonly bufferedAmount: number;
 }
 
-// Opens one connection attempt; `maxFrameBytes` bounds server frames.
-export type Connector = (handlers: TransportHandlers, maxFrameBytes: number) => Transport;
+// Opens one connection attempt; `maxFrameBytes` bounds server frames. `protocolVersion`: the one
+// the session's Hello names (PROTOCOL_VERSION when not given); from 6 on (COMPACT_INPUT_VERSION)
+// the server may send compact frames, a prefix with its top bit set ("Protocol 6"), which the
+// transport passes on as frames like any other.
+export type Connector = (handlers: TransportHandlers, maxFrameBytes: number, protocolVersion?: number) => Transport;

@@ -11,7 +11,7 @@ async function record(binary, args, file, afterWelcome) {
   try {
     const frames = await new Promise((resolve, reject) => {
       const socket = createConnection({ host: '127.0.0.1', port: server.port });
-      const reader = new FrameReader();
+      const reader = new FrameReader(undefined, true); // the Hello names protocol 6
       const out = [];
       let deltas = 0;
       const timer = setTimeout(() => { socket.destroy(); reject(new Error('no Checksum within 10 s')); }, 10_000);

@@ -331,6 +331,7 @@ std::optional<session_hub::refusal> session_hub::admit(session& s, const protoco
 
 void session_hub::join(session& s, const protocol::hello& hello, const protocol::welcome& welcome) {
     s.set_joined_as(hello.client_name, world_.tick);
+    s.set_protocol_version(hello.version);
     connections_.seat(s);
     world_.replication.add_client(s.id(), s.owner_id(), s.observer());  // observers: the world
     s.set_joined(true);

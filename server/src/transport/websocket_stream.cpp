@@ -436,7 +436,10 @@ private:
                 bytes += take;
                 n -= take;
                 if (prefix_have_ == prefix_.size()) {
-                    body_left_ = protocol::read_prefix(prefix_);
+                    // A compact frame's (protocol 6) length is its prefix's low 24 bits; whether
+                    // this client may send one is the session's to judge.
+                    const std::uint32_t word = protocol::read_prefix(prefix_);
+                    body_left_ = protocol::is_compact(word) ? protocol::compact_of(word).length : word;
                 }
             } else {
                 const std::size_t take = std::min<std::size_t>(n, body_left_);

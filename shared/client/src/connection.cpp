@@ -19,7 +19,7 @@ constexpr auto keepalive_interval = 15s;
 connection::connection(const connect_options& options)
     : work_{io_.get_executor()},
       endpoint_{options.host + ":" + std::to_string(options.port)},
-      reader_{options.max_frame_bytes},
+      reader_{options.max_frame_bytes, options.protocol_version >= protocol::compact_input_protocol_version},
       expected_types_{options.expected_types} {
     const auto deadline = clock::now() + options.timeout;
     connect(options, deadline);
@@ -242,7 +242,22 @@ std::size_t connection::process_frames() {
     return handled;
 }
 
+bool connection::handle_compact(std::span<const std::uint8_t> bytes) {
+    std::string why;
+    auto control = protocol::decode_compact_server_frame(bytes, &why);
+    if (!control) {
+        refused_server_ = true;
+        fail("invalid compact frame from the server: " + why);
+        return false;
+    }
+    return record(std::move(*control));
+}
+
 void connection::hold_frame(std::span<const std::uint8_t> bytes) {
+    if (protocol::is_compact(protocol::read_prefix(bytes.first<protocol::frame_prefix_bytes>()))) {
+        (void)handle_compact(bytes);  // nothing to apply to the mirror: no need to wait
+        return;
+    }
     std::string why;
     const wire::ServerMessage* message = protocol::verify_server_frame(bytes, &why);
     if (message == nullptr) {
@@ -270,6 +285,11 @@ bool connection::record_control(const wire::ServerMessage& message) {
         fail("invalid message from the server: " + why);
         return false;
     }
+    return record(std::move(*control));
+}
+
+bool connection::record(protocol::server_control message) {
+    auto* control = &message;
     if (auto* w = std::get_if<protocol::welcome>(&*control)) {
         for (const protocol::component_info& expected : expected_types_) {
             if (const auto* actual = w->components.find(expected.name)) {
@@ -300,6 +320,12 @@ bool connection::record_control(const wire::ServerMessage& message) {
 }
 
 void connection::handle_frame(std::span<const std::uint8_t> bytes, bool recorded) {
+    if (protocol::is_compact(protocol::read_prefix(bytes.first<protocol::frame_prefix_bytes>()))) {
+        if (!recorded) {
+            (void)handle_compact(bytes);
+        }
+        return;
+    }
     std::string why;
     const wire::ServerMessage* message = protocol::verify_server_frame(bytes, &why);
     if (message == nullptr) {

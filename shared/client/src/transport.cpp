@@ -281,7 +281,10 @@ private:
                 bytes += take;
                 n -= take;
                 if (prefix_have_ == prefix_.size()) {
-                    frame_body_ = protocol::read_prefix(prefix_);
+                    // A compact frame's (protocol 6: an InputAck) length is the low 24 bits;
+                    // the frame reader judges whether this client takes them.
+                    const std::uint32_t word = protocol::read_prefix(prefix_);
+                    frame_body_ = protocol::is_compact(word) ? protocol::compact_of(word).length : word;
                     body_left_ = frame_body_;
                 }
             } else {

@@ -133,9 +133,10 @@ frame_reader::status frame_reader::next(std::span<const std::uint8_t>& out) {
     if (available < frame_prefix_bytes) {
         return status::need_more;
     }
-    const std::uint32_t length =
+    const std::uint32_t word =
         read_prefix(std::span<const std::uint8_t, frame_prefix_bytes>{buffer_.data() + consumed_,
                                                                       frame_prefix_bytes});
+    const std::uint32_t length = compact_ && is_compact(word) ? compact_of(word).length : word;
     if (length > max_) {
         return status::oversize;
     }

@@ -399,6 +399,17 @@ std::optional<std::uint64_t> take_leb128(std::span<const std::uint8_t>& bytes) {
 constexpr std::uint8_t compact_ticks_mask = 0x0FU;
 constexpr std::uint8_t compact_render_bit = 0x10U;
 
+// The frame of a compact `kind` whose body is in bytes[frame_prefix_bytes...].
+frame finish_compact(std::shared_ptr<std::vector<std::uint8_t>> bytes, std::uint8_t kind) {
+    const std::uint32_t word = compact_prefix_word(
+        kind, static_cast<std::uint32_t>(bytes->size() - frame_prefix_bytes));
+    for (std::size_t i = 0; i < frame_prefix_bytes; ++i) {
+        (*bytes)[i] = static_cast<std::uint8_t>(word >> (8U * i));
+    }
+    return bytes;
+}
+
+
 }  // namespace
 
 component_set& component_set::set(component_value value) {
@@ -657,12 +668,7 @@ frame encode_compact_input(const input& message, const schema& types,
         const auto* first = reinterpret_cast<const std::uint8_t*>(packed.data());
         bytes->insert(bytes->end(), first, first + packed.size());
     }
-    const std::uint32_t word = compact_prefix_word(
-        compact_kind::input, static_cast<std::uint32_t>(bytes->size() - frame_prefix_bytes));
-    for (std::size_t i = 0; i < frame_prefix_bytes; ++i) {
-        (*bytes)[i] = static_cast<std::uint8_t>(word >> (8U * i));
-    }
-    return bytes;
+    return finish_compact(std::move(bytes), static_cast<std::uint8_t>(compact_kind::input));
 }
 
 frame encode_input(const input& message, const schema& types,
@@ -685,6 +691,63 @@ frame encode_input(const input& message, const schema& types,
         reference.reset();
     }
     return full;
+}
+
+frame encode_compact_input_ack(const input_ack& ack) {
+    auto bytes = std::make_shared<std::vector<std::uint8_t>>(frame_prefix_bytes, std::uint8_t{0});
+    bytes->reserve(frame_prefix_bytes + 20);
+    put_leb128(*bytes, ack.tick);
+    put_leb128(*bytes, ack.tick - std::min(ack.applied_tick, ack.tick));
+    // Zigzag: a small lead either way is one byte.
+    const auto lead = static_cast<std::uint32_t>(ack.lead);
+    put_leb128(*bytes, (lead << 1U) ^ (ack.lead < 0 ? 0xFFFFFFFFU : 0U));
+    put_leb128(*bytes, ack.late);
+    put_leb128(*bytes, ack.repeated);
+    return finish_compact(std::move(bytes), static_cast<std::uint8_t>(compact_server_kind::input_ack));
+}
+
+std::optional<server_control> decode_compact_server_frame(std::span<const std::uint8_t> bytes,
+                                                          std::string* why) {
+    const auto fail = [&](std::string text) -> std::optional<server_control> {
+        if (why != nullptr) {
+            *why = std::move(text);
+        }
+        return std::nullopt;
+    };
+    if (bytes.size() < frame_prefix_bytes) {
+        return fail("compact frame without its prefix");
+    }
+    const std::uint32_t word = read_prefix(bytes.first<frame_prefix_bytes>());
+    std::span<const std::uint8_t> body = bytes.subspan(frame_prefix_bytes);
+    if (!is_compact(word) || compact_of(word).length != body.size()) {
+        return fail("compact frame prefix does not match the frame");
+    }
+    if (compact_of(word).kind != static_cast<std::uint8_t>(compact_server_kind::input_ack)) {
+        return fail("unknown compact frame kind " + std::to_string(compact_of(word).kind));
+    }
+    std::array<std::uint64_t, 5> fields{};
+    for (std::uint64_t& field : fields) {
+        const auto value = take_leb128(body);
+        if (!value) {
+            return fail("compact InputAck: a field is not a LEB128 number of at most 64 bits");
+        }
+        field = *value;
+    }
+    const auto [tick, back, zigzag, late, repeated] = fields;
+    if (!body.empty()) {
+        return fail("compact InputAck: " + std::to_string(body.size()) + " bytes after its fields");
+    }
+    if (back > tick) {
+        return fail("InputAck applied an input of a tick before tick 0");
+    }
+    constexpr std::uint64_t u32 = std::numeric_limits<std::uint32_t>::max();
+    if (zigzag > u32 || late > u32 || repeated > u32) {
+        return fail("compact InputAck: lead, late or repeated past 32 bits");
+    }
+    const auto z = static_cast<std::uint32_t>(zigzag);
+    const auto lead = static_cast<std::int32_t>((z >> 1U) ^ (0U - (z & 1U)));
+    return input_ack{tick, tick - back, lead, static_cast<std::uint32_t>(late),
+                     static_cast<std::uint32_t>(repeated)};
 }
 
 std::optional<decode_error> decode_compact_input(std::span<const std::uint8_t> body,

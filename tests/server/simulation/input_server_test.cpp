@@ -154,7 +154,8 @@ TEST_F(InputServer, EachInputIsAppliedAtItsTickBeforeTheSystemsAndThenRepeats) {
 
 TEST_F(InputServer, EveryTickEndsWithAnAckAndNoInputCostsACommandResult) {
     raw_socket raw{server_.port()};
-    raw.send(protocol::hello{protocol::protocol_version, "raw", ""});
+    // Version 5: its acks are FlatBuffers frames, which this reader reads (6's are compact).
+    raw.send(protocol::hello{5, "raw", ""});
     std::vector<std::uint8_t> bytes;
     std::optional<protocol::schema> types;
     std::optional<Entity> ship;
@@ -447,6 +448,43 @@ TEST_F(InputServer, AnOlderClientsTopBitIsALengthOverTheLimitAsBefore) {
     const auto end = protocol::decode_server_control(*protocol::verify_server_frame(*disconnect));
     ASSERT_TRUE(end.has_value());
     EXPECT_THAT(std::get<protocol::disconnect>(*end).reason, HasSubstr("exceeds the limit"));
+}
+
+TEST_F(InputServer, AVersion6ClientGetsCompactAcksAndAVersion5OneFullOnes) {
+    const auto joined_as = [&](std::uint32_t version, const char* name) {
+        connect_options options;
+        options.port = server_.port();
+        options.name = name;
+        options.protocol_version = version;
+        return std::make_unique<connection>(options);
+    };
+    auto older = joined_as(5, "older");
+    auto newer = joined_as(protocol::protocol_version, "newer");
+    ASSERT_EQ(older->welcome().version, 5U);
+    std::size_t full_acks_older = 0;
+    std::size_t full_acks_newer = 0;
+    older->on_message = [&](const ecsnet::wire::ServerMessage& m) {
+        full_acks_older += m.body_type() == ecsnet::wire::ServerBody::InputAck ? 1 : 0;
+    };
+    newer->on_message = [&](const ecsnet::wire::ServerMessage& m) {
+        full_acks_newer += m.body_type() == ecsnet::wire::ServerBody::InputAck ? 1 : 0;
+    };
+    const Entity old_ship = spawn_ship(*older);
+    const Entity new_ship = spawn_ship(*newer);
+    const std::uint64_t first = server_.tick() + 5;
+    const std::uint64_t sent0 = older->bytes_sent();
+    older->send(steer(old_ship, first, {Steer{0.5F, 0.5F}}));
+    older->send(steer(old_ship, first + 1, {Steer{0.5F, 0.5F}}));
+    EXPECT_GT(older->bytes_sent() - sent0, 2 * 16U) << "version 5: two full Inputs";
+    newer->send(steer(new_ship, first, {Steer{0.25F, 0.5F}}));
+    ASSERT_TRUE(acked(*older, first + 1));
+    ASSERT_TRUE(acked(*newer, first));
+    EXPECT_GE(full_acks_older, 1U);
+    EXPECT_EQ(full_acks_newer, 0U) << "its acks come compact: recorded, no FlatBuffers message";
+    EXPECT_EQ(newer->last_input_ack()->late, 0U);
+    const auto log = seen();
+    EXPECT_EQ(log.at(first + 1).at(old_ship), (Steer{0.5F, 0.5F}));
+    EXPECT_EQ(log.at(first).at(new_ship), (Steer{0.25F, 0.5F}));
 }
 
 TEST(InputServerReconnect, AReconnectKeepsTheShipAndStartsANewStream) {

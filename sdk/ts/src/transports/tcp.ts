@@ -2,11 +2,12 @@
 // prefix, a frame over the limit refused before its body is read.
 import { createConnection } from 'node:net';
 import { FrameReader } from '../frame';
+import { COMPACT_INPUT_VERSION, PROTOCOL_VERSION } from '../messages';
 import type { Connector, Transport, TransportHandlers } from '../transport';
 
 export function tcp(host: string, port: number): Connector {
-  return (handlers: TransportHandlers, maxFrameBytes: number): Transport => {
-    const reader = new FrameReader(maxFrameBytes);
+  return (handlers: TransportHandlers, maxFrameBytes: number, protocolVersion = PROTOCOL_VERSION): Transport => {
+    const reader = new FrameReader(maxFrameBytes, protocolVersion >= COMPACT_INPUT_VERSION);
     const endpoint = `${host}:${port}`;
     let opened = false;
     let done = false;

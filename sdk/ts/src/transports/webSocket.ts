@@ -1,5 +1,6 @@
 // The WebSocket transport: every binary message is exactly one frame, prefix included.
 import { frameLength } from '../frame';
+import { COMPACT_INPUT_VERSION, PROTOCOL_VERSION } from '../messages';
 import type { Connector, Transport, TransportHandlers } from '../transport';
 
 // The part of the WebSocket API used here: the browser's, or the `ws` package's in Node.
@@ -41,7 +42,8 @@ export function webSocket(url: string, options: WebSocketTransportOptions = {}):
 // it (the Node entry imports `ws` on first use); a promise that fails ends the attempt with its
 // message, as a connection that could not be made.
 export function webSocketConnector(url: string, load: () => WebSocketConstructor | Promise<WebSocketConstructor>): Connector {
-  return (handlers: TransportHandlers, maxFrameBytes: number): Transport => {
+  return (handlers: TransportHandlers, maxFrameBytes: number, protocolVersion = PROTOCOL_VERSION): Transport => {
+    const compact = protocolVersion >= COMPACT_INPUT_VERSION; // a compact frame is one message too
     let opened = false;
     let done = false;
     let socket: WebSocketLike | null = null;
@@ -73,7 +75,7 @@ export function webSocketConnector(url: string, load: () => WebSocketConstructor
         }
         const bytes = new Uint8Array(ev.data);
         try {
-          if (bytes.length < 4 || frameLength(bytes, maxFrameBytes) !== bytes.length - 4) {
+          if (bytes.length < 4 || frameLength(bytes, maxFrameBytes, compact) !== bytes.length - 4) {
             end('the server sent a WebSocket message that is not exactly one frame');
             return;
           }

@@ -153,9 +153,9 @@ export function commandResult({ requestId, ok = true, code = 0, message = '', en
   return finish(b, w.ServerBody.CommandResult, w.CommandResult.endCommandResult(b));
 }
 
-export function inputAck({ tick, appliedTick, lead = 0 }) {
+export function inputAck({ tick, appliedTick, lead = 0, late = 0, repeated = 0 }) {
   const b = new flatbuffers.Builder(64);
-  return finish(b, w.ServerBody.InputAck, w.InputAck.createInputAck(b, tick, appliedTick, lead, 0, 0));
+  return finish(b, w.ServerBody.InputAck, w.InputAck.createInputAck(b, tick, appliedTick, lead, late, repeated));
 }
 
 export function f32(...xs) {
@@ -167,7 +167,7 @@ export function i32(...xs) {
 
 // The frames of a recorded stream file of test/frames/.
 export function recorded(file) {
-  const reader = new FrameReader();
+  const reader = new FrameReader(undefined, true); // recorded with the SDK's Hello (protocol 6)
   reader.feed(new Uint8Array(readFileSync(new URL(`../frames/${file}`, import.meta.url))));
   const out = [];
   for (let f = reader.next(); f !== null; f = reader.next()) out.push(f);

@@ -75,7 +75,8 @@ session::impl::~impl() {
 void session::impl::start_attempt(time_point now) {
     ++attempt;
     channel = std::make_shared<detail::channel>(options.max_receive_queue_bytes);
-    reader = protocol::frame_reader{options.connect.max_frame_bytes};
+    reader = protocol::frame_reader{options.connect.max_frame_bytes,
+                                    options.connect.protocol_version >= protocol::compact_input_protocol_version};
     fed = 0;
     consumed = 0;
     arrivals.clear();
@@ -85,7 +86,7 @@ void session::impl::start_attempt(time_point now) {
     last_received = now;
     // A reconnect presents the resume key alone: the connect token was used up.
     const bool resuming = welcome.has_value();
-    const protocol::hello hello{protocol::protocol_version, options.connect.name,
+    const protocol::hello hello{options.connect.protocol_version, options.connect.name,
                                 options.connect.token,
                                 resuming ? welcome->resume_key : options.connect.resume_key,
                                 resuming ? std::string{} : options.connect.connect_token};

@@ -14,6 +14,16 @@ using std::chrono::milliseconds;
 
 void session::impl::handle_frame(std::span<const std::uint8_t> bytes, time_point at) {
     std::string why;
+    if (protocol::is_compact(protocol::read_prefix(bytes.first<protocol::frame_prefix_bytes>()))) {
+        auto message = protocol::decode_compact_server_frame(bytes, &why);
+        if (!message) {
+            finish("invalid compact frame from the server at " + endpoint + ": " + why);
+            return;
+        }
+        ++stats.frames_received;
+        control(std::move(*message), at);
+        return;
+    }
     const wire::ServerMessage* message = protocol::verify_server_frame(bytes, &why);
     if (message == nullptr) {
         finish("malformed frame from the server at " + endpoint + ": " + why);
@@ -89,6 +99,11 @@ void session::impl::control(const wire::ServerMessage& message, time_point at) {
         finish("invalid message from the server at " + endpoint + ": " + why);
         return;
     }
+    control(std::move(*decoded), at);
+}
+
+void session::impl::control(protocol::server_control message, time_point at) {
+    auto* decoded = &message;
     if (auto* w = std::get_if<protocol::welcome>(&*decoded)) {
         welcomed_by(std::move(*w), at);
     } else if (const auto* r = std::get_if<protocol::command_result>(&*decoded)) {

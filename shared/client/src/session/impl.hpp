@@ -98,6 +98,7 @@ struct session::impl {
     void handle_frame(std::span<const std::uint8_t> bytes, time_point at);
     void replicate(const wire::ServerMessage& message, time_point at);
     void control(const wire::ServerMessage& message, time_point at);
+    void control(protocol::server_control message, time_point at);
     void welcomed_by(protocol::welcome w, time_point at);
     void snapshot_completed();
 

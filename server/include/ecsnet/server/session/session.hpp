@@ -119,6 +119,10 @@ public:
         client_name_ = std::move(name);
         joined_tick_ = tick;
     }
+    // The version its Hello named, the one its Welcome answered in: from 6 on it gets its
+    // InputAcks compact. (The reading side keeps its own copy, client_version_.)
+    [[nodiscard]] std::uint32_t protocol_version() const noexcept { return protocol_version_; }
+    void set_protocol_version(std::uint32_t version) noexcept { protocol_version_ = version; }
     // What the server's reports last read of the counters (/clients' bytes per second, the
     // budget metric's bytes per tick).
     struct report_marks {
@@ -209,6 +213,7 @@ private:
     // The server's thread only.
     std::string client_name_;
     std::uint64_t joined_tick_{0};
+    std::uint32_t protocol_version_{0};
     report_marks reported_;
     std::uint32_t owner_id_{0};
     bool joined_{false};

@@ -97,7 +97,8 @@ public:
         return last_input_rejected_;
     }
     // Called for every verified server message, after the mirror applied it (see above for
-    // what it may do).
+    // what it may do). A compact InputAck (protocol 6) has no FlatBuffers message: it is only
+    // recorded (last_input_ack()).
     std::function<void(const wire::ServerMessage&)> on_message;
 
     void close();
@@ -116,6 +117,9 @@ private:
     // Welcome, CommandResult, Pong, Disconnect: what poll predicates wait for. False when the
     // message did not decode (the connection then failed).
     bool record_control(const wire::ServerMessage& message);
+    bool record(protocol::server_control message);
+    // A compact frame (protocol 6: an InputAck), recorded; false when it failed the connection.
+    bool handle_compact(std::span<const std::uint8_t> bytes);
     void fail(std::string reason);
 
     boost::asio::io_context io_;

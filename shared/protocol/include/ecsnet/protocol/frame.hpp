@@ -38,9 +38,11 @@ using frame = std::shared_ptr<const std::vector<std::uint8_t>>;
 // The body length announced by a prefix.
 [[nodiscard]] std::uint32_t read_prefix(std::span<const std::uint8_t, frame_prefix_bytes> prefix) noexcept;
 
-// Protocol 6: a prefix with its top bit set starts a compact frame, client -> server only,
-// whose kind and body length the prefix holds (docs/PROTOCOL.md, "Protocol 6").
-enum class compact_kind : std::uint8_t { input = 1 };
+// Protocol 6: a prefix with its top bit set starts a compact frame, whose kind and body
+// length the prefix holds (docs/PROTOCOL.md, "Protocol 6"). Each direction has its own kinds;
+// only a peer that named version 6 or later sends or receives them.
+enum class compact_kind : std::uint8_t { input = 1 };             // client -> server
+enum class compact_server_kind : std::uint8_t { input_ack = 1 };  // server -> client
 struct compact_prefix {
     std::uint8_t kind;     // 7 bits
     std::uint32_t length;  // 24 bits
@@ -51,8 +53,8 @@ struct compact_prefix {
 [[nodiscard]] constexpr compact_prefix compact_of(std::uint32_t prefix) noexcept {
     return {static_cast<std::uint8_t>((prefix >> 24U) & 0x7FU), prefix & 0xFFFFFFU};
 }
-[[nodiscard]] constexpr std::uint32_t compact_prefix_word(compact_kind kind, std::uint32_t length) noexcept {
-    return 0x80000000U | (static_cast<std::uint32_t>(kind) << 24U) | (length & 0xFFFFFFU);
+[[nodiscard]] constexpr std::uint32_t compact_prefix_word(std::uint8_t kind, std::uint32_t length) noexcept {
+    return 0x80000000U | (std::uint32_t{kind & 0x7FU} << 24U) | (length & 0xFFFFFFU);
 }
 
 // Verifies exactly these bytes (prefix included) as a client frame: length prefix matches,
@@ -71,7 +73,10 @@ class frame_reader {
 public:
     enum class status { need_more, frame, oversize };
 
-    explicit frame_reader(std::size_t max_frame_bytes) : max_{max_frame_bytes} {}
+    // `compact`: a prefix with its top bit set is a compact frame of its low 24 bits' length
+    // (a client of protocol 6); otherwise it is a length, over any limit.
+    explicit frame_reader(std::size_t max_frame_bytes, bool compact = false)
+        : max_{max_frame_bytes}, compact_{compact} {}
 
     void feed(std::span<const std::uint8_t> bytes);
 
@@ -91,6 +96,7 @@ public:
 
 private:
     std::size_t max_;
+    bool compact_;
     std::vector<std::uint8_t> buffer_;
     std::size_t consumed_{0};
     std::vector<std::uint8_t> aligned_;  // a copy of a frame that starts misaligned in buffer_

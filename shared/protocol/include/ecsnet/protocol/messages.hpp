@@ -315,6 +315,14 @@ using server_control = std::variant<welcome, command_result, pong, checksum_repo
 [[nodiscard]] std::optional<server_control> decode_server_control(const wire::ServerMessage& message,
                                                                   std::string* why = nullptr);
 
+// Protocol 6: the InputAck as a compact frame (prefix included), what a client of version 6
+// or later receives each tick instead of the FlatBuffers one.
+[[nodiscard]] frame encode_compact_input_ack(const input_ack& ack);
+// A whole compact server frame (prefix included, its top bit set) as the message it carries.
+// Null with `why` set for an unknown kind or a body that does not decode exactly.
+[[nodiscard]] std::optional<server_control> decode_compact_server_frame(std::span<const std::uint8_t> bytes,
+                                                                        std::string* why = nullptr);
+
 [[nodiscard]] const char* to_string(wire::ErrorCode code) noexcept;
 
 // True when the bytes are well-formed UTF-8.
