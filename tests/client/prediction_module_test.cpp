@@ -149,5 +149,60 @@ TEST(PredictionModule, PredictsTheShipAndItsBulletThroughTheView) {
     EXPECT_EQ(events, 0U);
 }
 
+// A tick's owner-only Delta (the ship's Stats) comes after its Delta: the module compares the
+// tick only once a frame after the Delta says it is whole.
+TEST(PredictionModule, ComparesATickOnlyOnceItsOwnerOnlyDeltaIsIn) {
+    const double options[] = {nan, nan, nan, 1e9};
+    ASSERT_EQ(ecsnet_configure("size=800", options, 4), 1);
+    arena_server server;
+    server.join();
+    ASSERT_EQ(ecsnet_track(server.ship.index(), server.ship.version()), 1) << ecsnet_error();
+    const protocol::component_info* pilot = server.types.types().find("pilot");
+    ASSERT_NE(pilot, nullptr);
+    const arena::Pilot firing{0.0F, 0.0F, true, false};
+    const auto fire = protocol::pack(firing);
+    for (const double tick : {1.0, 2.0}) {  // predicted: fired at tick 1, ammo 11 from there
+        ASSERT_EQ(ecsnet_input_value(pilot->id, reinterpret_cast<const std::uint8_t*>(fire.data()), fire.size()), 1);
+        ASSERT_EQ(ecsnet_set_input(tick, server.ship.index(), server.ship.version()), 1) << ecsnet_error();
+        ASSERT_EQ(ecsnet_update(tick, 1.0 / 30), 1) << ecsnet_error();
+    }
+
+    // The server's tick 1, as the prediction has it: Pilot in the shared Delta, Stats apart.
+    const auto server_tick = [&](std::uint64_t tick, std::uint16_t ammo) {
+        server.world->replace<arena::Pilot>(server.ship, firing);
+        server.world->replace<arena::Stats>(server.ship, arena::Stats{0, ammo, 0});
+        const auto changes = server.world->take_changes();
+        auto own = server.encoder.encode_owner_only(*server.world, changes, tick);
+        return std::pair{server.encoder.encode_delta(*server.world, changes, tick), std::move(own.at(0).bytes)};
+    };
+    const auto checks = [] { return ecsnet_stats()[1]; };
+    const auto mispredictions = [] { return ecsnet_stats()[2]; };
+    auto [delta, owner_only] = server_tick(1, arena::rules::max_ammo - 1);
+    ASSERT_EQ(receive(delta), 1) << ecsnet_error();
+    ASSERT_EQ(ecsnet_update(2, 0), 1) << ecsnet_error();
+    EXPECT_EQ(checks(), 0.0) << "tick 1 without its Stats (the mirror holds tick 0's ammo) is not compared";
+    ASSERT_EQ(receive(owner_only), 1) << ecsnet_error();
+    ASSERT_EQ(ecsnet_update(2, 0), 1) << ecsnet_error();
+    EXPECT_EQ(checks(), 1.0) << "compared once whole";
+    EXPECT_EQ(mispredictions(), 0.0) << "and it agrees: ammo 11";
+
+    // Tick 2's Delta, then tick 3's before any update: tick 2 was left before it was whole
+    // and is not compared; tick 3 is, once a frame after its Delta says it is whole.
+    ASSERT_EQ(receive(server_tick(2, arena::rules::max_ammo - 1).first), 1) << ecsnet_error();
+    server.world->replace<arena::Pilot>(server.ship, firing);
+    const protocol::frame delta3 = server.encoder.encode_delta(*server.world, server.world->take_changes(), 3);
+    ASSERT_EQ(receive(delta3), 1) << ecsnet_error();
+    EXPECT_EQ(checks(), 1.0) << "a receive compares nothing";
+
+    // A compact frame (the InputAck that ends a tick) makes tick 3 whole.
+    ASSERT_EQ(ecsnet_update(3, 0), 1) << ecsnet_error();
+    EXPECT_EQ(checks(), 1.0) << "tick 3 waits: its owner-only Delta may follow";
+    const protocol::frame ack = protocol::encode_compact_input_ack(protocol::input_ack{3, 3, 1, 0, 0});
+    ASSERT_EQ(receive(ack), 1) << ecsnet_error();
+    ASSERT_EQ(ecsnet_update(3, 0), 1) << ecsnet_error();
+    EXPECT_EQ(checks(), 2.0) << "tick 3, whole";
+    EXPECT_EQ(mispredictions(), 0.0);
+}
+
 }  // namespace
 }  // namespace prediction_module_test

@@ -141,10 +141,11 @@ export class Prediction {
 
   // ---- fed by the session (or a test) ----------------------------------------------------------------
 
-  // A server frame, as it arrived (its length prefix included). Welcome starts a new
-  // prediction with `schema` (the Welcome's types, which the session decoded). False when the
-  // module refused the frame (error says why): its mirror then waits for a snapshot, as the
-  // session's does.
+  // Each server frame, as it arrived (its length prefix included), every one in order: the
+  // frame after a Delta tells that its tick is whole (its owner-only Delta in), and the
+  // prediction compares a tick only then. Welcome starts a new prediction with `schema` (the
+  // Welcome's types, which the session decoded). False when the module refused the frame
+  // (error says why): its mirror then waits for a snapshot, as the session's does.
   receive(frame: Uint8Array, schema?: Schema): boolean {
     const m = this.module;
     m.HEAPU8.set(frame, m._ecsnet_frame_buffer(frame.length));

@@ -530,6 +530,9 @@ export class Session {
       return;
     }
     ++this.stats.framesReceived;
+    const replication = message.kind === 'snapshot' || message.kind === 'delta' || message.kind === 'checksum';
+    // The prediction hears every frame: the one after a Delta tells it that tick is whole.
+    if (!replication && message.kind !== 'welcome' && this.welcomed) this.options.prediction?.receive(bytes);
     switch (message.kind) {
       case 'snapshot': case 'delta': case 'checksum':
         if (!this.welcomed) {

@@ -6,14 +6,17 @@
 #include <exception>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <type_traits>
+#include <variant>
 #include <vector>
 
 #include "ecsnet/client/prediction.hpp"
 #include "ecsnet/protocol/frame.hpp"
 #include "ecsnet/protocol/messages.hpp"
 #include "ecsnet/protocol/mirror.hpp"
+#include "tick_completion.hpp"
 
 // The module's one prediction, fed as client::session feeds its own (session/input.cpp).
 namespace {
@@ -28,6 +31,7 @@ struct module_state {
     std::unique_ptr<prediction> predicted;
     std::vector<prediction::declared_type> types;
     std::uint64_t reconciled_tick{0};
+    ecsnet::client::detail::tick_completion completion;
     std::vector<std::uint64_t> frame;  // 8-byte aligned
     std::string error;
     std::string types_json{"[]"};
@@ -53,6 +57,7 @@ void start(module_state& s, const ecsnet::protocol::welcome& w) {
     s.types.clear();
     s.types_json = "[]";
     s.reconciled_tick = 0;
+    s.completion.restart(w.components);
     s.staged = {};
     auto p = std::make_unique<prediction>(1.0 / static_cast<double>(w.tick_rate), s.options);
     ecsnet::client::declare_prediction(*p, s.config);
@@ -123,6 +128,13 @@ void write_view(module_state& s) {
     }
 }
 
+void reconcile(module_state& s) {
+    if (s.predicted && s.mirror.ready() && s.mirror.tick() > s.reconciled_tick) {
+        s.reconciled_tick = s.mirror.tick();
+        s.predicted->reconcile(s.reconciled_tick, s.mirror);
+    }
+}
+
 }  // namespace
 
 extern "C" {
@@ -185,29 +197,47 @@ int ecsnet_receive(size_t size) {
     if (size > s.frame.size() * 8) {
         return fail("ecsnet_receive: " + std::to_string(size) + " bytes, more than ecsnet_frame_buffer gave");
     }
+    const std::span<const std::uint8_t> bytes{reinterpret_cast<const std::uint8_t*>(s.frame.data()), size};
+    if (size >= ecsnet::protocol::frame_prefix_bytes &&
+        ecsnet::protocol::is_compact(ecsnet::protocol::read_prefix(bytes.first<ecsnet::protocol::frame_prefix_bytes>()))) {
+        std::string why;
+        if (!ecsnet::protocol::decode_compact_server_frame(bytes, &why)) {
+            return fail("malformed server frame: " + why);
+        }
+        s.completion.handled(nullptr);  // an InputAck: it ends its tick
+        return 1;
+    }
     std::string why;
-    const auto* message = ecsnet::protocol::verify_server_frame(
-        {reinterpret_cast<const std::uint8_t*>(s.frame.data()), size}, &why);
+    const auto* message = ecsnet::protocol::verify_server_frame(bytes, &why);
     if (message == nullptr) {
         return fail("malformed server frame: " + why);
     }
     try {
-        if (message->body_type() == ecsnet::wire::ServerBody::Welcome) {
-            const auto control = ecsnet::protocol::decode_server_control(*message, &why);
-            if (!control) {
-                return fail("malformed Welcome: " + why);
+        switch (message->body_type()) {
+            case ecsnet::wire::ServerBody::Welcome: {
+                const auto control = ecsnet::protocol::decode_server_control(*message, &why);
+                if (!control) {
+                    return fail("malformed Welcome: " + why);
+                }
+                start(s, std::get<ecsnet::protocol::welcome>(*control));
+                break;
             }
-            start(s, std::get<ecsnet::protocol::welcome>(*control));
-            return 1;
+            case ecsnet::wire::ServerBody::Snapshot:
+            case ecsnet::wire::ServerBody::Delta:
+            case ecsnet::wire::ServerBody::Checksum:
+                if (!s.mirror.apply(*message)) {
+                    return fail(s.mirror.error());
+                }
+                break;
+            default:
+                break;
         }
-        if (!s.mirror.apply(*message)) {
-            return fail(s.mirror.error());
-        }
-        return 1;
     } catch (const std::exception& e) {
         s.predicted.reset();
         return fail(e.what());
     }
+    s.completion.handled(message);
+    return 1;
 }
 
 const char* ecsnet_error(void) { return state().error.c_str(); }
@@ -268,9 +298,8 @@ int ecsnet_update(double input_tick, double elapsed_seconds) {
         return fail("ecsnet_update before a Welcome");
     }
     try {
-        if (s.mirror.ready() && s.mirror.tick() > s.reconciled_tick) {
-            s.reconciled_tick = s.mirror.tick();
-            s.predicted->reconcile(s.reconciled_tick, s.mirror);
+        if (s.completion.whole()) {
+            reconcile(s);
         }
         const auto tick = static_cast<std::uint64_t>(input_tick);
         if (s.predicted->size() > 0 && tick > s.predicted->tick()) {

@@ -15,7 +15,15 @@ const url = serverUrl(location);
 const params = new URLSearchParams(location.search);
 const { prediction, why: predictionOff } = await loadPrediction(params);
 let lastCorrection: number | null = null;
-if (prediction !== null) prediction.onMisprediction = (m) => { lastCorrection = m.error; };
+// The latest mispredictions, for a test's message or the console: which type, at which tick.
+const recentMispredictions: { tick: number; type: string; error: number }[] = [];
+if (prediction !== null) {
+  prediction.onMisprediction = (m) => {
+    lastCorrection = m.error;
+    recentMispredictions.push({ tick: m.tick, type: m.type, error: m.error });
+    if (recentMispredictions.length > 16) recentMispredictions.shift();
+  };
+}
 const connection = new Connection(url, new ResumeKeyStore(globalThis.localStorage ?? null, url), params.get('name') || 'browser',
   prediction);
 const keyboard = new Keyboard(window);
@@ -115,6 +123,7 @@ const arena = {
     return prediction === null ? { on: false, why: predictionOff } : {
       on: true, stats: { ...prediction.stats }, tick: prediction.tick, serverTick: Number(session?.mirror.tick ?? 0n),
       pending: prediction.spawnsPending().length, tracked: myShip !== null && prediction.tracks(myShip), lastCorrection,
+      recentMispredictions: [...recentMispredictions],
     };
   },
 };

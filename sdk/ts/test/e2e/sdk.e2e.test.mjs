@@ -213,6 +213,8 @@ for (const transport of transports) {
         const prediction = await loadArenaPrediction();
         const refused = [];
         prediction.onSpawnRefused = (spawn, why) => refused.push(why);
+        const mispredicted = []; // the last ones, for the message
+        prediction.onMisprediction = (m) => { mispredicted.push(`${m.type} at ${m.tick}`); mispredicted.splice(0, mispredicted.length - 8); };
         const pilot = await session(s, { prediction });
         assert.equal(pilot.predictor, prediction);
         await waitFor(() => pilot.ownedEntities().length === 1 && prediction.tracks(pilot.ownedEntities()[0]), 'our ship, predicted');
@@ -230,7 +232,7 @@ for (const transport of transports) {
         const st = prediction.stats;
         assert.equal(st.systemFailures, 0);
         assert.equal(prediction.refusedFrames, 0, prediction.error);
-        assert.ok(st.mispredictions <= 3, `${st.mispredictions} mispredictions in ${st.checks} checks`);
+        assert.ok(st.mispredictions <= 3, `${st.mispredictions} mispredictions in ${st.checks} checks, the last: ${mispredicted.join(', ')}`);
         assert.ok(prediction.spawnsPending().length <= 4, 'bullets are matched, not piling up');
         assert.ok(refused.length <= 1, `refused: ${refused.join(', ')}`);
         const shot = prediction.spawnsPending()[0];

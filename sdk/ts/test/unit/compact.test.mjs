@@ -534,7 +534,7 @@ function fakePrediction() {
   };
 }
 
-test('session (protocol 6): a compact InputAck is the InputAck, counted, never handed to the prediction', async () => {
+test('session (protocol 6): a compact InputAck is the InputAck, counted, and handed to the prediction as it came', async () => {
   const prediction = fakePrediction();
   let version;
   const wire = { handlers: null };
@@ -566,7 +566,9 @@ test('session (protocol 6): a compact InputAck is the InputAck, counted, never h
   assert.equal(session.ackedInputTick, 99n);
   assert.equal(session.stats.framesReceived, framesBefore + 1);
   assert.equal(session.stats.bytesReceived, bytesBefore + frame.length);
-  assert.equal(prediction.frames.length, handed, 'the prediction module takes Welcome, Snapshot, Delta and Checksum only');
+  // Every frame, the ack included: the frame after a Delta tells the module that tick is whole.
+  assert.equal(prediction.frames.length, handed + 1, 'the prediction hears every frame');
+  assert.deepEqual(prediction.frames.at(-1), frame);
 
   // Full and compact acks alike, in arrival order.
   wire.handlers.frame(inputAck(ack(102n, 101n, 0)));
@@ -576,7 +578,7 @@ test('session (protocol 6): a compact InputAck is the InputAck, counted, never h
   assert.equal(session.stats.framesReceived, framesBefore + 3);
   wire.handlers.frame(delta({ tick: 104n }));
   session.update();
-  assert.equal(prediction.frames.length, handed + 1, 'the delta, not the acks');
+  assert.equal(prediction.frames.length, handed + 4, 'the three acks and the delta, in order');
   assert.equal(session.state, 'joined');
   session.close();
 });

@@ -22,6 +22,7 @@ void session::impl::handle_frame(std::span<const std::uint8_t> bytes, time_point
         }
         ++stats.frames_received;
         control(std::move(*message), at);
+        completion.handled(nullptr);
         return;
     }
     const wire::ServerMessage* message = protocol::verify_server_frame(bytes, &why);
@@ -39,10 +40,11 @@ void session::impl::handle_frame(std::span<const std::uint8_t> bytes, time_point
                 return;
             }
             replicate(*message, at);
-            return;
+            break;
         default:
             control(*message, at);
     }
+    completion.handled(message);
 }
 
 void session::impl::replicate(const wire::ServerMessage& message, time_point at) {

@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "ecsnet/client/session.hpp"
+#include "../tick_completion.hpp"
 
 namespace ecsnet::client {
 
@@ -185,9 +186,11 @@ struct session::impl {
     // session_options::predict: made at each Welcome.
     std::unique_ptr<prediction> predicted;
     std::uint64_t reconciled_tick{0};
+    detail::tick_completion completion;  // when the mirror's tick may be compared
     time_point last_update{};
     void start_prediction();
     void predict(time_point now);
+    void reconcile_prediction();  // compares the mirror's tick, once
 
     ecs::Entity input_entity{};
     protocol::component_set input;

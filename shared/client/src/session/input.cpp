@@ -144,6 +144,7 @@ void session::impl::start_prediction() {
     if (!options.predict || !welcome) {
         return;
     }
+    completion.restart(welcome->components);
     predicted = std::make_unique<prediction>(1.0 / static_cast<double>(welcome->tick_rate),
                                              options.predict_options);
     options.predict(*predicted);
@@ -158,9 +159,8 @@ void session::impl::predict(time_point now) {
     if (!predicted) {
         return;
     }
-    if (mirror.ready() && mirror.tick() > reconciled_tick) {
-        reconciled_tick = mirror.tick();
-        predicted->reconcile(reconciled_tick, mirror);
+    if (completion.whole()) {
+        reconcile_prediction();
     }
     if (clock.synchronized() && predicted->size() > 0) {
         predicted->advance_to(clock.input_tick());
@@ -169,6 +169,13 @@ void session::impl::predict(time_point now) {
         predicted->decay(now - last_update);
     }
     last_update = now;
+}
+
+void session::impl::reconcile_prediction() {
+    if (predicted && mirror.ready() && mirror.tick() > reconciled_tick) {
+        reconciled_tick = mirror.tick();
+        predicted->reconcile(reconciled_tick, mirror);
+    }
 }
 
 prediction* session::predictor() noexcept { return impl_->predicted.get(); }

@@ -48,8 +48,10 @@ int ecsnet_configure(const char* game_config, const double* options, size_t coun
 // frame: the caller writes a whole server frame (its length prefix included) into it, then calls
 // ecsnet_receive. Valid until the next ecsnet_frame_buffer call.
 uint8_t* ecsnet_frame_buffer(size_t size);
-// Applies the frame in the buffer: Welcome starts a new prediction (the server's types and tick
-// rate), Snapshot, Delta and Checksum go to the mirror, other messages are ignored. 1 applied or
+// Applies the frame in the buffer. Give it every frame the server sent, in order, compact ones
+// included: Welcome starts a new prediction (the server's types and tick rate), Snapshot, Delta
+// and Checksum go to the mirror, and any frame after a Delta tells that its tick is whole (its
+// owner-only Delta, if any, is in): ecsnet_update compares a tick only then. 1 applied or
 // ignored; 0 refused (malformed, or inconsistent: the mirror then waits for a snapshot, as the
 // caller's own mirror does), ecsnet_error says why.
 int ecsnet_receive(size_t size);
@@ -67,9 +69,9 @@ void ecsnet_untrack(uint32_t index, uint32_t version);
 int ecsnet_input_value(uint32_t type, const uint8_t* bytes, size_t size);
 int ecsnet_set_input(double tick, uint32_t index, uint32_t version);
 
-// A frame: reconciles with the mirror's newest server tick, predicts up to `input_tick` (the
-// session's), and decays the smoothing offsets by `elapsed_seconds` of rendered time. Clears the
-// events of the previous update. 0 when there is no prediction.
+// A frame: reconciles with the mirror's newest server tick once whole, predicts up to
+// `input_tick` (the session's), and decays the smoothing offsets by `elapsed_seconds` of rendered
+// time. Clears the events of the previous update. 0 when there is no prediction.
 int ecsnet_update(double input_tick, double elapsed_seconds);
 
 // The declared types as JSON: [{"name", "replicated", "input", "fields"}...], in the order
