@@ -244,13 +244,8 @@ std::size_t connection::process_frames() {
 
 bool connection::handle_compact(std::span<const std::uint8_t> bytes) {
     std::string why;
-    auto control = protocol::decode_compact_server_frame(bytes, &why);
-    if (!control) {
-        refused_server_ = true;
-        fail("invalid compact frame from the server: " + why);
-        return false;
-    }
-    return record(std::move(*control));
+    return record(protocol::decode_compact_server_frame(bytes, &why),
+                  "invalid compact frame from the server: ", why);
 }
 
 void connection::hold_frame(std::span<const std::uint8_t> bytes) {
@@ -279,17 +274,17 @@ void connection::hold_frame(std::span<const std::uint8_t> bytes) {
 
 bool connection::record_control(const wire::ServerMessage& message) {
     std::string why;
-    auto control = protocol::decode_server_control(message, &why);
-    if (!control) {
-        refused_server_ = true;
-        fail("invalid message from the server: " + why);
-        return false;
-    }
-    return record(std::move(*control));
+    return record(protocol::decode_server_control(message, &why),
+                  "invalid message from the server: ", why);
 }
 
-bool connection::record(protocol::server_control message) {
-    auto* control = &message;
+bool connection::record(std::optional<protocol::server_control> control, const char* refusal,
+                        const std::string& why) {
+    if (!control) {
+        refused_server_ = true;
+        fail(refusal + why);
+        return false;
+    }
     if (auto* w = std::get_if<protocol::welcome>(&*control)) {
         for (const protocol::component_info& expected : expected_types_) {
             if (const auto* actual = w->components.find(expected.name)) {

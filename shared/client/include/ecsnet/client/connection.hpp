@@ -117,7 +117,9 @@ private:
     // Welcome, CommandResult, Pong, Disconnect: what poll predicates wait for. False when the
     // message did not decode (the connection then failed).
     bool record_control(const wire::ServerMessage& message);
-    bool record(protocol::server_control message);
+    // A decoded control message (null: refused, the connection fails with refusal + why).
+    bool record(std::optional<protocol::server_control> control, const char* refusal,
+                const std::string& why);
     // A compact frame (protocol 6: an InputAck), recorded; false when it failed the connection.
     bool handle_compact(std::span<const std::uint8_t> bytes);
     void fail(std::string reason);
