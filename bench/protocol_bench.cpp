@@ -11,16 +11,24 @@
 //   bytes_per_entity   wire bytes per moving entity per tick (delta) or per entity (snapshot)
 //   per_entity         encode / apply time per changed entity
 //   in_order           share of the position storage whose next entry has the next index
+// BM_MirrorReplay{Deltas,Snapshot}, with ECSNET_BENCH_RECORDING=<file>: the C++ mirror on the
+// stream the TypeScript SDK's decode bench recorded (sdk/ts/bench/decode.mjs --keep DIR), the
+// same bytes; registered only when the variable is set.
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <iterator>
 #include <memory>
 #include <random>
+#include <stdexcept>
 #include <string>
 #include <type_traits>
+#include <variant>
 #include <vector>
 
 #include "bench_generated.h"  // flatc, from bench.fbs
@@ -29,6 +37,7 @@
 #include "ecsnet/ecs/world.hpp"
 #include "ecsnet/protocol/checksum.hpp"
 #include "ecsnet/protocol/frame.hpp"
+#include "ecsnet/protocol/messages.hpp"
 #include "ecsnet/protocol/mirror.hpp"
 #include "ecsnet/protocol/registry.hpp"
 #include "ecsnet/protocol/replication.hpp"
@@ -343,6 +352,113 @@ const bool moving_registered = [] {
     register_moving<QuantizedPosition>("BM_MovingMirrorApply",
                                        BM_MovingMirrorApply<QuantizedPosition>,
                                        "QuantizedPosition");
+    return true;
+}();
+
+// A stream the TypeScript SDK's decode bench recorded (sdk/ts/bench/decode.mjs --keep DIR):
+// Welcome, the Snapshot, Deltas and Checksums, each frame with its length prefix. The same bytes
+// the SDK replays, so the two mirrors' times per entity compare on one stream.
+struct recording {
+    protocol::schema types;
+    std::vector<std::vector<std::uint8_t>> snapshot;  // its frames, in order
+    std::vector<std::vector<std::uint8_t>> deltas;
+    std::size_t entities = 0;
+};
+
+const recording& recorded_stream() {
+    static const recording r = [] {
+        recording out;
+        const char* path = std::getenv("ECSNET_BENCH_RECORDING");
+        std::ifstream in{path, std::ios::binary};
+        const std::vector<std::uint8_t> bytes{std::istreambuf_iterator<char>{in}, {}};
+        if (!in.eof() && !in.good()) {
+            throw std::runtime_error(std::string{"cannot read "} + path);
+        }
+        for (std::size_t at = 0; at + protocol::frame_prefix_bytes <= bytes.size();) {
+            std::uint32_t length = 0;
+            std::memcpy(&length, bytes.data() + at, sizeof length);  // little-endian, as x86
+            const std::size_t end = at + protocol::frame_prefix_bytes + length;
+            if (end > bytes.size()) {
+                throw std::runtime_error("the recording ends inside a frame");
+            }
+            std::vector<std::uint8_t> frame(bytes.begin() + static_cast<std::ptrdiff_t>(at),
+                                            bytes.begin() + static_cast<std::ptrdiff_t>(end));
+            at = end;
+            const auto* message = protocol::verify_server_frame(frame);
+            if (message == nullptr) {
+                throw std::runtime_error("the recording holds a malformed frame");
+            }
+            switch (message->body_type()) {
+                case ecsnet::wire::ServerBody::Welcome:
+                    out.types = std::get<protocol::welcome>(*protocol::decode_server_control(*message)).components;
+                    break;
+                case ecsnet::wire::ServerBody::Snapshot:
+                    out.snapshot.push_back(std::move(frame));
+                    break;
+                case ecsnet::wire::ServerBody::Delta:
+                    out.deltas.push_back(std::move(frame));
+                    break;
+                default:
+                    break;  // Checksums: the SDK's bench checks them once, outside its timing
+            }
+        }
+        protocol::mirror check{out.types};
+        for (const auto& f : out.snapshot) {
+            (void)check.apply(*protocol::verify_server_frame(f));
+        }
+        if (!check.ready() || out.deltas.empty()) {
+            throw std::runtime_error("the recording has no whole Snapshot, or no Delta");
+        }
+        out.entities = check.size();
+        return out;
+    }();
+    return r;
+}
+
+std::unique_ptr<protocol::mirror> joined_mirror(const recording& r) {
+    auto m = std::make_unique<protocol::mirror>(r.types);
+    for (const auto& f : r.snapshot) {
+        (void)m->apply(*protocol::verify_server_frame(f));
+    }
+    return m;
+}
+
+// Every Delta of the recording verified and applied, as the SDK's "decode + apply"; per_entity
+// is per entity of the world (the demo moves every one each tick).
+void BM_MirrorReplayDeltas(benchmark::State& state) {
+    const recording& r = recorded_stream();
+    for (auto _ : state) {
+        state.PauseTiming();
+        const auto m = joined_mirror(r);
+        state.ResumeTiming();
+        for (const auto& f : r.deltas) {
+            const auto* message = protocol::verify_server_frame(f);
+            if (message == nullptr || !m->apply(*message)) {
+                state.SkipWithError("the mirror refused a Delta of the recording");
+                return;
+            }
+        }
+    }
+    state.counters["per_delta"] = benchmark::Counter(
+        static_cast<double>(r.deltas.size()),
+        benchmark::Counter::kIsIterationInvariantRate | benchmark::Counter::kInvert);
+    per_entity(state, r.entities * r.deltas.size());
+}
+
+// The Snapshot's frames verified and applied to a new mirror.
+void BM_MirrorReplaySnapshot(benchmark::State& state) {
+    const recording& r = recorded_stream();
+    for (auto _ : state) {
+        benchmark::DoNotOptimize(joined_mirror(r));
+    }
+    per_entity(state, r.entities);
+}
+
+const bool replay_registered = [] {
+    if (std::getenv("ECSNET_BENCH_RECORDING") != nullptr) {
+        benchmark::RegisterBenchmark("BM_MirrorReplayDeltas", BM_MirrorReplayDeltas)->Unit(benchmark::kMicrosecond);
+        benchmark::RegisterBenchmark("BM_MirrorReplaySnapshot", BM_MirrorReplaySnapshot)->Unit(benchmark::kMicrosecond);
+    }
     return true;
 }();
 

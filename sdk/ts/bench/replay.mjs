@@ -21,7 +21,8 @@ const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 // Replays the recording's Deltas into a fresh mirror `passes` times (the first `warmup` passes
 // not counted), timing per pass (1) decodeServerFrame alone and (2) decodeServerFrame followed by
 // Mirror.apply, over all the Deltas in one timed block (a timer reading per Delta would be
-// coarse in a browser). Checksum frames are left out of the timed passes; an untimed pass first
+// coarse in a browser), and (3) the Snapshot's frames decoded and applied to a new mirror
+// (setSchema included). Checksum frames are left out of the timed passes; an untimed pass first
 // applies them all and fails unless every one matched, so the timed passes build a right world.
 export async function measureDecode(sdk, bytes, { passes = 20, warmup = 5 } = {}) {
   if (!(passes > warmup && warmup >= 0)) throw new RangeError('passes must exceed warmup');
@@ -61,12 +62,15 @@ export async function measureDecode(sdk, bytes, { passes = 20, warmup = 5 } = {}
 
   const decodeMs = [];
   const applyMs = [];
+  const snapshotMs = [];
   let sink = 0;
   for (let pass = 0; pass < passes; ++pass) {
     let t = performance.now();
     for (const f of deltaFrames) sink += sdk.decodeServerFrame(f).updated.length;
     const decoded = performance.now() - t;
+    t = performance.now();
     const mirror = joined();
+    const snapshot = performance.now() - t;
     t = performance.now();
     for (const f of deltaFrames) {
       if (!mirror.apply(sdk.decodeServerFrame(f))) throw new Error(`pass ${pass}: ${mirror.error}`);
@@ -75,6 +79,7 @@ export async function measureDecode(sdk, bytes, { passes = 20, warmup = 5 } = {}
     if (pass >= warmup) {
       decodeMs.push(decoded / deltaFrames.length);
       applyMs.push(applied / deltaFrames.length);
+      snapshotMs.push(snapshot);
     }
   }
   if (sink === 0) throw new Error('the Deltas update nothing');
@@ -87,5 +92,6 @@ export async function measureDecode(sdk, bytes, { passes = 20, warmup = 5 } = {}
     passes: passes - warmup,
     decodeMs: { median: median(decodeMs), min: Math.min(...decodeMs) },
     decodeApplyMs: { median: median(applyMs), min: Math.min(...applyMs) },
+    snapshotMs: { median: median(snapshotMs), min: Math.min(...snapshotMs) },
   };
 }

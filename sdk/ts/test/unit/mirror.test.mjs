@@ -152,3 +152,82 @@ test('a quantized column of unaligned values decodes per entity', () => {
 });
 
 const await_import = await import('../../dist/ecsnet.node.js');
+
+test('a group that lists an index twice spawns none of its entities; value() is a copy', () => {
+  const { m } = mirrorWith();
+  assert.ok(m.apply(decode(snapshot({ tick: 1n, groups: [{ at: { list: [0] }, versions: [1], columns: [{ type: 1, values: f32(1, 2) }] }] }))));
+  assert.equal(m.apply(decode(delta({ tick: 2n, spawned: [{ at: { list: [5, 6, 5] }, versions: [1, 1, 1] }] }))), false);
+  assert.equal(m.find(5), null, 'taken back');
+  assert.equal(m.find(6), null, 'taken back');
+  assert.equal(m.size, 1);
+
+  const { m: n } = mirrorWith();
+  assert.ok(n.apply(decode(snapshot({ tick: 1n, groups: [{ at: { list: [0] }, versions: [1], columns: [{ type: 1, values: f32(1, 2) }] }] }))));
+  const e = { index: 0, version: 1 };
+  const before = n.value(e, 1);
+  before.fill(0);
+  assert.deepEqual(n.value(e, 1), f32(1, 2), 'changing a returned value changes nothing');
+  assert.ok(n.apply(decode(delta({ tick: 2n, updated: [{ type: 1, at: { list: [0] }, values: f32(3, 4) }] }))), n.error);
+  const kept = n.value(e, 1);
+  assert.ok(n.apply(decode(delta({ tick: 3n, updated: [{ type: 1, at: { list: [0] }, values: f32(5, 6) }] }))), n.error);
+  assert.deepEqual(kept, f32(3, 4), 'a later update does not change a value returned before');
+  assert.deepEqual(n.entities(), [e]);
+});
+
+test('unaligned values: every entity of a long column reads back as packed, at every bit offset', () => {
+  const { m, schema } = mirrorWith();
+  const packed = schema.get('packed'); // 38 bits a value: each starts at another bit of a byte
+  const { packColumn, readValue } = await_import;
+  let seed = 7;
+  const random = () => { seed = (seed * 1103515245 + 12345) % 2 ** 31; return seed / 2 ** 31; };
+  const values = Array.from({ length: 64 }, () => makeValue(packed, { a: random() * 2048 - 1024, b: random() * 2048 - 1024 }));
+  const at = { list: values.map((_, i) => i) };
+  assert.ok(m.apply(decode(snapshot({ tick: 1n, groups: [{ at, versions: values.map(() => 1), columns: [{ type: 6, values: packColumn(packed, values) }] }] }))), m.error);
+  values.forEach((v, i) => assert.deepEqual(m.get({ index: i, version: 1 }, 'packed'), readValue(packed, v), `entity ${i}`));
+  const moved = values.map((_, i) => values[(i + 5) % values.length]);
+  assert.ok(m.apply(decode(delta({ tick: 2n, updated: [{ type: 6, at, values: packColumn(packed, moved) }] }))), m.error);
+  moved.forEach((v, i) => assert.deepEqual(m.value({ index: i, version: 1 }, 'packed'), v, `entity ${i} after the update`));
+
+  // b all ones (beyond the range) in value k: its top bits lie in the fourth byte read when b
+  // starts at bit 6 or 7 of a byte.
+  const beyond = new Uint8Array(5);
+  for (let bit = 19; bit < 38; ++bit) beyond[bit >> 3] |= 1 << (bit & 7);
+  for (let k = 0; k < 8; ++k) {
+    const { m: n } = mirrorWith();
+    const eight = { list: [0, 1, 2, 3, 4, 5, 6, 7] };
+    assert.ok(n.apply(decode(snapshot({ tick: 1n, groups: [{ at: eight, versions: Array(8).fill(1), columns: [{ type: 6, values: packColumn(packed, values.slice(0, 8)) }] }] }))), n.error);
+    const column = values.slice(0, 8).map((v, i) => (i === k ? beyond : v));
+    assert.equal(n.apply(decode(delta({ tick: 2n, updated: [{ type: 6, at: eight, values: packColumn(packed, column) }] }))), false, `value ${k}`);
+    assert.match(n.error, /packed\.b is beyond its quantized range/);
+  }
+});
+
+test('a string is judged by its UTF-8 bytes: 8 for name, whatever the characters', () => {
+  const cases = [['abcdefgh', true], ['abcdefghi', false], ['éééé', true], ['ééééé', false], ['😀😀', true], ['😀😀a', false],
+    ['\ud800\ud800a', true], ['\ud800\ud800abc', false]]; // a lone surrogate is 3 bytes (U+FFFD)
+  for (const [text, fits] of cases) {
+    const { m } = mirrorWith();
+    const ok = m.apply(decode(snapshot({ tick: 1n, groups: [{ at: { list: [0] }, versions: [1], columns: [{ type: 4, strings: [text] }] }] })));
+    assert.equal(ok, fits, `${JSON.stringify(text)}: ${m.error}`);
+    // What the wire carries: a lone surrogate became U+FFFD when the frame was written.
+    if (fits) assert.equal(m.text({ index: 0, version: 1 }, 'name'), new TextDecoder().decode(new TextEncoder().encode(text)));
+  }
+});
+
+test('a frame anywhere in memory: its columns are views, read alike at every byte offset', () => {
+  const at = (frame, offset) => { // the frame's bytes at `offset` in a larger buffer
+    const buffer = new Uint8Array(frame.length + 8);
+    buffer.set(frame, offset);
+    return buffer.subarray(offset, offset + frame.length);
+  };
+  for (let offset = 0; offset < 4; ++offset) {
+    const { m } = mirrorWith();
+    assert.ok(m.apply(decode(at(snapshot({ tick: 1n, groups: [{ at: { list: [0, 1] }, versions: [1, 1], columns: [{ type: 1, values: f32(1, 2, 3, 4) }] }] }), offset))), m.error);
+    assert.deepEqual(m.value({ index: 1, version: 1 }, 1), f32(3, 4), `offset ${offset}`);
+    assert.ok(m.apply(decode(at(delta({ tick: 2n, updated: [{ type: 1, at: { list: [1, 0] }, values: f32(5, 6, 7, 8) }] }), offset))), m.error);
+    assert.deepEqual(m.value({ index: 0, version: 1 }, 1), f32(7, 8), `offset ${offset}`);
+    assert.equal(m.apply(decode(at(delta({ tick: 3n, updated: [{ type: 1, at: { list: [0, 1] }, values: f32(1, Infinity, 2, 2) }] }), offset))), false);
+    assert.match(m.error, /invalid position value for 0:1: position\.y is not a finite number/);
+    assert.deepEqual(m.value({ index: 0, version: 1 }, 1), f32(7, 8), 'a refused column writes nothing');
+  }
+});
