@@ -43,19 +43,11 @@ class State {
   }
 }
 
-const UINT32_END = 2 ** 32;
-
 // The indices of a set, or null when its counts (summed) exceed `limit` or a run wraps.
 export function expandIndexSet(set: IndexSet | null, limit: number): number[] | null {
-  if (set === null) return [];
-  let total = set.list.length;
-  for (const run of set.runs) {
-    if (run.first + run.count > UINT32_END) return null;
-    total += run.count;
-    if (total > limit) return null;
-  }
-  if (total > limit) return null;
+  if (indexSetSize(set, limit) < 0) return null;
   const out: number[] = [];
+  if (set === null) return out;
   for (const run of set.runs) for (let i = 0; i < run.count; ++i) out.push(run.first + i);
   for (const index of set.list) out.push(index);
   return out;
