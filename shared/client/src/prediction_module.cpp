@@ -128,13 +128,6 @@ void write_view(module_state& s) {
     }
 }
 
-void reconcile(module_state& s) {
-    if (s.predicted && s.mirror.ready() && s.mirror.tick() > s.reconciled_tick) {
-        s.reconciled_tick = s.mirror.tick();
-        s.predicted->reconcile(s.reconciled_tick, s.mirror);
-    }
-}
-
 }  // namespace
 
 extern "C" {
@@ -298,8 +291,9 @@ int ecsnet_update(double input_tick, double elapsed_seconds) {
         return fail("ecsnet_update before a Welcome");
     }
     try {
-        if (s.completion.whole()) {
-            reconcile(s);
+        if (s.completion.whole() && s.mirror.ready() && s.mirror.tick() > s.reconciled_tick) {
+            s.reconciled_tick = s.mirror.tick();
+            s.predicted->reconcile(s.reconciled_tick, s.mirror);
         }
         const auto tick = static_cast<std::uint64_t>(input_tick);
         if (s.predicted->size() > 0 && tick > s.predicted->tick()) {

@@ -29,14 +29,6 @@ public:
         whole_ = false;
     }
 
-    // True when `message` moves the mirror to another tick (a Delta or a Snapshot chunk).
-    [[nodiscard]] static bool leaves_tick(const wire::ServerMessage& message) noexcept {
-        if (const auto* delta = message.body_as_Delta()) {
-            return !delta->owner_only();
-        }
-        return message.body_type() == wire::ServerBody::Snapshot;
-    }
-
     // After each frame was handled: `message` is null for a compact frame (an InputAck).
     void handled(const wire::ServerMessage* message) noexcept {
         whole_ = message == nullptr || !leaves_tick(*message) || !owner_only_types_;
@@ -45,6 +37,14 @@ public:
     [[nodiscard]] bool whole() const noexcept { return whole_; }
 
 private:
+    // True when `message` moves the mirror to another tick (a Delta or a Snapshot chunk).
+    [[nodiscard]] static bool leaves_tick(const wire::ServerMessage& message) noexcept {
+        if (const auto* delta = message.body_as_Delta()) {
+            return !delta->owner_only();
+        }
+        return message.body_type() == wire::ServerBody::Snapshot;
+    }
+
     bool owner_only_types_{false};
     bool whole_{false};
 };

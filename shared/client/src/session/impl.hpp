@@ -190,7 +190,6 @@ struct session::impl {
     time_point last_update{};
     void start_prediction();
     void predict(time_point now);
-    void reconcile_prediction();  // compares the mirror's tick, once
 
     ecs::Entity input_entity{};
     protocol::component_set input;

@@ -159,8 +159,9 @@ void session::impl::predict(time_point now) {
     if (!predicted) {
         return;
     }
-    if (completion.whole()) {
-        reconcile_prediction();
+    if (completion.whole() && mirror.ready() && mirror.tick() > reconciled_tick) {
+        reconciled_tick = mirror.tick();
+        predicted->reconcile(reconciled_tick, mirror);
     }
     if (clock.synchronized() && predicted->size() > 0) {
         predicted->advance_to(clock.input_tick());
@@ -169,13 +170,6 @@ void session::impl::predict(time_point now) {
         predicted->decay(now - last_update);
     }
     last_update = now;
-}
-
-void session::impl::reconcile_prediction() {
-    if (predicted && mirror.ready() && mirror.tick() > reconciled_tick) {
-        reconciled_tick = mirror.tick();
-        predicted->reconcile(reconciled_tick, mirror);
-    }
 }
 
 prediction* session::predictor() noexcept { return impl_->predicted.get(); }
