@@ -59,6 +59,21 @@ stage() {
 passed_total=0
 failed_total=0
 ctest_failures=()
+# The output ctest --output-on-failure printed under each failed test's status line, up to the
+# next test's line, cut to its last $failure_lines lines.
+failure_lines=40
+failed_test_output() {  # ctest log
+  awk -v keep="$failure_lines" '
+    function flush() { if (name != "") { print "--- " name; s = n > keep ? n - keep + 1 : 1; for (i = s; i <= n; i++) print buf[i] } name = ""; n = 0 }
+    /^ *[0-9]+\/[0-9]+ Test +#[0-9]+: / || /^ *Start +[0-9]+: / {
+      flush()
+      if ($0 !~ /Passed|Skipped|^ *Start/) name = $0
+      next
+    }
+    /^[0-9]+% tests passed/ { flush(); exit }
+    name != "" { buf[++n] = $0 }
+    END { flush() }' "$1"
+}
 run_ctest() {  # stage label, then ctest arguments
   local label=$1 log rc summary failed total
   shift
@@ -67,11 +82,17 @@ run_ctest() {  # stage label, then ctest arguments
   ctest "$@" 2>&1 | tee "$log" || rc=$?
   # "100% tests passed, 0 tests failed out of 812"; nothing when no test ran.
   summary=$(sed -n 's/.*tests passed, \([0-9]*\) tests\{0,1\} failed out of \([0-9]*\).*/\1 \2/p' "$log" | tail -n 1)
-  rm -f "$log"
   read -r failed total <<< "${summary:-0 0}"
   passed_total=$((passed_total + total - failed))
   failed_total=$((failed_total + failed))
   echo "ctest ($label): $((total - failed)) passed, $failed failed"
+  if [ "$failed" != 0 ]; then
+    # Again, right under the summary, so that a CI report that keeps only a part of a long
+    # output still shows why each test failed.
+    echo "the failed tests' own output (its last $failure_lines lines each):"
+    failed_test_output "$log"
+  fi
+  rm -f "$log"
   if [ "$rc" != 0 ]; then
     ctest_failures+=("$label (ctest exit $rc)")
   fi

@@ -124,6 +124,9 @@ const arena = {
       on: true, stats: { ...prediction.stats }, tick: prediction.tick, serverTick: Number(session?.mirror.tick ?? 0n),
       pending: prediction.spawnsPending().length, tracked: myShip !== null && prediction.tracks(myShip), lastCorrection,
       recentMispredictions: [...recentMispredictions],
+      // What the server said of this client's inputs: a late or repeated one is a tick the
+      // server ran on other input than the prediction did.
+      inputs: { late: session?.lastInputAck?.late ?? 0, repeated: session?.lastInputAck?.repeated ?? 0 },
     };
   },
 };

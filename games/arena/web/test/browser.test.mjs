@@ -155,6 +155,8 @@ describe('the arena page in headless Chromium', () => {
         await page.keyboard.up('Space');
         await page.keyboard.up('ArrowLeft');
       }
+      // The figures, in the test's output whether it passes or not.
+      console.log(`prediction: ${JSON.stringify(flown)}`);
       assert.ok(flown.tick > flown.serverTick, `the predicted tick ${flown.tick} is ahead of the server's ${flown.serverTick}`);
       assert.equal(flown.stats.systemFailures, 0);
       assert.ok(flown.stats.mispredictions <= 3, JSON.stringify(flown));
