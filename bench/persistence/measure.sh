@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Issue #29's persistence figures, with a Release build (docs/PERSISTENCE.md, "Cost"):
-#  1. checkpoints of --sizes moving demo entities every --interval s for --seconds s: the copy on
-#     the tick, the encode + write + fsync off it, the file size; and the tick's p50/p99 in the
+#  1. checkpoints of --sizes moving demo entities every --interval s for --seconds s: the copy of
+#     the world (between two ticks), the encode + write + fsync, the file size; the tick's p50/p99 in the
 #     seconds a checkpoint was being written beside those with none (same run: the per-second
 #     "stats:" lines, each second classed by the checkpoint lines' tick and write time);
 #  2. the restore of the --restore-size checkpoint at start;
@@ -51,7 +51,9 @@ done
 for bin in ecsnet-server persistence-load; do
   [ -x "$build/bin/$bin" ] || { echo "measure: no $build/bin/$bin (cmake --build $build --target $bin)" >&2; exit 1; }
 done
-"$build/bin/ecsnet-server" --help | grep -q -- '--state-dir' \
+# Read whole first: grep -q would end the pipe early and, under pipefail, fail it with SIGPIPE.
+server_help=$("$build/bin/ecsnet-server" --help)
+grep -q -- '--state-dir' <<< "$server_help" \
   || { echo "measure: $build/bin/ecsnet-server has no --state-dir (rebuild it)" >&2; exit 1; }
 pin_server=() pin_load=()
 if command -v taskset >/dev/null && [ "$(nproc)" -ge 2 ]; then
@@ -127,8 +129,9 @@ for n in $sizes; do
   if ! grep -q 'checkpoint tick [0-9]*: copied' "$running"; then
     echo "   no checkpoint line in $seconds s (longer --seconds?)"; continue
   fi
-  # checkpoint tick T: copied N entities in X ms on the tick, written B bytes in Y ms (encode E ms, write+fsync W ms)
-  sed -n 's/.*checkpoint tick \([0-9]*\): copied \([0-9]*\) entities in \([0-9.]*\) ms on the tick, written \([0-9]*\) bytes in \([0-9.]*\) ms (encode \([0-9.]*\) ms, write+fsync \([0-9.]*\) ms).*/\1 \2 \3 \4 \5 \6 \7/p' \
+  # checkpoint tick T: copied N entities in X ms, written B bytes in Y ms (encode E ms, write+fsync W ms)
+  # (before the copy left the tick: "X ms on the tick, written")
+  sed -n 's/.*checkpoint tick \([0-9]*\): copied \([0-9]*\) entities in \([0-9.]*\) ms\( on the tick\)\{0,1\}, written \([0-9]*\) bytes in \([0-9.]*\) ms (encode \([0-9.]*\) ms, write+fsync \([0-9.]*\) ms).*/\1 \2 \3 \5 \6 \7 \8/p' \
     "$running" > "$work/checkpoints-$n.txt"
   awk '
     function median(a, k,   i, j, t) { for (i = 2; i <= k; i++) { t = a[i]; for (j = i - 1; j >= 1 && a[j] > t; j--) a[j + 1] = a[j]; a[j + 1] = t }
@@ -137,8 +140,8 @@ for n in $sizes; do
     { k++; copy[k] = $3; bytes = $4; off[k] = $5; enc[k] = $6; wr[k] = $7; ents = $2 }
     END {
       printf "   %d checkpoints of %d entities\n", k, ents
-      printf "   on the tick (copy):        median %.2f ms, max %.2f ms\n", median(copy, k), max(copy, k)
-      printf "   off the tick (all):        median %.1f ms, max %.1f ms\n", median(off, k), max(off, k)
+      printf "   copy of the world:         median %.2f ms, max %.2f ms\n", median(copy, k), max(copy, k)
+      printf "   encode + write + fsync:    median %.1f ms, max %.1f ms\n", median(off, k), max(off, k)
       printf "     encode:                  median %.1f ms, max %.1f ms\n", median(enc, k), max(enc, k)
       printf "     write + fsync:           median %.1f ms, max %.1f ms\n", median(wr, k), max(wr, k)
       printf "   size:                      %d bytes (%.1f bytes per entity)\n", bytes, bytes / (ents ? ents : 1)

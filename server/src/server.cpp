@@ -329,6 +329,12 @@ void server::run_tick() {
     ticks_done_.store(tick_, std::memory_order_relaxed);
 
     profile_.clear();
+    if (persistence_) {
+        // A checkpoint's copy runs between ticks on its own thread: nothing changes the world
+        // before it is done (a tick waits only for a copy longer than the time between ticks).
+        const auto timer = timed(&profile_, tick_stage::checkpoint);
+        persistence_->wait_for_copy();
+    }
     const tick_pipeline::player_hooks hooks{on_player_joined, on_player_left};
     {
         const auto timer = timed(&profile_, tick_stage::commands);
@@ -369,7 +375,7 @@ void server::run_tick() {
 
     if (persistence_ && persistence_->checkpoint_due(clock::now())) {
         const auto timer = timed(&profile_, tick_stage::checkpoint);
-        persistence_->checkpoint(*world_, admission_.owners(), tick_);  // the copy is the tick's; the write is not
+        persistence_->checkpoint(*world_, admission_.owners(), tick_);  // the copy follows, off the tick
     }
 
     std::optional<tick_profile::scope> reports{std::in_place, &profile_, tick_stage::reports};

@@ -447,17 +447,18 @@ TEST(StoredOps, CaptureListsIndicesAndValuesInStorageOrder) {
     world->emplace<Diary>(e[2], Diary{"dear diary"});
     world->emplace<Diary>(e[0], Diary{""});
 
-    std::vector<std::uint32_t> indices{99};  // capture appends
-    std::vector<std::byte> values;
-    std::vector<std::string> texts;
+    // What the vectors held before is replaced, whatever it was (a checkpoint passes the
+    // previous one's vectors).
+    std::vector<std::uint32_t> indices{99, 98, 97, 96};
+    std::vector<std::byte> values(3);
+    std::vector<std::string> texts{"left over"};
     ops_of(types, "hunger").capture(*world, indices, values, texts);
-    EXPECT_THAT(indices, ElementsAre(99U, 3U, 1U));
+    EXPECT_THAT(indices, ElementsAre(3U, 1U));
     EXPECT_EQ(values, cat({bytes_of(0.5F), bytes_of(std::uint32_t{3}), bytes_of(1.25F),
                            bytes_of(std::uint32_t{9})}));
     EXPECT_TRUE(texts.empty());
 
-    indices.clear();
-    values.clear();
+    texts = {"a text longer than the small-string buffer", "x", "y"};
     ops_of(types, "diary").capture(*world, indices, values, texts);
     EXPECT_THAT(indices, ElementsAre(2U, 0U));
     EXPECT_THAT(texts, ElementsAre("dear diary", ""));

@@ -69,7 +69,7 @@ struct server_metrics::families {
     std::array<Counter*, 3> view{};  // entered, left, deferred
     Counter* grace_despawns{};
     Counter* seats_taken_over{};
-    std::array<Histogram*, 2> checkpoint_seconds{};  // copy (on the tick), write (off it)
+    std::array<Histogram*, 2> checkpoint_seconds{};  // copy (between ticks), write
     std::array<Counter*, 3> checkpoints{};           // written, failed, skipped
     Gauge* checkpoint_bytes{};
     Gauge* checkpoint_tick{};
@@ -268,8 +268,8 @@ server_metrics::server_metrics(double tick_period_s, std::size_t max_clients)
                                                       0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10};
     auto& checkpoint_seconds = prometheus::BuildHistogram()
                                    .Name("ecsnet_checkpoint_seconds")
-                                   .Help("Checkpoints: the copy on the tick (phase=copy), the "
-                                         "encode, write and fsyncs off it (phase=write)")
+                                   .Help("Checkpoints: the copy of the world between two ticks "
+                                         "(phase=copy), the encode, write and fsyncs (phase=write)")
                                    .Register(r);
     f_->checkpoint_seconds = {&checkpoint_seconds.Add({{"phase", "copy"}}, seconds_buckets),
                               &checkpoint_seconds.Add({{"phase", "write"}}, seconds_buckets)};

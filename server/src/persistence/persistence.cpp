@@ -3,6 +3,8 @@
 #include "../thread_name.hpp"
 
 #include <spdlog/spdlog.h>
+#include <sys/resource.h>
+#include <unistd.h>
 
 namespace ecsnet::server {
 
@@ -29,13 +31,22 @@ persistence::persistence(const server_config& config, std::string game,
 }
 
 persistence::~persistence() {
-    if (thread_.joinable()) {
+    // The copier first: what it copied is handed to the writer, which then writes it.
+    if (copier_.joinable()) {
         {
             const std::lock_guard lock{mutex_};
-            stopping_ = true;
+            stop_copier_ = true;
         }
-        wake_.notify_all();
-        thread_.join();
+        wake_copier_.notify_all();
+        copier_.join();
+    }
+    if (writer_.joinable()) {
+        {
+            const std::lock_guard lock{mutex_};
+            stop_writer_ = true;
+        }
+        wake_writer_.notify_all();
+        writer_.join();
     }
     journal_.reset();  // writes what was handed over
 }
@@ -132,8 +143,8 @@ void persistence::start(const ecs::World& world, const owner_registry& owners, s
         // nowhere else, and after a replay the next segment starts at `tick`: the world as it
         // starts is a checkpoint before anything else can happen to the process.
         const auto started = clock::now();
-        world_image image = copy(world, owners, tick);
-        if (!write(image, ms_since(started))) {
+        copy(world, owners, tick, spare_);
+        if (!write(spare_, ms_since(started))) {
             throw std::runtime_error("cannot write the start-up checkpoint (see the error above)");
         }
     }
@@ -144,9 +155,15 @@ void persistence::start(const ecs::World& world, const owner_registry& owners, s
         };
     }
     next_checkpoint_ = clock::now() + config_.checkpoint_interval;
-    thread_ = std::thread{[this] {
+    copier_ = std::thread{[this] {
+        detail::name_this_thread("checkpoint-copy");
+        run_copies();
+    }};
+    writer_ = std::thread{[this] {
         detail::name_this_thread("checkpoint");
-        run();
+        // Raising a thread's nice value needs no privilege. Failing, it writes at the server's.
+        (void)::setpriority(PRIO_PROCESS, static_cast<id_t>(::gettid()), 19);
+        run_writes();
     }};
 }
 
@@ -154,9 +171,14 @@ bool persistence::checkpoint_due(clock::time_point now) const noexcept {
     return config_.checkpoint_interval.count() > 0 && now >= next_checkpoint_;
 }
 
-world_image persistence::copy(const ecs::World& world, const owner_registry& owners,
-                              std::uint64_t tick) {
-    world_image image = capture(world, types_);
+void persistence::copy(const ecs::World& world, const owner_registry& owners, std::uint64_t tick,
+                       world_image& image) {
+    capture(world, types_, image);
+    copy_owners_and_tokens(owners, tick, image);
+}
+
+void persistence::copy_owners_and_tokens(const owner_registry& owners, std::uint64_t tick,
+                                world_image& image) {
     image.tick = tick;
     image.game = game_;
     image.unix_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
@@ -165,36 +187,44 @@ world_image persistence::copy(const ecs::World& world, const owner_registry& own
     image.owners = owners.save();
     image.next_owner = owners.next_id();
     image.tokens = tokens_.save();
-    return image;
 }
 
 bool persistence::checkpoint(const ecs::World& world, const owner_registry& owners,
                              std::uint64_t tick) {
     const auto now = clock::now();
     next_checkpoint_ = now + config_.checkpoint_interval;
+    world_image image;
     {
         const std::lock_guard lock{mutex_};
-        if (writing_ || pending_) {
+        if (writing_ || copying_) {
             metrics_.checkpoint_skipped();
-            spdlog::warn("checkpoint at tick {} skipped: the previous one is still being written "
-                         "(--checkpoint-seconds {} is shorter than a write)",
+            spdlog::warn("checkpoint at tick {} skipped: the previous one is still being copied or "
+                         "written (--checkpoint-seconds {} is shorter than a write)",
                          tick, config_.checkpoint_interval.count());
             return false;
         }
+        image = std::move(spare_);
     }
-    world_image image = copy(world, owners, tick);
-    const double copy_ms = ms_since(now);
-    metrics_.checkpoint_copied(copy_ms / 1000.0);
+    copy_owners_and_tokens(owners, tick, image);
+    // The entity pool settles its free list lazily, even in a const call: settled here, the
+    // checkpoint thread's copy only reads.
+    (void)world.entities().free_count();
     if (journal_) {
         journal_->rotate(dir_.journal_path(tick), tick);
     }
     {
         const std::lock_guard lock{mutex_};
-        pending_ = std::move(image);
-        pending_copy_ms_ = copy_ms;
+        to_copy_ = std::move(image);
+        copy_world_ = &world;
+        copying_ = true;
     }
-    wake_.notify_one();
+    wake_copier_.notify_one();
     return true;
+}
+
+void persistence::wait_for_copy() {
+    std::unique_lock lock{mutex_};
+    copied_.wait(lock, [&] { return !copying_; });
 }
 
 bool persistence::final_checkpoint(const ecs::World& world, const owner_registry& owners,
@@ -202,12 +232,14 @@ bool persistence::final_checkpoint(const ecs::World& world, const owner_registry
     if (journal_) {
         journal_->flush();
     }
+    world_image image;
     {
         std::unique_lock lock{mutex_};
-        idle_.wait(lock, [&] { return !writing_ && !pending_; });
+        idle_.wait(lock, [&] { return !writing_ && !copying_; });
+        image = std::move(spare_);
     }
     const auto started = clock::now();
-    const world_image image = copy(world, owners, tick);
+    copy(world, owners, tick, image);
     const double copy_ms = ms_since(started);
     metrics_.checkpoint_copied(copy_ms / 1000.0);
     // The journal's segment stays: after a restart, the restore starts from this checkpoint
@@ -225,7 +257,7 @@ bool persistence::write(const world_image& image, double copy_ms) {
         const double write_ms = ms_since(written);
         const auto removed = dir_.prune(config_.keep_checkpoints);
         metrics_.checkpoint_written((encode_ms + write_ms) / 1000.0, bytes.size(), image.tick);
-        spdlog::info("checkpoint tick {}: copied {} entities in {:.2f} ms on the tick, written {} "
+        spdlog::info("checkpoint tick {}: copied {} entities in {:.2f} ms, written {} "
                      "bytes in {:.2f} ms (encode {:.2f} ms, write+fsync {:.2f} ms); {} old files pruned",
                      image.tick, image.alive(), copy_ms, bytes.size(), encode_ms + write_ms,
                      encode_ms, write_ms, removed.size());
@@ -239,25 +271,75 @@ bool persistence::write(const world_image& image, double copy_ms) {
     }
 }
 
-void persistence::run() {
+void persistence::run_copies() {
+    for (;;) {
+        world_image image;
+        const ecs::World* world = nullptr;
+        {
+            std::unique_lock lock{mutex_};
+            wake_copier_.wait(lock, [&] { return stop_copier_ || to_copy_; });
+            if (!to_copy_) {
+                return;
+            }
+            image = std::move(*to_copy_);
+            to_copy_.reset();
+            world = copy_world_;
+        }
+        // The world thread waits (wait_for_copy) before its next tick changes the world.
+        const auto started = clock::now();
+        bool copied = false;
+        try {
+            const std::uint64_t tick = image.tick;
+            capture(*world, types_, image);
+            image.tick = tick;
+            copied = true;
+        } catch (const std::exception& e) {
+            metrics_.checkpoint_failed();
+            spdlog::error("checkpoint tick {} failed: cannot copy the world: {} (the previous "
+                          "checkpoints and the journal are kept)",
+                          image.tick, e.what());
+        }
+        const double copy_ms = ms_since(started);
+        {
+            const std::lock_guard lock{mutex_};
+            copying_ = false;
+            if (copied) {
+                to_write_ = std::move(image);
+                copy_ms_ = copy_ms;
+                writing_ = true;
+            } else {
+                spare_ = std::move(image);
+            }
+        }
+        copied_.notify_all();
+        if (copied) {
+            metrics_.checkpoint_copied(copy_ms / 1000.0);
+            wake_writer_.notify_one();
+        } else {
+            idle_.notify_all();
+        }
+    }
+}
+
+void persistence::run_writes() {
     for (;;) {
         world_image image;
         double copy_ms = 0.0;
         {
             std::unique_lock lock{mutex_};
-            wake_.wait(lock, [&] { return stopping_ || pending_; });
-            if (!pending_) {
+            wake_writer_.wait(lock, [&] { return stop_writer_ || to_write_; });
+            if (!to_write_) {
                 return;
             }
-            image = std::move(*pending_);
-            pending_.reset();
-            copy_ms = pending_copy_ms_;
-            writing_ = true;
+            image = std::move(*to_write_);
+            to_write_.reset();
+            copy_ms = copy_ms_;
         }
         (void)write(image, copy_ms);
         {
             const std::lock_guard lock{mutex_};
             writing_ = false;
+            spare_ = std::move(image);
         }
         idle_.notify_all();
     }

@@ -84,16 +84,21 @@ std::size_t world_image::alive() const noexcept {
 
 world_image capture(const ecs::World& world, const protocol::component_registry& types) {
     world_image image;
-    image.tick = world.tick();
-    image.entities = world.save_entities();
-    image.columns.reserve(types.stored().size());
-    for (const protocol::stored_ops& ops : types.stored()) {
-        image_column column;
-        column.type = ops.type;
-        ops.capture(world, column.indices, column.values, column.texts);
-        image.columns.push_back(std::move(column));
-    }
+    capture(world, types, image);
     return image;
+}
+
+void capture(const ecs::World& world, const protocol::component_registry& types,
+             world_image& image) {
+    image.tick = world.tick();
+    world.save_entities(image.entities);
+    const auto& stored = types.stored();
+    image.columns.resize(stored.size());
+    for (std::size_t i = 0; i < stored.size(); ++i) {
+        image_column& column = image.columns[i];
+        column.type = stored[i].type;
+        stored[i].capture(world, column.indices, column.values, column.texts);
+    }
 }
 
 restore_report restore(const world_image& image, ecs::World& world,

@@ -12,9 +12,11 @@
 
 #include <sys/resource.h>
 
+#include <algorithm>
 #include <chrono>
 #include <csignal>
 #include <cstdint>
+#include <cstring>
 #include <filesystem>
 #include <future>
 #include <iterator>
@@ -33,6 +35,7 @@
 #include "ecsnet/demo/game.hpp"
 #include "ecsnet/protocol/components.hpp"
 #include "ecsnet/server/admission/connect_token.hpp"
+#include "ecsnet/server/persistence/state_dir.hpp"
 #include "ecsnet/server/run.hpp"
 #include "ecsnet/server/server.hpp"
 #include "client_polling.hpp"
@@ -462,6 +465,70 @@ TEST(ServerPersistence, WithTheJournalWhatSystemsMadeAndEndedSurvivesACrash) {
     }
     EXPECT_EQ(ids_after, ids_before) << "the system's 5 entities back, the expired one not";
     EXPECT_FALSE(after.contains(expired));
+}
+
+// A checkpoint's copy runs on the checkpoint thread between two ticks: the next tick waits for
+// it. Every tick a system stamps every entity's Health with the tick's number, and the ticks come
+// back to back (500 Hz, more entities than a tick period can copy), so a copy that overlapped a
+// tick would hold two stamps (and, under TSan, race with the tick's writes).
+TEST(ServerPersistence, APeriodicCheckpointHoldsTheWorldOfOneTick) {
+    constexpr int entities = 200'000;
+    temp_dir dir;
+    server_config config = config_for(dir.path(), false);
+    config.tick_rate = 500.0;
+    config.checkpoint_interval = 1s;
+    config.keep_checkpoints = 100;
+    ecsnet::server::game g = ecsnet::demo::game();
+    g.setup = [setup = g.setup](ecsnet::server::server& s) {
+        // The first system of each tick: its writes come as early in the tick as can be.
+        auto stamp = std::make_shared<std::int32_t>(0);
+        s.scheduler().add("stamp", ecsnet::ecs::component_access{}.writes<Health>(),
+                          [stamp](ecsnet::ecs::SystemContext& ctx) {
+                              ++*stamp;
+                              ctx.world.view<Health>().each([&](Health& h) { h.value = *stamp; });
+                          });
+        setup(s);
+        for (int i = 0; i < entities; ++i) {
+            // Position and Velocity are copied before Health: the copy of Health starts late.
+            const Entity e = s.world().create();
+            s.world().emplace<Position>(e, Position{1.0F, 2.0F});
+            s.world().emplace<ecsnet::demo::Velocity>(e, ecsnet::demo::Velocity{0.0F, 0.0F});
+            s.world().emplace<Health>(e, Health{-1});
+        }
+    };
+    {
+        running_server server{config, g};
+        // Clients joining while checkpoints are taken: their snapshots read the world beside
+        // the copy.
+        const auto deadline = std::chrono::steady_clock::now() + 20s;
+        std::size_t written = 0;  // the start-up checkpoint, then the periodic ones
+        while (std::chrono::steady_clock::now() < deadline && written < 3) {
+            auto client = join(server.port());
+            std::this_thread::sleep_for(100ms);
+            written = ecsnet::server::state_dir::open_read_only(dir.path()).checkpoints().size();
+        }
+        ASSERT_GE(written, 3U) << "two periodic checkpoints in 20 s";
+    }
+    const auto state = ecsnet::server::state_dir::open_read_only(dir.path());
+    std::set<std::int32_t> stamps;
+    for (const auto& file : state.checkpoints()) {
+        const auto image = ecsnet::server::read_checkpoint(file);
+        SCOPED_TRACE("checkpoint of tick " + std::to_string(image.tick));
+        const auto column = std::find_if(image.columns.begin(), image.columns.end(),
+                                          [](const auto& c) { return c.type.name == "health"; });
+        ASSERT_NE(column, image.columns.end());
+        ASSERT_EQ(column->indices.size(), static_cast<std::size_t>(entities));
+        std::set<std::int32_t> in_this;
+        for (std::size_t i = 0; i < column->indices.size(); ++i) {
+            std::int32_t value = 0;
+            std::memcpy(&value, column->values.data() + i * sizeof value, sizeof value);
+            in_this.insert(value);
+        }
+        EXPECT_EQ(in_this.size(), 1U) << "stamps from " << *in_this.begin() << " to "
+                                      << *in_this.rbegin() << ": the copy overlapped a tick";
+        stamps.insert(*in_this.begin());
+    }
+    EXPECT_GE(stamps.size(), 3U) << "the start-up, two periodic and the final checkpoint";
 }
 
 // No file of this process may grow past `bytes` while it lives: a write past it fails with

@@ -155,6 +155,37 @@ TEST(WorldImage, CaptureCopiesEntitiesAndEveryKeptType) {
     EXPECT_THAT(image.columns[column_of(image, "name")].texts, ElementsAre("n0", "n3", "n6", "n9"));
 }
 
+// A checkpoint copies into the previous one's image: what that image held (a bigger world,
+// other texts, values of types this world lacks) must not show through.
+TEST(WorldImage, CaptureIntoAUsedImageGivesWhatAFreshOneGives) {
+    const component_registry types = game_v1();
+    auto bigger = World::make(immediate_reuse());
+    for (std::uint32_t i = 0; i < 40; ++i) {
+        const Entity x = bigger->create();
+        bigger->emplace<Position>(x, Position{1.0F, 2.0F});
+        bigger->emplace<Hunger>(x, Hunger{3.0F, i});
+        bigger->emplace<Name>(x, Name{"a name longer than any small-string buffer, " + std::to_string(i)});
+    }
+    world_image used = capture(*bigger, types);
+
+    const auto w = sample_world();
+    capture(*w, types, used);
+    const world_image fresh = capture(*w, types);
+    EXPECT_EQ(used.tick, fresh.tick);
+    EXPECT_EQ(used.entities.versions, fresh.entities.versions);
+    EXPECT_EQ(used.entities.alive, fresh.entities.alive);
+    EXPECT_EQ(used.entities.free, fresh.entities.free);
+    ASSERT_EQ(used.columns.size(), fresh.columns.size());
+    for (std::size_t i = 0; i < fresh.columns.size(); ++i) {
+        SCOPED_TRACE(fresh.columns[i].type.name);
+        EXPECT_EQ(used.columns[i].type.name, fresh.columns[i].type.name);
+        EXPECT_EQ(used.columns[i].indices, fresh.columns[i].indices);
+        EXPECT_EQ(used.columns[i].values, fresh.columns[i].values);
+        EXPECT_EQ(used.columns[i].texts, fresh.columns[i].texts);
+    }
+    EXPECT_EQ(content_hash(used), content_hash(fresh));
+}
+
 TEST(WorldImage, RestoreGivesTheSameWorld) {
     const component_registry types = game_v1();
     const auto original = sample_world();

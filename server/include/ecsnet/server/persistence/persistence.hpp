@@ -17,8 +17,8 @@
 #include "ecsnet/server/persistence/world_image.hpp"
 
 // What a server keeps on disk (--state-dir, docs/PERSISTENCE.md): at start it restores the
-// newest checkpoint that verifies and replays the journal after it; while it runs, it copies
-// the world on the tick every --checkpoint-seconds and writes the copy on a thread of its own;
+// newest checkpoint that verifies and replays the journal after it; while it runs, every
+// --checkpoint-seconds a thread of its own copies the world between two ticks and writes it;
 // with --journal it runs the journal; at shutdown it writes a last checkpoint.
 namespace ecsnet::server {
 
@@ -60,21 +60,31 @@ public:
     [[nodiscard]] journal_writer* journal() noexcept { return journal_.get(); }
 
     [[nodiscard]] bool checkpoint_due(clock::time_point now) const noexcept;
-    // World thread, after a tick: copies the world (the only part on the tick) and hands the
-    // copy to the writer thread; the journal's later batches go to a new segment. Skipped
-    // (counted, false) while the previous checkpoint is still being written.
+    // World thread, at the end of a tick: takes the owners and tokens, and asks the checkpoint
+    // thread to copy the world between this tick and the next (then to write the copy); the
+    // journal's later batches go to a new segment. Skipped (counted, false) while the previous
+    // checkpoint is still being written. Until wait_for_copy() returns, `world` must not change.
     bool checkpoint(const ecs::World& world, const owner_registry& owners, std::uint64_t tick);
+    // World thread, before anything changes the world: waits until the checkpoint thread has
+    // copied it (at once when no copy is asked or under way). The copy uses the time between
+    // ticks; a tick waits only for a copy longer than that.
+    void wait_for_copy();
     // Shutdown: the journal's batches, then a last checkpoint, written before it returns.
     // Logs (and counts) a failure rather than throwing, and returns false.
     [[nodiscard]] bool final_checkpoint(const ecs::World& world, const owner_registry& owners,
                                         std::uint64_t tick);
 
 private:
-    [[nodiscard]] world_image copy(const ecs::World& world, const owner_registry& owners,
-                                   std::uint64_t tick);
+    // Copies into `image`, reusing its memory (a previous checkpoint's).
+    void copy(const ecs::World& world, const owner_registry& owners, std::uint64_t tick,
+              world_image& image);
+    // What the image holds besides the world: owners, tokens, and the tick, game and wall clock.
+    void copy_owners_and_tokens(const owner_registry& owners, std::uint64_t tick,
+                                world_image& image);
     // Encodes, writes, prunes; logs. Returns false on failure (logged, counted).
     bool write(const world_image& image, double copy_ms);
-    void run();
+    void run_copies();
+    void run_writes();
 
     server_config config_;
     std::string game_;
@@ -85,14 +95,30 @@ private:
     std::unique_ptr<journal_writer> journal_;
     clock::time_point next_checkpoint_;
 
+    // Two threads: one copies the world between two ticks (at the server's priority: a tick may
+    // be waiting for it), the other encodes and writes the copy at the lowest priority, so that
+    // on a server with one core it takes only what the ticks leave.
     std::mutex mutex_;
-    std::condition_variable wake_;
+    std::condition_variable wake_copier_;
+    std::condition_variable wake_writer_;
+    std::condition_variable copied_;
     std::condition_variable idle_;
-    std::optional<world_image> pending_;  // handed to the writer thread
-    double pending_copy_ms_{0.0};
+    // Asked of the copier: copy `copy_world_` into the image (owners, tokens and tick already in
+    // it). copying_ from the ask until the world is copied.
+    std::optional<world_image> to_copy_;
+    const ecs::World* copy_world_{nullptr};
+    bool copying_{false};
+    // Handed to the writer; writing_ until it is written.
+    std::optional<world_image> to_write_;
+    double copy_ms_{0.0};
     bool writing_{false};
-    bool stopping_{false};
-    std::thread thread_;
+    // The last image written, kept for the next copy to write into: at 1M entities, copying
+    // into fresh memory took 5-7x as long (the kernel faulting in and zeroing ~70 MB).
+    world_image spare_;
+    bool stop_copier_{false};
+    bool stop_writer_{false};
+    std::thread copier_;
+    std::thread writer_;
 };
 
 }  // namespace ecsnet::server

@@ -14,7 +14,8 @@
 
 // A world copied out for a checkpoint: plain vectors, no game type, nothing shared with the
 // world, so a thread other than the world's can encode and write it while the world ticks on.
-// capture() is the part that runs on the tick (docs/PERSISTENCE.md, "Cost").
+// capture() is the part that must run while the world stands still: between two ticks, on the
+// persistence copier thread (docs/PERSISTENCE.md).
 namespace ecsnet::server {
 
 // One kept type's values: entity indices in storage order, then the values in the same order
@@ -42,6 +43,10 @@ struct world_image {
 // Copies the world's entities and every kept type's values (owners are the server's to add).
 [[nodiscard]] world_image capture(const ecs::World& world,
                                   const protocol::component_registry& types);
+// The same into `image`, in the memory its vectors already hold (a previous capture's): the
+// copy then writes into pages the process has. Sets tick, entities and columns only.
+void capture(const ecs::World& world, const protocol::component_registry& types,
+             world_image& image);
 
 // What restore() did, for the log.
 struct restore_report {

@@ -137,15 +137,21 @@ public:
 
     [[nodiscard]] state save() const {
         state out;
-        out.versions.reserve(slots_.size());
-        out.alive.reserve(slots_.size());
-        for (const slot& s : slots_) {
-            out.versions.push_back(s.version);
-            out.alive.push_back(s.alive() ? 1 : 0);
+        save(out);
+        return out;
+    }
+    // The same into `out`, in the memory its vectors already hold: a server that checkpoints
+    // every few seconds copies into pages it has, not into fresh ones the kernel must fault in
+    // and zero (most of a 1M-entity copy's time).
+    void save(state& out) const {
+        out.versions.resize(slots_.size());
+        out.alive.resize(slots_.size());
+        for (std::size_t i = 0; i < slots_.size(); ++i) {
+            out.versions[i] = slots_[i].version;
+            out.alive[i] = slots_[i].alive() ? 1 : 0;
         }
         settle_free_list();
         out.free.assign(free_.begin() + static_cast<std::ptrdiff_t>(free_head_), free_.end());
-        return out;
     }
 
     // Replaces every slot with `saved` (stamps cleared). A slot neither alive nor free must be

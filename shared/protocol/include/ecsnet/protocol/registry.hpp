@@ -57,8 +57,9 @@ struct component_ops {
 struct stored_ops {
     std::uint64_t type_hash{};
     stored_type type;
-    // Every value, in storage order: entity indices into `indices`, values (value_bytes()
-    // each) appended to `values`, or texts to `texts`.
+    // Every value, in storage order: the entity indices, and the values (value_bytes() each)
+    // or the texts. Replaces what the three vectors held, in the memory they hold (a checkpoint
+    // reuses the previous one's vectors); the one a type does not use is left empty.
     void (*capture)(const ecs::World&, std::vector<std::uint32_t>& indices,
                     std::vector<std::byte>& values, std::vector<std::string>& texts) = nullptr;
     bool (*contains)(const ecs::World&, ecs::Entity) noexcept = nullptr;
@@ -159,6 +160,14 @@ T value_of(const component_value& value) {
         return out;
     } else {
         return unpack<T>(value.bytes.data());
+    }
+}
+
+// A storage's entity indices into `indices`, replacing what it held.
+inline void capture_indices(std::span<const ecs::Entity> entities, std::vector<std::uint32_t>& indices) {
+    indices.resize(entities.size());
+    for (std::size_t i = 0; i < entities.size(); ++i) {
+        indices[i] = entities[i].index();
     }
 }
 
@@ -313,16 +322,19 @@ stored_ops component_registry::stored_ops_of(stored_type type) {
     ops.remove = [](ecs::World& w, ecs::Entity e) { w.remove<T>(e); };
     if constexpr (detail::is_stored_string<T>()) {
         ops.capture = [](const ecs::World& w, std::vector<std::uint32_t>& indices,
-                         std::vector<std::byte>&, std::vector<std::string>& texts) {
+                         std::vector<std::byte>& values, std::vector<std::string>& texts) {
+            values.clear();
             const auto* storage = w.find_storage<T>();
             if (storage == nullptr) {
+                indices.clear();
+                texts.clear();
                 return;
             }
-            for (const ecs::Entity e : storage->entities()) {
-                indices.push_back(e.index());
-            }
-            for (const T& value : storage->values()) {
-                texts.push_back(boost::pfr::get<0>(value));
+            detail::capture_indices(storage->entities(), indices);
+            const auto stored = storage->values();
+            texts.resize(stored.size());
+            for (std::size_t i = 0; i < stored.size(); ++i) {
+                texts[i] = boost::pfr::get<0>(stored[i]);  // into the string's own buffer when it fits
             }
         };
         ops.get = [](const ecs::World& w, ecs::Entity e, std::vector<std::byte>&, std::string& text) {
@@ -338,21 +350,19 @@ stored_ops component_registry::stored_ops_of(stored_type type) {
         };
     } else {
         ops.capture = [](const ecs::World& w, std::vector<std::uint32_t>& indices,
-                         std::vector<std::byte>& values, std::vector<std::string>&) {
+                         std::vector<std::byte>& values, std::vector<std::string>& texts) {
+            texts.clear();
             const auto* storage = w.find_storage<T>();
             if (storage == nullptr) {
+                indices.clear();
+                values.clear();
                 return;
             }
             constexpr std::size_t size = detail::stored_value_bytes<T>();
-            const auto entities = storage->entities();
+            detail::capture_indices(storage->entities(), indices);
             const auto stored = storage->values();
-            const std::size_t first = values.size();
-            indices.reserve(indices.size() + entities.size());
-            for (const ecs::Entity e : entities) {
-                indices.push_back(e.index());
-            }
-            values.resize(first + stored.size() * size);
-            std::byte* out = values.data() + first;
+            values.resize(stored.size() * size);
+            std::byte* out = values.data();
             for (const T& value : stored) {
                 detail::stored_pack(value, out);
                 out += size;
