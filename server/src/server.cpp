@@ -375,7 +375,8 @@ void server::run_tick() {
 
     if (persistence_ && persistence_->checkpoint_due(clock::now())) {
         const auto timer = timed(&profile_, tick_stage::checkpoint);
-        persistence_->checkpoint(*world_, admission_.owners(), tick_);  // the copy follows, off the tick
+        // The copy follows, between this tick and the next.
+        persistence_->checkpoint(*world_, admission_.owners(), tick_);
     }
 
     std::optional<tick_profile::scope> reports{std::in_place, &profile_, tick_stage::reports};

@@ -467,8 +467,8 @@ TEST(ServerPersistence, WithTheJournalWhatSystemsMadeAndEndedSurvivesACrash) {
     EXPECT_FALSE(after.contains(expired));
 }
 
-// A checkpoint's copy runs on the checkpoint thread between two ticks: the next tick waits for
-// it. Every tick a system stamps every entity's Health with the tick's number, and the ticks come
+// A checkpoint's copy runs on the copier thread between two ticks: the next tick waits for it.
+// Every tick a system stamps every entity's Health with a number one higher, and the ticks come
 // back to back (500 Hz, more entities than a tick period can copy), so a copy that overlapped a
 // tick would hold two stamps (and, under TSan, race with the tick's writes).
 TEST(ServerPersistence, APeriodicCheckpointHoldsTheWorldOfOneTick) {

@@ -164,7 +164,8 @@ TEST(WorldImage, CaptureIntoAUsedImageGivesWhatAFreshOneGives) {
         const Entity x = bigger->create();
         bigger->emplace<Position>(x, Position{1.0F, 2.0F});
         bigger->emplace<Hunger>(x, Hunger{3.0F, i});
-        bigger->emplace<Name>(x, Name{"a name longer than any small-string buffer, " + std::to_string(i)});
+        bigger->emplace<Name>(
+            x, Name{"a name longer than any small-string buffer, " + std::to_string(i)});
     }
     world_image used = capture(*bigger, types);
 

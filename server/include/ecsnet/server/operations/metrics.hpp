@@ -136,8 +136,8 @@ public:
     void seat_taken_over() noexcept;
 
     // ---- any thread ----------------------------------------------------------------------
-    // Persistence (persistence.hpp): the checkpoint's copy (between ticks) and its write on its thread, the
-    // journal's commits on its thread.
+    // Persistence (persistence.hpp): the checkpoint's copy (between ticks) and its write, each on
+    // a thread of its own; the journal's commits on its thread.
     void checkpoint_copied(double seconds) noexcept;
     void checkpoint_written(double seconds, std::size_t bytes, std::uint64_t tick) noexcept;
     void checkpoint_failed() noexcept;

@@ -23,7 +23,7 @@ enum class tick_stage : std::uint8_t {
     encode,      // deltas encoded (once for the single stream, per client for a view)
     checksum,    // checksums computed and encoded
     hand_off,    // frames queued to the sessions (and the InputAck encoded)
-    checkpoint,  // a checkpoint: handing it to its thread, and waiting for a copy longer than the time between ticks
+    checkpoint,  // a checkpoint handed to its threads; a copy longer than the time between ticks
     reports,     // health, the clients' report, metrics
 };
 inline constexpr std::size_t tick_stage_count = 12;

@@ -239,7 +239,9 @@ public:
         return entities_.save();
     }
     // The same into `out`, reusing its memory.
-    void save_entities(typename basic_entity_pool<Traits>::state& out) const { entities_.save(out); }
+    void save_entities(typename basic_entity_pool<Traits>::state& out) const {
+        entities_.save(out);
+    }
     // Puts back the slots save_entities() gave, in a world that never had an entity: ids come
     // back exactly (stale ones stay stale), recycling continues in the same order. The live
     // entities then get their components with emplace. Recorded as created, like entities

@@ -164,7 +164,8 @@ T value_of(const component_value& value) {
 }
 
 // A storage's entity indices into `indices`, replacing what it held.
-inline void capture_indices(std::span<const ecs::Entity> entities, std::vector<std::uint32_t>& indices) {
+inline void capture_indices(std::span<const ecs::Entity> entities,
+                            std::vector<std::uint32_t>& indices) {
     indices.resize(entities.size());
     for (std::size_t i = 0; i < entities.size(); ++i) {
         indices[i] = entities[i].index();
@@ -334,7 +335,7 @@ stored_ops component_registry::stored_ops_of(stored_type type) {
             const auto stored = storage->values();
             texts.resize(stored.size());
             for (std::size_t i = 0; i < stored.size(); ++i) {
-                texts[i] = boost::pfr::get<0>(stored[i]);  // into the string's own buffer when it fits
+                texts[i] = boost::pfr::get<0>(stored[i]);  // in the string's buffer when it fits
             }
         };
         ops.get = [](const ecs::World& w, ecs::Entity e, std::vector<std::byte>&, std::string& text) {
