@@ -15,6 +15,7 @@
 #include "ecsnet/protocol/components.hpp"
 #include "ecsnet/protocol/registry.hpp"
 #include "kept_types.hpp"
+#include "state_image.hpp"
 
 namespace world_image_test {
 
@@ -172,18 +173,7 @@ TEST(WorldImage, CaptureIntoAUsedImageGivesWhatAFreshOneGives) {
     const auto w = sample_world();
     capture(*w, types, used);
     const world_image fresh = capture(*w, types);
-    EXPECT_EQ(used.tick, fresh.tick);
-    EXPECT_EQ(used.entities.versions, fresh.entities.versions);
-    EXPECT_EQ(used.entities.alive, fresh.entities.alive);
-    EXPECT_EQ(used.entities.free, fresh.entities.free);
-    ASSERT_EQ(used.columns.size(), fresh.columns.size());
-    for (std::size_t i = 0; i < fresh.columns.size(); ++i) {
-        SCOPED_TRACE(fresh.columns[i].type.name);
-        EXPECT_EQ(used.columns[i].type.name, fresh.columns[i].type.name);
-        EXPECT_EQ(used.columns[i].indices, fresh.columns[i].indices);
-        EXPECT_EQ(used.columns[i].values, fresh.columns[i].values);
-        EXPECT_EQ(used.columns[i].texts, fresh.columns[i].texts);
-    }
+    ecsnet::test::expect_same(used, fresh);
     EXPECT_EQ(content_hash(used), content_hash(fresh));
 }
 
