@@ -113,7 +113,7 @@ private:
     double copy_ms_{0.0};
     bool writing_{false};
     // The last image written, kept for the next copy to write into: at 1M entities, copying
-    // into fresh memory took 5-7x as long (the kernel faulting in and zeroing ~70 MB).
+    // into fresh memory took 5-7x as long (the kernel faulting in and zeroing ~65 MB).
     world_image spare_;
     bool stop_copier_{false};
     bool stop_writer_{false};
