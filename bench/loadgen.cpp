@@ -888,13 +888,24 @@ struct load_totals {
 load_totals sum_clients(const options& o, const load_run& run) {
     load_totals t;
     const double window = run.window_s;
+    // The ticks the clients' mirrors advanced by over the window, the median client's: a client
+    // resynced in the window jumps by the gap, and the largest (used before) then read 1,830
+    // ticks in 10 s at 30 Hz.
+    std::vector<std::uint64_t> ticks;
+    for (const auto& r : run.results) {
+        ticks.push_back(r.ticks);
+    }
+    if (!ticks.empty()) {
+        std::nth_element(ticks.begin(), ticks.begin() + static_cast<std::ptrdiff_t>(ticks.size() / 2),
+                         ticks.end());
+        t.ticks = ticks[ticks.size() / 2];
+    }
     for (const auto& r : run.results) {
         if (!r.error.empty()) {
             throw std::runtime_error("a client failed: " + r.error);
         }
         t.spawn_ms.insert(t.spawn_ms.end(), r.spawn_ms.begin(), r.spawn_ms.end());
         t.bytes += r.bytes;
-        t.ticks = std::max(t.ticks, r.ticks);
         t.matched += r.checksums_matched;
         t.mismatched += r.checksums_mismatched;
         t.inconsistent += r.inconsistencies;

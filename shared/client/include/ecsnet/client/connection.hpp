@@ -106,6 +106,8 @@ public:
 private:
     void connect(const connect_options& options, clock::time_point deadline);
     void handshake(clock::time_point deadline);
+    // Runs handlers until done() or the deadline, then those already ready.
+    void run_until(const std::function<bool()>& done, clock::time_point deadline);
     void start_read();
     // Handles the complete frames read so far, in order (held ones first); from inside a
     // callback it only holds them. Returns how many it handled.
