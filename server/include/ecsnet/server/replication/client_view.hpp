@@ -55,7 +55,10 @@ public:
 
 private:
     // One record per index, read for every entity of every view: one cache line, not three.
-    struct slot_type {
+    // Aligned to its size so that no record straddles two lines: with vector's 16-byte
+    // alignment half of them did, and present() missed the cache on the second line, which
+    // plan()'s prefetch of the first did not bring (9 % of the tick at K = 1,000).
+    struct alignas(32) slot_type {
         std::uint32_t stamp{0};
         std::uint32_t created{0};  // the version created this tick, 0: none
         std::uint64_t mask{0};
@@ -63,6 +66,7 @@ private:
         std::uint32_t listed{0};  // the version the component lists name
         bool mixed{false};        // they name more than one: present is not used
     };
+    static_assert(sizeof(slot_type) == 32);
     [[nodiscard]] slot_type& slot(std::uint32_t index);
 
     std::uint32_t epoch_{0};

@@ -111,12 +111,14 @@ public:
     }
 
 private:
-    struct slot {
+    // Aligned to its size so that no slot straddles two cache lines: prefetch() brings one.
+    struct alignas(32) slot {
         std::uint64_t key{};
         ecs::Entity entity;  // null: not placed
         std::uint32_t at{};  // position in the cell's list
         point where;         // for position(): the priorities of interest read it
     };
+    static_assert(sizeof(slot) == 32);
 
     [[nodiscard]] static std::uint64_t pack(cell c) noexcept {
         return (std::uint64_t{static_cast<std::uint32_t>(c.x)} << 32U) |
