@@ -425,8 +425,13 @@ void server::broadcast_tick(const ecs::World::change_set_type& changes) {
                                        ? protocol::encode_compact_input_ack(*a)
                                        : protocol::encode(protocol::server_control{*a});
                          }
-                         s->send_tick(delta, checksum, owner_only, ack == nullptr ? nullptr : &ack);
+                         hand_off_.add(*s, delta, checksum, owner_only,
+                                       ack == nullptr ? nullptr : &ack);
                      });
+    {
+        const auto timer = timed(&profile_, tick_stage::hand_off);
+        hand_off_.post();
+    }
     const auto& after = replicator_.stats();
     metrics_.view_changes(after.view_entered - before.view_entered,
                           after.view_left - before.view_left,

@@ -176,15 +176,29 @@ void session::send_result(const protocol::command_result& result) {
     on_io_thread([result](session& s) { s.queue_result(result); });
 }
 
-void session::send_tick(const protocol::frame& delta, const protocol::frame* checksum,
-                        const protocol::frame* owner_only, const protocol::frame* ack) {
-    // Copies of the shared pointers: every session holds the same bytes.
-    on_io_thread([delta, checksum = checksum == nullptr ? protocol::frame{} : *checksum,
-                  owner_only = owner_only == nullptr ? protocol::frame{} : *owner_only,
-                  ack = ack == nullptr ? protocol::frame{} : *ack](session& s) mutable {
-        s.queue_tick(std::move(delta), std::move(checksum), std::move(owner_only),
-                     std::move(ack));
-    });
+void tick_hand_off::add(session& s, const protocol::frame& delta,
+                        const protocol::frame* checksum, const protocol::frame* owner_only,
+                        const protocol::frame* ack) {
+    const auto copy = [](const protocol::frame* f) { return f == nullptr ? protocol::frame{} : *f; };
+    auto it = std::find_if(batches_.begin(), batches_.end(),
+                           [&](const batch& b) { return b.io == s.io_; });
+    if (it == batches_.end()) {
+        it = batches_.insert(batches_.end(), batch{s.io_, {}});
+    }
+    it->items.push_back(
+        item{s.shared_from_this(), delta, copy(checksum), copy(owner_only), copy(ack)});
+}
+
+void tick_hand_off::post() {
+    for (batch& b : batches_) {
+        asio::post(b.io->get_executor(), [items = std::move(b.items)]() mutable {
+            for (item& i : items) {
+                i.to->queue_tick(std::move(i.delta), std::move(i.checksum),
+                                 std::move(i.owner_only), std::move(i.ack));
+            }
+        });
+    }
+    batches_.clear();
 }
 
 void session::refuse_input(protocol::input_rejected rejection) {
@@ -215,7 +229,7 @@ void session::begin_closing(std::string reason) {
     // Queued tick frames and snapshot chunks are moot; replies are owed and stay, in order.
     std::deque<queued> kept;
     for (std::size_t i = 0; i < queue_.size(); ++i) {
-        if (i < in_flight_ || queue_[i].what == kind::reply) {
+        if (i < started_frames() || queue_[i].what == kind::reply) {
             kept.push_back(std::move(queue_[i]));
         } else {
             unqueue_bytes(queue_[i].frame->size());
@@ -321,7 +335,7 @@ void session::count_dropped(std::size_t frames) noexcept {
     traffic_.dropped_frames.fetch_add(frames, std::memory_order_relaxed);
 }
 
-void session::push(protocol::frame frame, kind what) {
+void session::push(protocol::frame frame, kind what, bool wake) {
     if (phase_ == phase::closing || phase_ == phase::closed) {
         return;
     }
@@ -331,7 +345,56 @@ void session::push(protocol::frame frame, kind what) {
         droppable_bytes_ += frame->size();
     }
     queue_.push_back(queued{std::move(frame), what});
-    wake_writer_.cancel();
+    if (wake) {
+        wake_writer_.cancel();
+    }
+}
+
+void session::gather(std::vector<asio::const_buffer>& buffers) const {
+    buffers.clear();
+    std::size_t bytes = 0;
+    for (const auto& q : queue_) {
+        if (buffers.size() == max_frames_per_write ||
+            (!buffers.empty() && bytes + q.frame->size() > max_bytes_per_write)) {
+            break;
+        }
+        const std::size_t from = buffers.empty() ? front_written_ : 0;
+        buffers.emplace_back(q.frame->data() + from, q.frame->size() - from);
+        bytes += q.frame->size() - from;
+    }
+}
+
+void session::pop_written() {
+    unqueue_bytes(queue_.front().frame->size());
+    if (queue_.front().droppable()) {
+        droppable_bytes_ -= queue_.front().frame->size();
+    }
+    queue_.pop_front();
+    front_written_ = 0;
+}
+
+bool session::write_now() {
+    if (in_flight_ != 0 || !stream_ready_ || queue_.empty()) {
+        return queue_.empty();
+    }
+    gather(direct_buffers_);
+    std::size_t n = stream_->try_write(direct_buffers_);
+    std::size_t frames = 0;
+    while (n > 0 && !queue_.empty()) {
+        const std::size_t left = queue_.front().frame->size() - front_written_;
+        if (n < left) {
+            front_written_ += n;
+            break;
+        }
+        n -= left;
+        pop_written();
+        ++frames;
+    }
+    count_traffic(frames);
+    if (frames > 0 && control_backlog() <= owner_.config().queue_bytes) {
+        resume_reading_.cancel();
+    }
+    return queue_.empty();
 }
 
 void session::queue_result(const protocol::command_result& result) {
@@ -373,15 +436,21 @@ void session::queue_tick(protocol::frame delta, protocol::frame checksum,
         count_dropped(frames);
         return;
     }
-    push(std::move(delta), kind::tick);
+    // Written here when the socket takes it all, as it nearly always does: the writer
+    // coroutine wakes only for what is left (one resume fewer per client per tick).
+    constexpr bool wake = false;
+    push(std::move(delta), kind::tick, wake);
     if (owner_only != nullptr) {
-        push(std::move(owner_only), kind::tick);
+        push(std::move(owner_only), kind::tick, wake);
     }
     if (checksum != nullptr) {
-        push(std::move(checksum), kind::tick);
+        push(std::move(checksum), kind::tick, wake);
     }
     if (ack != nullptr) {
-        push(std::move(ack), kind::tick);
+        push(std::move(ack), kind::tick, wake);
+    }
+    if (!write_now()) {
+        wake_writer_.cancel();
     }
 }
 
@@ -429,7 +498,7 @@ void session::request_resync(const char* why, resync_cause cause) {
     // Drop every droppable frame not being written; keep the order of the rest.
     std::deque<queued> kept;
     for (std::size_t i = 0; i < queue_.size(); ++i) {
-        if (i >= in_flight_ && queue_[i].droppable()) {
+        if (i >= started_frames() && queue_[i].droppable()) {
             unqueue_bytes(queue_[i].frame->size());
             droppable_bytes_ -= queue_[i].frame->size();
             count_dropped(1);
@@ -828,16 +897,7 @@ awaitable<void> session::write_loop([[maybe_unused]] std::shared_ptr<session> se
             co_await wake_writer_.async_wait(use_tuple);
             continue;
         }
-        buffers.clear();
-        std::size_t bytes = 0;
-        for (const auto& q : queue_) {
-            if (buffers.size() == max_frames_per_write ||
-                (!buffers.empty() && bytes + q.frame->size() > max_bytes_per_write)) {
-                break;
-            }
-            buffers.emplace_back(q.frame->data(), q.frame->size());
-            bytes += q.frame->size();
-        }
+        gather(buffers);
         in_flight_ = buffers.size();
         in_flight_droppable_bytes_ = 0;
         for (std::size_t i = 0; i < in_flight_; ++i) {
@@ -855,11 +915,7 @@ awaitable<void> session::write_loop([[maybe_unused]] std::shared_ptr<session> se
         }
         count_traffic(in_flight_);
         for (std::size_t i = 0; i < in_flight_; ++i) {
-            unqueue_bytes(queue_.front().frame->size());
-            if (queue_.front().droppable()) {
-                droppable_bytes_ -= queue_.front().frame->size();
-            }
-            queue_.pop_front();
+            pop_written();
         }
         in_flight_ = 0;
         in_flight_droppable_bytes_ = 0;

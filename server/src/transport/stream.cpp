@@ -29,6 +29,11 @@ public:
     explicit asio_stream(asio::ip::tcp::socket socket, Args&&... args)
         : stream_{counting_socket{std::move(socket), bytes_}, std::forward<Args>(args)...} {
         describe_peer(this->socket());
+        if constexpr (std::is_same_v<Stream, counting_socket>) {
+            // try_write() must not block; the asynchronous operations work either way.
+            boost::system::error_code ignored;
+            this->socket().non_blocking(true, ignored);
+        }
     }
     awaitable<boost::system::error_code> handshake() override {
         if constexpr (std::is_same_v<Stream, counting_socket>) {
@@ -46,6 +51,19 @@ public:
     }
     awaitable<result> write(const std::vector<asio::const_buffer>& buffers) override {
         co_return co_await asio::async_write(stream_, buffers, use_tuple);
+    }
+    std::size_t try_write(const std::vector<asio::const_buffer>& buffers) noexcept override {
+        if constexpr (std::is_same_v<Stream, counting_socket>) {
+            boost::system::error_code ec;
+            const std::size_t n = socket().write_some(buffers, ec);
+            if (ec) {
+                return 0;  // would block, or an error the writer's own write will report
+            }
+            bytes_->written += n;
+            return n;
+        } else {
+            return 0;
+        }
     }
     // For TLS a TCP FIN without close_notify: waiting for the peer's close_notify would let it
     // hold the connection open, and every frame it needs was sent before.

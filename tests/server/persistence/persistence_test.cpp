@@ -40,6 +40,7 @@
 #include "ecsnet/server/server.hpp"
 #include "client_polling.hpp"
 #include "state_image.hpp"
+#include "test_server.hpp"
 
 namespace persistence_test {
 

@@ -27,6 +27,7 @@
 #include "ecsnet/server/persistence/persistence.hpp"
 #include "ecsnet/server/replication/interest.hpp"
 #include "ecsnet/server/replication/replicator.hpp"
+#include "ecsnet/server/session/session.hpp"
 #include "ecsnet/server/session/session_hub.hpp"
 #include "ecsnet/server/simulation/tick_pipeline.hpp"
 
@@ -192,6 +193,7 @@ private:
     replicator replicator_;
     // After what sessions use; its I/O threads stop first (in its destructor).
     session_hub sessions_;
+    tick_hand_off hand_off_;  // broadcast_tick's frames, posted once it served every client
     boost::asio::steady_timer tick_timer_;
     boost::asio::steady_timer stats_timer_;
     bool running_{false};

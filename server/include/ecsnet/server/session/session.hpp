@@ -4,6 +4,7 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/steady_timer.hpp>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstddef>
@@ -23,6 +24,7 @@
 namespace ecsnet::server {
 
 class session_host;
+class tick_hand_off;
 
 // One client connection: a reader, a writer and a watchdog coroutine on one of the server's
 // I/O threads (io_pool), while the world stays on the server's thread (docs/SERVER.md,
@@ -85,13 +87,6 @@ public:
     void snapshot_sent();
     // A CommandResult for a command the session queued for the tick (server::queue_command).
     void send_result(const protocol::command_result& result);
-    // A tick's delta, this client's owner-only delta when it has one and, every N ticks, its
-    // checksum: one unit, dropped together under the queue rule above. The frames are shared,
-    // immutable buffers: the session's thread keeps a reference, never a copy.
-    // `ack` (an InputAck, for a client that sends input) comes last.
-    void send_tick(const protocol::frame& delta, const protocol::frame* checksum,
-                   const protocol::frame* owner_only = nullptr,
-                   const protocol::frame* ack = nullptr);
     // An Input the world refused (server::queue_input): InputRejected, throttled.
     void refuse_input(protocol::input_rejected rejection);
 
@@ -150,6 +145,8 @@ public:
     }
 
 private:
+    friend class tick_hand_off;
+
     // finishing: fatal disconnect decided, waiting for the tick to answer queued commands.
     enum class phase { handshake, joined, finishing, closing, closed };
 
@@ -181,7 +178,17 @@ private:
     void reply_now_or_in_order(protocol::command_result result);
     void refuse_rate_limited(std::uint32_t request_id);
     void reject_command(const protocol::decode_error& error);
-    void push(protocol::frame frame, kind what);
+    void push(protocol::frame frame, kind what, bool wake = true);
+    // The frames the next write takes, the front one from where an earlier write left it.
+    void gather(std::vector<boost::asio::const_buffer>& buffers) const;
+    void pop_written();
+    // Writes what the socket takes now, when no write is in flight (byte_stream::try_write):
+    // true when nothing is left for the writer.
+    bool write_now();
+    // Frames at the front that a write has started (and that must go whole, never dropped).
+    [[nodiscard]] std::size_t started_frames() const noexcept {
+        return std::max<std::size_t>(in_flight_, front_written_ > 0 ? 1 : 0);
+    }
     void queue_reply(protocol::frame frame) { push(std::move(frame), kind::reply); }
     void queue_tick(protocol::frame delta, protocol::frame checksum, protocol::frame owner_only,
                     protocol::frame ack);
@@ -235,6 +242,8 @@ private:
 
     std::deque<queued> queue_;
     std::size_t in_flight_{0};  // frames at the front of queue_ being written
+    std::size_t front_written_{0};  // bytes of the front frame write_now() wrote
+    std::vector<boost::asio::const_buffer> direct_buffers_;  // write_now()'s
     std::size_t queued_bytes_{0};
     std::size_t droppable_bytes_{0};
     std::size_t in_flight_droppable_bytes_{0};
@@ -278,6 +287,36 @@ private:
     clock::time_point input_abuse_start_{};
     std::uint64_t inputs_refused_in_window_{0};
     std::vector<std::uint8_t> read_buffer_;
+};
+
+// A tick's frames for every session, handed to the I/O threads in one post per thread when
+// the tick has served all its clients. One post per session per tick woke the I/O thread a
+// thousand times a tick at K = 1,000, each wake-up a context switch on a shared core.
+// World thread only.
+class tick_hand_off {
+public:
+    // A tick's delta, this client's owner-only delta when it has one and, every N ticks, its
+    // checksum: one unit, dropped together under the session's queue rule. The frames are
+    // shared, immutable buffers: the session's thread keeps a reference, never a copy.
+    // `ack` (an InputAck, for a client that sends input) comes last.
+    void add(session& s, const protocol::frame& delta, const protocol::frame* checksum,
+             const protocol::frame* owner_only, const protocol::frame* ack);
+    // Posts what was added since the last call, each session's in the order added.
+    void post();
+
+private:
+    struct item {
+        std::shared_ptr<session> to;
+        protocol::frame delta;
+        protocol::frame checksum;
+        protocol::frame owner_only;
+        protocol::frame ack;
+    };
+    struct batch {
+        std::shared_ptr<boost::asio::io_context> io;
+        std::vector<item> items;
+    };
+    std::vector<batch> batches_;  // one per I/O context met this tick
 };
 
 }  // namespace ecsnet::server

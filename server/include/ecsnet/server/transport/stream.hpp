@@ -41,6 +41,13 @@ public:
     [[nodiscard]] virtual boost::asio::awaitable<result> read(boost::asio::mutable_buffer buffer) = 0;
     [[nodiscard]] virtual boost::asio::awaitable<result> write(
         const std::vector<boost::asio::const_buffer>& buffers) = 0;
+    // Writes what the socket takes at once, without waiting, and returns how many bytes: for a
+    // stream where bytes go to the socket as they are (plain TCP). The others return 0 and
+    // leave everything to write().
+    [[nodiscard]] virtual std::size_t try_write(
+        const std::vector<boost::asio::const_buffer>& /*buffers*/) noexcept {
+        return 0;
+    }
     // No more bytes will be sent (FIN): the peer reads what was sent, then end of stream.
     virtual void shutdown_send() noexcept = 0;
     virtual void close() noexcept = 0;
