@@ -896,9 +896,9 @@ load_totals sum_clients(const options& o, const load_run& run) {
         ticks.push_back(r.ticks);
     }
     if (!ticks.empty()) {
-        std::nth_element(ticks.begin(), ticks.begin() + static_cast<std::ptrdiff_t>(ticks.size() / 2),
-                         ticks.end());
-        t.ticks = ticks[ticks.size() / 2];
+        const auto median = ticks.begin() + static_cast<std::ptrdiff_t>(ticks.size() / 2);
+        std::nth_element(ticks.begin(), median, ticks.end());
+        t.ticks = *median;
     }
     for (const auto& r : run.results) {
         if (!r.error.empty()) {

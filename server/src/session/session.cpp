@@ -179,7 +179,9 @@ void session::send_result(const protocol::command_result& result) {
 void tick_hand_off::add(session& s, const protocol::frame& delta,
                         const protocol::frame* checksum, const protocol::frame* owner_only,
                         const protocol::frame* ack) {
-    const auto copy = [](const protocol::frame* f) { return f == nullptr ? protocol::frame{} : *f; };
+    const auto copy = [](const protocol::frame* f) {
+        return f == nullptr ? protocol::frame{} : *f;
+    };
     auto it = std::find_if(batches_.begin(), batches_.end(),
                            [&](const batch& b) { return b.io == s.io_; });
     if (it == batches_.end()) {
