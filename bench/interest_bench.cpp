@@ -303,6 +303,7 @@ void rebuild(const options& o) {
             views.emplace_back(static_cast<std::uint32_t>(i + 1));
         }
         server::tick_changes changes_by_entity;
+        server::client_view::scratch scratch;
         std::vector<ecs::Entity> desired;
         std::vector<double> ms;
         double in_view = 0;
@@ -313,7 +314,7 @@ void rebuild(const options& o) {
             interest.update(*w.world, changes);
             changes_by_entity.build(*w.world, changes, w.types);
             const server::client_view::context ctx{*w.world, w.types, changes_by_entity, interest,
-                                                   t + 1, o.tick_rate};
+                                                   t + 1, o.tick_rate, scratch};
             for (std::size_t i = 0; i < k; ++i) {
                 desired.clear();
                 const auto owner = static_cast<std::uint32_t>(i + 1);

@@ -48,6 +48,11 @@ void tick_changes::build(const ecs::World& world, const ecs::World::change_set_t
         epoch_ = 1;
     }
     destroyed_ = changes.destroyed;
+    destroyed_by_index_ = changes.destroyed;
+    std::sort(destroyed_by_index_.begin(), destroyed_by_index_.end());
+    for (const ecs::Entity e : changes.destroyed) {
+        slot(e.index()).destroyed = true;
+    }
     for (const ecs::Entity e : changes.created) {
         slot(e.index()).created = e.version();
     }
@@ -79,6 +84,10 @@ void tick_changes::build(const ecs::World& world, const ecs::World::change_set_t
             note(e, bit, false);
         }
     }
+}
+
+bool tick_changes::listed_destroyed(ecs::Entity e) const noexcept {
+    return std::binary_search(destroyed_by_index_.begin(), destroyed_by_index_.end(), e);
 }
 
 std::size_t client_view::entry_cost(const context& ctx, ecs::Entity e) const {
@@ -127,15 +136,15 @@ void client_view::take(const context& ctx, const candidate& c) {
         // its removal would be refused there as inconsistent.
         const std::uint64_t present = present_types(ctx, e, x.due);
         if (const std::uint64_t send = x.due & (present | x.types); send != 0) {
-            updated_.emplace_back(e, send);
-            updated_present_.push_back(present & send);
+            ctx.work.updated.emplace_back(e, send);
+            ctx.work.updated_present.push_back(present & send);
         }
         x.types = (x.types & ~x.due) | present;
         x.due = 0;
         x.accumulated = 0.0F;
         return;
     }
-    (c.spawn ? spawned_ : entered_).push_back(e);
+    (c.spawn ? ctx.work.spawned : ctx.work.entered).push_back(e);
     x.types = present_types(ctx, e, ~std::uint64_t{0});
     x.due = 0;
     x.accumulated = 0.0F;
@@ -145,13 +154,30 @@ void client_view::take(const context& ctx, const candidate& c) {
     --waiting_count_;
 }
 
-void client_view::forget(const entry& old) {
+void client_view::forget(const context& ctx, const entry& old) {
     if (old.held != 0) {
-        left_.emplace_back(old.index, old.version);
+        const ecs::Entity e{old.index, old.version};
+        (ctx.changes.was_destroyed(e) ? ctx.work.destroyed : ctx.work.left).push_back(e);
         --held_count_;
     } else {
         --waiting_count_;
     }
+}
+
+void client_view::add_waiting(const context& ctx, ecs::Entity e) {
+    if (ctx.changes.was_destroyed(e)) {
+        return;  // listed by a policy that failed (the view's own list): gone since
+    }
+    const auto at = static_cast<std::uint32_t>(ctx.work.next.size());
+    entry& x = ctx.work.next.emplace_back();
+    x.index = e.index();
+    x.version = e.version();
+    ++waiting_count_;
+    ctx.work.candidates.push_back(candidate{at, 0, 0.0F, ctx.changes.created(e)});
+}
+
+void client_view::pick(scratch& work, const candidate& c) noexcept {
+    work.picked[c.at] = c.spawn ? 2 : 1;
 }
 
 void client_view::defer(const candidate& c) {
@@ -159,108 +185,57 @@ void client_view::defer(const candidate& c) {
     ++stats_.deferred;  // its accumulator keeps what it grew by
 }
 
-void client_view::put(const entry& x) {
-    const auto [it, added] =
-        slots_.try_emplace(x.index, static_cast<std::uint32_t>(entries_.size()) | (parity_ << 31U));
-    if (added) {
-        entries_.push_back(x);
-    } else {
-        entry& old = entries_[it->second & ~(1U << 31U)];
-        held_count_ -= old.held;
-        waiting_count_ -= 1U - old.held;
-        old = x;
-    }
-    held_count_ += x.held;
-    waiting_count_ += 1U - x.held;
-}
-
 const protocol::replication_encoder::view_changes& client_view::plan(
     const context& ctx, const std::vector<ecs::Entity>& desired) {
-    destroyed_.clear();
-    left_.clear();
-    spawned_.clear();
-    entered_.clear();
-    updated_.clear();
-    updated_present_.clear();
-    candidates_.clear();
-    constexpr std::uint32_t parity_bit = 1U << 31U;
-    const auto slot_of = [](std::uint32_t value) { return value & ~parity_bit; };
+    scratch& w = ctx.work;
+    w.destroyed.clear();
+    w.left.clear();
+    w.spawned.clear();
+    w.entered.clear();
+    w.updated.clear();
+    w.updated_present.clear();
+    w.candidates.clear();
 
-    // Destroys of what the mirror holds go first: an index may be reused in the same tick.
-    std::size_t reached = 0;
-    for (const ecs::Entity e : ctx.changes.destroyed()) {
-        const auto it = slots_.find(e.index());
-        if (it == slots_.end()) {
+    // What the mirror holds and what it should hold, both in index order, walked side by
+    // side: a record carries over, leaves, or is added, with no lookup, and the entities come
+    // out in the order the encoder writes them.
+    const std::span<const ecs::Entity> wanted = w.desired.sort(desired);
+    w.next.clear();
+    w.next.reserve(wanted.size());
+    constexpr std::size_t ahead = 8;  // the change records are cache misses: overlap them
+    std::size_t i = 0;  // in entries_
+    for (std::size_t j = 0; j < wanted.size(); ++j) {
+        const ecs::Entity e = wanted[j];
+        if (j + ahead < wanted.size()) {
+            ctx.changes.prefetch(wanted[j + ahead].index());
+        }
+        while (i < entries_.size() && entries_[i].index < e.index()) {
+            forget(ctx, entries_[i++]);
+        }
+        if (i < entries_.size() && entries_[i].index == e.index()) {
+            const entry& old = entries_[i++];
+            // Another version at the index than the record's (recycled while it waited), or
+            // the same one destroyed (listed by a failed policy): the record goes.
+            if (old.version != e.version() || ctx.changes.was_destroyed(e)) {
+                forget(ctx, old);
+                add_waiting(ctx, e);
+                continue;
+            }
+            const auto at = static_cast<std::uint32_t>(w.next.size());
+            entry& x = w.next.emplace_back(old);
+            if (x.held == 0) {
+                w.candidates.push_back(candidate{at, 0, 0.0F, ctx.changes.created(e)});
+            } else if ((x.due |= ctx.changes.mask(e.index())) != 0) {
+                w.candidates.push_back(candidate{at, 0, 0.0F, false});
+            }
             continue;
         }
-        entry& x = entries_[slot_of(it->second)];
-        if (x.held != 0) {
-            if (x.version != e.version()) {
-                continue;  // another version than the one destroyed: still held
-            }
-            destroyed_.push_back(e);
-            --held_count_;
-        } else {
-            --waiting_count_;
-        }
-        x.reached = 1;  // dropped: neither left nor carried over
-        ++reached;
-        slots_.erase(it);
+        add_waiting(ctx, e);
     }
-
-    // Each record moves to the position of its entity in `desired`.
-    parity_ ^= 1U;
-    const std::uint32_t stamp = parity_ << 31U;
-    next_.clear();
-    next_.reserve(desired.size());
-    constexpr std::size_t ahead = 8;  // the change records are cache misses: overlap them
-    for (std::size_t i = 0; i < desired.size(); ++i) {
-        const ecs::Entity e = desired[i];
-        if (i + ahead < desired.size()) {
-            ctx.changes.prefetch(desired[i + ahead].index());
-        }
-        const auto at = static_cast<std::uint32_t>(next_.size());
-        const auto [it, added] = slots_.try_emplace(e.index(), at | stamp);
-        if (!added) {
-            if ((it->second & parity_bit) == stamp) {
-                continue;  // listed twice
-            }
-            entry& old = entries_[slot_of(it->second)];
-            old.reached = 1;
-            ++reached;
-            it->second = at | stamp;
-            if (old.version == e.version()) {
-                entry& x = next_.emplace_back(old);
-                x.reached = 0;
-                if (x.held == 0) {
-                    candidates_.push_back(candidate{at, 0, 0.0F, ctx.changes.created(e)});
-                } else if ((x.due |= ctx.changes.mask(e.index())) != 0) {
-                    candidates_.push_back(candidate{at, 0, 0.0F, false});
-                }
-                continue;
-            }
-            // Another version at the index than the record's (recycled while it waited).
-            forget(old);
-        }
-        entry& x = next_.emplace_back();
-        x.index = e.index();
-        x.version = e.version();
-        ++waiting_count_;
-        candidates_.push_back(candidate{at, 0, 0.0F, ctx.changes.created(e)});
+    while (i < entries_.size()) {
+        forget(ctx, entries_[i++]);  // out of view, or destroyed
     }
-
-    // Out of view: forgotten by the mirror, still alive here. Usually every record was
-    // reached and there is nothing to look for.
-    if (reached != entries_.size()) {
-        for (const entry& old : entries_) {
-            if (old.reached != 0) {
-                continue;
-            }
-            forget(old);
-            slots_.erase(old.index);
-        }
-    }
-    entries_.swap(next_);
+    entries_.swap(w.next);
 
     const player_interest& p = ctx.interest.player(owner_);
     const double budget = ctx.interest.budget_of(p);
@@ -268,14 +243,14 @@ const protocol::replication_encoder::view_changes& client_view::plan(
         // No allowance is kept while unlimited: sent() would otherwise run it into a debt of
         // every frame sent so far, which a budget set later would have to pay off first.
         fresh_allowance_ = true;
-        for (const candidate& c : candidates_) {
+        for (const candidate& c : w.candidates) {
             take(ctx, c);
         }
     } else {
         refill(ctx, budget);
         // Sizes only matter under a budget.
-        std::size_t total = (destroyed_.size() + left_.size()) * entity_bytes;
-        for (candidate& c : candidates_) {
+        std::size_t total = (w.destroyed.size() + w.left.size()) * entity_bytes;
+        for (candidate& c : w.candidates) {
             entry& x = entries_[c.at];
             if (x.held != 0) {
                 c.cost = static_cast<std::uint32_t>(
@@ -291,21 +266,21 @@ const protocol::replication_encoder::view_changes& client_view::plan(
             total += c.cost;
         }
         if (static_cast<double>(total) <= allowance_) {
-            for (const candidate& c : candidates_) {
+            for (const candidate& c : w.candidates) {
                 take(ctx, c);
             }
         } else {
             // Fiedler's priority accumulator: what waits grows more urgent each tick, scaled by
             // the policy (distance, own entities) and the types' weights; the most urgent go
             // first, as many as fit.
-            urgent_entities_.clear();
-            for (const candidate& c : candidates_) {
-                urgent_entities_.emplace_back(entries_[c.at].index, entries_[c.at].version);
+            w.urgent_entities.clear();
+            for (const candidate& c : w.candidates) {
+                w.urgent_entities.emplace_back(entries_[c.at].index, entries_[c.at].version);
             }
-            urgency_.resize(urgent_entities_.size());
-            ctx.interest.priorities(ctx.world, owner_, p, urgent_entities_, urgency_);
-            for (std::size_t i = 0; i < candidates_.size(); ++i) {
-                candidate& c = candidates_[i];
+            w.urgency.resize(w.urgent_entities.size());
+            ctx.interest.priorities(ctx.world, owner_, p, w.urgent_entities, w.urgency);
+            for (std::size_t i = 0; i < w.candidates.size(); ++i) {
+                candidate& c = w.candidates[i];
                 entry& x = entries_[c.at];
                 float weight = 1.0F;
                 for (std::uint64_t due = x.due, id = 0; due != 0; ++id, due >>= 1U) {
@@ -313,25 +288,33 @@ const protocol::replication_encoder::view_changes& client_view::plan(
                         weight = std::max(weight, ctx.interest.weight(static_cast<std::uint32_t>(id)));
                     }
                 }
-                x.accumulated += weight * urgency_[i];
+                x.accumulated += weight * w.urgency[i];
                 c.accumulated = x.accumulated;
             }
-            double room = allowance_ - static_cast<double>((destroyed_.size() + left_.size()) * entity_bytes);
+            const std::size_t gone = w.destroyed.size() + w.left.size();
+            const double room = allowance_ - static_cast<double>(gone * entity_bytes);
+            w.picked.assign(entries_.size(), 0);
             select(ctx, room, total);
+            // Taken in index order, as the other paths take them.
+            for (std::uint32_t at = 0; at < w.picked.size(); ++at) {
+                if (w.picked[at] != 0) {
+                    take(ctx, candidate{at, 0, 0.0F, w.picked[at] == 2});
+                }
+            }
         }
     }
-    stats_.entered += entered_.size() + spawned_.size();
-    stats_.left += left_.size();
+    stats_.entered += w.entered.size() + w.spawned.size();
+    stats_.left += w.left.size();
 
-    // Entries in index order give runs of indices on the wire.
-    std::sort(entered_.begin(), entered_.end(),
-              [](ecs::Entity a, ecs::Entity b) { return a.index() < b.index(); });
-    changes_ = protocol::replication_encoder::view_changes{
-        destroyed_, left_, spawned_, entered_, updated_, owner_, updated_present_};
-    return changes_;
+    // Every list is in index order (the records are): runs of indices on the wire, and
+    // nothing for the encoder to sort.
+    w.changes = protocol::replication_encoder::view_changes{
+        w.destroyed, w.left, w.spawned, w.entered, w.updated, owner_, w.updated_present};
+    return w.changes;
 }
 
 void client_view::select(const context& ctx, double room, std::size_t total) {
+    scratch& w = ctx.work;
     // Greedy in order of urgency: each candidate goes if it fits in what is left, and the most
     // urgent goes even when it alone exceeds the allowance, so that an entity larger than a
     // tick's budget is not starved (the debt is paid later). Sorting every candidate of every
@@ -341,13 +324,13 @@ void client_view::select(const context& ctx, double room, std::size_t total) {
     const auto more_urgent = [](const candidate& a, const candidate& b) {
         return a.accumulated > b.accumulated;
     };
-    if (candidates_.empty()) {
+    if (w.candidates.empty()) {
         return;  // only destroys and leaves, which always go
     }
-    const auto first = candidates_.begin();
-    const auto last = candidates_.end();
-    const double average = static_cast<double>(total) / static_cast<double>(candidates_.size());
-    const auto fit = std::min(candidates_.size(),
+    const auto first = w.candidates.begin();
+    const auto last = w.candidates.end();
+    const double average = static_cast<double>(total) / static_cast<double>(w.candidates.size());
+    const auto fit = std::min(w.candidates.size(),
                               static_cast<std::size_t>(std::max(room, 0.0) / std::max(average, 1.0)));
     const auto middle = first + static_cast<std::ptrdiff_t>(fit);
     std::nth_element(first, middle, last, more_urgent);
@@ -361,7 +344,7 @@ void client_view::select(const context& ctx, double room, std::size_t total) {
             if (static_cast<double>(it->cost) <= room || (!any && room > 0.0)) {
                 room -= static_cast<double>(it->cost);
                 any = true;
-                take(ctx, *it);
+                pick(w, *it);
             } else {
                 defer(*it);
             }
@@ -369,7 +352,7 @@ void client_view::select(const context& ctx, double room, std::size_t total) {
     };
     if (static_cast<double>(head_bytes) <= room) {
         for (auto it = first; it != middle; ++it) {
-            take(ctx, *it);
+            pick(w, *it);
         }
         room -= static_cast<double>(head_bytes);
         any = middle != first;
@@ -416,7 +399,6 @@ void client_view::set_whole_world() noexcept {
 }
 
 void client_view::clear() noexcept {
-    slots_.clear();
     entries_.clear();
     held_count_ = 0;
     waiting_count_ = 0;
@@ -442,24 +424,29 @@ void client_view::hold_everything(const context& ctx) {
     // creations, and still this tick's destructions (plan() sends those).
     whole_world_ = false;
     clear();
-    const auto held = [&](ecs::Entity e, std::uint64_t types) {
-        entry x;
+    const auto hold = [&](ecs::Entity e, std::uint64_t types) {
+        entry& x = entries_.emplace_back();
         x.index = e.index();
         x.version = e.version();
         x.types = types;
         x.held = 1;
-        return x;
     };
     ctx.world.entities().each([&](ecs::Entity e) {
         if (!ctx.changes.created(e)) {
             // The types it has, and those removed this tick: the mirror still has those.
             const std::uint64_t changed = ctx.changes.mask(e.index());
-            put(held(e, present_types(ctx, e, ~std::uint64_t{0}) | changed));
+            hold(e, present_types(ctx, e, ~std::uint64_t{0}) | changed);
         }
     });
     for (const ecs::Entity e : ctx.changes.destroyed()) {
-        put(held(e, 0));
+        if (!ctx.changes.created(e)) {  // created and destroyed this tick: never streamed
+            hold(e, 0);
+        }
     }
+    // Each index once: those alive all tick, and those alive when it began.
+    std::sort(entries_.begin(), entries_.end(),
+              [](const entry& a, const entry& b) { return a.index < b.index; });
+    held_count_ = entries_.size();
 }
 
 void client_view::sent(std::size_t bytes, std::size_t fixed_bytes) noexcept {
@@ -484,20 +471,45 @@ std::size_t client_view::waiting() const noexcept {
 
 protocol::checksum_report client_view::checksum(const ecs::World& world,
                                                 const protocol::component_registry& types,
-                                                std::uint64_t tick) const {
+                                                std::uint64_t tick, scratch& work) const {
+    // What checksum::of_entity() sums, entity by entity, summed type by type: the records
+    // know which types each entity has (all its values were sent), so the world is asked
+    // for the values alone, in one typed loop per type.
     protocol::checksum_report report{tick, 0, 0};
+    std::uint64_t types_held = 0;
     for (const entry& x : entries_) {
         if (x.held == 0) {
             continue;
         }
         if (x.due != 0) {
-            report.excluded.push_back(x.index);
+            report.excluded.push_back(x.index);  // ascending, as the records are
             continue;
         }
-        report.hash += protocol::checksum::of_entity(world, types, ecs::Entity{x.index, x.version}, owner_);
+        report.hash += protocol::checksum::entity_term(x.index, x.version);
         ++report.entity_count;
+        types_held |= x.types;
     }
-    std::sort(report.excluded.begin(), report.excluded.end());
+    for (std::uint32_t id = 0; id < types.size() && (types_held >> id) != 0; ++id) {
+        const protocol::component_info& info = types.info(id);
+        if (((types_held >> id) & 1U) == 0 || !info.replicated) {
+            continue;
+        }
+        work.column.clear();
+        for (const entry& x : entries_) {
+            if (x.held == 0 || x.due != 0 || ((x.types >> id) & 1U) == 0) {
+                continue;
+            }
+            const ecs::Entity e{x.index, x.version};
+            if (info.owner_only) {
+                const auto* owner = world.try_get<protocol::Owner>(e);
+                if (owner_ == 0 || owner == nullptr || owner->client != owner_) {
+                    continue;
+                }
+            }
+            work.column.push_back(e);
+        }
+        report.hash += types.ops(id).checksum_of(world, id, work.column);
+    }
     return report;
 }
 

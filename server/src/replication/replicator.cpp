@@ -163,7 +163,8 @@ void replicator::tick(const ecs::World& world, const ecs::World::change_set_type
     }
     // Per tick: the change masks by entity, once. Per client: what it should see (the
     // policy), then its own frame, of a size proportional to what it sees.
-    const client_view::context ctx{world, types_, tick_changes_, interest_, tick, options_.tick_rate};
+    const client_view::context ctx{world, types_,  tick_changes_,      interest_,
+                                   tick,  options_.tick_rate, plan_scratch_};
     tick_changes_built_ = false;
     bool views = false;
     for (auto& [id, c] : clients_) {
@@ -235,7 +236,8 @@ void replicator::serve_view(const ecs::World& world, std::uint64_t id, client& c
     std::optional<protocol::frame> checksum;
     if ((ctx.tick + id) % options_.checksum_interval == 0) {
         const auto timer = timed(profile_, tick_stage::checksum);
-        checksum = protocol::encode(protocol::server_control{v.checksum(world, types_, ctx.tick)});
+        checksum = protocol::encode(
+            protocol::server_control{v.checksum(world, types_, ctx.tick, plan_scratch_)});
     }
     if (everything && desired_.size() == world.alive() && v.in_sync()) {
         v.set_whole_world();  // holds it all: the single stream from the next tick

@@ -1,8 +1,6 @@
 #include "ecsnet/protocol/replication.hpp"
 
 #include <algorithm>
-#include <array>
-#include <bit>
 #include <map>
 #include <utility>
 
@@ -30,27 +28,6 @@ constexpr std::size_t message_overhead_bytes = 96;
 }  // namespace
 
 namespace {
-
-// Sorts keys by their high 32 bits, of which only the low `bits` are used, stable, one pass
-// of 8 bits at a time.
-void radix_sort_high(std::vector<std::uint64_t>& keys, std::vector<std::uint64_t>& scratch,
-                     unsigned bits) {
-    scratch.resize(keys.size());
-    for (unsigned shift = 32; shift < 32 + bits; shift += 8) {
-        std::array<std::uint32_t, 256> count{};
-        for (const std::uint64_t k : keys) {
-            ++count[(k >> shift) & 0xFFU];
-        }
-        std::uint32_t sum = 0;
-        for (std::uint32_t& c : count) {
-            sum += std::exchange(c, sum);
-        }
-        for (const std::uint64_t k : keys) {
-            scratch[count[(k >> shift) & 0xFFU]++] = k;
-        }
-        keys.swap(scratch);
-    }
-}
 
 bool owned_by(const ecs::World& world, ecs::Entity e, std::uint32_t viewer) {
     const Owner* owner = viewer == 0 ? nullptr : world.try_get<Owner>(e);
@@ -127,53 +104,6 @@ flatbuffers::Offset<wire::EntityGroup> replication_encoder::encode_group(
     return wire::CreateEntityGroup(fbb_, at, versions_offset, columns_offset);
 }
 
-std::span<const ecs::Entity> replication_encoder::in_index_order(
-    std::span<const ecs::Entity> entities) {
-    if (std::is_sorted(entities.begin(), entities.end(),
-                       [](ecs::Entity a, ecs::Entity b) { return a.index() < b.index(); })) {
-        return entities;  // a fresh world writes in index order: nothing to do
-    }
-    if (entities.empty()) {
-        return entities;
-    }
-    // A churned world's storage order is not the index order; in index order the indices
-    // form runs again (8 bytes for all of them instead of 4 each). Dense sets (the usual
-    // case: most of a range moves) are bucketed in O(range), sparse ones sorted.
-    std::uint32_t low = entities.front().index();
-    std::uint32_t high = low;
-    for (const ecs::Entity e : entities) {
-        low = std::min(low, e.index());
-        high = std::max(high, e.index());
-    }
-    const std::size_t range = std::size_t{high} - low + 1;
-    sorted_.clear();
-    if (range <= entities.size() * 4) {
-        bucket_.assign(range, ecs::Entity{});
-        for (const ecs::Entity e : entities) {
-            bucket_[e.index() - low] = e;  // an entity is listed once per column
-        }
-        for (const ecs::Entity e : bucket_) {
-            if (!e.is_null()) {
-                sorted_.push_back(e);
-            }
-        }
-    } else {
-        // A radix sort: a comparison sort's mispredicted branches made it a tenth of a tick
-        // with 1,000 clients, each sorting its ~150 updates spread over the whole index range.
-        keys_.resize(entities.size());
-        for (std::size_t i = 0; i < entities.size(); ++i) {
-            keys_[i] = (std::uint64_t{entities[i].index() - low} << 32U) | entities[i].version();
-        }
-        radix_sort_high(keys_, scratch_, static_cast<unsigned>(std::bit_width(high - low)));
-        sorted_.resize(keys_.size());
-        for (std::size_t i = 0; i < keys_.size(); ++i) {
-            sorted_[i] = ecs::Entity{static_cast<std::uint32_t>(keys_[i] >> 32U) + low,
-                                     static_cast<std::uint32_t>(keys_[i])};
-        }
-    }
-    return sorted_;
-}
-
 flatbuffers::Offset<wire::Column> replication_encoder::encode_set_column(
     const ecs::World& world, std::uint32_t id, std::span<const ecs::Entity> unordered) {
     const component_info& info = types_->info(id);
@@ -186,7 +116,7 @@ flatbuffers::Offset<wire::Column> replication_encoder::encode_set_column(
     }
     std::span<const ecs::Entity> entities = unordered;
     if (!ascending) {
-        entities = in_index_order(unordered);
+        entities = index_order_.sort(unordered);
         for (std::size_t i = 0; i < entities.size(); ++i) {
             indices_[i] = entities[i].index();
         }
@@ -212,7 +142,7 @@ flatbuffers::Offset<wire::Column> replication_encoder::encode_set_column(
 
 flatbuffers::Offset<wire::Column> replication_encoder::encode_removal_column(
     std::uint32_t id, std::span<const ecs::Entity> unordered) {
-    const std::span<const ecs::Entity> entities = in_index_order(unordered);
+    const std::span<const ecs::Entity> entities = index_order_.sort(unordered);
     indices_.clear();
     for (const ecs::Entity e : entities) {
         indices_.push_back(e.index());

@@ -22,6 +22,21 @@
 
 namespace client_view_test {
 
+// A value only its owner receives, shaped like the demo's Velocity.
+struct Hidden {
+    float x{};
+    float y{};
+    friend bool operator==(const Hidden&, const Hidden&) = default;
+};
+
+}  // namespace client_view_test
+
+template <>
+struct ecsnet::protocol::replicated<client_view_test::Hidden>
+    : replicate<ecsnet::demo::wire::Velocity, "hidden", replicate_options{.owner_only = true}> {};
+
+namespace client_view_test {
+
 namespace protocol = ecsnet::protocol;
 using ecsnet::demo::Health;
 using ecsnet::demo::Name;
@@ -97,14 +112,21 @@ protected:
 
     // One server tick for this client: the policy catches up, the view plans, the frame is
     // encoded, charged and applied, and the view's checksum is checked by the mirror.
-    const protocol::replication_encoder::view_changes& step() {
+    // `listed`: the list to plan with instead of the policy's.
+    const protocol::replication_encoder::view_changes& step(
+        const std::vector<Entity>* listed = nullptr) {
         const auto changes = world_->take_changes();
         interest_.update(*world_, changes);
         tick_changes_.build(*world_, changes, types_);
         ++tick_;
         desired_.clear();
-        interest_.policy()->collect(*world_, me, interest_.player(me), desired_);
-        const client_view::context ctx{*world_, types_, tick_changes_, interest_, tick_, tick_rate};
+        if (listed != nullptr) {
+            desired_ = *listed;
+        } else {
+            interest_.policy()->collect(*world_, me, interest_.player(me), desired_);
+        }
+        const client_view::context ctx{*world_, types_,    tick_changes_, interest_,
+                                       tick_,   tick_rate, scratch_};
         const auto& planned = view_.plan(ctx, desired_);
         const protocol::frame f = encoder_.encode_view_delta(*world_, planned, tick_);
         const std::size_t empty = encoder_.encode_view_delta(*world_, {}, tick_)->size();
@@ -113,7 +135,8 @@ protected:
         largest_frame_ = std::max(largest_frame_, f->size());
         apply(f);
         const auto matched = mirror_.statistics().checksums_matched;
-        apply(protocol::encode(protocol::server_control{view_.checksum(*world_, types_, tick_)}));
+        apply(protocol::encode(
+            protocol::server_control{view_.checksum(*world_, types_, tick_, scratch_)}));
         EXPECT_EQ(mirror_.statistics().checksums_matched, matched + 1)
             << "tick " << tick_ << ": the mirror disagrees with client_view::checksum";
         EXPECT_EQ(mirror_.statistics().checksums_mismatched, 0U);
@@ -154,6 +177,7 @@ protected:
     protocol::component_registry types_ = demo_types();
     interest_manager interest_;
     tick_changes tick_changes_;
+    client_view::scratch scratch_;
     protocol::replication_encoder encoder_{types_};
     protocol::mirror mirror_{types_.types()};
     client_view view_{me};
@@ -241,7 +265,7 @@ TEST_F(ViewTest, ADeferredEntityIsSentLaterWithEveryChangedType) {
     EXPECT_TRUE(step().updated.empty());
     EXPECT_EQ(view_.waiting(), 1U);
     EXPECT_GE(view_.stats().deferred, 2U);
-    const auto report = view_.checksum(*world_, types_, tick_);
+    const auto report = view_.checksum(*world_, types_, tick_, scratch_);
     EXPECT_EQ(report.excluded, std::vector<std::uint32_t>{e.index()});
     EXPECT_EQ(report.entity_count, 0U);
 
@@ -289,7 +313,7 @@ TEST_F(ViewTest, ChecksumSumsHeldEntitiesWithNothingDue) {
     move(b, 5, 5);
     move(c, 6, 6);
     (void)step();  // nothing fits: b and c wait
-    const auto report = view_.checksum(*world_, types_, tick_);
+    const auto report = view_.checksum(*world_, types_, tick_, scratch_);
     EXPECT_EQ(report.excluded, (std::vector<std::uint32_t>{b.index(), c.index()}));
     EXPECT_EQ(report.entity_count, 1U);
     EXPECT_EQ(report.hash, protocol::checksum::of_entity(*world_, types_, a, me));
@@ -452,7 +476,8 @@ TEST_F(ViewTest, ABudgetSetLaterStartsFromAFreshAllowance) {
 TEST_F(ViewTest, ASharedFrameIsChargedBeyondTheEmptyFrameAndRefilledOncePerTick) {
     interest_.set_budget(me, 1000.0);  // 100 bytes a tick at 10 Hz
     constexpr std::size_t empty = 60;
-    const client_view::context ctx{*world_, types_, tick_changes_, interest_, ++tick_, tick_rate};
+    const client_view::context ctx{*world_, types_,    tick_changes_, interest_,
+                                   ++tick_, tick_rate, scratch_};
     EXPECT_TRUE(view_.afford(ctx, empty, empty));
     EXPECT_DOUBLE_EQ(view_.allowance(), 100.0) << "an empty frame is free";
     EXPECT_TRUE(view_.afford(ctx, empty + 30, empty));
@@ -462,20 +487,159 @@ TEST_F(ViewTest, ASharedFrameIsChargedBeyondTheEmptyFrameAndRefilledOncePerTick)
     desired_.clear();
     (void)view_.plan(ctx, desired_);  // the same tick, out of whole-world mode
     EXPECT_DOUBLE_EQ(view_.allowance(), 70.0) << "plan() in the same tick adds nothing";
-    const client_view::context next{*world_, types_, tick_changes_, interest_, ++tick_, tick_rate};
+    const client_view::context next{*world_, types_,    tick_changes_, interest_,
+                                    ++tick_, tick_rate, scratch_};
     EXPECT_TRUE(view_.afford(next, empty, empty));
     EXPECT_DOUBLE_EQ(view_.allowance(), 170.0) << "one tick's allowance per tick";
-    const client_view::context later{*world_, types_, tick_changes_, interest_, ++tick_, tick_rate};
+    const client_view::context later{*world_, types_,    tick_changes_, interest_,
+                                     ++tick_, tick_rate, scratch_};
     EXPECT_TRUE(view_.afford(later, 0, empty)) << "a frame smaller than the empty one costs 0";
     EXPECT_DOUBLE_EQ(view_.allowance(), 200.0) << "at most two ticks' worth";
 }
 
 TEST_F(ViewTest, AnEmptySharedFrameFitsAnyBudget) {
     interest_.set_budget(me, 1.0);  // 0.1 byte a tick: far below any frame
-    const client_view::context ctx{*world_, types_, tick_changes_, interest_, ++tick_, tick_rate};
+    const client_view::context ctx{*world_, types_,    tick_changes_, interest_,
+                                   ++tick_, tick_rate, scratch_};
     EXPECT_TRUE(view_.afford(ctx, 52, 52));
-    const client_view::context next{*world_, types_, tick_changes_, interest_, ++tick_, tick_rate};
+    const client_view::context next{*world_, types_,    tick_changes_, interest_,
+                                    ++tick_, tick_rate, scratch_};
     EXPECT_FALSE(view_.afford(next, 53, 52)) << "1 byte beyond it is over 0.2";
+}
+
+// The views of a replicator plan in turn with one scratch: what plan() returns lives there until
+// the next plan(), and nothing of one view's records may leak into another's.
+TEST_F(ViewTest, ViewsSharingOneScratchKeepTheirOwnRecords) {
+    const Entity near = at(1, 1);
+    const Entity mine = at(2, 2, me);
+    const Entity far = at(101, 101);
+    const Entity far_too = at(102, 102, someone_else);
+    interest_.set_focus(someone_else, {100, 100});
+    client_view other{someone_else};
+    std::vector<Entity> other_desired;
+    std::vector<Entity> other_entered;
+    std::vector<Entity> other_updated;
+    for (int t = 0; t < 6; ++t) {
+        if (t == 2) {
+            move(near, 3, 3);
+            move(far, 103, 103);
+        }
+        if (t == 4) {
+            move(far, 1, 2);  // into my view, out of the other's
+        }
+        const auto& planned = step();  // plans with scratch_, then checks my mirror's checksum
+        std::vector<Entity> my_entered = entities_of(planned.entered);
+        my_entered.insert(my_entered.end(), planned.spawned.begin(), planned.spawned.end());
+        other_desired.clear();
+        interest_.policy()->collect(*world_, someone_else, interest_.player(someone_else),
+                                    other_desired);
+        const client_view::context ctx{*world_, types_,    tick_changes_, interest_,
+                                       tick_,   tick_rate, scratch_};
+        const auto& theirs = other.plan(ctx, other_desired);
+        std::vector<Entity> their_entered(theirs.entered.begin(), theirs.entered.end());
+        their_entered.insert(their_entered.end(), theirs.spawned.begin(), theirs.spawned.end());
+        other_entered.insert(other_entered.end(), their_entered.begin(), their_entered.end());
+        for (const auto& [e, types] : theirs.updated) {
+            other_updated.push_back(e);
+        }
+        if (t == 0) {
+            EXPECT_EQ(sorted(my_entered), sorted({near, mine})) << "spawned";
+            EXPECT_EQ(sorted(their_entered), sorted({far, far_too})) << "spawned";
+        }
+        if (t == 4) {
+            EXPECT_EQ(sorted(my_entered), sorted({far}));
+            EXPECT_EQ(entities_of(theirs.left), sorted({far}));
+        }
+    }
+    expect_mirror_holds({near, mine, far});
+    EXPECT_EQ(sorted(other_entered), sorted({far, far_too})) << "each entered once";
+    EXPECT_EQ(other_updated, std::vector<Entity>{far}) << "its move at tick 2, not mine";
+    EXPECT_EQ(other.held(), 1U);
+    EXPECT_EQ(view_.held(), 3U);
+}
+
+// When the policy fails, the replicator plans with the view's own list, which still names what
+// was destroyed this tick: it is destroyed in the mirror all the same, and not entered again.
+TEST_F(ViewTest, AnEntityDestroyedThisTickGoesEvenWhenStillListed) {
+    const Entity a = at(1, 1);
+    const Entity b = at(2, 2);
+    const Entity c = at(3, 3);
+    step();
+    std::vector<Entity> listed;
+    view_.listed(listed);
+    EXPECT_EQ(sorted(listed), sorted({a, b, c}));
+    world_->destroy(a);
+    world_->destroy(c);
+    const Entity recycled = at(4, 4);  // a's or c's index, a new version
+    const auto& planned = step(&listed);
+    EXPECT_EQ(entities_of(planned.destroyed), sorted({a, c}));
+    EXPECT_TRUE(planned.spawned.empty() && planned.entered.empty() && planned.left.empty());
+    expect_mirror_holds({b});
+    EXPECT_EQ(view_.held(), 1U);
+    EXPECT_EQ(view_.waiting(), 0U);
+    EXPECT_EQ(entities_of(step().entered), sorted({recycled})) << "the policy again";
+    expect_mirror_holds({b, recycled});
+}
+
+// The view's checksum sums type by type what checksum::of_entity() sums entity by entity:
+// strings included, and an owner-only value only in its owner's sum.
+TEST(ViewChecksum, SumsWhatOfEntitySumsWithOwnerOnlyValuesForTheirOwnerAlone) {
+    protocol::component_registry types = demo_types();
+    types.add<Hidden>();
+    const auto world = World::make();
+    interest_manager interest;
+    interest.set_defaults(interest_manager::defaults{10.0F, 0.0});
+    interest.use_grid<Position>(10.0F, [](const Position& p) { return point{p.x, p.y}; });
+    interest.set_focus(me, {0, 0});
+    const auto put = [&](float x, std::uint32_t owner, bool hidden) {
+        const Entity e = world->create();
+        world->emplace<Position>(e, x, x);
+        if (owner != 0) {
+            world->emplace<Owner>(e, owner);
+        }
+        if (hidden) {
+            world->emplace<Hidden>(e, x, -x);
+        }
+        return e;
+    };
+    const Entity mine = put(1, me, true);
+    const Entity theirs = put(2, someone_else, true);
+    const Entity nobodys = put(3, 0, true);
+    const Entity named = put(4, 0, false);
+    world->emplace<Name>(named, "a name");
+    world->emplace<Health>(named, 7);
+    const Entity far = put(500, 0, true);  // out of view: in no sum
+
+    tick_changes changes;
+    client_view view{me};
+    client_view::scratch scratch;
+    std::vector<Entity> desired;
+    std::uint64_t tick = 0;
+    const auto expect_sum = [&](const char* when) {
+        const auto taken = world->take_changes();
+        interest.update(*world, taken);
+        changes.build(*world, taken, types);
+        desired.clear();
+        interest.policy()->collect(*world, me, interest.player(me), desired);
+        const client_view::context ctx{*world, types,     changes, interest,
+                                       ++tick, tick_rate, scratch};
+        (void)view.plan(ctx, desired);
+        std::uint64_t expected = 0;
+        for (const Entity e : {mine, theirs, nobodys, named}) {
+            expected += protocol::checksum::of_entity(*world, types, e, me);
+        }
+        const auto report = view.checksum(*world, types, tick, scratch);
+        EXPECT_EQ(report.hash, expected) << when;
+        EXPECT_EQ(report.entity_count, 4U) << when;
+        EXPECT_TRUE(report.excluded.empty()) << when;
+    };
+    expect_sum("entered");
+    world->replace<Hidden>(mine, 9.0F, 9.0F);
+    world->replace<Hidden>(theirs, 8.0F, 8.0F);
+    world->replace<Name>(named, "another name");
+    world->erase<Hidden>(nobodys);
+    expect_sum("updated");
+    (void)far;
 }
 
 TEST_F(ViewTest, ResetStartsOverWithEntries) {

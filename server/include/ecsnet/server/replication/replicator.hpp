@@ -91,6 +91,7 @@ private:
     std::map<std::uint64_t, client> clients_;
     tick_changes tick_changes_;
     std::vector<ecs::Entity> desired_;
+    client_view::scratch plan_scratch_;
     // What every client's frame takes with nothing in it, for the tick empty_frame_tick_: not
     // charged to budgets (the frame goes every tick whatever the budget), in either mode.
     [[nodiscard]] std::size_t empty_frame_bytes(const ecs::World& world, std::uint64_t tick);

@@ -1,6 +1,8 @@
 #pragma once
 
+#include <algorithm>
 #include <any>
+#include <array>
 #include <cstddef>
 #include <functional>
 #include <cstdint>
@@ -51,6 +53,10 @@ struct component_ops {
     void (*restore)(ecs::World&, ecs::Entity, const std::any&) = nullptr;
     // The checksum terms of every value in the world (checksum.hpp); fixed-size types only.
     std::uint64_t (*checksum)(const ecs::World&, std::uint32_t wire_id) = nullptr;
+    // The checksum terms of the values of `entities`, which all have the type: one typed loop,
+    // where a call per value kept the CPU from overlapping their cache misses.
+    std::uint64_t (*checksum_of)(const ecs::World&, std::uint32_t wire_id,
+                                 std::span<const ecs::Entity> entities) = nullptr;
 };
 
 // What a checkpoint and the journal do with a kept type (stored.hpp), without knowing it.
@@ -190,6 +196,17 @@ std::uint16_t component_registry::add() {
         ops.text = [](const ecs::World& w, ecs::Entity e) noexcept -> std::string_view {
             return text_of(w.find_storage<T>()->get(e));
         };
+        ops.checksum_of = [](const ecs::World& w, std::uint32_t wire_id,
+                             std::span<const ecs::Entity> entities) -> std::uint64_t {
+            const auto& storage = *w.find_storage<T>();
+            std::uint64_t sum = 0;
+            for (const ecs::Entity e : entities) {
+                const std::string_view text = text_of(storage.get(e));
+                sum += checksum::component_term(wire_id, e.index(), e.version(),
+                                                std::as_bytes(std::span{text}));
+            }
+            return sum;
+        };
         ops.encode = [](flatbuffers::FlatBufferBuilder& fbb, const ecs::World& w,
                         std::span<const ecs::Entity> entities) {
             const auto& storage = *w.find_storage<T>();
@@ -257,6 +274,25 @@ std::uint16_t component_registry::add() {
                 std::fill_n(packed.begin(), n * size, std::byte{0});
                 for (std::size_t i = 0; i < n; ++i) {
                     pack(values[first + i], packed.data() + i * size);
+                }
+                sum += checksum::sum_terms(wire_id, entities.subspan(first, n),
+                                           std::span<const std::byte>{packed.data(), n * size},
+                                           size);
+            }
+            return sum;
+        };
+        ops.checksum_of = [](const ecs::World& w, std::uint32_t wire_id,
+                             std::span<const ecs::Entity> entities) -> std::uint64_t {
+            const auto& storage = *w.find_storage<T>();
+            constexpr std::size_t block = 64;
+            constexpr std::size_t size = value_bytes_v<T>;
+            std::array<std::byte, block * size> packed;
+            std::uint64_t sum = 0;
+            for (std::size_t first = 0; first < entities.size(); first += block) {
+                const std::size_t n = std::min(block, entities.size() - first);
+                std::fill_n(packed.begin(), n * size, std::byte{0});
+                for (std::size_t i = 0; i < n; ++i) {
+                    pack(storage.get(entities[first + i]), packed.data() + i * size);
                 }
                 sum += checksum::sum_terms(wire_id, entities.subspan(first, n),
                                            std::span<const std::byte>{packed.data(), n * size},

@@ -7,6 +7,7 @@
 #include <span>
 #include <vector>
 
+#include "ecsnet/ecs/index_order.hpp"
 #include "ecsnet/ecs/world.hpp"
 #include "ecsnet/protocol/columns.hpp"
 #include "ecsnet/protocol/frame.hpp"
@@ -102,9 +103,6 @@ private:
     [[nodiscard]] flatbuffers::Offset<wire::Column> encode_removal_column(
         std::uint32_t id, std::span<const ecs::Entity> entities);
 
-    // The entities in index order (themselves when they are already).
-    [[nodiscard]] std::span<const ecs::Entity> in_index_order(std::span<const ecs::Entity> entities);
-
     struct owner_changes {
         std::map<std::uint32_t, std::vector<ecs::Entity>> set;  // by wire id
         std::map<std::uint32_t, std::vector<ecs::Entity>> removed;
@@ -119,10 +117,9 @@ private:
     std::vector<std::uint32_t> indices_;
     std::vector<ecs::Entity> ordered_;
     std::vector<ecs::Entity> set_scratch_;
-    std::vector<ecs::Entity> sorted_;
-    std::vector<ecs::Entity> bucket_;
-    std::vector<std::uint64_t> keys_;
-    std::vector<std::uint64_t> scratch_;
+    // A churned world's storage order is not the index order; in index order the indices
+    // form runs again (8 bytes for all of them instead of 4 each).
+    ecs::index_order index_order_;
     const ecs::World* world_{nullptr};  // for finish_owner_only
     std::vector<group> groups_;
     std::vector<std::uint64_t> masks_;  // snapshot: per entity index
