@@ -151,7 +151,7 @@ public:
 private:
     // One entity the player sees: held by the mirror, or waiting to enter it. One record per
     // entity index, in index order: plan() walks them beside the `desired` list sorted the
-    // same way, with no lookup per entity (a hash map's probes were a fifth of plan() with
+    // same way, with no lookup per entity (a hash map's probes were a quarter of plan() with
     // 1,000 clients, each view's map cold on every tick).
     struct entry {
         std::uint64_t due{0};    // held: wire ids changed since last sent
