@@ -36,7 +36,7 @@ void print_changes(const ecs::World::change_set_type& changes) {
 
 int main() {
     // A world lives only in a shared_ptr; handles keep a weak_ptr to it.
-    auto world = ecs::World::make({.entities = {.min_free_indices = 0}});
+    auto world = ecs::World::make();
     world->register_component<Position>("Position");
     world->register_component<Velocity>("Velocity");
     world->register_component<Lifetime>("Lifetime");
@@ -50,7 +50,7 @@ int main() {
                 world->signature_of(ship).to_string().c_str(), handle.valid());
 
     world->destroy(ship);
-    const ecs::Entity reused = world->create();  // min_free_indices = 0: reuse at once
+    const ecs::Entity reused = world->create();  // a freed index is reused at once
     std::printf("destroyed it; new entity %s reuses the index at a newer version\n",
                 ecs::to_string(reused).c_str());
     std::printf("old handle valid: %d, try_get<Position>: %s\n", handle.valid(),

@@ -34,9 +34,22 @@ entity_pool_options min_free(std::size_t n) {
     return options;
 }
 
-TEST(EntityPool, DefaultThresholdIs1024) {
-    EXPECT_EQ(EntityPool{}.options().min_free_indices, 1024U);
+TEST(EntityPool, DefaultThresholdIs0) {
+    EXPECT_EQ(EntityPool{}.options().min_free_indices, 0U);
     EXPECT_EQ(EntityPool{min_free(3)}.options().min_free_indices, 3U);
+}
+
+TEST(EntityPool, ByDefaultAFreedIndexIsReusedAtOnceAtTheNextVersion) {
+    EntityPool pool;
+    const Entity a = pool.create();
+    const Entity b = pool.create();
+    pool.release(b);
+    pool.release(a);
+    EXPECT_EQ(pool.create(), Entity(b.index(), b.version() + 1)) << "the oldest freed first";
+    EXPECT_EQ(pool.create(), Entity(a.index(), a.version() + 1));
+    EXPECT_EQ(pool.create().index(), 2U) << "then fresh indices";
+    EXPECT_FALSE(pool.valid(a));
+    EXPECT_FALSE(pool.valid(b));
 }
 
 TEST(EntityPool, NewSlotsStartAtVersionOne) {

@@ -882,12 +882,15 @@ TEST(WorldSignals, DisconnectedListenersAreNotCalled) {
 
 // ---- index recycling ------------------------------------------------------------------------
 
-TEST(WorldRecycling, DefaultOptionsDoNotReuseAFreshlyFreedIndex) {
+TEST(WorldRecycling, DefaultOptionsReuseAFreedIndexAtOnceAtTheNextVersion) {
     const auto w = World::make();
     const Entity e = w->create();
+    const auto stale = w->handle(e);
     w->destroy(e);
     const Entity next = w->create();
-    EXPECT_NE(next.index(), e.index());
+    EXPECT_EQ(next, (Entity{e.index(), e.version() + 1}));
+    EXPECT_FALSE(w->valid(e));
+    EXPECT_FALSE(stale.valid()) << "the version tells the stale handle apart";
 }
 
 TEST(WorldRecycling, MinFreeIndicesDelaysReuse) {
@@ -1229,7 +1232,7 @@ TEST(WorldPersistence, RestoreIsRefusedOnAWorldThatHadAnEntity) {
                 HasSubstr("never had an entity"));
     EXPECT_EQ(w->alive(), 0U);
     EXPECT_EQ(w->entities().slots(), 1U);
-    EXPECT_EQ(w->create(), (Entity{1, 1})) << "the world is as it was";
+    EXPECT_EQ(w->create(), (Entity{0, 2})) << "the world is as it was";
 }
 
 TEST(WorldPersistence, InconsistentStateIsRefusedAndTheWorldStaysEmpty) {

@@ -496,8 +496,8 @@ TEST_P(ServerCommands, ForeignUnknownAndServerEntitiesAreRejected) {
 }
 
 TEST_P(ServerCommands, StaleHandleIsRejected) {
-    // The server reuses an index only after 1024 others were freed: free 1100, then spawn.
-    constexpr std::size_t count = 1100;
+    // The server reuses a freed index at once, the oldest freed first, at version + 1.
+    constexpr std::size_t count = 8;
     server_config config = test_config();
     config.command_rate = 1e6;
     config.command_burst = 1e6;

@@ -14,10 +14,11 @@
 namespace ecsnet::ecs {
 
 struct entity_pool_options {
-    // Freed indices are reused only while more than this many wait. The queue is FIFO, so an
-    // index comes back after at least this many other destroys: a stale id held somewhere does
-    // not quickly alias a new entity.
-    std::size_t min_free_indices = 1024;
+    // Freed indices are reused only while more than this many wait (FIFO: the oldest freed
+    // first). 0 by default: the version already tells a stale id from the entity now at its
+    // index, and a slot retires before its version wraps. A margin costs bytes on the wire:
+    // the indices it keeps free are holes in every run of indices a delta sends.
+    std::size_t min_free_indices = 0;
 };
 
 // Hands out entity ids: fresh indices, then recycled ones at a bumped version. A slot whose
