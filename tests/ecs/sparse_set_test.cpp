@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 namespace sparse_set_test {
@@ -74,6 +75,43 @@ TEST(SparseSetPagedArray, FillOverwritesAllocatedPagesOnly) {
     EXPECT_EQ(array.get(20), 5);
     EXPECT_EQ(array.get(8), -1) << "page 1 was never allocated";
     EXPECT_EQ(array.allocated_pages(), 2U);
+}
+
+// A page skipped between written ones reads empty through the shared read-only page; a write
+// there gets a page of its own and leaves the others' reads as they were.
+TEST(SparseSetPagedArray, APageBetweenWrittenOnesReadsEmptyUntilWritten) {
+    paged_array<int, -1, 8> first;
+    paged_array<int, -1, 8> second;
+    first.at(20) = 20;  // pages 0 and 1 unwritten, 2 allocated
+    second.at(20) = 21;
+    EXPECT_FALSE(first.has_page(3));
+    EXPECT_FALSE(first.has_page(12));
+    EXPECT_TRUE(first.has_page(20));
+    EXPECT_EQ(first.get(12), -1);
+    first.at(12) = 12;
+    EXPECT_EQ(first.get(12), 12);
+    EXPECT_EQ(first.get(3), -1);
+    EXPECT_EQ(second.get(12), -1) << "the unwritten page is shared, never written";
+    EXPECT_EQ(first.allocated_pages(), 2U);
+}
+
+TEST(SparseSetPagedArray, AMoveTakesThePagesAndLeavesAnEmptyArray) {
+    paged_array<int, -1, 8> from;
+    from.at(3) = 3;
+    from.at(30) = 30;
+    paged_array<int, -1, 8> to{std::move(from)};
+    EXPECT_EQ(to.get(3), 3);
+    EXPECT_EQ(to.get(30), 30);
+    EXPECT_EQ(to.allocated_pages(), 2U);
+    EXPECT_EQ(from.allocated_pages(), 0U);  // NOLINT(bugprone-use-after-move): specified
+    EXPECT_EQ(from.get(3), -1);
+    from.at(3) = 4;  // usable again
+    paged_array<int, -1, 8> other;
+    other.at(9) = 9;
+    other = std::move(to);  // frees other's page (ASan reports a leak otherwise)
+    EXPECT_EQ(other.get(30), 30);
+    EXPECT_EQ(other.get(9), -1);
+    EXPECT_EQ(from.get(3), 4);
 }
 
 // --- basic_sparse_set --------------------------------------------------------------------

@@ -1,6 +1,7 @@
 #pragma once
 
 #include <algorithm>
+#include <array>
 #include <cassert>
 #include <cstddef>
 #include <cstdint>
@@ -17,21 +18,39 @@ namespace ecsnet::ecs {
 namespace detail {
 
 // An array indexed by entity index whose pages are allocated on first write, so a few large
-// ids cost a few pages, not an array as long as the largest id.
+// ids cost a few pages, not an array as long as the largest id. A page never written points to
+// one shared read-only page of Empty values, so that a read tests only the page's range: a
+// random lookup is bound by how many fit in the CPU's window at once, so by its instructions.
 template <typename Value, Value Empty, std::size_t PageSize = 4096>
 class paged_array {
     static_assert((PageSize & (PageSize - 1)) == 0, "page size must be a power of two");
 
 public:
+    paged_array() = default;
+    paged_array(const paged_array&) = delete;
+    paged_array& operator=(const paged_array&) = delete;
+    paged_array(paged_array&& other) noexcept : pages_{std::move(other.pages_)} {
+        other.pages_.clear();
+    }
+    paged_array& operator=(paged_array&& other) noexcept {
+        if (this != &other) {
+            release();
+            pages_ = std::move(other.pages_);
+            other.pages_.clear();
+        }
+        return *this;
+    }
+    ~paged_array() { release(); }
+
     [[nodiscard]] ECSNET_ECS_INLINE Value get(std::size_t index) const noexcept {
         const std::size_t page = index / PageSize;
-        return page < pages_.size() && pages_[page] ? pages_[page][index & (PageSize - 1)] : Empty;
+        return page < pages_.size() ? pages_[page][index & (PageSize - 1)] : Empty;
     }
 
     // Reference to the element, allocating its page when needed.
     [[nodiscard]] ECSNET_ECS_INLINE Value& at(std::size_t index) {
         const std::size_t page = index / PageSize;
-        if (page >= pages_.size() || !pages_[page]) [[unlikely]] {
+        if (page >= pages_.size() || pages_[page] == unwritten()) [[unlikely]] {
             allocate(page);
         }
         return pages_[page][index & (PageSize - 1)];
@@ -47,34 +66,52 @@ public:
 
     [[nodiscard]] bool has_page(std::size_t index) const noexcept {
         const std::size_t page = index / PageSize;
-        return page < pages_.size() && pages_[page] != nullptr;
+        return page < pages_.size() && pages_[page] != unwritten();
     }
 
     void fill(Value value) noexcept {
-        for (auto& page : pages_) {
-            if (page) {
-                std::fill_n(page.get(), PageSize, value);
+        for (Value* page : pages_) {
+            if (page != unwritten()) {
+                std::fill_n(page, PageSize, value);
             }
         }
     }
 
     [[nodiscard]] std::size_t allocated_pages() const noexcept {
-        return static_cast<std::size_t>(
-            std::count_if(pages_.begin(), pages_.end(), [](const auto& p) { return p != nullptr; }));
+        return static_cast<std::size_t>(std::count_if(
+            pages_.begin(), pages_.end(), [](const Value* p) { return p != unwritten(); }));
     }
 
 private:
+    static constexpr std::array<Value, PageSize> make_unwritten() noexcept {
+        std::array<Value, PageSize> page{};
+        page.fill(Empty);
+        return page;
+    }
+    static constexpr std::array<Value, PageSize> unwritten_page_ = make_unwritten();
+    // Only ever read through: at() allocates a page of its own before any write.
+    static Value* unwritten() noexcept { return const_cast<Value*>(unwritten_page_.data()); }
+
     // Out of line: at() is on every insertion and write mark, a new page once per PageSize.
     [[gnu::noinline]] void allocate(std::size_t page) {
         if (page >= pages_.size()) {
-            pages_.resize(page + 1);
+            pages_.resize(page + 1, unwritten());
         }
         // Uninitialized, as make_unique_for_overwrite would (absent from emscripten's libc++ 14).
-        pages_[page] = std::unique_ptr<Value[]>(new Value[PageSize]);
-        std::fill_n(pages_[page].get(), PageSize, Empty);
+        auto fresh = std::unique_ptr<Value[]>(new Value[PageSize]);
+        std::fill_n(fresh.get(), PageSize, Empty);
+        pages_[page] = fresh.release();
     }
 
-    std::vector<std::unique_ptr<Value[]>> pages_;
+    void release() noexcept {
+        for (Value* page : pages_) {
+            if (page != unwritten()) {
+                delete[] page;
+            }
+        }
+    }
+
+    std::vector<Value*> pages_;
 };
 
 // A sparse entry: the position in the packed array and the version of the entity there. An
