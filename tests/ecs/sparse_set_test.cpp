@@ -3,6 +3,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <utility>
@@ -148,6 +149,51 @@ TEST(SparseSet, ContainsComparesTheVersion) {
     EXPECT_FALSE(set.contains(Entity{4, 3})) << "newer version of the same index";
     EXPECT_FALSE(set.contains(Entity{3, 2}));
     EXPECT_FALSE(set.contains(Entity{5, 2}));
+}
+
+// find() tests the version and the empty slot in one comparison on 32-bit halves (the
+// default entity) and field by field otherwise: both must answer as contains() means.
+template <typename E>
+void expect_find_below_npos_exactly_for(const std::vector<E>& present) {
+    using traits = typename E::traits_type;
+    test_set<E> set;
+    for (const E e : present) {
+        set.insert(e);
+    }
+    const std::vector<std::uint64_t> indices{0, 1, 3, 4, 5, 4095, 4096, 70'000, traits::max_index,
+                                             traits::no_index};
+    const std::vector<std::uint64_t> versions{traits::null_version, 1, 2, 3, traits::max_version};
+    for (const auto index : indices) {
+        for (const auto version : versions) {
+            const E e{static_cast<typename traits::index_type>(index),
+                      static_cast<typename traits::version_type>(version)};
+            const bool expected = std::find(present.begin(), present.end(), e) != present.end();
+            const std::uint64_t found = set.find(e);
+            ASSERT_EQ(found < set.npos, expected) << to_string(e);
+            ASSERT_EQ(set.contains(e), expected) << to_string(e);
+            if (expected) {
+                ASSERT_EQ(found, set.index_of(e)) << to_string(e);
+                ASSERT_EQ(set.position(e), set.index_of(e)) << to_string(e);
+            } else {
+                ASSERT_EQ(set.position(e), set.npos) << to_string(e);
+            }
+        }
+    }
+}
+
+TEST(SparseSet, FindIsBelowNposExactlyForAnEntityInTheSet) {
+    using traits = Entity::traits_type;
+    expect_find_below_npos_exactly_for<Entity>(
+        {Entity{4, 2}, Entity{4096, traits::max_version}, Entity{traits::max_index, 1},
+         Entity{1, traits::max_version}});
+}
+
+TEST(SparseSet, FindIsBelowNposExactlyForAnEntityInTheSetWithNarrowFields) {
+    using tiny_traits = ecsnet::ecs::entity_traits<std::uint16_t, std::uint8_t>;
+    using TinyEntity = ecsnet::ecs::basic_entity<tiny_traits>;
+    expect_find_below_npos_exactly_for<TinyEntity>(
+        {TinyEntity{4, 2}, TinyEntity{4096, tiny_traits::max_version},
+         TinyEntity{tiny_traits::max_index, 1}, TinyEntity{1, tiny_traits::max_version}});
 }
 
 TEST(SparseSet, FindIndexReturnsTheStoredVersion) {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <bit>
 #include <cassert>
 #include <cstddef>
 #include <cstdint>
@@ -45,6 +46,11 @@ public:
     [[nodiscard]] ECSNET_ECS_INLINE Value get(std::size_t index) const noexcept {
         const std::size_t page = index / PageSize;
         return page < pages_.size() ? pages_[page][index & (PageSize - 1)] : Empty;
+    }
+
+    // Whether the element's page is in the table (written or not): existing() may read it.
+    [[nodiscard]] ECSNET_ECS_INLINE bool in_range(std::size_t index) const noexcept {
+        return index / PageSize < pages_.size();
     }
 
     // Reference to the element, allocating its page when needed.
@@ -146,8 +152,26 @@ public:
 
     // Position of the entity in the packed array, or npos when it is not in the set.
     [[nodiscard]] ECSNET_ECS_INLINE index_type position(entity_type entity) const noexcept {
-        const detail::sparse_slot<traits_type> slot = sparse_.get(entity.index());
-        return slot.version == entity.version() ? slot.pos : npos;
+        const std::uint64_t found = find(entity);
+        return found < npos ? static_cast<index_type>(found) : npos;
+    }
+
+    // The entity's position when below npos; npos or more when it is not in the set. For
+    // checked lookups on hot paths: one comparison tests the version and the empty slot.
+    [[nodiscard]] ECSNET_ECS_INLINE std::uint64_t find(entity_type entity) const noexcept {
+        if constexpr (packs_in_64_bits) {
+            // slot ^ (the entity's version, no index) is (position, 0) when the versions
+            // match, so it is below npos only when the position is not npos either.
+            const auto bits = std::bit_cast<std::uint64_t>(entity);
+            const auto index = static_cast<std::uint32_t>(bits);
+            if (!sparse_.in_range(index)) {
+                return npos;
+            }
+            return std::bit_cast<std::uint64_t>(sparse_.existing(index)) ^ (bits & version_bits);
+        } else {
+            const detail::sparse_slot<traits_type> slot = sparse_.get(entity.index());
+            return slot.version == entity.version() ? slot.pos : npos;
+        }
     }
 
     // The entity stored at this index, whatever its version, or the null entity.
@@ -210,6 +234,10 @@ protected:
 
 private:
     static constexpr detail::sparse_slot<traits_type> empty_slot{};
+    // An entity and a sparse slot are each two 32-bit halves, index or position first.
+    static constexpr bool packs_in_64_bits = std::is_same_v<traits_type, default_entity_traits> &&
+                                             std::endian::native == std::endian::little;
+    static constexpr std::uint64_t version_bits = 0xFFFF'FFFF'0000'0000ULL;
 
     detail::paged_array<detail::sparse_slot<traits_type>, empty_slot> sparse_;
     detail::dense_vector<entity_type> packed_;

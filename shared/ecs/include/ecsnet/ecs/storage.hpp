@@ -71,12 +71,12 @@ public:
     }
 
     [[nodiscard]] ECSNET_ECS_INLINE const Component* try_get(entity_type entity) const noexcept {
-        const auto pos = base::position(entity);
-        return pos != base::npos ? &values_[pos] : nullptr;
+        const auto pos = base::find(entity);
+        return pos < base::npos ? &values_[pos] : nullptr;
     }
     [[nodiscard]] ECSNET_ECS_INLINE Component* try_get(entity_type entity) noexcept {
-        const auto pos = base::position(entity);
-        return pos != base::npos ? &values_[pos] : nullptr;
+        const auto pos = base::find(entity);
+        return pos < base::npos ? &values_[pos] : nullptr;
     }
 
     [[nodiscard]] std::span<const Component> values() const noexcept { return values_; }

@@ -173,7 +173,10 @@ public:
     // callers that guarantee contains(e).
     template <typename T>
     [[nodiscard]] ECSNET_ECS_INLINE decltype(auto) get(entity_type e) const {
-        return get_at<T>(e, checked_position<T>(e));
+        // The values' address is read before the check so that a loop of gets can keep it
+        // in a register: read after a branch that may throw, it is read again every time.
+        auto* values = pool_for<T>(e)->storage.values().data();
+        return value_at<T>(e, values + checked_position<T>(e));
     }
 
     // EnTT's view.get: precondition contains(e), undefined behaviour otherwise in release
@@ -202,8 +205,8 @@ private:
     template <typename T>
     [[nodiscard]] ECSNET_ECS_INLINE std::size_t checked_position(entity_type e) const {
         const auto& storage = pool_for<T>(e)->storage;
-        const auto pos = storage.position(e);
-        if (pos == storage.npos) [[unlikely]] {
+        const auto pos = storage.find(e);
+        if (pos >= storage.npos) [[unlikely]] {
             throw_not_in_view(e);
         }
         if constexpr (checks_enabled) {
@@ -215,8 +218,11 @@ private:
     }
     template <typename T>
     [[nodiscard]] ECSNET_ECS_INLINE decltype(auto) get_at(entity_type e, std::size_t pos) const {
+        return value_at<T>(e, std::get<get_index<T>()>(gets_)->storage.values().data() + pos);
+    }
+    template <typename T, typename Value>
+    [[nodiscard]] ECSNET_ECS_INLINE decltype(auto) value_at(entity_type e, Value* value) const {
         using declared = declared_t<T>;
-        auto* value = std::get<get_index<T>()>(gets_)->storage.values().data() + pos;
         if constexpr (std::is_const_v<T> || std::is_const_v<declared>) {
             return static_cast<const std::remove_const_t<T>&>(*value);
         } else {

@@ -704,8 +704,8 @@ private:
     ECSNET_ECS_INLINE auto& require_component(P& p, entity_type e, const char* what) const {
         // One test of the position, not a second one of a pointer made from it: random lookups
         // are bound by how many fit in the CPU's window at once, so by their instructions.
-        const auto pos = p.storage.position(e);
-        if (pos == p.storage.npos) [[unlikely]] {
+        const auto pos = p.storage.find(e);
+        if (pos >= p.storage.npos) [[unlikely]] {
             throw_missing(p, e, what);
         }
         return p.storage.values()[pos];
