@@ -10,6 +10,7 @@
 #include <span>
 #include <vector>
 
+#include "ecsnet/ecs/bit_cast.hpp"
 #include "ecsnet/ecs/config.hpp"
 #include "ecsnet/ecs/dense_vector.hpp"
 #include "ecsnet/ecs/entity.hpp"
@@ -162,12 +163,12 @@ public:
         if constexpr (packs_in_64_bits) {
             // slot ^ (the entity's version, no index) is (position, 0) when the versions
             // match, so it is below npos only when the position is not npos either.
-            const auto bits = std::bit_cast<std::uint64_t>(entity);
+            const auto bits = detail::bit_cast<std::uint64_t>(entity);
             const auto index = static_cast<std::uint32_t>(bits);
             if (!sparse_.in_range(index)) {
                 return npos;
             }
-            return std::bit_cast<std::uint64_t>(sparse_.existing(index)) ^ (bits & version_bits);
+            return detail::bit_cast<std::uint64_t>(sparse_.existing(index)) ^ (bits & version_bits);
         } else {
             const detail::sparse_slot<traits_type> slot = sparse_.get(entity.index());
             return slot.version == entity.version() ? slot.pos : npos;
