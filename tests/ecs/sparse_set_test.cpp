@@ -160,8 +160,9 @@ void expect_find_below_npos_exactly_for(const std::vector<E>& present) {
     for (const E e : present) {
         set.insert(e);
     }
-    const std::vector<std::uint64_t> indices{0, 1, 3, 4, 5, 4095, 4096, 70'000, traits::max_index,
-                                             traits::no_index};
+    // 8191 and 8192: the last index inside a table of two pages, and the first outside it.
+    const std::vector<std::uint64_t> indices{
+        0, 1, 3, 4, 5, 4095, 4096, 4097, 8191, 8192, 70'000, traits::max_index, traits::no_index};
     const std::vector<std::uint64_t> versions{traits::null_version, 1, 2, 3, traits::max_version};
     for (const auto index : indices) {
         for (const auto version : versions) {
@@ -183,9 +184,13 @@ void expect_find_below_npos_exactly_for(const std::vector<E>& present) {
 
 TEST(SparseSet, FindIsBelowNposExactlyForAnEntityInTheSet) {
     using traits = Entity::traits_type;
+    // Pages 0 and 1 only: the larger indices fall outside the page table.
     expect_find_below_npos_exactly_for<Entity>(
-        {Entity{4, 2}, Entity{4096, traits::max_version}, Entity{traits::max_index, 1},
-         Entity{1, traits::max_version}});
+        {Entity{4, 2}, Entity{4096, traits::max_version}, Entity{1, traits::max_version}});
+    // The last page too: every index is inside the table, most on pages never written.
+    expect_find_below_npos_exactly_for<Entity>({Entity{4, 2}, Entity{4096, traits::max_version},
+                                                Entity{traits::max_index, 1},
+                                                Entity{1, traits::max_version}});
 }
 
 TEST(SparseSet, FindIsBelowNposExactlyForAnEntityInTheSetWithNarrowFields) {

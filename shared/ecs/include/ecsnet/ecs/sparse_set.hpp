@@ -50,8 +50,11 @@ public:
     }
 
     // Whether the element's page is in the table (written or not): existing() may read it.
-    [[nodiscard]] ECSNET_ECS_INLINE bool in_range(std::size_t index) const noexcept {
-        return index / PageSize < pages_.size();
+    // A bound on the index, not on index / PageSize: g++ then tests the 32-bit index as it is
+    // and divides it once, for the page (one instruction fewer on every checked lookup). In
+    // 64 bits: a table of 2^20 pages of a 32-bit index would wrap a 32-bit size_t (wasm32).
+    [[nodiscard]] ECSNET_ECS_INLINE bool in_range(std::uint64_t index) const noexcept {
+        return index < std::uint64_t{pages_.size()} * PageSize;
     }
 
     // Reference to the element, allocating its page when needed.
