@@ -6,6 +6,10 @@
 // bytes per entity update, join time to a complete mirror, spawn-to-visible latency, checksum
 // mismatches, server CPU % of one core and RSS from /proc (and each server thread's share),
 // tick time p99 and the tick's time by stage (tick_profile) from the server's stats lines.
+// Fairness across clients, for a server that cannot keep up: the smallest client's bytes/s, the
+// longest time a client waited between two frames (p50, p99, max across clients: one tick
+// period when nothing is late, and it counts this program's own scheduling too), the clients
+// that missed a tick and those resynced (the server dropped their queue).
 // Prints a table and one JSON line. 127.0.0.1 only; bounded in time.
 //
 // When the server has interest management (Welcome.interest_radius > 0) each client moves its
@@ -368,6 +372,12 @@ struct client_result {
     std::uint64_t inconsistencies = 0;
     std::vector<double> spawn_ms;
     std::uint64_t spawns_unseen = 0;  // not in the mirror 5 s after the spawn was sent
+    // Fairness under overload, over the window: the longest time between two frames that
+    // moved the mirror's tick on, the most ticks one frame moved it by (1 when none was
+    // skipped), and the snapshots received (a resync each: the server dropped its queue).
+    double longest_gap_ms = 0;
+    std::uint64_t longest_tick_step = 0;
+    std::uint64_t resyncs = 0;
     // Arena bots: whether the client found its ship, the Inputs it sent during the window, the
     // size of one Input frame, and the server's count (its acks) of its inputs dropped for
     // arriving late and of ticks run on its previous input, during the window.
@@ -441,6 +451,43 @@ private:
     clock_type::time_point next_;
 };
 
+// Records a client's frame pacing into its result while the window is on (see
+// client_result): called after every message the connection handled.
+class frame_pacing {
+public:
+    frame_pacing(client_result& result, const std::atomic<int>& current)
+        : result_{result}, current_{current} {}
+
+    void start(std::uint64_t tick, std::uint64_t snapshots) {
+        measuring_ = true;
+        tick_ = tick;
+        snapshots0_ = snapshots;
+        at_ = clock_type::now();
+    }
+    void observe(std::uint64_t tick, std::uint64_t snapshots) {
+        if (!measuring_ || tick == tick_ || current_.load() != static_cast<int>(phase::measure)) {
+            return;
+        }
+        const auto now = clock_type::now();
+        result_.longest_gap_ms = std::max(
+            result_.longest_gap_ms, std::chrono::duration<double, std::milli>(now - at_).count());
+        if (tick > tick_) {
+            result_.longest_tick_step = std::max(result_.longest_tick_step, tick - tick_);
+        }
+        result_.resyncs = snapshots - snapshots0_;
+        tick_ = tick;
+        at_ = now;
+    }
+
+private:
+    client_result& result_;
+    const std::atomic<int>& current_;
+    bool measuring_{false};
+    std::uint64_t tick_{0};
+    std::uint64_t snapshots0_{0};
+    clock_type::time_point at_;
+};
+
 void run_client(const options& o, std::uint16_t port, std::size_t index,
                 const std::atomic<int>& current, client_result& result) {
     try {
@@ -463,6 +510,10 @@ void run_client(const options& o, std::uint16_t port, std::size_t index,
         }
         ecsnet::client::connection c(co);
         result.join_ms = ms_since(started);
+        frame_pacing pacing{result, current};
+        c.on_message = [&](const auto&) {
+            pacing.observe(c.mirror().tick(), c.mirror().statistics().snapshots);
+        };
 
         std::uint64_t bytes0 = 0;
         std::uint64_t tick0 = 0;
@@ -509,6 +560,7 @@ void run_client(const options& o, std::uint16_t port, std::size_t index,
                 tick0 = c.mirror().tick();
                 entered0 = c.mirror().statistics().entered;
                 left0 = c.mirror().statistics().left;
+                pacing.start(tick0, c.mirror().statistics().snapshots);
             }
             if (prober && measuring && result.spawn_ms.size() < o.spawns) {
                 // One spawn at a time: from sending to the entity being in this mirror.
@@ -607,6 +659,10 @@ void run_arena_client(const options& o, std::uint16_t port, std::size_t index,
                 }
             };
         }
+        frame_pacing pacing{result, current};
+        c.on_message = [&](const auto&) {
+            pacing.observe(c.mirror().tick(), c.mirror().statistics().snapshots);
+        };
         ecsnet::client::prediction_stats predicted0;
         std::uint64_t played = 0;  // the last tick the bot decided on
         std::uint64_t bytes0 = 0;
@@ -624,6 +680,7 @@ void run_arena_client(const options& o, std::uint16_t port, std::size_t index,
                 left0 = c.mirror().statistics().left;
                 late0 = late();
                 repeated0 = repeated();
+                pacing.start(tick0, c.mirror().statistics().snapshots);
                 if (prediction) {
                     predicted0 = prediction->stats();
                 }
@@ -879,6 +936,11 @@ struct load_totals {
     std::vector<double> spawn_ms;
     std::uint64_t spawns_unseen{0};
     std::vector<double> client_bps;  // per client, over the window
+    std::vector<double> longest_gaps_ms;  // per client (client_result::longest_gap_ms)
+    std::uint64_t longest_tick_step{0};   // over every client
+    std::size_t clients_skipping{0};      // clients that missed a tick (step > 1)
+    std::uint64_t resyncs{0};
+    std::size_t clients_resynced{0};
     double entered_ps{0};            // per client, per second
     double left_ps{0};
     double in_view{0};               // mean entities in a client's view
@@ -949,6 +1011,11 @@ load_totals sum_clients(const options& o, const load_run& run) {
             t.mispredicted_types[type] += n;
         }
         t.client_bps.push_back(static_cast<double>(r.bytes) / window);
+        t.longest_gaps_ms.push_back(r.longest_gap_ms);
+        t.longest_tick_step = std::max(t.longest_tick_step, r.longest_tick_step);
+        t.clients_skipping += r.longest_tick_step > 1 ? 1 : 0;
+        t.resyncs += r.resyncs;
+        t.clients_resynced += r.resyncs > 0 ? 1 : 0;
         t.entered_ps += static_cast<double>(r.entered) / window;
         t.left_ps += static_cast<double>(r.left) / window;
         t.in_view += r.in_view_samples == 0
@@ -1016,6 +1083,15 @@ nlohmann::json report_json(const options& o, const load_run& run, const load_tot
         {"bytes_per_s_per_client", t.per_client_bps},
         {"bytes_per_s_per_client_p50", percentile(t.client_bps, 0.5)},
         {"bytes_per_s_per_client_p99", percentile(t.client_bps, 0.99)},
+        {"bytes_per_s_per_client_min",
+         t.client_bps.empty() ? 0.0 : *std::min_element(t.client_bps.begin(), t.client_bps.end())},
+        {"frame_gap_ms_p50", percentile(t.longest_gaps_ms, 0.5)},
+        {"frame_gap_ms_p99", percentile(t.longest_gaps_ms, 0.99)},
+        {"frame_gap_ms_max", percentile(t.longest_gaps_ms, 1.0)},
+        {"longest_tick_step", t.longest_tick_step},
+        {"clients_skipping_ticks", t.clients_skipping},
+        {"resyncs", t.resyncs},
+        {"clients_resynced", t.clients_resynced},
         {"interest", t.interest},
         {"interest_radius",
          t.interest ? nlohmann::json(t.interest_radius) : nlohmann::json(nullptr)},
@@ -1104,6 +1180,14 @@ void print_report(const options& o, const load_run& run, const load_totals& t,
     }
     std::printf("%-32s %.0f B/s (p50 %.0f, p99 %.0f across clients)\n", "bytes per client",
                 t.per_client_bps, percentile(t.client_bps, 0.5), percentile(t.client_bps, 0.99));
+    std::printf("%-32s min %.0f B/s; longest gap between frames p50 %.1f ms, p99 %.1f ms, max "
+                "%.1f ms; %zu clients missed a tick (largest step %llu), %zu resynced (%llu "
+                "resyncs)\n",
+                "fairness across clients", j["bytes_per_s_per_client_min"].get<double>(),
+                percentile(t.longest_gaps_ms, 0.5), percentile(t.longest_gaps_ms, 0.99),
+                percentile(t.longest_gaps_ms, 1.0), t.clients_skipping,
+                static_cast<unsigned long long>(t.longest_tick_step), t.clients_resynced,
+                static_cast<unsigned long long>(t.resyncs));
     std::printf("%-32s %.1f mean, entered %.1f/s, left %.1f/s per client\n", "entities in view",
                 t.in_view, t.entered_ps, t.left_ps);
     std::printf("%-32s %.2f B\n",

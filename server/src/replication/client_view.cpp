@@ -43,6 +43,13 @@ tick_changes::slot_type& tick_changes::slot(std::uint32_t index) {
 void tick_changes::build(const ecs::World& world, const ecs::World::change_set_type& changes,
                          const protocol::component_registry& types) {
     (void)world;
+    // A value's size walks the type's fields: once a tick here, not per entity and client.
+    update_bytes_.resize(types.size());
+    for (std::uint32_t id = 0; id < types.size(); ++id) {
+        const protocol::component_info& info = types.info(id);
+        update_bytes_[id] =
+            info.is_string ? 0 : static_cast<std::uint32_t>(index_bytes + info.value_bytes());
+    }
     if (++epoch_ == 0) {
         std::fill(slots_.begin(), slots_.end(), slot_type{});
         epoch_ = 1;
@@ -107,6 +114,10 @@ std::size_t client_view::update_cost(const context& ctx, ecs::Entity e, std::uin
             continue;
         }
         // A removal is counted as a value: an upper bound, without looking the entity up.
+        if (const std::uint32_t fixed = ctx.changes.update_bytes(id); fixed != 0) {
+            bytes += fixed;
+            continue;
+        }
         const protocol::component_info& info = ctx.types.info(id);
         bytes += index_bytes + (!info.is_string                         ? info.value_bytes()
                                 : ctx.types.ops(id).contains(ctx.world, e) ? value_cost(ctx.types, ctx.world, id, e)

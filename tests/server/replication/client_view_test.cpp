@@ -660,6 +660,25 @@ TEST_F(ViewTest, ResetStartsOverWithEntries) {
 
 // tick_changes tells which of the tick's changed types an entity has now, from the change
 // lists alone; what the lists do not cover is left to the world.
+// The budget's size of an update (client_view::update_cost) reads a fixed-size type's from the
+// tick's table: a value and its index. A string's depends on the text, so the table says 0, as
+// it does for a type it has not seen.
+TEST(TickChanges, UpdateBytesIsAValueAndItsIndexForFixedSizeTypesOnly) {
+    const auto world = World::make();
+    const protocol::component_registry types = demo_types();
+    tick_changes changes;
+    EXPECT_EQ(changes.update_bytes(*types.id_of<Position>()), 0U) << "before build()";
+    changes.build(*world, world->take_changes(), types);
+    for (std::uint32_t id = 0; id < types.size(); ++id) {
+        const protocol::component_info& info = types.info(id);
+        EXPECT_EQ(changes.update_bytes(id), info.is_string ? 0U : 4U + info.value_bytes())
+            << info.name;
+    }
+    EXPECT_EQ(changes.update_bytes(*types.id_of<Name>()), 0U) << "a string";
+    EXPECT_GT(changes.update_bytes(*types.id_of<Position>()), 4U);
+    EXPECT_EQ(changes.update_bytes(static_cast<std::uint32_t>(types.size())), 0U);
+}
+
 TEST(TickChanges, PresentTellsWhatTheListsSay) {
     const auto world = World::make();
     const protocol::component_registry types = demo_types();

@@ -259,6 +259,58 @@ TEST_F(InterestTest, PriorityFollowsMovesTrackedOrNot) {
     EXPECT_FLOAT_EQ(priority(), 1.0F);
 }
 
+// priorities() is priority() for many entities at once, read another way: a player owning a few
+// entities is compared by index, one owning many through the table, a stale grid through the
+// world. Each answer must be priority()'s.
+TEST_F(InterestTest, PrioritiesAreEachEntitysPriority) {
+    interest_.set_focus(1, {0, 0});
+    interest_.set_radius(1, 100);
+    interest_.set_focus(2, {50, 50});
+    interest_.set_radius(2, 60);
+    interest_.set_focus(3, {0, 0});  // radius 0: every priority is normal but the own ones
+    interest_.set_radius(3, 0);
+    std::vector<Entity> entities;
+    for (int i = 0; i < 3; ++i) {
+        entities.push_back(owned_at(1, static_cast<float>(10 * i), 5));
+    }
+    for (int i = 0; i < 12; ++i) {  // more than priorities() compares by index
+        entities.push_back(owned_at(2, static_cast<float>(-20 * i), 40));
+    }
+    entities.push_back(owned_at(3, 500, 500));
+    for (int i = 0; i < 40; ++i) {
+        entities.push_back(
+            at(static_cast<float>(i * 7 % 230) - 100.0F, static_cast<float>(i * 13 % 190) - 80.0F));
+    }
+    entities.push_back(world_->create());  // no position
+    const Entity unowned_later = owned_at(1, 1, 1);
+    entities.push_back(unowned_later);
+    tick();
+    world_->erase<Owner>(unowned_later);  // its owner leaves the table and the set
+    tick();
+    const auto check = [&](const char* when) {
+        for (const std::uint32_t owner : {0U, 1U, 2U, 3U, 4U}) {
+            const auto& p = interest_.player(owner);
+            std::vector<float> batch(entities.size(), -1.0F);
+            interest_.policy()->priorities(*world_, owner, p, entities, batch);
+            for (std::size_t i = 0; i < entities.size(); ++i) {
+                EXPECT_EQ(batch[i], interest_.policy()->priority(*world_, owner, p, entities[i]))
+                    << when << ", owner " << owner << ", entity " << i;
+            }
+        }
+    };
+    check("tracked");
+    EXPECT_FLOAT_EQ(interest_.policy()->priority(*world_, 2, interest_.player(2), entities[10]),
+                    2.0F)
+        << "owner 2's own entity through the table";
+    // Moves while no view is needed leave the grid stale: both read the world.
+    interest_.policy()->views_needed(false);
+    for (std::size_t i = 15; i < 30; ++i) {
+        world_->replace<Position>(entities[i], static_cast<float>(i), 0.0F);
+    }
+    tick();
+    check("stale");
+}
+
 TEST_F(InterestTest, PriorityIsPositiveAndFiniteForAnyPosition) {
     // The byte budget sorts by accumulated priority: NaN would break the ordering.
     interest_.set_focus(1, {0, 0});

@@ -158,6 +158,32 @@ TEST(SpatialGrid, QueryMatchesBruteForceOnRandomPoints) {
     }
 }
 
+// query() finds its cells in batches before reading their lists: a square of 13 x 13 occupied
+// cells takes several batches, and every entity still comes once.
+TEST(SpatialGrid, QueryOverMoreCellsThanOneBatchListsEachEntityOnce) {
+    spatial_grid grid{1.0F};
+    std::map<Entity, point> placed;
+    std::uint32_t index = 0;
+    for (int y = 0; y < 20; ++y) {
+        for (int x = 0; x < 20; ++x) {
+            for (int k = 0; k < 2; ++k) {  // two entities in every cell
+                const Entity e{index++, 1};
+                const point p{static_cast<float>(x) + 0.25F * static_cast<float>(k + 1),
+                              static_cast<float>(y) + 0.5F};
+                grid.place(e, p);
+                placed[e] = p;
+            }
+        }
+    }
+    for (const float r : {6.0F, 9.5F, 15.0F}) {
+        const point centre{10.0F, 10.0F};
+        const std::vector<Entity> found = query(grid, centre, r);
+        EXPECT_EQ(found, brute_force(placed, 1.0F, centre, r)) << "radius " << r;
+        EXPECT_EQ(std::adjacent_find(found.begin(), found.end()), found.end()) << "radius " << r;
+    }
+    EXPECT_EQ(query(grid, {10.0F, 10.0F}, 6.0F).size(), std::size_t{13 * 13 * 2});
+}
+
 TEST(SpatialGrid, ANewVersionAtTheSameIndexReplacesTheOld) {
     spatial_grid grid{10.0F};
     const Entity old_one{4, 1};

@@ -50,6 +50,11 @@ public:
         return e.index() < slots_.size() && slots_[e.index()].stamp == epoch_ &&
                slots_[e.index()].created == e.version();
     }
+    // The bytes an update of type `id` adds to a frame, for a type of fixed size (a value's
+    // size and its index), as of build(); 0 for a string or a type registered since.
+    [[nodiscard]] std::uint32_t update_bytes(std::uint32_t id) const noexcept {
+        return id < update_bytes_.size() ? update_bytes_[id] : 0;
+    }
     [[nodiscard]] const std::vector<ecs::Entity>& destroyed() const noexcept { return destroyed_; }
     // Whether e itself (this version) was destroyed this tick. The record is read anyway
     // (plan() asks for the mask next): the list is searched only when it says so.
@@ -80,6 +85,7 @@ private:
     std::vector<slot_type> slots_;
     std::vector<ecs::Entity> destroyed_;
     std::vector<ecs::Entity> destroyed_by_index_;  // sorted, for was_destroyed()
+    std::vector<std::uint32_t> update_bytes_;      // by wire id
 };
 
 struct view_stats {

@@ -119,6 +119,9 @@ public:
 
 private:
     void place(const ecs::World& world, ecs::Entity e);
+    // priority() of an entity the player does not own.
+    [[nodiscard]] float distance_priority(const ecs::World& world, const player_interest& p,
+                                          ecs::Entity e) const;
     void set_owner(ecs::Entity e, std::uint32_t owner);
     [[nodiscard]] bool first_visit(ecs::Entity e);
 

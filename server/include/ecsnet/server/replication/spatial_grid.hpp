@@ -2,6 +2,7 @@
 
 #include <boost/unordered/unordered_flat_map.hpp>
 
+#include <array>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -97,17 +98,35 @@ public:
             }
             return;
         }
+        // In two passes over batches of cells: find each cell and ask the CPU for its list,
+        // then read the lists. Each list is its own allocation, and reading it right after
+        // finding its cell waited for one cache miss per cell in turn: two thirds of
+        // grid_interest::collect() at 1,000 views of 25 cells.
+        constexpr std::size_t batch = 32;
+        std::array<const std::vector<ecs::Entity>*, batch> found{};
+        std::size_t count = 0;
+        const auto drain = [&] {
+            for (std::size_t i = 0; i < count; ++i) {
+                for (const ecs::Entity e : *found[i]) {
+                    fn(e);
+                }
+            }
+            count = 0;
+        };
         for (std::int64_t y = low.y; y <= high.y; ++y) {
             for (std::int64_t x = low.x; x <= high.x; ++x) {
                 const auto it = cells_.find(
                     pack(cell{static_cast<std::int32_t>(x), static_cast<std::int32_t>(y)}));
                 if (it != cells_.end()) {
-                    for (const ecs::Entity e : it->second) {
-                        fn(e);
+                    __builtin_prefetch(it->second.data());
+                    found[count++] = &it->second;
+                    if (count == batch) {
+                        drain();
                     }
                 }
             }
         }
+        drain();
     }
 
 private:
