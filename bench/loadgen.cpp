@@ -937,6 +937,9 @@ struct load_totals {
     std::uint64_t spawns_unseen{0};
     std::vector<double> client_bps;  // per client, over the window
     std::vector<double> longest_gaps_ms;  // per client (client_result::longest_gap_ms)
+    // Per client with entities in view: bytes/s per entity in view. Under one budget a client
+    // whose view holds fewer entities is sent fewer bytes; per entity it is served alike.
+    std::vector<double> client_bps_per_entity;
     std::uint64_t longest_tick_step{0};   // over every client
     std::size_t clients_skipping{0};      // clients that missed a tick (step > 1)
     std::uint64_t resyncs{0};
@@ -1012,6 +1015,11 @@ load_totals sum_clients(const options& o, const load_run& run) {
         }
         t.client_bps.push_back(static_cast<double>(r.bytes) / window);
         t.longest_gaps_ms.push_back(r.longest_gap_ms);
+        if (r.in_view_samples > 0 && r.in_view_sum > 0.0) {
+            t.client_bps_per_entity.push_back(
+                static_cast<double>(r.bytes) / window /
+                (r.in_view_sum / static_cast<double>(r.in_view_samples)));
+        }
         t.longest_tick_step = std::max(t.longest_tick_step, r.longest_tick_step);
         t.clients_skipping += r.longest_tick_step > 1 ? 1 : 0;
         t.resyncs += r.resyncs;
@@ -1085,6 +1093,11 @@ nlohmann::json report_json(const options& o, const load_run& run, const load_tot
         {"bytes_per_s_per_client_p99", percentile(t.client_bps, 0.99)},
         {"bytes_per_s_per_client_min",
          t.client_bps.empty() ? 0.0 : *std::min_element(t.client_bps.begin(), t.client_bps.end())},
+        {"bytes_per_s_per_entity_in_view_min",
+         t.client_bps_per_entity.empty()
+             ? 0.0
+             : *std::min_element(t.client_bps_per_entity.begin(), t.client_bps_per_entity.end())},
+        {"bytes_per_s_per_entity_in_view_p50", percentile(t.client_bps_per_entity, 0.5)},
         {"frame_gap_ms_p50", percentile(t.longest_gaps_ms, 0.5)},
         {"frame_gap_ms_p99", percentile(t.longest_gaps_ms, 0.99)},
         {"frame_gap_ms_max", percentile(t.longest_gaps_ms, 1.0)},
@@ -1180,10 +1193,12 @@ void print_report(const options& o, const load_run& run, const load_totals& t,
     }
     std::printf("%-32s %.0f B/s (p50 %.0f, p99 %.0f across clients)\n", "bytes per client",
                 t.per_client_bps, percentile(t.client_bps, 0.5), percentile(t.client_bps, 0.99));
-    std::printf("%-32s min %.0f B/s; longest gap between frames p50 %.1f ms, p99 %.1f ms, max "
-                "%.1f ms; %zu clients missed a tick (largest step %llu), %zu resynced (%llu "
-                "resyncs)\n",
+    std::printf("%-32s min %.0f B/s (per entity in view: min %.0f, p50 %.0f); longest gap "
+                "between frames p50 %.1f ms, p99 %.1f ms, max %.1f ms; %zu clients missed a tick "
+                "(largest step %llu), %zu resynced (%llu resyncs)\n",
                 "fairness across clients", j["bytes_per_s_per_client_min"].get<double>(),
+                j["bytes_per_s_per_entity_in_view_min"].get<double>(),
+                j["bytes_per_s_per_entity_in_view_p50"].get<double>(),
                 percentile(t.longest_gaps_ms, 0.5), percentile(t.longest_gaps_ms, 0.99),
                 percentile(t.longest_gaps_ms, 1.0), t.clients_skipping,
                 static_cast<unsigned long long>(t.longest_tick_step), t.clients_resynced,
