@@ -526,6 +526,38 @@ TEST_F(ViewMirror, UpdatesFollowTheCallersPresenceWhenGiven) {
     EXPECT_TRUE(holds(mirror_, *world_, types_, {rock_, mine_}));
 }
 
+// The encoder keeps its working lists (groups by mask, index sets, column offsets) from one
+// frame to the next for their memory: a frame must not depend on what was encoded before it.
+TEST_F(ViewMirror, AFrameIsTheSameFromAnEncoderThatEncodedOthersBefore) {
+    const auto bytes = [](const proto::frame& f) {
+        return std::vector<std::uint8_t>(f->begin(), f->end());
+    };
+    // Four groups by mask, then one, then two, then none: spare groups stay behind.
+    const std::vector<Entity> four_masks{mine_, theirs_, rock_, vault_};
+    view_changes many;
+    many.entered = four_masks;
+    many.viewer = viewer;
+    const std::vector<Entity> rocks{rock_};
+    view_changes one;
+    one.entered = rocks;
+    one.viewer = viewer;
+    const std::vector<Entity> two_masks{theirs_, rock_};
+    const due_list updated{{rock_, bit(id::spot) | bit(id::gauge)}, {theirs_, bit(id::tag)}};
+    view_changes mixed;
+    mixed.spawned = two_masks;
+    mixed.updated = updated;
+    mixed.viewer = viewer;
+    view_changes none;
+    for (const view_changes* c : {&one, &mixed, &none, &many}) {
+        proto::replication_encoder fresh{types_};
+        const auto expected = bytes(fresh.encode_view_delta(*world_, *c, 7));
+        for (const view_changes* before : {&many, &mixed, &one}) {
+            (void)encoder_.encode_view_delta(*world_, *before, 6);
+            EXPECT_EQ(bytes(encoder_.encode_view_delta(*world_, *c, 7)), expected);
+        }
+    }
+}
+
 // ---- checksums with exclusions ------------------------------------------------------------
 
 TEST_F(ViewMirror, OfEntitySumsAgreeWithTheMirrorsChecksum) {

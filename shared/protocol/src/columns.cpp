@@ -11,7 +11,7 @@ void index_set_plan::build(std::span<const std::uint32_t> indices) {
     in_order = true;
     order.reserve(indices.size());
     // Two passes keep values in one output order: run members first, then the list.
-    std::vector<std::uint32_t> singles;
+    singles.clear();
     std::size_t start = 0;
     const auto flush = [&](std::size_t end) {
         const std::size_t length = end - start;

@@ -49,24 +49,30 @@ std::uint64_t replication_encoder::mask_of(const ecs::World& world, ecs::Entity 
     return mask;
 }
 
-void replication_encoder::group_by_mask(const ecs::World& world,
-                                        std::span<const ecs::Entity> entities,
-                                        std::vector<group>& out, std::uint32_t viewer) {
-    out.clear();
+std::size_t replication_encoder::group_by_mask(const ecs::World& world,
+                                               std::span<const ecs::Entity> entities,
+                                               std::vector<group>& out, std::uint32_t viewer) {
+    std::size_t used = 0;
     std::size_t last = 0;
     for (const ecs::Entity e : entities) {
         const std::uint64_t mask = mask_of(world, e, viewer);
-        if (last >= out.size() || out[last].mask != mask) {
+        if (last >= used || out[last].mask != mask) {
             last = 0;
-            while (last < out.size() && out[last].mask != mask) {
+            while (last < used && out[last].mask != mask) {
                 ++last;
             }
-            if (last == out.size()) {
-                out.push_back(group{mask, {}});
+            if (last == used) {
+                if (used == out.size()) {
+                    out.emplace_back();
+                }
+                out[used].mask = mask;
+                out[used].entities.clear();
+                ++used;
             }
         }
         out[last].entities.push_back(e);
     }
+    return used;
 }
 
 flatbuffers::Offset<wire::EntityGroup> replication_encoder::encode_group(
@@ -88,19 +94,19 @@ flatbuffers::Offset<wire::EntityGroup> replication_encoder::encode_group(
     for (const std::uint32_t position : plan_.order) {
         ordered_.push_back(entities[position]);
     }
-    std::vector<flatbuffers::Offset<wire::Column>> columns;
+    group_columns_.clear();
     for (std::uint32_t id = 0; mask != 0; ++id, mask >>= 1U) {
         if ((mask & 1U) == 0) {
             continue;
         }
         const auto values = types_->ops(id).encode(fbb_, world, ordered_);
         const bool is_string = types_->info(id).is_string;
-        columns.push_back(wire::CreateColumn(
+        group_columns_.push_back(wire::CreateColumn(
             fbb_, static_cast<std::uint16_t>(id), 0,
             is_string ? 0 : flatbuffers::Offset<flatbuffers::Vector<std::uint8_t>>(values),
             is_string ? flatbuffers::Offset<flatbuffers::Vector<flatbuffers::Offset<flatbuffers::String>>>(values) : 0));
     }
-    const auto columns_offset = fbb_.CreateVector(columns);
+    const auto columns_offset = fbb_.CreateVector(group_columns_);
     return wire::CreateEntityGroup(fbb_, at, versions_offset, columns_offset);
 }
 
@@ -315,13 +321,12 @@ replication_encoder::encode_groups(const ecs::World& world, std::span<const ecs:
     if (entities.empty()) {
         return 0;
     }
-    group_by_mask(world, entities, groups_, viewer);
-    std::vector<flatbuffers::Offset<wire::EntityGroup>> offsets;
-    offsets.reserve(groups_.size());
-    for (const auto& g : groups_) {
-        offsets.push_back(encode_group(world, g.mask, g.entities));
+    const std::size_t count = group_by_mask(world, entities, groups_, viewer);
+    group_offsets_.clear();
+    for (std::size_t g = 0; g < count; ++g) {
+        group_offsets_.push_back(encode_group(world, groups_[g].mask, groups_[g].entities));
     }
-    return fbb_.CreateVector(offsets);
+    return fbb_.CreateVector(group_offsets_);
 }
 
 frame replication_encoder::encode_view_delta(const ecs::World& world, const view_changes& changes,
@@ -358,18 +363,20 @@ frame replication_encoder::encode_view_delta(const ecs::World& world, const view
             (has ? view_set_ : view_removed_)[id].push_back(e);
         }
     }
-    std::vector<flatbuffers::Offset<wire::Column>> set;
-    std::vector<flatbuffers::Offset<wire::Column>> removed;
+    set_columns_.clear();
+    removed_columns_.clear();
     for (std::uint32_t id = 0; id < types_->size(); ++id) {
         if (!view_set_[id].empty()) {
-            set.push_back(encode_set_column(world, id, view_set_[id]));
+            set_columns_.push_back(encode_set_column(world, id, view_set_[id]));
         }
         if (!view_removed_[id].empty()) {
-            removed.push_back(encode_removal_column(id, view_removed_[id]));
+            removed_columns_.push_back(encode_removal_column(id, view_removed_[id]));
         }
     }
-    const auto set_offset = set.empty() ? columns_offset{0} : fbb_.CreateVector(set);
-    const auto removed_offset = removed.empty() ? columns_offset{0} : fbb_.CreateVector(removed);
+    const auto set_offset =
+        set_columns_.empty() ? columns_offset{0} : fbb_.CreateVector(set_columns_);
+    const auto removed_offset =
+        removed_columns_.empty() ? columns_offset{0} : fbb_.CreateVector(removed_columns_);
     const auto delta = wire::CreateDelta(fbb_, tick, destroyed, spawned, set_offset,
                                          removed_offset, false, entered, left);
     return finish_frame(

@@ -25,6 +25,9 @@ struct index_set_plan {
     std::vector<std::uint32_t> list;
     std::vector<std::uint32_t> order;
     bool in_order{true};  // order is 0, 1, 2, ...: values follow the caller's order
+    // build()'s working list, kept for its memory: a plan is built per column per client per
+    // tick, and a list of its own grew (allocated) several times each time.
+    std::vector<std::uint32_t> singles;
 
     void build(std::span<const std::uint32_t> indices);
     [[nodiscard]] flatbuffers::Offset<wire::IndexSet> encode(

@@ -80,9 +80,12 @@ private:
         std::vector<ecs::Entity> entities;
     };
 
-    // Groups by the mask of types `viewer` receives (viewer 0: no owner-only type).
-    void group_by_mask(const ecs::World& world, std::span<const ecs::Entity> entities,
-                       std::vector<group>& out, std::uint32_t viewer = 0);
+    // Groups by the mask of types `viewer` receives (viewer 0: no owner-only type) into the
+    // first groups of `out`, and returns how many. The groups after them are spares, kept with
+    // their memory for the next call.
+    [[nodiscard]] std::size_t group_by_mask(const ecs::World& world,
+                                            std::span<const ecs::Entity> entities,
+                                            std::vector<group>& out, std::uint32_t viewer = 0);
     using columns_offset =
         flatbuffers::Offset<flatbuffers::Vector<flatbuffers::Offset<wire::Column>>>;
 
@@ -125,6 +128,12 @@ private:
     std::vector<std::uint64_t> masks_;  // snapshot: per entity index
     std::vector<std::vector<ecs::Entity>> view_set_;      // encode_view_delta, by wire id
     std::vector<std::vector<ecs::Entity>> view_removed_;  // encode_view_delta, by wire id
+    // The offsets a frame's vectors of tables are made from, kept for their memory: each
+    // client's frame would otherwise allocate them every tick.
+    std::vector<flatbuffers::Offset<wire::EntityGroup>> group_offsets_;  // encode_groups
+    std::vector<flatbuffers::Offset<wire::Column>> group_columns_;       // encode_group
+    std::vector<flatbuffers::Offset<wire::Column>> set_columns_;         // encode_view_delta
+    std::vector<flatbuffers::Offset<wire::Column>> removed_columns_;     // encode_view_delta
 };
 
 }  // namespace ecsnet::protocol
