@@ -48,6 +48,77 @@ std::optional<std::size_t> fd_count(pid_t pid) {
     return n;
 }
 
+std::map<int, std::string> fd_targets(pid_t pid) {
+    const std::string dir_path = "/proc/" + std::to_string(pid) + "/fd";
+    std::map<int, std::string> targets;
+    DIR* dir = ::opendir(dir_path.c_str());
+    if (dir == nullptr) {
+        return targets;
+    }
+    while (const dirent* entry = ::readdir(dir)) {
+        if (entry->d_name[0] == '.') {
+            continue;
+        }
+        std::array<char, 256> target{};
+        const std::string link = dir_path + "/" + entry->d_name;
+        const ssize_t n = ::readlink(link.c_str(), target.data(), target.size() - 1);
+        targets.emplace(
+            std::atoi(entry->d_name),
+            n < 0 ? std::string{"?"} : std::string(target.data(), static_cast<std::size_t>(n)));
+    }
+    ::closedir(dir);
+    return targets;
+}
+
+namespace {
+
+// The TCP sockets the process can see, by inode: "STATE local -> remote" (addresses in the
+// kernel's hexadecimal form).
+std::map<std::string, std::string> tcp_sockets_by_inode(pid_t pid) {
+    static constexpr std::array<const char*, 12> states{
+        "?",         "ESTABLISHED", "SYN_SENT",   "SYN_RECV", "FIN_WAIT1", "FIN_WAIT2",
+        "TIME_WAIT", "CLOSE",       "CLOSE_WAIT", "LAST_ACK", "LISTEN",    "CLOSING"};
+    std::map<std::string, std::string> sockets;
+    for (const char* table : {"tcp", "tcp6"}) {
+        std::ifstream in("/proc/" + std::to_string(pid) + "/net/" + table);
+        std::string line;
+        std::getline(in, line);  // the header
+        while (std::getline(in, line)) {
+            std::istringstream fields(line);
+            std::string slot, local, remote, state, queues, timer, retransmits, uid, timeout, inode;
+            if (!(fields >> slot >> local >> remote >> state >> queues >> timer >> retransmits >>
+                  uid >> timeout >> inode)) {
+                continue;
+            }
+            const auto code = std::stoul(state, nullptr, 16);
+            sockets[inode] = std::string(code < states.size() ? states[code] : "?") + " " + local +
+                             " -> " + remote + " queues " + queues;
+        }
+    }
+    return sockets;
+}
+
+}  // namespace
+
+std::string describe_new_fds(pid_t pid, const std::map<int, std::string>& before) {
+    const auto sockets = tcp_sockets_by_inode(pid);
+    std::string out;
+    for (const auto& [fd, target] : fd_targets(pid)) {
+        const auto old = before.find(fd);
+        if (old != before.end() && old->second == target) {
+            continue;
+        }
+        out += "fd " + std::to_string(fd) + " -> " + target;
+        if (target.starts_with("socket:[")) {
+            const auto socket = sockets.find(target.substr(8, target.size() - 9));
+            out += socket == sockets.end() ? std::string{" (not a TCP socket)"}
+                                           : " (" + socket->second + ")";
+        }
+        out += "\n";
+    }
+    return out.empty() ? std::string{"(none)"} : out;
+}
+
 std::optional<double> cpu_seconds(pid_t pid) {
     std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
     std::string line;

@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -27,6 +28,13 @@ class server;
 [[nodiscard]] std::optional<std::size_t> rss_kib(pid_t pid);
 [[nodiscard]] std::optional<std::size_t> fd_count(pid_t pid);
 [[nodiscard]] std::optional<double> cpu_seconds(pid_t pid);
+
+// Each open descriptor's target ("socket:[123]", "anon_inode:[timerfd]", a path) by number;
+// empty once the process is gone.
+[[nodiscard]] std::map<int, std::string> fd_targets(pid_t pid);
+// The descriptors open now that `before` did not list, one per line, a TCP socket with its
+// state and addresses: what a test prints when descriptors fail to return to a baseline.
+[[nodiscard]] std::string describe_new_fds(pid_t pid, const std::map<int, std::string>& before);
 
 // One "stats: tick T p50 X ms p99 Y ms, E entities, C clients, B B/s out, O overruns,
 // R resyncs, L rate-limited, I invalid frames" line.

@@ -369,6 +369,7 @@ TEST(Timeouts, ThousandSilentConnectionsAndATrickledHelloAreClosedAtTheHelloTime
               "2000"}};
     const auto patient = join(s.port(), "patient");
     const std::size_t baseline = fd_count(s.pid()).value();
+    const auto baseline_fds = ecsnet::test::fd_targets(s.pid());
 
     // The trickler connects first: it is client 2, after "patient".
     std::vector<tcp_client> clients;
@@ -424,7 +425,8 @@ TEST(Timeouts, ThousandSilentConnectionsAndATrickledHelloAreClosedAtTheHelloTime
     EXPECT_TRUE(log_has(s, "client 2 () closed: no Hello within the handshake timeout"));
 
     const std::size_t fds_after = wait_for_fds(s.pid(), baseline, 5s);
-    EXPECT_EQ(fds_after, baseline);
+    EXPECT_EQ(fds_after, baseline) << "descriptors not open at the baseline:\n"
+                                   << ecsnet::test::describe_new_fds(s.pid(), baseline_fds);
     EXPECT_GE(fds_peak, baseline + silent_count) << "the connections were not all held at once";
 
     const std::uint64_t tick = patient->mirror().tick();
@@ -611,6 +613,7 @@ TEST(Caps, ConnectCloseFloodLeavesDescriptorsAtBaseline) {
     constexpr std::size_t connects = 3000;
     server s;
     const std::size_t baseline = fd_count(s.pid()).value();
+    const auto baseline_fds = ecsnet::test::fd_targets(s.pid());
     const auto rss_before = ecsnet::test::rss_kib(s.pid()).value_or(0);
     const auto hello = protocol::encode(protocol::hello{protocol::protocol_version, "half", ""}, {});
     const std::span half_hello{hello->data(), hello->size() / 2};
@@ -645,7 +648,8 @@ TEST(Caps, ConnectCloseFloodLeavesDescriptorsAtBaseline) {
     const auto settle = clock_type::now();
     const std::size_t fds_after = wait_for_fds(s.pid(), baseline, 10s);
     const double settle_ms = ms_since(settle);
-    EXPECT_EQ(fds_after, baseline);
+    EXPECT_EQ(fds_after, baseline) << "descriptors not open at the baseline:\n"
+                                   << ecsnet::test::describe_new_fds(s.pid(), baseline_fds);
     const auto after = join(s.port(), "after-the-flood");
     EXPECT_TRUE(after->mirror().ready());
 

@@ -224,11 +224,10 @@ void grid_interest::priorities(const ecs::World& world, std::uint32_t owner,
     if (owner != 0) {
         if (const auto it = owned_.find(owner); it != owned_.end()) {
             by_table = it->second.size() > few;
-            for (const auto index : it->second) {
-                if (owned == few) {
-                    break;
+            if (!by_table) {
+                for (const auto index : it->second) {
+                    own[owned++] = index;
                 }
-                own[owned++] = index;
             }
         }
     }

@@ -49,30 +49,22 @@ std::uint64_t replication_encoder::mask_of(const ecs::World& world, ecs::Entity 
     return mask;
 }
 
-std::size_t replication_encoder::group_by_mask(const ecs::World& world,
-                                               std::span<const ecs::Entity> entities,
-                                               std::vector<group>& out, std::uint32_t viewer) {
-    std::size_t used = 0;
-    std::size_t last = 0;
-    for (const ecs::Entity e : entities) {
-        const std::uint64_t mask = mask_of(world, e, viewer);
-        if (last >= used || out[last].mask != mask) {
-            last = 0;
-            while (last < used && out[last].mask != mask) {
-                ++last;
-            }
-            if (last == used) {
-                if (used == out.size()) {
-                    out.emplace_back();
-                }
-                out[used].mask = mask;
-                out[used].entities.clear();
-                ++used;
-            }
+void replication_encoder::mask_groups::add(std::uint64_t mask, ecs::Entity e) {
+    if (last_ >= used_ || groups_[last_].mask != mask) {
+        last_ = 0;
+        while (last_ < used_ && groups_[last_].mask != mask) {
+            ++last_;
         }
-        out[last].entities.push_back(e);
+        if (last_ == used_) {
+            if (used_ == groups_.size()) {
+                groups_.emplace_back();
+            }
+            groups_[used_].mask = mask;
+            groups_[used_].entities.clear();
+            ++used_;
+        }
     }
-    return used;
+    groups_[last_].entities.push_back(e);
 }
 
 flatbuffers::Offset<wire::EntityGroup> replication_encoder::encode_group(
@@ -321,9 +313,12 @@ replication_encoder::encode_groups(const ecs::World& world, std::span<const ecs:
     if (entities.empty()) {
         return 0;
     }
-    const std::size_t count = group_by_mask(world, entities, groups_, viewer);
+    groups_.clear();
+    for (const ecs::Entity e : entities) {
+        groups_.add(mask_of(world, e, viewer), e);
+    }
     group_offsets_.clear();
-    for (std::size_t g = 0; g < count; ++g) {
+    for (std::size_t g = 0; g < groups_.size(); ++g) {
         group_offsets_.push_back(encode_group(world, groups_[g].mask, groups_[g].entities));
     }
     return fbb_.CreateVector(group_offsets_);
@@ -404,20 +399,7 @@ std::vector<frame> replication_encoder::encode_snapshot(const ecs::World& world,
         }
     }
     groups_.clear();
-    std::size_t last = 0;
-    world.each([&](ecs::Entity e) {
-        const std::uint64_t mask = masks_[e.index()];
-        if (last >= groups_.size() || groups_[last].mask != mask) {
-            last = 0;
-            while (last < groups_.size() && groups_[last].mask != mask) {
-                ++last;
-            }
-            if (last == groups_.size()) {
-                groups_.push_back(group{mask, {}});
-            }
-        }
-        groups_[last].entities.push_back(e);
-    });
+    world.each([&](ecs::Entity e) { groups_.add(masks_[e.index()], e); });
 
     // Plan chunks as slices of groups, then encode each with the final chunk count.
     struct slice {

@@ -80,12 +80,23 @@ private:
         std::vector<ecs::Entity> entities;
     };
 
-    // Groups by the mask of types `viewer` receives (viewer 0: no owner-only type) into the
-    // first groups of `out`, and returns how many. The groups after them are spares, kept with
-    // their memory for the next call.
-    [[nodiscard]] std::size_t group_by_mask(const ecs::World& world,
-                                            std::span<const ecs::Entity> entities,
-                                            std::vector<group>& out, std::uint32_t viewer = 0);
+    // Entities grouped by mask, groups in the order their first entity came. Cleared groups
+    // keep their memory for the next frame.
+    class mask_groups {
+    public:
+        void clear() noexcept {
+            used_ = 0;
+            last_ = 0;
+        }
+        void add(std::uint64_t mask, ecs::Entity e);
+        [[nodiscard]] std::size_t size() const noexcept { return used_; }
+        [[nodiscard]] const group& operator[](std::size_t i) const noexcept { return groups_[i]; }
+
+    private:
+        std::vector<group> groups_;  // the first used_ are in use, the rest are spares
+        std::size_t used_ = 0;
+        std::size_t last_ = 0;  // the previous entity's group, the usual answer
+    };
     using columns_offset =
         flatbuffers::Offset<flatbuffers::Vector<flatbuffers::Offset<wire::Column>>>;
 
@@ -124,7 +135,7 @@ private:
     // form runs again (8 bytes for all of them instead of 4 each).
     ecs::index_order index_order_;
     const ecs::World* world_{nullptr};  // for finish_owner_only
-    std::vector<group> groups_;
+    mask_groups groups_;
     std::vector<std::uint64_t> masks_;  // snapshot: per entity index
     std::vector<std::vector<ecs::Entity>> view_set_;      // encode_view_delta, by wire id
     std::vector<std::vector<ecs::Entity>> view_removed_;  // encode_view_delta, by wire id
