@@ -612,6 +612,9 @@ TEST(Caps, ConnectionsPastMaxClientsGetServerFullAndTheOthersAreUnaffected) {
 TEST(Caps, ConnectCloseFloodLeavesDescriptorsAtBaseline) {
     constexpr std::size_t connects = 3000;
     server s;
+    // The baseline is taken with a client joined: the server has then opened what it opens once
+    // (taken straight after the start, it once read 10, and 15 after the flood).
+    const auto before = join(s.port(), "before-the-flood");
     const std::size_t baseline = fd_count(s.pid()).value();
     const auto baseline_fds = ecsnet::test::fd_targets(s.pid());
     const auto rss_before = ecsnet::test::rss_kib(s.pid()).value_or(0);
@@ -652,6 +655,7 @@ TEST(Caps, ConnectCloseFloodLeavesDescriptorsAtBaseline) {
                                    << ecsnet::test::describe_new_fds(s.pid(), baseline_fds);
     const auto after = join(s.port(), "after-the-flood");
     EXPECT_TRUE(after->mirror().ready());
+    EXPECT_TRUE(before->is_open()) << *before->closed_reason();
 
     figures{"connect_close_flood"}
         .add("connects", done)
