@@ -310,6 +310,10 @@ struct tick_stats {
     // "stats: stages ms per tick: NAME MS ...": each stage's mean over the lines, in line order.
     std::vector<std::pair<std::string, double>> stage_ms;
     std::size_t stage_lines = 0;
+    // "stats: tick waits per client: p50 X ms p99 Y ms max Z ms": each line's three figures.
+    std::vector<double> wait_p50s;
+    std::vector<double> wait_p99s;
+    std::vector<double> wait_maxes;
     std::optional<std::uint64_t> first_overruns;  // the server's running count, first and last
     std::uint64_t last_overruns = 0;
 };
@@ -336,6 +340,20 @@ tick_stats read_tick_stats(const std::string& log_path, std::size_t from_line, s
                 out.stage_ms[k].second += ms;
             }
             ++out.stage_lines;
+            continue;
+        }
+        if (const auto at = line.find("stats: tick waits per client: p50 ");
+            at != std::string::npos) {
+            std::istringstream waits(line.substr(at + 34));
+            double p50 = 0;
+            double p99 = 0;
+            double max = 0;
+            std::string ms, p99_word, ms2, max_word;
+            if (waits >> p50 >> ms >> p99_word >> p99 >> ms2 >> max_word >> max) {
+                out.wait_p50s.push_back(p50);
+                out.wait_p99s.push_back(p99);
+                out.wait_maxes.push_back(max);
+            }
             continue;
         }
         if (line.find("stats: tick") == std::string::npos) {
@@ -840,6 +858,7 @@ struct load_run {
     double rss_max{0.0};
     std::vector<double> p99s;   // the server's per-second tick p99s over the window
     std::vector<std::pair<std::string, double>> stage_ms;  // the window's mean ms per tick, by stage
+    tick_stats server_lines;  // the window's stats lines (the tick waits per client)
     std::map<std::string, double> thread_pct;              // the window's % of a core, by thread
     std::int64_t overruns{-1};  // unknown when attached to a server we did not start
     std::vector<double> joins;  // ms, the extra joins after the window
@@ -909,6 +928,7 @@ load_run run_load(const options& o) {
         std::size_t total = 0;
         const tick_stats window_stats = read_tick_stats(launched.log_path, log_lines, total);
         out.p99s = window_stats.p99s;
+        out.server_lines = window_stats;
         for (auto [name, sum] : window_stats.stage_ms) {
             out.stage_ms.emplace_back(name, sum / static_cast<double>(window_stats.stage_lines));
         }
@@ -1101,6 +1121,12 @@ nlohmann::json report_json(const options& o, const load_run& run, const load_tot
         {"frame_gap_ms_p50", percentile(t.longest_gaps_ms, 0.5)},
         {"frame_gap_ms_p99", percentile(t.longest_gaps_ms, 0.99)},
         {"frame_gap_ms_max", percentile(t.longest_gaps_ms, 1.0)},
+        {"server_tick_wait_ms_p50",
+         run.server_lines.wait_p50s.empty() ? -1.0 : percentile(run.server_lines.wait_p50s, 0.5)},
+        {"server_tick_wait_ms_p99",
+         run.server_lines.wait_p99s.empty() ? -1.0 : percentile(run.server_lines.wait_p99s, 0.5)},
+        {"server_tick_wait_ms_max",
+         run.server_lines.wait_maxes.empty() ? -1.0 : percentile(run.server_lines.wait_maxes, 1.0)},
         {"longest_tick_step", t.longest_tick_step},
         {"clients_skipping_ticks", t.clients_skipping},
         {"resyncs", t.resyncs},
@@ -1203,6 +1229,14 @@ void print_report(const options& o, const load_run& run, const load_totals& t,
                 percentile(t.longest_gaps_ms, 1.0), t.clients_skipping,
                 static_cast<unsigned long long>(t.longest_tick_step), t.clients_resynced,
                 static_cast<unsigned long long>(t.resyncs));
+    if (!run.server_lines.wait_maxes.empty()) {
+        std::printf(
+            "%-32s the longest each client waited for tick frames to be written, per "
+            "second: p50 %.1f ms, p99 %.1f ms (medians over %zu seconds), max %.1f ms\n",
+            "fairness, server side", j["server_tick_wait_ms_p50"].get<double>(),
+            j["server_tick_wait_ms_p99"].get<double>(), run.server_lines.wait_maxes.size(),
+            j["server_tick_wait_ms_max"].get<double>());
+    }
     std::printf("%-32s %.1f mean, entered %.1f/s, left %.1f/s per client\n", "entities in view",
                 t.in_view, t.entered_ps, t.left_ps);
     std::printf("%-32s %.2f B\n",

@@ -451,10 +451,16 @@ awaitable<void> server::stats_loop() {
             break;
         }
         const input_buffer& inputs = simulation_.inputs();
+        std::vector<double> tick_waits_ms;
+        for (const auto& [id, s] : sessions_.sessions().sessions()) {
+            if (const std::uint64_t us = s->take_longest_tick_wait_us(); us != 0) {
+                tick_waits_ms.push_back(static_cast<double>(us) / 1000.0);
+            }
+        }
         stats_log_.log(stats_log::world_line{
             tick_, world_->alive(), clients(), stats(),
             sessions_.take_unlogged_connection_lines(), config_.connection_log_lines, inputs.players(),
-            inputs.held(), interest_.enabled()});
+            inputs.held(), interest_.enabled(), std::move(tick_waits_ms)});
     }
 }
 

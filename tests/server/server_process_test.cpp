@@ -105,6 +105,64 @@ TEST(ServerProcess, ConnectionLinesPastTheirRateAreCountedNotLogged) {
     EXPECT_THAT(log, HasSubstr("(more than 3 per 10 s, --connection-log-lines)"));
 }
 
+// Issue 42.1, fairness under load: every stats interval the server logs how long its clients
+// waited for tick frames (per client the longest wait, across clients p50, p99 and max). A
+// client that does not read waits from its last completed write on; one that reads is counted
+// beside it.
+TEST(ServerProcess, StatsSayHowLongTheClientsWaitedForTickFrames) {
+    server_process server{
+        local_with({"--demo-entities", "10000", "--tick-rate", "60", "--queue-bytes", "262144",
+                    "--stall-timeout-ms", "60000", "--stats-interval-s", "1"})};
+    const auto port = server.port();
+    ASSERT_TRUE(port.has_value()) << server.log();
+    const auto reader = join(*port, "reads");
+    const auto read_a_while = [&](std::chrono::milliseconds d) {
+        const auto until = clock_type::now() + d;
+        while (clock_type::now() < until) {
+            reader->poll_for(5ms);
+        }
+    };
+
+    raw_socket slow{*port, 4096};
+    slow.send(protocol::hello{protocol::protocol_version, "never-reads", ""});
+    const std::uint16_t slow_port = slow.socket().local_endpoint().port();
+    // Until the server's socket to it is full (as in the test below): its writes then stall.
+    const auto deadline = clock_type::now() + 30s;
+    std::size_t queued = 0;
+    int unchanged = 0;
+    while (clock_type::now() < deadline && unchanged < 5) {
+        read_a_while(200ms);
+        const std::size_t now = ecsnet::test::kernel_send_queue(*port, slow_port).value_or(0);
+        unchanged = now >= 1024 * 1024 && now == queued ? unchanged + 1 : 0;
+        queued = now;
+    }
+    ASSERT_EQ(unchanged, 5) << "the server's socket to the client never filled up\n"
+                            << server.log();
+
+    // The next stats line: written after the stall began, so the stalled client's wait is
+    // at least the second its queue stood still.
+    const std::size_t from = server.log().size();
+    const std::regex waits{R"(stats: tick waits per client: p50 ([\d.]+) ms p99 ([\d.]+) ms )"
+                           R"(max ([\d.]+) ms, (\d+) clients)"};
+    std::smatch m;
+    std::string log;
+    const auto wait_deadline = clock_type::now() + 10s;
+    while (clock_type::now() < wait_deadline) {
+        read_a_while(50ms);
+        log = server.log().substr(from);
+        if (std::regex_search(log, m, waits)) {
+            break;
+        }
+    }
+    ASSERT_FALSE(m.empty()) << "no tick waits line within 10 s\n" << server.log();
+    EXPECT_EQ(std::stoul(m[4].str()), 2U) << m[0];
+    EXPECT_GT(std::stod(m[1].str()), 0.0) << m[0];
+    EXPECT_GE(std::stod(m[3].str()), 1000.0) << "the client that does not read: " << m[0];
+    EXPECT_LE(std::stod(m[1].str()), std::stod(m[3].str())) << m[0];
+    std::cout << "[ tick waits ] " << m[0] << "\n";
+    EXPECT_TRUE(reader->is_open()) << *reader->closed_reason();
+}
+
 TEST(ServerProcess, SigtermExitsZeroWhileAClientDoesNotRead) {
     server_process server{local_with({"--demo-entities", "10000", "--tick-rate", "60",
                                       "--queue-bytes", "262144", "--stall-timeout-ms", "60000"})};

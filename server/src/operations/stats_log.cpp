@@ -57,6 +57,14 @@ void stats_log::log(const world_line& now) {
                      stats.inputs_refused, stats.input_failures, now.input_players,
                      now.input_ticks_held);
     }
+    if (!now.tick_waits_ms.empty()) {
+        // "stats: tick waits per client: p50 ...": ecsnet-loadgen reads it.
+        std::vector<double> waits = now.tick_waits_ms;
+        spdlog::info("stats: tick waits per client: p50 {:.1f} ms p99 {:.1f} ms max {:.1f} ms, {} "
+                     "clients (the longest each waited for tick frames to be written)",
+                     percentile(waits, 0.50), percentile(waits, 0.99),
+                     *std::max_element(waits.begin(), waits.end()), waits.size());
+    }
     if (now.interest) {
         spdlog::info("stats: interest: views p50 {:.3f} ms p99 {:.3f} ms per tick, {} entered, {} "
                      "left, {} sends deferred for budgets (totals)",

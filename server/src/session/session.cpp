@@ -382,6 +382,7 @@ bool session::write_now() {
     gather(direct_buffers_);
     std::size_t n = stream_->try_write(direct_buffers_);
     std::size_t frames = 0;
+    bool ticked = false;
     while (n > 0 && !queue_.empty()) {
         const std::size_t left = queue_.front().frame->size() - front_written_;
         if (n < left) {
@@ -389,10 +390,14 @@ bool session::write_now() {
             break;
         }
         n -= left;
+        ticked = ticked || queue_.front().droppable();
         pop_written();
         ++frames;
     }
     count_traffic(frames);
+    if (ticked) {
+        note_tick_written();
+    }
     if (frames > 0 && control_backlog() <= owner_.config().queue_bytes) {
         resume_reading_.cancel();
     }
@@ -916,8 +921,13 @@ awaitable<void> session::write_loop([[maybe_unused]] std::shared_ptr<session> se
             co_return;
         }
         count_traffic(in_flight_);
+        bool ticked = false;
         for (std::size_t i = 0; i < in_flight_; ++i) {
+            ticked = ticked || queue_.front().droppable();
             pop_written();
+        }
+        if (ticked) {
+            note_tick_written();
         }
         in_flight_ = 0;
         in_flight_droppable_bytes_ = 0;
@@ -925,6 +935,39 @@ awaitable<void> session::write_loop([[maybe_unused]] std::shared_ptr<session> se
             resume_reading_.cancel();
         }
     }
+}
+
+namespace {
+
+std::int64_t steady_ns() noexcept {
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(
+               std::chrono::steady_clock::now().time_since_epoch())
+        .count();
+}
+
+}  // namespace
+
+void session::note_tick_written() noexcept {
+    const std::int64_t now = steady_ns();
+    const std::int64_t last = last_tick_written_ns_.exchange(now, std::memory_order_relaxed);
+    if (last != 0) {
+        const auto us = static_cast<std::uint64_t>(std::max<std::int64_t>(now - last, 0) / 1000);
+        // One writer (this session's thread): a take() between the load and the store leaves
+        // this wait for the next call, which is where it ended.
+        if (us > longest_tick_wait_us_.load(std::memory_order_relaxed)) {
+            longest_tick_wait_us_.store(us, std::memory_order_relaxed);
+        }
+    }
+}
+
+std::uint64_t session::take_longest_tick_wait_us() noexcept {
+    const std::int64_t last = last_tick_written_ns_.load(std::memory_order_relaxed);
+    if (last == 0) {
+        return 0;
+    }
+    const std::int64_t now = steady_ns();
+    const auto waiting = static_cast<std::uint64_t>(std::max<std::int64_t>(now - last, 0) / 1000);
+    return std::max(longest_tick_wait_us_.exchange(0, std::memory_order_relaxed), waiting);
 }
 
 awaitable<void> session::watchdog([[maybe_unused]] std::shared_ptr<session> self) {

@@ -33,6 +33,9 @@ public:
         std::size_t input_players{0};
         std::size_t input_ticks_held{0};
         bool interest{false};
+        // Per joined client, the longest it waited for tick frames since the last line, ms
+        // (session::take_longest_tick_wait_us).
+        std::vector<double> tick_waits_ms;
     };
     // Logs the lines for the time since the last call (or the start), then starts over.
     void log(const world_line& now);

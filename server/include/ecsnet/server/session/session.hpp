@@ -135,6 +135,11 @@ public:
         std::atomic<std::uint64_t> resyncs{0};
     };
     [[nodiscard]] const traffic& counters() const noexcept { return traffic_; }
+    // The longest this client has waited for tick frames since the last call, in microseconds:
+    // between two writes that carried some, or from the last one until now (a write that does
+    // not complete is a wait too); 0 before its first. How evenly the clients are served under
+    // load. Any thread.
+    [[nodiscard]] std::uint64_t take_longest_tick_wait_us() noexcept;
 
     // Fixed at accept: any thread.
     [[nodiscard]] bool observer() const noexcept { return observer_; }
@@ -207,6 +212,8 @@ private:
     // Counts what crossed the socket since the last call (stream_->bytes(): every layer's
     // bytes), and `frames_sent` frames written.
     void count_traffic(std::size_t frames_sent = 0) noexcept;
+    // A write that carried tick frames completed: the wait since the previous one is noted.
+    void note_tick_written() noexcept;
     void count_dropped(std::size_t frames) noexcept;
 
     // Declared first, destroyed last: the stream and the timers belong to it.
@@ -241,6 +248,9 @@ private:
     bool read_only_{false};             // an observer without an owner: commands get ReadOnly
 
     std::deque<queued> queue_;
+    // take_longest_tick_wait_us(): steady clock nanoseconds, 0 before the first tick written.
+    std::atomic<std::int64_t> last_tick_written_ns_{0};
+    std::atomic<std::uint64_t> longest_tick_wait_us_{0};
     std::size_t in_flight_{0};  // frames at the front of queue_ being written
     std::size_t front_written_{0};  // bytes of the front frame write_now() wrote
     std::vector<boost::asio::const_buffer> direct_buffers_;  // write_now()'s
