@@ -59,6 +59,31 @@ std::vector<std::string> local_with(std::vector<std::string> more) {
     return more;
 }
 
+// The server's socket to the client at `client_port` is full when its send queue in the kernel
+// holds megabytes and stays the same for a second although the server produces ~1 MB/s or more:
+// the server's write is then stuck. Waits for that at most 30 s, running `meanwhile` for 200 ms
+// between samples (a sleep by default).
+struct send_queue {
+    bool full{false};
+    std::size_t bytes{0};
+};
+send_queue wait_until_send_queue_full(
+    std::uint16_t port, std::uint16_t client_port,
+    const std::function<void(std::chrono::milliseconds)>& meanwhile =
+        [](std::chrono::milliseconds d) { std::this_thread::sleep_for(d); }) {
+    const auto deadline = clock_type::now() + 30s;
+    send_queue q;
+    int unchanged = 0;
+    while (clock_type::now() < deadline && unchanged < 5) {
+        meanwhile(200ms);
+        const std::size_t now = ecsnet::test::kernel_send_queue(port, client_port).value_or(0);
+        unchanged = now >= 1024 * 1024 && now == q.bytes ? unchanged + 1 : 0;
+        q.bytes = now;
+    }
+    q.full = unchanged == 5;
+    return q;
+}
+
 TEST(ServerProcess, SigtermExitsZeroAndClientsHearShuttingDown) {
     server_process server{local_with({"--demo-entities", "50"})};
     const auto port = server.port();
@@ -126,18 +151,9 @@ TEST(ServerProcess, StatsSayHowLongTheClientsWaitedForTickFrames) {
     raw_socket slow{*port, 4096};
     slow.send(protocol::hello{protocol::protocol_version, "never-reads", ""});
     const std::uint16_t slow_port = slow.socket().local_endpoint().port();
-    // Until the server's socket to it is full (as in the test below): its writes then stall.
-    const auto deadline = clock_type::now() + 30s;
-    std::size_t queued = 0;
-    int unchanged = 0;
-    while (clock_type::now() < deadline && unchanged < 5) {
-        read_a_while(200ms);
-        const std::size_t now = ecsnet::test::kernel_send_queue(*port, slow_port).value_or(0);
-        unchanged = now >= 1024 * 1024 && now == queued ? unchanged + 1 : 0;
-        queued = now;
-    }
-    ASSERT_EQ(unchanged, 5) << "the server's socket to the client never filled up\n"
-                            << server.log();
+    ASSERT_TRUE(wait_until_send_queue_full(*port, slow_port, read_a_while).full)
+        << "the server's socket to the client never filled up\n"
+        << server.log();
 
     // The next stats line: written after the stall began, so the stalled client's wait is
     // at least the second its queue stood still.
@@ -172,21 +188,12 @@ TEST(ServerProcess, SigtermExitsZeroWhileAClientDoesNotRead) {
     raw_socket slow{*port, 4096};
     slow.send(protocol::hello{protocol::protocol_version, "never-reads", ""});
     const std::uint16_t slow_port = slow.socket().local_endpoint().port();
-    // Wait until the server's socket to it is full: its send queue in the kernel holds
-    // megabytes and stops growing although the server produces ~1 MB/s or more. The server's
-    // write is then stuck, and so would be a shutdown that waited for it.
-    const auto deadline = clock_type::now() + 30s;
-    std::size_t queued = 0;
-    int unchanged = 0;
-    while (clock_type::now() < deadline && unchanged < 5) {
-        std::this_thread::sleep_for(200ms);
-        const std::size_t now = ecsnet::test::kernel_send_queue(*port, slow_port).value_or(0);
-        unchanged = now >= 1024 * 1024 && now == queued ? unchanged + 1 : 0;
-        queued = now;
-    }
-    ASSERT_EQ(unchanged, 5) << "the server's socket to the client never filled up; it holds "
-                            << queued << " bytes\n"
-                            << server.log();
+    // The server's write to it is then stuck, and so would be a shutdown that waited for it.
+    const send_queue filled = wait_until_send_queue_full(*port, slow_port);
+    const std::size_t queued = filled.bytes;
+    ASSERT_TRUE(filled.full) << "the server's socket to the client never filled up; it holds "
+                             << queued << " bytes\n"
+                             << server.log();
     const auto sent = clock_type::now();
     server.signal(SIGTERM);
     EXPECT_EQ(server.exit_code(5s), 0) << "no clean exit within 5 s of SIGTERM\n" << server.log();
