@@ -311,9 +311,11 @@ struct tick_stats {
     std::vector<std::pair<std::string, double>> stage_ms;
     std::size_t stage_lines = 0;
     // "stats: tick waits per client: p50 X ms p99 Y ms max Z ms": each line's three figures.
-    std::vector<double> wait_p50s;
-    std::vector<double> wait_p99s;
-    std::vector<double> wait_maxes;
+    struct tick_waits {
+        std::vector<double> p50s;
+        std::vector<double> p99s;
+        std::vector<double> maxes;
+    } waits;
     std::optional<std::uint64_t> first_overruns;  // the server's running count, first and last
     std::uint64_t last_overruns = 0;
 };
@@ -350,9 +352,9 @@ tick_stats read_tick_stats(const std::string& log_path, std::size_t from_line, s
             double max = 0;
             std::string ms, p99_word, ms2, max_word;
             if (waits >> p50 >> ms >> p99_word >> p99 >> ms2 >> max_word >> max) {
-                out.wait_p50s.push_back(p50);
-                out.wait_p99s.push_back(p99);
-                out.wait_maxes.push_back(max);
+                out.waits.p50s.push_back(p50);
+                out.waits.p99s.push_back(p99);
+                out.waits.maxes.push_back(max);
             }
             continue;
         }
@@ -858,7 +860,7 @@ struct load_run {
     double rss_max{0.0};
     std::vector<double> p99s;   // the server's per-second tick p99s over the window
     std::vector<std::pair<std::string, double>> stage_ms;  // the window's mean ms per tick, by stage
-    tick_stats server_lines;  // the window's stats lines (the tick waits per client)
+    tick_stats::tick_waits tick_waits;  // the server's, per stats line over the window
     std::map<std::string, double> thread_pct;              // the window's % of a core, by thread
     std::int64_t overruns{-1};  // unknown when attached to a server we did not start
     std::vector<double> joins;  // ms, the extra joins after the window
@@ -928,7 +930,7 @@ load_run run_load(const options& o) {
         std::size_t total = 0;
         const tick_stats window_stats = read_tick_stats(launched.log_path, log_lines, total);
         out.p99s = window_stats.p99s;
-        out.server_lines = window_stats;
+        out.tick_waits = window_stats.waits;
         for (auto [name, sum] : window_stats.stage_ms) {
             out.stage_ms.emplace_back(name, sum / static_cast<double>(window_stats.stage_lines));
         }
@@ -1122,11 +1124,11 @@ nlohmann::json report_json(const options& o, const load_run& run, const load_tot
         {"frame_gap_ms_p99", percentile(t.longest_gaps_ms, 0.99)},
         {"frame_gap_ms_max", percentile(t.longest_gaps_ms, 1.0)},
         {"server_tick_wait_ms_p50",
-         run.server_lines.wait_p50s.empty() ? -1.0 : percentile(run.server_lines.wait_p50s, 0.5)},
+         run.tick_waits.p50s.empty() ? -1.0 : percentile(run.tick_waits.p50s, 0.5)},
         {"server_tick_wait_ms_p99",
-         run.server_lines.wait_p99s.empty() ? -1.0 : percentile(run.server_lines.wait_p99s, 0.5)},
+         run.tick_waits.p99s.empty() ? -1.0 : percentile(run.tick_waits.p99s, 0.5)},
         {"server_tick_wait_ms_max",
-         run.server_lines.wait_maxes.empty() ? -1.0 : percentile(run.server_lines.wait_maxes, 1.0)},
+         run.tick_waits.maxes.empty() ? -1.0 : percentile(run.tick_waits.maxes, 1.0)},
         {"longest_tick_step", t.longest_tick_step},
         {"clients_skipping_ticks", t.clients_skipping},
         {"resyncs", t.resyncs},
@@ -1229,12 +1231,12 @@ void print_report(const options& o, const load_run& run, const load_totals& t,
                 percentile(t.longest_gaps_ms, 1.0), t.clients_skipping,
                 static_cast<unsigned long long>(t.longest_tick_step), t.clients_resynced,
                 static_cast<unsigned long long>(t.resyncs));
-    if (!run.server_lines.wait_maxes.empty()) {
+    if (!run.tick_waits.maxes.empty()) {
         std::printf(
             "%-32s the longest each client waited for tick frames to be written, per "
             "second: p50 %.1f ms, p99 %.1f ms (medians over %zu seconds), max %.1f ms\n",
             "fairness, server side", j["server_tick_wait_ms_p50"].get<double>(),
-            j["server_tick_wait_ms_p99"].get<double>(), run.server_lines.wait_maxes.size(),
+            j["server_tick_wait_ms_p99"].get<double>(), run.tick_waits.maxes.size(),
             j["server_tick_wait_ms_max"].get<double>());
     }
     std::printf("%-32s %.1f mean, entered %.1f/s, left %.1f/s per client\n", "entities in view",

@@ -370,6 +370,7 @@ void session::pop_written() {
     unqueue_bytes(queue_.front().frame->size());
     if (queue_.front().droppable()) {
         droppable_bytes_ -= queue_.front().frame->size();
+        note_tick_written();
     }
     queue_.pop_front();
     front_written_ = 0;
@@ -382,7 +383,6 @@ bool session::write_now() {
     gather(direct_buffers_);
     std::size_t n = stream_->try_write(direct_buffers_);
     std::size_t frames = 0;
-    bool ticked = false;
     while (n > 0 && !queue_.empty()) {
         const std::size_t left = queue_.front().frame->size() - front_written_;
         if (n < left) {
@@ -390,14 +390,10 @@ bool session::write_now() {
             break;
         }
         n -= left;
-        ticked = ticked || queue_.front().droppable();
         pop_written();
         ++frames;
     }
     count_traffic(frames);
-    if (ticked) {
-        note_tick_written();
-    }
     if (frames > 0 && control_backlog() <= owner_.config().queue_bytes) {
         resume_reading_.cancel();
     }
@@ -921,13 +917,8 @@ awaitable<void> session::write_loop([[maybe_unused]] std::shared_ptr<session> se
             co_return;
         }
         count_traffic(in_flight_);
-        bool ticked = false;
         for (std::size_t i = 0; i < in_flight_; ++i) {
-            ticked = ticked || queue_.front().droppable();
             pop_written();
-        }
-        if (ticked) {
-            note_tick_written();
         }
         in_flight_ = 0;
         in_flight_droppable_bytes_ = 0;

@@ -212,7 +212,7 @@ private:
     // Counts what crossed the socket since the last call (stream_->bytes(): every layer's
     // bytes), and `frames_sent` frames written.
     void count_traffic(std::size_t frames_sent = 0) noexcept;
-    // A write that carried tick frames completed: the wait since the previous one is noted.
+    // A tick frame was written (pop_written): the wait since the previous one is noted.
     void note_tick_written() noexcept;
     void count_dropped(std::size_t frames) noexcept;
 
