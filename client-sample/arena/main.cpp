@@ -112,17 +112,19 @@ int main(int argc, char** argv) {
                 static_cast<unsigned long long>(session.stats().input_frames_sent));
     if (const client::prediction* p = session.predictor()) {
         const client::prediction_stats& s = p->stats();
-        std::printf("predicted %llu ticks: %llu server ticks compared, %llu mispredicted (largest "
-                    "%.3f), %llu replayed, %llu snaps; %llu bullets predicted, %llu matched, %llu "
-                    "refused\n",
-                    static_cast<unsigned long long>(s.ticks_predicted),
-                    static_cast<unsigned long long>(s.checks),
-                    static_cast<unsigned long long>(s.mispredictions), s.largest_error,
-                    static_cast<unsigned long long>(s.ticks_replayed),
-                    static_cast<unsigned long long>(s.snaps),
-                    static_cast<unsigned long long>(s.spawns_predicted),
-                    static_cast<unsigned long long>(s.spawns_matched),
-                    static_cast<unsigned long long>(s.spawns_refused));
+        std::printf(
+            "predicted %llu ticks: %llu server ticks compared, %llu mispredicted (largest "
+            "%.3f), %llu replayed, %llu snaps; %llu inputs late at the server, corrected "
+            "from its acks; %llu bullets predicted, %llu matched, %llu refused\n",
+            static_cast<unsigned long long>(s.ticks_predicted),
+            static_cast<unsigned long long>(s.checks),
+            static_cast<unsigned long long>(s.mispredictions), s.largest_error,
+            static_cast<unsigned long long>(s.ticks_replayed),
+            static_cast<unsigned long long>(s.snaps),
+            static_cast<unsigned long long>(s.inputs_corrected),
+            static_cast<unsigned long long>(s.spawns_predicted),
+            static_cast<unsigned long long>(s.spawns_matched),
+            static_cast<unsigned long long>(s.spawns_refused));
     }
     return 0;
 }

@@ -157,6 +157,7 @@ struct flight_server {
         ++tick;
         if (const auto it = inputs.find(tick); it != inputs.end() && world->valid(ship)) {
             world->write<Pilot>(ship) = *it->second.get<Pilot>();
+            applied_tick = tick;
         }
         if (before) {
             before(*world);
@@ -180,6 +181,9 @@ struct flight_server {
     ecs::Entity ship;
     std::map<std::uint64_t, protocol::component_set> inputs;
     std::uint64_t tick = 0;
+    std::uint64_t applied_tick = 0;  // the newest tick whose input was applied (InputAck)
+
+    [[nodiscard]] protocol::input_ack ack() const { return {tick, applied_tick, 0, 0, 0}; }
 };
 
 void declare(prediction& p, bool quantize) {
@@ -238,6 +242,9 @@ struct match {
         server.inputs[now] = input;
         if (now > latency) {
             server.step(mirror, server_change);
+            if (acknowledged) {
+                client.acknowledge(server.ack());  // the tick's last frame
+            }
             client.reconcile(server.tick, mirror);
         }
         client.decay(std::chrono::duration<double>(dt));
@@ -249,6 +256,7 @@ struct match {
     std::uint64_t latency;
     std::uint64_t now = 0;
     std::vector<misprediction> mispredicted;
+    bool acknowledged = false;  // the client hears the server's InputAcks
 };
 
 TEST(Prediction, RefusesNonsenseOptions) {
@@ -587,6 +595,154 @@ TEST(PredictedSpawns, ARefusedSpawnDisappearsWithACorrectionEvent) {
     EXPECT_EQ(server_bullets, 0U) << "the last ones the server fired have expired";
     EXPECT_EQ(bullets, pending) << "the refused ones left the prediction";
     EXPECT_EQ(to_string(spawn_refusal::undone), std::string{"undone"});
+}
+
+// The trigger's first four ticks reach the server late: it runs them on the input before (the
+// server drops a late input and repeats the last one), and its gun starts four ticks after the
+// prediction's. The ammo is compared, but the gun's cooldown and reload are kept types, never
+// sent: a correction takes the server's ammo and keeps the client's clocks, four ticks out of
+// step, so every shot mispredicts again, for good. The InputAcks tell which input each tick ran
+// on: the prediction takes the server's and runs again from the tick before, clocks included.
+TEST(PredictedSpawns, InputsThatReachedTheServerLateAreCorrectedFromItsAcksKeptClocksIncluded) {
+    std::uint64_t undone = 0;
+    const auto play = [&undone](bool acknowledged) {
+        undone = 0;
+        match m{{}, 6, {}, false, true};
+        m.acknowledged = acknowledged;
+        m.client.on_spawn_refused = [&undone](const predicted_spawn&, spawn_refusal why) {
+            undone += why == spawn_refusal::undone ? 1 : 0;
+        };
+        for (int i = 0; i < 20; ++i) {
+            m.frame(Pilot{});
+        }
+        const std::uint64_t pulled = m.now + 1;
+        for (int i = 0; i < 150; ++i) {
+            m.frame(Pilot{0.0F, 0.0F, true, false});
+            if (m.now < pulled + 4) {
+                m.server.inputs.erase(m.now);  // late at the server
+            }
+        }
+        return m.client.stats();
+    };
+    const auto heard = play(true);
+    EXPECT_EQ(heard.inputs_corrected, 4U) << "the four late ticks";
+    EXPECT_EQ(heard.mispredictions, 0U) << "corrected before the ticks were compared";
+    EXPECT_GT(heard.spawns_matched, 15U) << "the shots since are at the server's ticks";
+    // Each ack tells of one late tick as the server runs it: the rerun then fires a tick later,
+    // which the next ack may undo again. Only such shots are refused, two per tick at most.
+    EXPECT_EQ(heard.spawns_refused, undone) << "all undone by a rerun";
+    EXPECT_LE(heard.spawns_refused, 2 * heard.inputs_corrected);
+
+    const auto deaf = play(false);
+    EXPECT_EQ(deaf.inputs_corrected, 0U);
+    EXPECT_GT(deaf.mispredictions, 15U) << "without the acks, the clocks stay out of step";
+    EXPECT_LT(deaf.spawns_matched, 3U);
+}
+
+// A client tracks its ship at the mirror's tick 10 and first predicts at its input tick, 16,
+// the trigger held from there. The server's tick 11 arrives next: the prediction holds records
+// from tick 10 on (the state as tracked), so it compares; started at 16, it would have had no
+// record of 11, adopted the server's state there and replayed on with the gun's clocks (kept
+// types) as the tick-16 shot had left them, out of step with the server's for good.
+TEST(PredictedSpawns, TheFirstPredictionRunsFromTheTrackedTickAndTheGunKeepsTheServersTime) {
+    flight_server server{false, {}, true};
+    protocol::mirror mirror;
+    server.join(mirror);
+    for (int i = 0; i < 10; ++i) {
+        server.step(mirror);
+    }
+    prediction client{dt, untimed({})};
+    ecsnet::arena::predict(client, 2 * half);
+    (void)client.track(server.ship, mirror);
+    constexpr std::uint64_t lead = 6;
+    const protocol::component_set fire = input_of(Pilot{0.0F, 0.0F, true, false});
+    for (std::uint64_t now = server.tick + lead; now < 170; ++now) {
+        client.set_input(now, server.ship, fire);
+        server.inputs[now] = fire;
+        client.advance_to(now);
+        server.step(mirror);
+        client.reconcile(server.tick, mirror);
+    }
+    const auto& stats = client.stats();
+    EXPECT_EQ(stats.too_old, 0U) << "the first server tick compared had a record";
+    EXPECT_EQ(stats.mispredictions, 0U) << "the ammo agreed at every tick";
+    EXPECT_GT(stats.spawns_matched, 15U);
+    EXPECT_EQ(stats.spawns_refused, 0U) << "every shot at the server's tick";
+}
+
+// The client stalls while firing (a long frame, a tab in the background): the server runs 10
+// ticks meanwhile, on the last input, and the first state the client hears after it is 4 ticks
+// past its prediction. The prediction runs up to that tick on the last input, as the server
+// did, and compares there; adopting the server's state instead would have left the gun's clocks
+// (kept types) 4 ticks behind the server's for good.
+TEST(PredictedSpawns, AServerAheadOfAStalledPredictionIsCaughtUpWithNotAdopted) {
+    match m{{}, 6, {}, false, true};
+    const Pilot fire{0.0F, 0.0F, true, false};
+    for (int i = 0; i < 40; ++i) {
+        m.frame(fire);
+    }
+    for (int i = 0; i < 10; ++i) {
+        m.server.step(m.mirror);  // the client hears nothing, predicts nothing
+    }
+    ASSERT_GT(m.server.tick, m.client.tick());
+    m.client.reconcile(m.server.tick, m.mirror);  // its next frame: what arrived first
+    EXPECT_EQ(m.client.stats().adopted, 0U);
+    EXPECT_EQ(m.client.tick(), m.server.tick);
+    m.now = m.server.tick + m.latency - 1;
+    for (int i = 0; i < 120; ++i) {
+        m.frame(fire);
+    }
+    const auto& stats = m.client.stats();
+    EXPECT_EQ(stats.mispredictions, 0U) << "the ammo agreed at every tick";
+    EXPECT_EQ(stats.spawns_refused, 0U) << "every shot at the server's tick";
+    EXPECT_GT(stats.spawns_matched, 20U);
+}
+
+// The first input (the trigger, at tick 20) reaches the server after tick 20 ran, the next one
+// in time for tick 21. The server acks every tick from the first Input it got, so no ack names
+// tick 20: the first, tick 21's, says 21 ran on its own input and that one input came late.
+// Every input set for a tick before the first ack came late: tick 20 ran without the trigger.
+TEST(PredictedSpawns, TheInputsBeforeTheFirstAckCameLateAndTheServerRanWithoutThem) {
+    const auto play = [](bool first_ack_rule) {
+        flight_server server{false, {}, true};
+        protocol::mirror mirror;
+        server.join(mirror);
+        prediction client{dt, untimed({})};
+        ecsnet::arena::predict(client, 2 * half);
+        (void)client.track(server.ship, mirror);
+        constexpr std::uint64_t lead = 6;
+        constexpr std::uint64_t pulled = 20;
+        const protocol::component_set fire = input_of(Pilot{0.0F, 0.0F, true, false});
+        for (std::uint64_t now = 1; now < 200; ++now) {
+            if (now >= pulled) {
+                client.set_input(now, server.ship, fire);
+                if (now > pulled) {
+                    server.inputs[now] = fire;
+                }
+            }
+            client.advance_to(now);
+            if (now > lead) {
+                server.step(mirror);
+                if (server.tick > pulled) {
+                    client.acknowledge(
+                        {server.tick, server.applied_tick, 0, first_ack_rule ? 1U : 0U, 0});
+                }
+                client.reconcile(server.tick, mirror);
+            }
+        }
+        return client.stats();
+    };
+    const auto stats = play(true);
+    EXPECT_EQ(stats.inputs_corrected, 1U) << "tick 20's";
+    // Tick 20 itself is compared before any ack tells of it (its frames have none); then the ack
+    // of 21 corrects its input, and the gun keeps the server's time from there on.
+    EXPECT_EQ(stats.mispredictions, 1U) << "tick 20 alone";
+    EXPECT_LE(stats.spawns_refused, 2U) << "the shot at tick 20, and the one its correction made";
+    EXPECT_GT(stats.spawns_matched, 20U);
+
+    const auto unknown = play(false);  // an ack that counts no late input tells nothing of them
+    EXPECT_EQ(unknown.inputs_corrected, 0U);
+    EXPECT_GT(unknown.mispredictions, 20U) << "the gun a tick out of step with the server's";
 }
 
 }  // namespace prediction_test

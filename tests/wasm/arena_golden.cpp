@@ -412,8 +412,8 @@ int replay(const std::string& path, bool timed) {
     }
     const double* stats = ecsnet_stats();
     // Mispredictions, ticks replayed, spawns predicted, matched and refused, and a digest of all.
-    std::printf("stats %.0f %.0f %.0f %.0f %.0f %08x\n", stats[2], stats[3], stats[10], stats[11], stats[12],
-                digest(stats, 16, 2166136261U));
+    std::printf("stats %.0f %.0f %.0f %.0f %.0f %08x\n", stats[2], stats[3], stats[10], stats[11],
+                stats[12], digest(stats, 17, 2166136261U));
     return 0;
 }
 

@@ -91,8 +91,8 @@ export function replay(module, recording, { time = false, dumpAt = -1, dumped = 
     return { replays, steps };
   }
   const statsPtr = module._ecsnet_stats();
-  const stats = new Float64Array(module.HEAPU8.buffer, statsPtr, 16);
-  lines.push(`stats ${stats[2]} ${stats[3]} ${stats[10]} ${stats[11]} ${stats[12]} ${hex(digest(doublesAt(statsPtr, 16), 2166136261))}`);
+  const stats = new Float64Array(module.HEAPU8.buffer, statsPtr, 17);
+  lines.push(`stats ${stats[2]} ${stats[3]} ${stats[10]} ${stats[11]} ${stats[12]} ${hex(digest(doublesAt(statsPtr, 17), 2166136261))}`);
   module._free(scratch);
   return lines;
 }

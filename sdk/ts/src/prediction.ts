@@ -63,6 +63,7 @@ export interface PredictionStats {
   spawnsPredicted: number;
   spawnsMatched: number;
   spawnsRefused: number;
+  inputsCorrected: number; // ticks the server ran on an older input than the one set (its acks)
 }
 const STAT_ORDER: (keyof PredictionStats)[] = [
   'ticksPredicted', 'checks', 'mispredictions', 'ticksReplayed', 'replaysDeferred', 'tooOld', 'adopted', 'snaps',
@@ -121,7 +122,7 @@ export class Prediction {
   constructor(module: PredictionModule, options: PredictionOptions = {}) {
     this.module = module;
     this.scratch = module._malloc(8);
-    this.stats_ = Object.fromEntries(STAT_ORDER.map((k) => [k, 0])) as unknown as PredictionStats;
+    this.stats_ = { ...Object.fromEntries(STAT_ORDER.map((k) => [k, 0])), inputsCorrected: 0 } as unknown as PredictionStats;
     const values = OPTION_ORDER.map((k) => {
       const v = options[k];
       if (v !== undefined && typeof v !== 'number') throw new TypeError(`prediction option ${k} is a number`);
@@ -252,10 +253,11 @@ export class Prediction {
   private count(): number { return new Uint32Array(this.module.HEAPU8.buffer, this.scratch, 1)[0]!; }
 
   private readStats(): void {
-    const s = this.doubles(this.module._ecsnet_stats(), 16);
+    const s = this.doubles(this.module._ecsnet_stats(), 17);
     STAT_ORDER.forEach((k, i) => { this.stats_[k] = s[i]!; });
     this.tick_ = s[13]!;
     this.worldTick_ = s[14]!;
+    this.stats_.inputsCorrected = s[16]!;
   }
 
   private readView(): void {

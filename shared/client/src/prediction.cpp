@@ -148,6 +148,9 @@ ecs::Entity prediction::track(ecs::Entity server_entity, const protocol::mirror&
     if (world_tick_ > 0) {
         save_state(world_tick_);  // rendered from now on
     }
+    if (tick_ == 0) {
+        tracked_tick_ = std::max(tracked_tick_, mirror.tick());
+    }
     return local;
 }
 
@@ -308,8 +311,18 @@ bool prediction::catch_up() {
 void prediction::advance_to(std::uint64_t tick) {
     if (tick > tick_) {
         if (tick_ == 0) {
-            world_tick_ = tick - 1;  // the first prediction starts from the state as tracked
-            highest_run_ = tick - 1;
+            // The first prediction starts from the state as tracked, at the mirror's tick then,
+            // and runs the ticks from there too: the server's next ticks have records to compare
+            // with, and a kept type (a cooldown) counts them as the server did. (Started at the
+            // input tick, a server tick before it was adopted, and the kept types stayed where
+            // the prediction had taken them: out of step for good.)
+            const bool held =
+                tracked_tick_ > 0 && tracked_tick_ < tick && tick - tracked_tick_ < states_.size();
+            world_tick_ = held ? tracked_tick_ : tick - 1;
+            highest_run_ = world_tick_;
+            if (world_tick_ > 0) {
+                save_state(world_tick_);
+            }
         }
         tick_ = tick;
     }
@@ -318,7 +331,10 @@ void prediction::advance_to(std::uint64_t tick) {
 
 // ---- reconciliation -------------------------------------------------------------------------
 
-void prediction::restore(const protocol::mirror& mirror, const state_slot* own, std::uint64_t tick) {
+// The tracked entities as at `tick`: the replicated types from the server's state in `mirror`,
+// the others from the prediction's own record `own`; without a mirror, everything from `own`.
+void prediction::restore(const protocol::mirror* mirror, const state_slot* own,
+                         std::uint64_t tick) {
     std::vector<std::byte> scratch;
     for (tracked_entity& t : tracked_) {
         const entity_state* saved = nullptr;
@@ -343,14 +359,15 @@ void prediction::restore(const protocol::mirror& mirror, const state_slot* own, 
         std::size_t at = 0;
         for (std::size_t k = 0; k < types_.size(); ++k) {
             const type_ops& type = types_[k];
-            if (t.pending) {
+            if (t.pending || mirror == nullptr) {
                 // The server has no such entity yet: the spawn goes on from its own state.
                 if (saved != nullptr) {
                     type.load(*world_, t.local, saved->present[k] ? saved->bytes.data() + at : nullptr);
                 }
             } else if (type.kind == op_kind::replicated) {
                 scratch.assign(type.size, std::byte{});
-                type.load(*world_, t.local, type.fetch(mirror, t.server, scratch.data()) ? scratch.data() : nullptr);
+                type.load(*world_, t.local,
+                          type.fetch(*mirror, t.server, scratch.data()) ? scratch.data() : nullptr);
             } else if (saved != nullptr && saved->present[k]) {
                 type.load(*world_, t.local, saved->bytes.data() + at);
             }
@@ -361,6 +378,62 @@ void prediction::restore(const protocol::mirror& mirror, const state_slot* own, 
     }
     world_tick_ = tick;
     save_state(tick);
+}
+
+// What an ack says of the ticks before it, beyond that it ran on applied_tick's input:
+// - when applied_tick is older, nothing newer was applied in between, so every tick after it
+//   ran on its input too (this covers the acks a resync dropped);
+// - the server acks every tick from the first Input it got on: the first ack heard names the
+//   first tick that Input reached, and every input set for a tick before it arrived late (the
+//   ack's count of late inputs says so), those ticks ran without any of ours.
+void prediction::acknowledge(const protocol::input_ack& ack) {
+    const bool first = acked_tick_ == 0;
+    acked_tick_ = std::max(acked_tick_, ack.tick);
+    if (first && ack.late > 0 && ack.tick > 1) {
+        correct_inputs(1, ack.tick - 1, nullptr);
+    }
+    if (ack.applied_tick >= ack.tick) {
+        return;  // the tick ran on its own input
+    }
+    const input_slot* applied = input_at(ack.applied_tick);
+    if (ack.applied_tick != 0 && applied == nullptr) {
+        return;  // the history has forgotten what the server used: reconcile corrects what it can
+    }
+    correct_inputs(ack.applied_tick + 1, ack.tick, applied);
+}
+
+// The inputs of the ticks `from .. to` still in the history become `used`'s (none when null).
+void prediction::correct_inputs(std::uint64_t from, std::uint64_t to, const input_slot* used) {
+    const auto values = used != nullptr ? used->values : decltype(used->values){};
+    const std::uint64_t oldest = to >= inputs_.size() ? to - inputs_.size() + 1 : 1;
+    for (std::uint64_t t = std::max(from, oldest); t <= to; ++t) {
+        input_slot& slot = inputs_[t % inputs_.size()];
+        if (slot.tick != t || slot.values.empty() || slot.values == values) {
+            continue;  // no input set for it (the last one went on on both sides), or the same
+        }
+        slot.values = values;
+        ++stats_.inputs_corrected;
+        if (t <= world_tick_) {
+            corrected_from_ = corrected_from_ == 0 ? t : std::min(corrected_from_, t);
+        }
+    }
+}
+
+// Runs the prediction again from before the oldest corrected input, on its own state (what the
+// server never sends, a kept cooldown, went on from the wrong input: only a rerun mends it).
+// False when that rerun waits for the next call's budget: `tick`'s record is not fresh yet.
+bool prediction::rerun_corrected_inputs(std::uint64_t tick) {
+    const std::uint64_t from = std::exchange(corrected_from_, 0);
+    const state_slot* before = from > 1 ? state_at(from - 1) : nullptr;
+    if (before == nullptr) {
+        return true;  // older than the history: the comparison corrects what it can
+    }
+    if (!correcting_) {
+        remember_rendered();
+    }
+    restore(nullptr, before, from - 1);
+    correcting_ = true;
+    return catch_up() || world_tick_ >= tick;
 }
 
 void prediction::reconcile(std::uint64_t tick, const protocol::mirror& mirror) {
@@ -382,10 +455,23 @@ void prediction::reconcile(std::uint64_t tick, const protocol::mirror& mirror) {
     if (tracked_.empty()) {
         return;
     }
+    if (corrected_from_ != 0 && !rerun_corrected_inputs(tick)) {
+        return;  // the next whole tick is compared
+    }
+    if (tick > tick_ && tick_ > 0 && tick - tick_ < states_.size()) {
+        // The server is ahead of a running prediction (the client stalled): predict up to its
+        // tick, on the last input as the server did, and compare there. Adopting instead would
+        // leave the kept types where the prediction was, behind the server's for good.
+        tick_ = tick;
+        if (!catch_up()) {
+            return;  // a replay waits for the budget: the next whole tick is compared
+        }
+    }
     if (tick > tick_) {
-        // The server is at or ahead of the prediction (it starts, or fell behind): adopt.
+        // The server is ahead of the prediction as it starts, or further ahead than the history:
+        // adopt.
         ++stats_.adopted;
-        restore(mirror, state_at(tick), tick);
+        restore(&mirror, state_at(tick), tick);
         tick_ = tick;
         highest_run_ = std::max(highest_run_, tick);
         correcting_ = false;
@@ -395,7 +481,7 @@ void prediction::reconcile(std::uint64_t tick, const protocol::mirror& mirror) {
     if (predicted == nullptr) {
         ++stats_.too_old;
         remember_rendered();
-        restore(mirror, nullptr, tick);
+        restore(&mirror, nullptr, tick);
         correcting_ = true;
         (void)catch_up();
         return;
@@ -443,7 +529,7 @@ void prediction::reconcile(std::uint64_t tick, const protocol::mirror& mirror) {
     if (!correcting_) {
         remember_rendered();  // a replay already waiting keeps what was shown before it
     }
-    restore(mirror, predicted, tick);
+    restore(&mirror, predicted, tick);
     correcting_ = true;
     (void)catch_up();
 }

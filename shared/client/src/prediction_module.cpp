@@ -51,6 +51,14 @@ int fail(std::string why) {
     return 0;
 }
 
+// An InputAck tells the prediction which input the server ran its tick on.
+void acknowledge(module_state& s, const ecsnet::protocol::server_control& message) {
+    if (const auto* ack = std::get_if<ecsnet::protocol::input_ack>(&message);
+        ack != nullptr && s.predicted) {
+        s.predicted->acknowledge(*ack);
+    }
+}
+
 void start(module_state& s, const ecsnet::protocol::welcome& w) {
     s.mirror.set_schema(w.components);
     s.predicted.reset();
@@ -194,9 +202,11 @@ int ecsnet_receive(size_t size) {
     if (size >= ecsnet::protocol::frame_prefix_bytes &&
         ecsnet::protocol::is_compact(ecsnet::protocol::read_prefix(bytes.first<ecsnet::protocol::frame_prefix_bytes>()))) {
         std::string why;
-        if (!ecsnet::protocol::decode_compact_server_frame(bytes, &why)) {
+        const auto ack = ecsnet::protocol::decode_compact_server_frame(bytes, &why);
+        if (!ack) {
             return fail("malformed server frame: " + why);
         }
+        acknowledge(s, *ack);
         s.completion.handled(nullptr);  // an InputAck: it ends its tick
         return 1;
     }
@@ -222,6 +232,14 @@ int ecsnet_receive(size_t size) {
                     return fail(s.mirror.error());
                 }
                 break;
+            case ecsnet::wire::ServerBody::InputAck: {
+                const auto control = ecsnet::protocol::decode_server_control(*message, &why);
+                if (!control) {
+                    return fail("malformed InputAck: " + why);
+                }
+                acknowledge(s, *control);
+                break;
+            }
             default:
                 break;
         }
@@ -323,7 +341,7 @@ const double* ecsnet_events(size_t* count) {
 
 const double* ecsnet_stats(void) {
     module_state& s = state();
-    s.stats.assign(16, 0.0);
+    s.stats.assign(17, 0.0);
     if (s.predicted) {
         const ecsnet::client::prediction_stats& p = s.predicted->stats();
         s.stats = {static_cast<double>(p.ticks_predicted), static_cast<double>(p.checks),
@@ -333,7 +351,8 @@ const double* ecsnet_stats(void) {
                    static_cast<double>(p.system_failures), p.largest_error,
                    static_cast<double>(p.spawns_predicted), static_cast<double>(p.spawns_matched),
                    static_cast<double>(p.spawns_refused), static_cast<double>(s.predicted->tick()),
-                   static_cast<double>(s.predicted->world_tick()), static_cast<double>(s.mirror.tick())};
+                   static_cast<double>(s.predicted->world_tick()), static_cast<double>(s.mirror.tick()),
+                   static_cast<double>(p.inputs_corrected)};
     }
     return s.stats.data();
 }

@@ -20,6 +20,27 @@ const transports = [
   { name: 'websocket', args: ['--ws-port', '0'], connector: (s) => webSocket(`ws://127.0.0.1:${s.wsPort}/`, { WebSocket }) },
 ];
 
+// A connector whose frames to the server can be held back: `holdMs` more on the way (in order),
+// as a slower uplink would; what the server gets late it counts late and repeats the input before.
+function slowUplink(connector) {
+  const link = { holdMs: 0 };
+  link.connector = (s) => (handlers, maxFrameBytes, version) => {
+    const inner = connector(s)(handlers, maxFrameBytes, version);
+    let last = 0;
+    return {
+      send(frame) {
+        const at = Math.max(Date.now() + link.holdMs, last);
+        last = at;
+        if (at <= Date.now()) inner.send(frame);
+        else setTimeout(() => inner.send(frame), at - Date.now());
+      },
+      close() { inner.close(); },
+      get bufferedAmount() { return inner.bufferedAmount; },
+    };
+  };
+  return link;
+}
+
 // Waits until cond() holds, polling; fails after timeoutMs with `what`.
 async function waitFor(cond, what, timeoutMs = 15_000) {
   const end = Date.now() + timeoutMs;
@@ -227,18 +248,51 @@ for (const transport of transports) {
         pilot.setInput(ship, { pilot: { thrust: 0, turn: 1, fire: true, laser: false } });
         // The prediction runs the input ticks ahead of the server's: it turns first.
         await waitFor(() => prediction.tick > 0 && prediction.rendered(ship, 'heading').x !== before.x, 'the predicted turn');
+        // Ahead of the server once the clock has settled (at the start, on a loaded machine, the
+        // server's state may reach the prediction's tick first: it catches up, and runs ahead).
+        await waitFor(() => prediction.tick > Number(pilot.mirror.tick), 'the prediction ahead of the server', 5_000);
         const serverHeading = pilot.mirror.get(ship, 'heading');
-        assert.ok(prediction.tick > Number(pilot.mirror.tick), `predicted tick ${prediction.tick}, server ${pilot.mirror.tick}`);
         assert.notDeepEqual(prediction.rendered(ship, 'heading'), serverHeading, 'ahead of the server\'s heading');
         await waitFor(() => prediction.stats.spawnsMatched >= 3 && prediction.stats.checks >= 60, 'matched bullets and 60 checks');
         const st = prediction.stats;
         assert.equal(st.systemFailures, 0);
         assert.equal(prediction.refusedFrames, 0, prediction.error);
-        assert.ok(st.mispredictions <= 3, `${st.mispredictions} mispredictions in ${st.checks} checks, the last: ${mispredicted.join(', ')}`);
+        assert.ok(st.mispredictions <= 3, `${st.mispredictions} mispredictions in ${st.checks} checks, the last: ${mispredicted.join(', ')}; ${JSON.stringify(st)}; the last ack ${JSON.stringify(pilot.lastInputAck, (k, v) => (typeof v === 'bigint' ? Number(v) : v))}`);
         assert.ok(prediction.spawnsPending().length <= 4, 'bullets are matched, not piling up');
-        assert.ok(refused.length <= 1, `refused: ${refused.join(', ')}`);
+        // A shot is refused when its input reached the server late (a loaded machine): the acks
+        // then correct the input (the next test), and a rerun undoes the shot.
+        assert.ok(refused.length <= 1 || st.inputsCorrected > 0, `refused: ${refused.join(', ')}`);
         const shot = prediction.spawnsPending()[0];
         if (shot) assert.ok(Number.isFinite(prediction.rendered(shot, 'position').x));
+      });
+
+    test('prediction: a trigger pulled while the uplink is slow, the server acks which input it used, the gun stays in step',
+      { skip: arenaModule ? false : 'ECSNET_ARENA_PREDICTION is not set (a build without ECSNET_WASM)' }, async () => {
+        const s = await server(arenaBin, []);
+        const prediction = await loadArenaPrediction();
+        const refused = [];
+        prediction.onSpawnRefused = (spawn, why) => refused.push(why);
+        const link = slowUplink(transport.connector);
+        const pilot = await join(link.connector(s), { prediction });
+        sessions.push(pilot);
+        await waitFor(() => pilot.ownedEntities().length === 1 && prediction.tracks(pilot.ownedEntities()[0]), 'our ship, predicted');
+        const [ship] = pilot.ownedEntities();
+        // Held 250 ms on the way up for a second: the first ticks of the trigger reach the server
+        // after it ran them. Its gun starts later than the prediction's, and the gun's clocks
+        // (kept types, never sent) would stay out of step without the acks.
+        link.holdMs = 250;
+        pilot.setInput(ship, { pilot: { thrust: 0, turn: 0, fire: true, laser: false } });
+        await new Promise((r) => setTimeout(r, 1000));
+        link.holdMs = 0;
+        await waitFor(() => prediction.stats.inputsCorrected > 0, 'an ack that corrects an input');
+        await new Promise((r) => setTimeout(r, 1000)); // the held frames' news comes in
+        const settled = { ...prediction.stats };
+        refused.length = 0;
+        await waitFor(() => prediction.stats.checks >= settled.checks + 45, '45 more checks');
+        const st = prediction.stats;
+        assert.equal(st.mispredictions, settled.mispredictions, 'the ammo agreed at every tick since');
+        assert.ok(st.spawnsMatched >= settled.spawnsMatched + 4, `${st.spawnsMatched - settled.spawnsMatched} shots matched since`);
+        assert.deepEqual(refused, [], 'every shot since at the server\'s tick');
       });
 
     test('a refused Hello closes the session with the server reason', async () => {

@@ -120,6 +120,9 @@ void session::impl::control(protocol::server_control message, time_point at) {
     } else if (const auto* a = std::get_if<protocol::input_ack>(&*decoded)) {
         last_ack = *a;
         clock.on_input_ack(*a, at);
+        if (predicted) {
+            predicted->acknowledge(*a);
+        }
     } else if (const auto* rejected = std::get_if<protocol::input_rejected>(&*decoded)) {
         last_rejected = *rejected;
         if (rejected->code == wire::ErrorCode::Malformed || rejected->code == wire::ErrorCode::InvalidValue) {

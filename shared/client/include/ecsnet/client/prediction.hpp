@@ -68,6 +68,7 @@ struct prediction_stats {
     std::uint64_t spawns_predicted{0};  // entities the predicted systems made (spawns<T>)
     std::uint64_t spawns_matched{0};    // ... that the server's entity replaced
     std::uint64_t spawns_refused{0};    // ... that disappeared (on_spawn_refused)
+    std::uint64_t inputs_corrected{0};  // ticks whose input the server did not apply (acknowledge)
 };
 
 // One entity's disagreement at a server tick.
@@ -196,6 +197,11 @@ public:
     void set_input(std::uint64_t tick, ecs::Entity server_entity, const protocol::component_set& values);
     // Predicts up to `tick` (a later tick than tick(): the session's input tick).
     void advance_to(std::uint64_t tick);
+    // The server's InputAck, each one: it ran `tick` on the input of `applied_tick` (0: none
+    // yet). The inputs set for ticks that reached it late become the ones it used, and the next
+    // reconcile() runs the prediction again from the tick before the oldest, so that what the
+    // server never sends (kept types) follows it too (docs/PREDICTION.md, "Late inputs").
+    void acknowledge(const protocol::input_ack& ack);
     // The server's state for `tick` is in the mirror: compare, and replay when they disagree.
     // Tracked entities the mirror no longer has are untracked.
     void reconcile(std::uint64_t tick, const protocol::mirror& mirror);
@@ -356,7 +362,9 @@ private:
     [[nodiscard]] state_slot* state_at(std::uint64_t tick) noexcept;
     [[nodiscard]] const state_slot* state_at(std::uint64_t tick) const noexcept;
     [[nodiscard]] const input_slot* input_at(std::uint64_t tick) const noexcept;
-    void restore(const protocol::mirror& mirror, const state_slot* own, std::uint64_t tick);
+    void restore(const protocol::mirror* mirror, const state_slot* own, std::uint64_t tick);
+    void correct_inputs(std::uint64_t from, std::uint64_t to, const input_slot* used);
+    [[nodiscard]] bool rerun_corrected_inputs(std::uint64_t tick);
     void remember_rendered();
     void settle_offsets();
     [[nodiscard]] tracked_entity* find(ecs::Entity server_entity) noexcept;
@@ -374,6 +382,9 @@ private:
     std::uint64_t world_tick_{0};
     std::uint64_t highest_run_{0};  // ticks up to this one were run before: running one again is a replay
     bool correcting_{false};        // a replay's offsets are taken when it catches up
+    std::uint64_t corrected_from_{0};  // the oldest run tick acknowledge() corrected; 0: none
+    std::uint64_t acked_tick_{0};      // the newest InputAck's tick; 0: none yet
+    std::uint64_t tracked_tick_{0};    // the mirror's tick at the tracks before the first advance
     std::size_t spawn_key_{static_cast<std::size_t>(-1)};  // spawns<T>'s type index
     std::uint64_t next_id_{1};
     prediction_stats stats_;

@@ -91,8 +91,9 @@ const double* ecsnet_view(size_t* count);
 //   3 spawn refused: id, tick, reason (0 unconfirmed, 1 undone), 0, 0
 const double* ecsnet_events(size_t* count);
 
-// prediction_stats in declaration order (13 numbers), then the predicted tick, the world's tick
-// and the mirror's tick: 16 doubles. Zeros before the first Welcome.
+// prediction_stats in declaration order but the last (13 numbers), then the predicted tick, the
+// world's tick and the mirror's tick, then prediction_stats::inputs_corrected: 17 doubles.
+// Zeros before the first Welcome.
 const double* ecsnet_stats(void);
 
 #ifdef __cplusplus
