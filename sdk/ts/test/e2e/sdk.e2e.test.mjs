@@ -290,9 +290,13 @@ for (const transport of transports) {
         refused.length = 0;
         await waitFor(() => prediction.stats.checks >= settled.checks + 45, '45 more checks');
         const st = prediction.stats;
-        assert.equal(st.mispredictions, settled.mispredictions, 'the ammo agreed at every tick since');
         assert.ok(st.spawnsMatched >= settled.spawnsMatched + 4, `${st.spawnsMatched - settled.spawnsMatched} shots matched since`);
-        assert.deepEqual(refused, [], 'every shot since at the server\'s tick');
+        // Since then, only an input late at the server (a loaded machine) may cost a misprediction
+        // (its tick compared before its ack) and two refused shots; out of step, every shot would.
+        const lateSince = st.inputsCorrected - settled.inputsCorrected;
+        assert.ok(st.mispredictions - settled.mispredictions <= lateSince,
+          `the ammo agreed at every tick since but for late inputs: ${JSON.stringify(st)} after ${JSON.stringify(settled)}`);
+        assert.ok(refused.length <= 2 * lateSince, `every shot since at the server's tick: refused ${refused.join(', ')}`);
       });
 
     test('a refused Hello closes the session with the server reason', async () => {
