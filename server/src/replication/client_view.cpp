@@ -1,9 +1,9 @@
 #include "ecsnet/server/replication/client_view.hpp"
 
 #include <algorithm>
-#include <limits>
 
 #include "ecsnet/protocol/checksum.hpp"
+#include "ecsnet/server/replication/select_by_urgency.hpp"
 
 namespace ecsnet::server {
 
@@ -326,64 +326,9 @@ const protocol::replication_encoder::view_changes& client_view::plan(
 
 void client_view::select(const context& ctx, double room, std::size_t total) {
     scratch& w = ctx.work;
-    // Greedy in order of urgency: each candidate goes if it fits in what is left, and the most
-    // urgent goes even when it alone exceeds the allowance, so that an entity larger than a
-    // tick's budget is not starved (the debt is paid later). Sorting every candidate of every
-    // client was the largest part of plan(); the same choices come from a selection: the
-    // `fit` most urgent, found in linear time, all go when their sizes add up within the room
-    // (the usual case), and only the rest is sorted, and only while something could still fit.
-    const auto more_urgent = [](const candidate& a, const candidate& b) {
-        return a.accumulated > b.accumulated;
-    };
-    if (w.candidates.empty()) {
-        return;  // only destroys and leaves, which always go
-    }
-    const auto first = w.candidates.begin();
-    const auto last = w.candidates.end();
-    const double average = static_cast<double>(total) / static_cast<double>(w.candidates.size());
-    const auto fit = std::min(w.candidates.size(),
-                              static_cast<std::size_t>(std::max(room, 0.0) / std::max(average, 1.0)));
-    const auto middle = first + static_cast<std::ptrdiff_t>(fit);
-    std::nth_element(first, middle, last, more_urgent);
-    std::size_t head_bytes = 0;
-    for (auto it = first; it != middle; ++it) {
-        head_bytes += it->cost;
-    }
-    bool any = false;
-    const auto greedy = [&](auto from, auto to) {
-        for (auto it = from; it != to; ++it) {
-            if (static_cast<double>(it->cost) <= room || (!any && room > 0.0)) {
-                room -= static_cast<double>(it->cost);
-                any = true;
-                pick(w, *it);
-            } else {
-                defer(*it);
-            }
-        }
-    };
-    if (static_cast<double>(head_bytes) <= room) {
-        for (auto it = first; it != middle; ++it) {
-            pick(w, *it);
-        }
-        room -= static_cast<double>(head_bytes);
-        any = middle != first;
-    } else {
-        std::sort(first, middle, more_urgent);
-        greedy(first, middle);
-    }
-    // The rest is ordered only if one of them could still go.
-    std::uint32_t smallest = std::numeric_limits<std::uint32_t>::max();
-    for (auto it = middle; it != last; ++it) {
-        smallest = std::min(smallest, it->cost);
-    }
-    if (middle != last && (static_cast<double>(smallest) <= room || (!any && room > 0.0))) {
-        std::sort(middle, last, more_urgent);
-        greedy(middle, last);
-    } else {
-        for (auto it = middle; it != last; ++it) {
-            defer(*it);
-        }
-    }
+    select_by_urgency(
+        std::span<candidate>(w.candidates), room, total,
+        [&](const candidate& c) { pick(w, c); }, [&](const candidate& c) { defer(c); });
 }
 
 void client_view::refill(const context& ctx, double budget) noexcept {
