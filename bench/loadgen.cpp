@@ -249,7 +249,10 @@ void launch(const options& o, launched_server& out) {
                                   "1", "--max-clients", "4096",
                                   // Every simulated client comes from 127.0.0.1, hundreds at once.
                                   "--max-pending", "4096", "--max-pending-per-address", "4096",
-                                  "--max-clients-per-address", "4096", nullptr};
+                                  "--max-clients-per-address", "4096",
+                                  // and a thousand of them start on one core: a client's Hello
+                                  // can wait longer than the 5 s default for its thread's turn.
+                                  "--hello-timeout-ms", "60000", nullptr};
     // Before the terminating nullptr.
     argv.insert(argv.end() - 1, {"--world-half-extent", extent.c_str()});
     const std::string arena_size = std::to_string(2.0 * o.world_half_extent);
