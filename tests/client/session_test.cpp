@@ -441,7 +441,8 @@ TEST_P(Session, OwnedTellsOfThePlayersEntitiesAsTheyCome) {
     // Read when `joined` fires: one update() may also apply the tick that brings the ship, when
     // both frames arrived before it ran (a slow build, a busy machine).
     std::optional<std::size_t> owned_at_join;
-    p.s.events().joined = [&p, &owned_at_join, logged = p.s.events().joined](const protocol::welcome& w) {
+    p.s.events().joined = [&p, &owned_at_join,
+                           logged = p.s.events().joined](const protocol::welcome& w) {
         logged(w);
         owned_at_join = p.s.owned_entities().size();
     };
