@@ -61,7 +61,7 @@ void spatial_grid::take_out(std::uint32_t index) {
     --placed_;
 }
 
-void spatial_grid::place(ecs::Entity e, point p) {
+void spatial_grid::place_by_cell(ecs::Entity e, point p) {
     const cell c = cell_of(p);
     const std::uint64_t key = pack(c);
     if (!bounded_) {

@@ -184,6 +184,57 @@ TEST(SpatialGrid, QueryOverMoreCellsThanOneBatchListsEachEntityOnce) {
     EXPECT_EQ(query(grid, {10.0F, 10.0F}, 6.0F).size(), std::size_t{13 * 13 * 2});
 }
 
+// Entities walking in small steps, many of them onto cell boundaries and a float's step either
+// side (cell sizes whose inverse is inexact included): after every move the grid files each in
+// cell_of()'s cell, whether place() saw it stay in its cell or leave it.
+TEST(SpatialGrid, AnEntityMovingWithinOrAcrossCellsIsFiledWhereCellOfSays) {
+    std::mt19937 rng{4321};
+    for (const float cell : {10.0F, 0.1F, 7.5F, 128.0F}) {
+        spatial_grid grid{cell};
+        std::vector<point> at(16, point{0, 0});
+        std::uniform_int_distribution<int> pick(0, static_cast<int>(at.size()) - 1);
+        std::uniform_int_distribution<int> how(0, 3);
+        std::uniform_int_distribution<int> boundary(-3, 3);
+        std::uniform_real_distribution<float> step(-0.3F * cell, 0.3F * cell);
+        std::size_t stayed = 0;
+        std::size_t left = 0;
+        for (int round = 0; round < 20'000; ++round) {
+            const auto i = static_cast<std::uint32_t>(pick(rng));
+            const Entity e{i, 1};
+            point next = at[i];
+            switch (how(rng)) {
+                case 0:  // onto a boundary, exactly or a float's step either side
+                    next.x = static_cast<float>(boundary(rng)) * cell;
+                    next.x = std::nextafter(next.x, next.x + static_cast<float>(how(rng) - 1));
+                    next.y += step(rng);
+                    break;
+                case 1:
+                    next.y = static_cast<float>(boundary(rng)) * cell;
+                    break;
+                default:
+                    next.x += step(rng);
+                    next.y += step(rng);
+            }
+            const bool was_placed = grid.placed(e);
+            (was_placed && grid.cell_of(at[i]) == grid.cell_of(next) ? stayed : left) += 1;
+            grid.place(e, next);
+            at[i] = next;
+            ASSERT_TRUE(grid.in_query(e, next, 0.0F))
+                << "cell " << cell << ", entity " << i << " at (" << next.x << ", " << next.y
+                << "): not filed in cell (" << grid.cell_of(next).x << ", " << grid.cell_of(next).y
+                << ")";
+            ASSERT_EQ(*grid.position(e), next);
+        }
+        EXPECT_GT(stayed, 5'000U) << cell;
+        EXPECT_GT(left, 2'000U) << cell;
+        EXPECT_EQ(grid.size(), at.size());
+        for (std::uint32_t i = 0; i < at.size(); ++i) {
+            const auto found = query(grid, at[i], 0.0F);
+            EXPECT_EQ(std::count(found.begin(), found.end(), Entity{i, 1}), 1) << cell << " " << i;
+        }
+    }
+}
+
 TEST(SpatialGrid, ANewVersionAtTheSameIndexReplacesTheOld) {
     spatial_grid grid{10.0F};
     const Entity old_one{4, 1};

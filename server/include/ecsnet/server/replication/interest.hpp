@@ -168,8 +168,8 @@ public:
                        spatial_grid& grid, std::vector<ecs::Entity>& unplaced) {
                 const auto* storage = w.find_storage<T>();
                 for (const ecs::Entity e : entities) {
-                    if (storage != nullptr && storage->contains(e)) {
-                        grid.place(e, to_point(storage->get(e)));
+                    if (const T* value = storage == nullptr ? nullptr : storage->try_get(e)) {
+                        grid.place(e, to_point(*value));
                     } else if (w.valid(e)) {
                         unplaced.push_back(e);
                     }
