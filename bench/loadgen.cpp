@@ -30,6 +30,7 @@
 // --transport ws: the clients connect over WebSocket (a server this program starts gets
 // --ws-port 0; with --port, P is the server's WebSocket port). Bytes then count each message's
 // WebSocket header beside the frames (connection::bytes_received).
+#include <fcntl.h>
 #include <sched.h>
 #include <signal.h>
 #include <spawn.h>
@@ -96,6 +97,9 @@ struct options {
     // saturated, and the probe otherwise measured its own thread's turn, seconds at times.
     int watcher_nice = 10;
     std::string label;
+    // Where a started server's log goes, kept; empty: a temporary file, deleted after the run
+    // unless the run fails.
+    std::string server_log;
     // Interest management: each client's focus moves at this speed inside [-E, E]^2, E the
     // world's half extent (also given to a server this program starts). Radius, cell and budget
     // only for a server it starts (0 radius: whole world; budget < 0: the server's default).
@@ -205,6 +209,7 @@ std::optional<double> rss_mib(int pid) {
 struct launched_server {
     pid_t pid = 0;
     std::string log_path;
+    bool keep_log = false;      // --server-log's file, the user's
     std::uint16_t port = 0;     // TCP
     std::uint16_t ws_port = 0;  // with --transport ws
 
@@ -220,19 +225,41 @@ struct launched_server {
                 waitpid(pid, &status, 0);
             }
         }
-        if (!log_path.empty()) {
+        if (log_path.empty()) {
+            return;
+        }
+        if (keep_log) {
+            std::fprintf(stderr, "loadgen: the server's log is in %s\n", log_path.c_str());
+        } else if (std::uncaught_exceptions() > 0) {
+            // The run failed: what the server said is the first thing to read.
+            std::fprintf(stderr, "loadgen: the run failed; the server's log is kept in %s\n",
+                         log_path.c_str());
+        } else {
             std::remove(log_path.c_str());
         }
     }
 };
 
 void launch(const options& o, launched_server& out) {
-    char path[] = "/tmp/ecsnet-loadgen.XXXXXX";
-    const int fd = mkstemp(path);
-    if (fd < 0) {
-        throw std::runtime_error("cannot create a temporary log file");
+    int fd = -1;
+    if (o.server_log.empty()) {
+        std::string path =
+            (std::filesystem::temp_directory_path() / "ecsnet-loadgen.XXXXXX").string();
+        fd = mkstemp(path.data());
+        if (fd < 0) {
+            throw std::runtime_error("cannot create a temporary log file " + path + ": " +
+                                     std::strerror(errno));
+        }
+        out.log_path = path;
+    } else {
+        fd = open(o.server_log.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+        if (fd < 0) {
+            throw std::runtime_error("cannot write the server's log to " + o.server_log + ": " +
+                                     std::strerror(errno));
+        }
+        out.log_path = o.server_log;
+        out.keep_log = true;
     }
-    out.log_path = path;
     posix_spawn_file_actions_t actions;
     posix_spawn_file_actions_init(&actions);
     posix_spawn_file_actions_adddup2(&actions, fd, STDERR_FILENO);
@@ -799,6 +826,10 @@ void add_options(CLI::App& app, options& o) {
         ->check(CLI::Range(0, 19))
         ->capture_default_str();
     app.add_option("--label", o.label, "Scenario name in the output");
+    app.add_option("--server-log", o.server_log,
+                   "Write the started server's log (its stderr) to this file and keep it; by "
+                   "default it goes to a temporary file, deleted after the run unless the run "
+                   "fails (then its path is printed)");
     app.add_option("--focus-speed", o.focus_speed,
                    "Interest management: units per second each client's focus moves (when the "
                    "server has it)")
@@ -1297,6 +1328,10 @@ int main(int argc, char** argv) {
     }
     if (o.server_binary.empty() == (o.port == 0)) {
         std::cerr << "loadgen: give either --server PATH or --port P (see --help)\n";
+        return 2;
+    }
+    if (!o.server_log.empty() && o.server_binary.empty()) {
+        std::cerr << "loadgen: --server-log is the log of a server it starts (--server PATH)\n";
         return 2;
     }
     try {
