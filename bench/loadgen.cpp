@@ -10,7 +10,9 @@
 // longest time a client waited between two frames (p50, p99, max across clients: one tick
 // period when nothing is late, and it counts this program's own scheduling too), the clients
 // that missed a tick and those resynced (the server dropped their queue).
-// Prints a table and one JSON line. 127.0.0.1 only; bounded in time.
+// Prints a table and one JSON line. 127.0.0.1 only; bounded in time. A started server logs to
+// a temporary file in $TMPDIR, deleted after the run unless the run fails (its path is then
+// printed); --server-log FILE keeps it in FILE.
 //
 // When the server has interest management (Welcome.interest_radius > 0) each client moves its
 // own area of interest: a focus that starts uniformly at random in [-E, E]^2, heads in a random
