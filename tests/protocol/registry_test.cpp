@@ -3,6 +3,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <array>
 #include <stdexcept>
 #include <vector>
 
@@ -120,6 +121,43 @@ TEST(Registry, EncodeWritesOneBitPackedColumn) {
         std::array<std::byte, 5> value{};
         proto::unpack_value(info, bytes, i, value);
         EXPECT_EQ(proto::unpack<Spot>(value.data()), (Spot{static_cast<float>(i), 100.0F}));
+    }
+}
+
+// A view's column names a few entities scattered over the storage, in index order: the
+// values are looked up a block at a time (their places first, then the values), and each
+// must still land in its entity's slot, across blocks and in either packing.
+TEST(Registry, EncodeWritesEachEntitysValueForAColumnInAnyOrder) {
+    const proto::component_registry types = model_types();
+    auto world = ecs::World::make();
+    std::vector<ecs::Entity> all;
+    for (int i = 0; i < 400; ++i) {
+        all.push_back(world->create());
+        world->emplace<Spot>(all.back(), static_cast<float>(i), static_cast<float>(400 - i));
+        world->emplace<Gauge>(all.back(), static_cast<float>(i) + 0.5F);
+    }
+    std::vector<ecs::Entity> column;  // 150 of them, three blocks and a part, out of order
+    for (std::size_t i = 0; i < 150; ++i) {
+        column.push_back(all[(i * 37 + 11) % all.size()]);
+    }
+    const auto decoded = [&](std::uint16_t id, std::size_t i) {
+        flatbuffers::FlatBufferBuilder fbb;
+        fbb.Finish(flatbuffers::Offset<flatbuffers::Vector<std::uint8_t>>(
+            types.ops(id).encode(fbb, *world, column)));
+        const auto* bytes =
+            flatbuffers::GetRoot<flatbuffers::Vector<std::uint8_t>>(fbb.GetBufferPointer());
+        std::array<std::byte, 8> value{};
+        proto::unpack_value(types.info(id), std::as_bytes(std::span{bytes->data(), bytes->size()}),
+                            i, value);
+        return value;
+    };
+    const auto spot = *types.id_of<Spot>();
+    const auto gauge = *types.id_of<Gauge>();
+    for (std::size_t i = 0; i < column.size(); ++i) {
+        EXPECT_EQ(proto::unpack<Spot>(decoded(spot, i).data()), world->get<Spot>(column[i]))
+            << "bit-packed, value " << i;
+        EXPECT_EQ(proto::unpack<Gauge>(decoded(gauge, i).data()), world->get<Gauge>(column[i]))
+            << "whole bytes, value " << i;
     }
 }
 

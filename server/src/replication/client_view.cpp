@@ -31,6 +31,7 @@ std::size_t value_cost(const protocol::component_registry& types, const ecs::Wor
 tick_changes::slot_type& tick_changes::slot(std::uint32_t index) {
     if (index >= slots_.size()) {
         slots_.resize(std::max<std::size_t>(std::size_t{index} + 1, slots_.size() * 2));
+        removed_.resize(slots_.size());
     }
     slot_type& s = slots_[index];
     if (s.stamp != epoch_) {
@@ -50,6 +51,8 @@ void tick_changes::build(const ecs::World& world, const ecs::World::change_set_t
         update_bytes_[id] =
             info.is_string ? 0 : static_cast<std::uint32_t>(index_bytes + info.value_bytes());
     }
+    // A 16-bit stamp wraps every 65,535 ticks (36 minutes at 30 Hz): every record is cleared
+    // then, or one of 65,536 ticks ago would pass for this tick's.
     if (++epoch_ == 0) {
         std::fill(slots_.begin(), slots_.end(), slot_type{});
         epoch_ = 1;
@@ -58,23 +61,31 @@ void tick_changes::build(const ecs::World& world, const ecs::World::change_set_t
     destroyed_by_index_ = changes.destroyed;
     std::sort(destroyed_by_index_.begin(), destroyed_by_index_.end());
     for (const ecs::Entity e : changes.destroyed) {
-        slot(e.index()).destroyed = true;
+        slot(e.index()).flags |= destroyed_flag;
     }
     for (const ecs::Entity e : changes.created) {
-        slot(e.index()).created = e.version();
+        slot_type& s = slot(e.index());
+        s.version = e.version();
+        s.flags = static_cast<std::uint8_t>((s.flags & destroyed_flag) | created_flag);
     }
     // The lists name live entities (the change set's contract: a created entity is listed in
     // none, a destroyed one's removals are implied); should they name two versions at an
-    // index, its presence bits are not trusted.
+    // index, or another version than the one created there, its presence bits are not
+    // trusted.
     const auto note = [this](ecs::Entity e, std::uint64_t bit, bool set) {
         slot_type& s = slot(e.index());
-        if (s.mask == 0) {
-            s.listed = e.version();
-        } else if (s.listed != e.version()) {
-            s.mixed = true;
+        if ((s.flags & (listed_flag | created_flag)) == 0) {
+            s.version = e.version();
+        } else if (s.version != e.version()) {
+            s.flags |= mixed_flag;
         }
+        s.flags |= listed_flag;
         s.mask |= bit;
-        s.present = set ? s.present | bit : s.present & ~bit;
+        if (!set) {
+            std::uint64_t& removed = removed_[e.index()];
+            removed = (s.flags & removals_flag) != 0 ? removed | bit : bit;
+            s.flags |= removals_flag;
+        }
     };
     for (std::uint32_t id = 0; id < types.size(); ++id) {
         const auto* c = types.info(id).replicated ? changes.find(types.ops(id).type_hash) : nullptr;

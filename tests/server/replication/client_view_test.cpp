@@ -726,6 +726,45 @@ TEST(TickChanges, PresentTellsWhatTheListsSay) {
     EXPECT_EQ(changes.mask(moved.index()), position);
 }
 
+// A record tells this tick only: a type removed one tick and added back the next is present,
+// and a record 65,536 ticks old (its 16-bit stamp wrapped around to this tick's) tells nothing.
+TEST(TickChanges, ARecordTellsItsOwnTickOnly) {
+    const auto world = World::make();
+    const protocol::component_registry types = demo_types();
+    const Entity e = world->create();
+    world->emplace<Position>(e, 1.0F, 2.0F);
+    world->emplace<Velocity>(e, 1.0F, 1.0F);
+    (void)world->take_changes();
+    const std::uint64_t velocity = std::uint64_t{1} << *types.id_of<Velocity>();
+    const std::uint64_t position = std::uint64_t{1} << *types.id_of<Position>();
+    tick_changes changes;
+    std::uint64_t known = 0;
+
+    world->erase<Velocity>(e);
+    changes.build(*world, world->take_changes(), types);
+    EXPECT_EQ(changes.present(e, velocity, known), 0U);
+    EXPECT_EQ(known, velocity) << "removed this tick";
+    world->emplace<Velocity>(e, 2.0F, 2.0F);
+    changes.build(*world, world->take_changes(), types);
+    EXPECT_EQ(changes.present(e, velocity, known), velocity)
+        << "added back: last tick's removal is gone";
+    EXPECT_EQ(known, velocity);
+
+    world->replace<Position>(e, 3.0F, 4.0F);
+    const Entity created = world->create();
+    changes.build(*world, world->take_changes(), types);
+    ASSERT_EQ(changes.mask(e.index()), position);
+    ASSERT_TRUE(changes.created(created));
+    for (int tick = 1; tick < 65'536; ++tick) {
+        changes.build(*world, world->take_changes(), types);
+        ASSERT_TRUE(changes.mask(e.index()) == 0 && !changes.created(created)) << "tick " << tick;
+    }
+    EXPECT_EQ(changes.mask(e.index()), 0U) << "65,536 ticks later";
+    EXPECT_FALSE(changes.created(created)) << "65,536 ticks later";
+    EXPECT_EQ(changes.present(e, position, known), 0U);
+    EXPECT_EQ(known, 0U);
+}
+
 // Random churn, random focus moves and a small budget: after every tick the mirror agrees
 // with the view's checksum (held values, excluded the waiting ones), and once the budget is
 // lifted one tick brings the mirror to the world's visible set exactly.

@@ -178,6 +178,26 @@ inline void capture_indices(std::span<const ecs::Entity> entities,
     }
 }
 
+// Calls f(i, value) for each entity of the column, in order. A block's places in the packed
+// array are read first, then their values: each lookup is a cache miss in a large world, and
+// the misses of a block then overlap instead of each value waiting for its sparse entry (the
+// column of a view's entities, scattered over the storage, is most of a view's encoding).
+template <typename Storage, typename F>
+void gather(const Storage& storage, std::span<const ecs::Entity> entities, F&& f) {
+    constexpr std::size_t block = 64;
+    std::array<std::size_t, block> at;
+    const auto values = storage.values();
+    for (std::size_t first = 0; first < entities.size(); first += block) {
+        const std::size_t n = std::min(block, entities.size() - first);
+        for (std::size_t i = 0; i < n; ++i) {
+            at[i] = storage.index_of(entities[first + i]);
+        }
+        for (std::size_t i = 0; i < n; ++i) {
+            f(first + i, values[at[i]]);
+        }
+    }
+}
+
 }  // namespace detail
 
 template <replicated_component T>
@@ -242,15 +262,14 @@ std::uint16_t component_registry::add() {
                         pack(values[i], bytes + i * (bits / 8));
                     }
                 } else {
-                    for (std::size_t i = 0; i < entities.size(); ++i) {
-                        pack(storage.get(entities[i]), bytes + i * (bits / 8));
-                    }
+                    detail::gather(storage, entities, [&](std::size_t i, const T& value) {
+                        pack(value, bytes + i * (bits / 8));
+                    });
                 }
             } else {
                 bit_packer packer{bytes};
-                for (const ecs::Entity e : entities) {
-                    pack_fields(storage.get(e), packer);
-                }
+                detail::gather(storage, entities,
+                               [&](std::size_t, const T& value) { pack_fields(value, packer); });
                 packer.flush();
             }
             return offset;
