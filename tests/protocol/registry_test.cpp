@@ -3,8 +3,10 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <array>
 #include <stdexcept>
+#include <string>
 #include <vector>
 
 #include "ecsnet/protocol/checksum.hpp"
@@ -159,6 +161,49 @@ TEST(Registry, EncodeWritesEachEntitysValueForAColumnInAnyOrder) {
         EXPECT_EQ(proto::unpack<Gauge>(decoded(gauge, i).data()), world->get<Gauge>(column[i]))
             << "whole bytes, value " << i;
     }
+}
+
+// A client's checksum sums the terms of the entities it holds, type by type: for a column
+// scattered over the storage, across blocks, each entity's own term, strings included.
+TEST(Registry, ChecksumOfAColumnSumsEachEntitysOwnTerm) {
+    const proto::component_registry types = model_types();
+    auto world = ecs::World::make();
+    std::vector<ecs::Entity> all;
+    for (int i = 0; i < 400; ++i) {
+        all.push_back(world->create());
+        world->emplace<Spot>(all.back(), static_cast<float>(i), static_cast<float>(400 - i));
+        world->emplace<Gauge>(all.back(), static_cast<float>(i) + 0.5F);
+        world->emplace<Tag>(all.back(), "t" + std::to_string(i * 7));
+    }
+    std::vector<ecs::Entity> column;
+    for (std::size_t i = 0; i < 150; ++i) {
+        column.push_back(all[(i * 37 + 11) % all.size()]);
+    }
+    const auto expected = [&](std::uint32_t id, auto bytes_of) {
+        std::uint64_t sum = 0;
+        for (const ecs::Entity e : column) {
+            sum += proto::checksum::component_term(id, e.index(), e.version(), bytes_of(e));
+        }
+        return sum;
+    };
+    const auto spot = *types.id_of<Spot>();
+    const auto gauge = *types.id_of<Gauge>();
+    const auto tag = *types.id_of<Tag>();
+    std::array<std::byte, 8> value{};
+    EXPECT_EQ(types.ops(spot).checksum_of(*world, spot, column), expected(spot, [&](ecs::Entity e) {
+                  const auto packed = proto::pack(world->get<Spot>(e));
+                  std::copy(packed.begin(), packed.end(), value.begin());
+                  return std::span<const std::byte>{value.data(), packed.size()};
+              }));
+    EXPECT_EQ(types.ops(gauge).checksum_of(*world, gauge, column),
+              expected(gauge, [&](ecs::Entity e) {
+                  const auto packed = proto::pack(world->get<Gauge>(e));
+                  std::copy(packed.begin(), packed.end(), value.begin());
+                  return std::span<const std::byte>{value.data(), packed.size()};
+              }));
+    EXPECT_EQ(types.ops(tag).checksum_of(*world, tag, column), expected(tag, [&](ecs::Entity e) {
+                  return std::as_bytes(std::span{world->get<Tag>(e).text});
+              }));
 }
 
 }  // namespace registry_test

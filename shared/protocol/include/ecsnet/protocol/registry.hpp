@@ -180,11 +180,12 @@ inline void capture_indices(std::span<const ecs::Entity> entities,
 
 // Calls f(i, value) for each entity of the column, in order. A block's places in the packed
 // array are read first, then their values: each lookup is a cache miss in a large world, and
-// the misses of a block then overlap instead of each value waiting for its sparse entry (the
-// column of a view's entities, scattered over the storage, is most of a view's encoding).
+// the misses of a block then overlap instead of each value waiting for its sparse entry (a
+// view's entities are scattered over the storages: its columns and its checksum read them so).
+inline constexpr std::size_t gather_block = 64;
 template <typename Storage, typename F>
 void gather(const Storage& storage, std::span<const ecs::Entity> entities, F&& f) {
-    constexpr std::size_t block = 64;
+    constexpr std::size_t block = gather_block;
     std::array<std::size_t, block> at;
     const auto values = storage.values();
     for (std::size_t first = 0; first < entities.size(); first += block) {
@@ -218,23 +219,21 @@ std::uint16_t component_registry::add() {
         };
         ops.checksum_of = [](const ecs::World& w, std::uint32_t wire_id,
                              std::span<const ecs::Entity> entities) -> std::uint64_t {
-            const auto& storage = *w.find_storage<T>();
             std::uint64_t sum = 0;
-            for (const ecs::Entity e : entities) {
-                const std::string_view text = text_of(storage.get(e));
-                sum += checksum::component_term(wire_id, e.index(), e.version(),
+            detail::gather(*w.find_storage<T>(), entities, [&](std::size_t i, const T& value) {
+                const std::string_view text = text_of(value);
+                sum += checksum::component_term(wire_id, entities[i].index(), entities[i].version(),
                                                 std::as_bytes(std::span{text}));
-            }
+            });
             return sum;
         };
         ops.encode = [](flatbuffers::FlatBufferBuilder& fbb, const ecs::World& w,
                         std::span<const ecs::Entity> entities) {
-            const auto& storage = *w.find_storage<T>();
             std::vector<flatbuffers::Offset<flatbuffers::String>> strings;
             strings.reserve(entities.size());
-            for (const ecs::Entity e : entities) {
-                strings.push_back(fbb.CreateString(text_of(storage.get(e))));
-            }
+            detail::gather(*w.find_storage<T>(), entities, [&](std::size_t, const T& value) {
+                strings.push_back(fbb.CreateString(text_of(value)));
+            });
             return fbb.CreateVector(strings).o;
         };
     } else {
@@ -303,16 +302,16 @@ std::uint16_t component_registry::add() {
         ops.checksum_of = [](const ecs::World& w, std::uint32_t wire_id,
                              std::span<const ecs::Entity> entities) -> std::uint64_t {
             const auto& storage = *w.find_storage<T>();
-            constexpr std::size_t block = 64;
+            constexpr std::size_t block = detail::gather_block;
             constexpr std::size_t size = value_bytes_v<T>;
             std::array<std::byte, block * size> packed;
             std::uint64_t sum = 0;
             for (std::size_t first = 0; first < entities.size(); first += block) {
                 const std::size_t n = std::min(block, entities.size() - first);
                 std::fill_n(packed.begin(), n * size, std::byte{0});
-                for (std::size_t i = 0; i < n; ++i) {
-                    pack(storage.get(entities[first + i]), packed.data() + i * size);
-                }
+                detail::gather(
+                    storage, entities.subspan(first, n),
+                    [&](std::size_t i, const T& value) { pack(value, packed.data() + i * size); });
                 sum += checksum::sum_terms(wire_id, entities.subspan(first, n),
                                            std::span<const std::byte>{packed.data(), n * size},
                                            size);
