@@ -126,22 +126,34 @@ TEST(Registry, EncodeWritesOneBitPackedColumn) {
     }
 }
 
-// A view's column names a few entities scattered over the storage, in index order: the
-// values are looked up a block at a time (their places first, then the values), and each
-// must still land in its entity's slot, across blocks and in either packing.
+// 400 entities with a Spot, a Gauge and a Tag, and a column of 150 of them out of order (two
+// blocks of lookups and a part), scattered over the storages as a view's entities are.
+struct scattered_column {
+    decltype(ecs::World::make()) world = ecs::World::make();
+    std::vector<ecs::Entity> column;
+
+    scattered_column() {
+        std::vector<ecs::Entity> all;
+        for (int i = 0; i < 400; ++i) {
+            all.push_back(world->create());
+            world->emplace<Spot>(all.back(), static_cast<float>(i), static_cast<float>(400 - i));
+            world->emplace<Gauge>(all.back(), static_cast<float>(i) + 0.5F);
+            world->emplace<Tag>(all.back(), "t" + std::to_string(i * 7));
+        }
+        for (std::size_t i = 0; i < 150; ++i) {
+            column.push_back(all[(i * 37 + 11) % all.size()]);
+        }
+    }
+};
+
+// The values of a view's column are looked up a block at a time (their places first, then
+// the values), and each must still land in its entity's slot, across blocks and in either
+// packing.
 TEST(Registry, EncodeWritesEachEntitysValueForAColumnInAnyOrder) {
     const proto::component_registry types = model_types();
-    auto world = ecs::World::make();
-    std::vector<ecs::Entity> all;
-    for (int i = 0; i < 400; ++i) {
-        all.push_back(world->create());
-        world->emplace<Spot>(all.back(), static_cast<float>(i), static_cast<float>(400 - i));
-        world->emplace<Gauge>(all.back(), static_cast<float>(i) + 0.5F);
-    }
-    std::vector<ecs::Entity> column;  // 150 of them, three blocks and a part, out of order
-    for (std::size_t i = 0; i < 150; ++i) {
-        column.push_back(all[(i * 37 + 11) % all.size()]);
-    }
+    const scattered_column scattered;
+    const auto& world = scattered.world;
+    const auto& column = scattered.column;
     const auto decoded = [&](std::uint16_t id, std::size_t i) {
         flatbuffers::FlatBufferBuilder fbb;
         fbb.Finish(flatbuffers::Offset<flatbuffers::Vector<std::uint8_t>>(
@@ -167,18 +179,9 @@ TEST(Registry, EncodeWritesEachEntitysValueForAColumnInAnyOrder) {
 // scattered over the storage, across blocks, each entity's own term, strings included.
 TEST(Registry, ChecksumOfAColumnSumsEachEntitysOwnTerm) {
     const proto::component_registry types = model_types();
-    auto world = ecs::World::make();
-    std::vector<ecs::Entity> all;
-    for (int i = 0; i < 400; ++i) {
-        all.push_back(world->create());
-        world->emplace<Spot>(all.back(), static_cast<float>(i), static_cast<float>(400 - i));
-        world->emplace<Gauge>(all.back(), static_cast<float>(i) + 0.5F);
-        world->emplace<Tag>(all.back(), "t" + std::to_string(i * 7));
-    }
-    std::vector<ecs::Entity> column;
-    for (std::size_t i = 0; i < 150; ++i) {
-        column.push_back(all[(i * 37 + 11) % all.size()]);
-    }
+    const scattered_column scattered;
+    const auto& world = scattered.world;
+    const auto& column = scattered.column;
     const auto expected = [&](std::uint32_t id, auto bytes_of) {
         std::uint64_t sum = 0;
         for (const ecs::Entity e : column) {
