@@ -160,14 +160,43 @@ struct harness {
     }
 };
 
-// Created on first use and never destroyed: each serves every input of the process that
-// selects it (flags bit 5: the one with interest management).
+// Created on first use: each serves every input of the process that selects it (flags bit 5:
+// the one with interest management, bit 6: the one with tokens).
 enum class server_kind { whole_world, interest, tokens };
 
+harness* servers[3] = {};
+
+// At exit, before the static objects they use go (spdlog's registry, made before any server):
+// a server's I/O threads may still be ending the last input's session, and exit() freed the
+// logger under them (ASan, heap-use-after-free in an I/O thread, in CI). Stopped and joined
+// here, as the server's own run() ends.
+void stop_servers() noexcept {
+    for (harness*& h : servers) {
+        if (h == nullptr) {
+            continue;
+        }
+        try {
+            h->service.stop();
+            h->io.restart();
+            h->io.run_for(std::chrono::seconds{2});  // the sessions flush and close
+        } catch (const std::exception& e) {
+            std::fprintf(stderr, "fuzz_session: stopping a server at exit: %s\n", e.what());
+        }
+        delete h;  // joins its I/O threads
+        h = nullptr;
+    }
+}
+
 harness& the_server(server_kind kind) {
-    static harness* servers[3] = {};
     harness*& h = servers[static_cast<int>(kind)];
     if (h == nullptr) {
+        static const bool stops_at_exit = [] {
+            (void)the_errors();  // the logger is made first, so it is destroyed after the servers
+            return std::atexit(&stop_servers) == 0;
+        }();
+        if (!stops_at_exit) {
+            fail("cannot register the servers' stop at exit");
+        }
         h = new harness{kind == server_kind::tokens     ? fuzz_token_config()
                         : kind == server_kind::interest ? fuzz_interest_config()
                                                         : fuzz_config()};
