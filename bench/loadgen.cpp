@@ -423,6 +423,15 @@ struct client_result {
     std::uint64_t checksums_mismatched = 0;
     std::uint64_t inconsistencies = 0;
     std::vector<double> spawn_ms;
+    // The same spawns split (seen ones only): from sending to the CommandResult (the command
+    // queued, applied at a tick, answered), the ticks the mirror moved on from the send to the
+    // answer (at 30 Hz, 1-2 when the server applies and answers at its next tick and the
+    // frames arrive in time; many with few milliseconds each: frames that were late and came
+    // in a burst), and from the answer to the entity being in it (0: the answer's tick carried
+    // it; more: the entity waited to enter this client's view).
+    std::vector<double> spawn_answer_ms;
+    std::vector<double> spawn_ticks_to_answer;
+    std::vector<double> spawn_ticks_after_answer;
     std::uint64_t spawns_unseen = 0;  // not in the mirror 5 s after the spawn was sent
     // Fairness under overload, over the window: the longest time between two frames that
     // moved the mirror's tick on, the most ticks one frame moved it by (1 when none was
@@ -622,16 +631,28 @@ void run_client(const options& o, std::uint16_t port, std::size_t index,
                 const auto sent = clock_type::now();
                 c.send(s);
                 std::optional<protocol::command_result> r;
+                double answer_ms = 0;
+                const std::uint64_t sent_tick = c.mirror().tick();
+                std::uint64_t answer_tick = 0;
                 const bool seen = poll(
                     [&] {
                         if (!r) {
                             r = c.take_result(id);
+                            if (r) {
+                                answer_ms = ms_since(sent);
+                                answer_tick = c.mirror().tick();
+                            }
                         }
                         return r && r->ok && c.mirror().contains(r->entity);
                     },
                     sent + 5s);
                 if (seen) {
                     result.spawn_ms.push_back(ms_since(sent));
+                    result.spawn_answer_ms.push_back(answer_ms);
+                    result.spawn_ticks_to_answer.push_back(
+                        static_cast<double>(answer_tick - sent_tick));
+                    result.spawn_ticks_after_answer.push_back(
+                        static_cast<double>(c.mirror().tick() - answer_tick));
                     const std::uint32_t did = c.next_request_id();
                     c.send(protocol::destroy{did, r->entity});
                 } else if (r && !r->ok) {
@@ -992,6 +1013,9 @@ load_run run_load(const options& o) {
 // The clients' results summed over the window.
 struct load_totals {
     std::vector<double> spawn_ms;
+    std::vector<double> spawn_answer_ms;
+    std::vector<double> spawn_ticks_to_answer;
+    std::vector<double> spawn_ticks_after_answer;
     std::uint64_t spawns_unseen{0};
     std::vector<double> client_bps;  // per client, over the window
     std::vector<double> longest_gaps_ms;  // per client (client_result::longest_gap_ms)
@@ -1049,6 +1073,14 @@ load_totals sum_clients(const options& o, const load_run& run) {
             throw std::runtime_error("a client failed: " + r.error);
         }
         t.spawn_ms.insert(t.spawn_ms.end(), r.spawn_ms.begin(), r.spawn_ms.end());
+        t.spawn_answer_ms.insert(t.spawn_answer_ms.end(), r.spawn_answer_ms.begin(),
+                                 r.spawn_answer_ms.end());
+        t.spawn_ticks_to_answer.insert(t.spawn_ticks_to_answer.end(),
+                                       r.spawn_ticks_to_answer.begin(),
+                                       r.spawn_ticks_to_answer.end());
+        t.spawn_ticks_after_answer.insert(t.spawn_ticks_after_answer.end(),
+                                          r.spawn_ticks_after_answer.begin(),
+                                          r.spawn_ticks_after_answer.end());
         t.spawns_unseen += r.spawns_unseen;
         t.bytes += r.bytes;
         t.matched += r.checksums_matched;
@@ -1185,6 +1217,12 @@ nlohmann::json report_json(const options& o, const load_run& run, const load_tot
         {"spawn_to_visible_ms_p50", percentile(t.spawn_ms, 0.5)},
         {"spawn_to_visible_ms_p99", percentile(t.spawn_ms, 0.99)},
         {"spawn_samples", t.spawn_ms.size()},
+        {"spawn_answered_ms_p50", percentile(t.spawn_answer_ms, 0.5)},
+        {"spawn_answered_ms_p99", percentile(t.spawn_answer_ms, 0.99)},
+        {"spawn_ticks_to_answer_p50", percentile(t.spawn_ticks_to_answer, 0.5)},
+        {"spawn_ticks_to_answer_p99", percentile(t.spawn_ticks_to_answer, 0.99)},
+        {"spawn_ticks_after_answer_p50", percentile(t.spawn_ticks_after_answer, 0.5)},
+        {"spawn_ticks_after_answer_p99", percentile(t.spawn_ticks_after_answer, 0.99)},
         {"spawns_unseen", t.spawns_unseen},
         {"checksums_matched", t.matched},
         {"checksum_mismatches", t.mismatched},
@@ -1285,6 +1323,15 @@ void print_report(const options& o, const load_run& run, const load_totals& t,
     std::printf("%-32s p50 %.2f ms, p99 %.2f ms (%zu spawns; %llu not seen within 5 s)\n",
                 "spawn to visible", percentile(t.spawn_ms, 0.5), percentile(t.spawn_ms, 0.99),
                 t.spawn_ms.size(), static_cast<unsigned long long>(t.spawns_unseen));
+    if (!t.spawn_answer_ms.empty()) {
+        std::printf(
+            "%-32s answered p50 %.2f ms, p99 %.2f ms (p50 %.0f, p99 %.0f ticks after the "
+            "send); then in view p50 %.0f, p99 %.0f ticks after the answer\n",
+            "  of which", percentile(t.spawn_answer_ms, 0.5), percentile(t.spawn_answer_ms, 0.99),
+            percentile(t.spawn_ticks_to_answer, 0.5), percentile(t.spawn_ticks_to_answer, 0.99),
+            percentile(t.spawn_ticks_after_answer, 0.5),
+            percentile(t.spawn_ticks_after_answer, 0.99));
+    }
     std::printf("%-32s %llu mismatches, %llu matched, %llu inconsistencies\n", "checksums",
                 static_cast<unsigned long long>(t.mismatched),
                 static_cast<unsigned long long>(t.matched),

@@ -1,7 +1,7 @@
 // bench/loadgen as a process, with a small load: where the log of the server it starts goes.
 // With --server-log the log is the user's file and stays; by default a temporary file, deleted
-// after a run that succeeds and kept, its path printed, after one that fails. No figure is
-// judged.
+// after a run that succeeds and kept, its path printed, after one that fails. And what its
+// report says of the spawns. No speed is judged.
 #include <gtest/gtest.h>
 
 #include <unistd.h>
@@ -12,6 +12,8 @@
 #include <string>
 #include <utility>
 #include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include "process.hpp"
 
@@ -103,6 +105,38 @@ TEST_F(Loadgen, ARunThatSucceedsDeletesTheTemporaryLog) {
     ASSERT_EQ(loadgen.wait(120s), 0) << loadgen.err();
     EXPECT_EQ(loadgen.err().find("server's log"), std::string::npos) << loadgen.err();
     EXPECT_TRUE(std::filesystem::is_empty(dir_)) << "a log was left behind";
+}
+
+// The report's JSON line (the last line of stdout that starts with '{').
+nlohmann::json report_of(const std::string& out) {
+    std::istringstream lines{out};
+    std::string line;
+    std::string last;
+    while (std::getline(lines, line)) {
+        if (line.starts_with('{')) {
+            last = line;
+        }
+    }
+    return last.empty() ? nlohmann::json{} : nlohmann::json::parse(last);
+}
+
+// Each spawn seen is split into its answer (the CommandResult) and its arrival in the mirror,
+// which cannot come before the answer it is found by.
+TEST_F(Loadgen, EachSpawnIsSplitIntoItsAnswerAndItsArrival) {
+    child loadgen{small_load(ECSNET_SERVER_BIN)};
+    ASSERT_EQ(loadgen.wait(120s), 0) << loadgen.err();
+    const nlohmann::json report = report_of(loadgen.out());
+    ASSERT_TRUE(report.is_object()) << loadgen.out();
+    ASSERT_EQ(report.value("spawn_samples", 0), 2) << report.dump();
+    for (const char* at : {"p50", "p99"}) {
+        const double answered = report.at(std::string{"spawn_answered_ms_"} + at).get<double>();
+        const double visible = report.at(std::string{"spawn_to_visible_ms_"} + at).get<double>();
+        EXPECT_GT(answered, 0.0) << at << ": " << report.dump();
+        EXPECT_LE(answered, visible) << at << ": " << report.dump();
+        EXPECT_GE(report.at(std::string{"spawn_ticks_to_answer_"} + at).get<double>(), 0.0);
+        EXPECT_GE(report.at(std::string{"spawn_ticks_after_answer_"} + at).get<double>(), 0.0);
+    }
+    EXPECT_NE(loadgen.out().find("answered p50"), std::string::npos) << loadgen.out();
 }
 
 TEST_F(Loadgen, ServerLogNeedsAServerItStartsAndAWritablePath) {
