@@ -1,6 +1,7 @@
 #include "ecsnet/server/replication/client_view.hpp"
 
 #include <algorithm>
+#include <limits>
 
 #include "ecsnet/protocol/checksum.hpp"
 #include "ecsnet/server/replication/select_by_urgency.hpp"
@@ -312,6 +313,12 @@ const protocol::replication_encoder::view_changes& client_view::plan(
                 }
                 x.accumulated += weight * w.urgency[i];
                 c.accumulated = x.accumulated;
+                if (x.held == 0 && owns(ctx, {x.index, x.version})) {
+                    // The player's own entity entering (its spawn): the player acts on it, and
+                    // from 0 its accumulator waited ticks behind updates grown for many. First
+                    // in line, still within the budget (no room, no entry).
+                    c.accumulated = std::numeric_limits<float>::infinity();
+                }
             }
             const std::size_t gone = w.destroyed.size() + w.left.size();
             const double room = allowance_ - static_cast<double>(gone * entity_bytes);
@@ -333,6 +340,11 @@ const protocol::replication_encoder::view_changes& client_view::plan(
     w.changes = protocol::replication_encoder::view_changes{
         w.destroyed, w.left, w.spawned, w.entered, w.updated, owner_, w.updated_present};
     return w.changes;
+}
+
+bool client_view::owns(const context& ctx, ecs::Entity e) const {
+    const auto* owner = ctx.world.try_get<protocol::Owner>(e);
+    return owner_ != 0 && owner != nullptr && owner->client == owner_;
 }
 
 void client_view::select(const context& ctx, double room, std::size_t total) {

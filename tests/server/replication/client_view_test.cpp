@@ -425,6 +425,40 @@ TEST_F(ViewTest, TheMostUrgentGoFirstAndNoneStarves) {
     EXPECT_GT(view_.stats().deferred, 0U);
 }
 
+// A player's own entity that enters its view (its spawn) goes before the others, however long
+// they waited: with the accumulator alone it started at 0 behind updates grown for ticks, and
+// waited ticks under a binding budget (13 once in issue 42's spawn probe).
+TEST_F(ViewTest, AnOwnEntityEnteringGoesBeforeUpdatesThatWaitedLonger) {
+    constexpr int n = 8;
+    interest_.set_radius(me, 100.0F);
+    std::vector<Entity> others;
+    for (int i = 0; i < 5 * n; ++i) {
+        others.push_back(at(1.0F, static_cast<float>(i)));
+    }
+    step();  // all enter, unlimited
+    // About N updates a tick of the 5N due: most wait, and their accumulators grow.
+    interest_.set_budget(me, tick_rate * n * 12.0);
+    const auto move_all = [&] {
+        for (const Entity e : others) {
+            const Position p = world_->get<Position>(e);
+            move(e, p.x, p.y + 0.001F);
+        }
+    };
+    for (int t = 0; t < 10; ++t) {
+        move_all();
+        step();
+    }
+    const auto deferred = view_.stats().deferred;
+    ASSERT_GT(deferred, 0U) << "the budget must bind";
+    const Entity own = at(90.0F, 0.0F, me);  // far from the focus: no help from distance
+    move_all();
+    const auto& planned = step();
+    EXPECT_EQ(entities_of(planned.spawned), std::vector<Entity>{own})
+        << "an own entity waited behind " << planned.updated.size() << " updates";
+    EXPECT_LT(planned.updated.size(), others.size()) << "the budget still binds";
+    EXPECT_TRUE(mirror_.contains(own));
+}
+
 TEST_F(ViewTest, HeavierTypesGoFirst) {
     constexpr int n = 6;
     std::vector<Entity> moved;

@@ -183,6 +183,8 @@ private:
         bool spawn;
     };
 
+    // Whether e is the player's (its Owner is this view's owner).
+    [[nodiscard]] bool owns(const context& ctx, ecs::Entity e) const;
     [[nodiscard]] std::size_t entry_cost(const context& ctx, ecs::Entity e) const;
     [[nodiscard]] std::size_t update_cost(const context& ctx, ecs::Entity e,
                                           std::uint64_t due) const;
