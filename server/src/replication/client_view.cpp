@@ -313,7 +313,7 @@ const protocol::replication_encoder::view_changes& client_view::plan(
                 }
                 x.accumulated += weight * w.urgency[i];
                 c.accumulated = x.accumulated;
-                if (x.held == 0 && owns(ctx, {x.index, x.version})) {
+                if (x.held == 0 && owns(ctx.world, {x.index, x.version})) {
                     // The player's own entity entering (its spawn): the player acts on it, and
                     // from 0 its accumulator waited ticks behind updates grown for many. First
                     // in line, still within the budget (no room, no entry).
@@ -342,8 +342,8 @@ const protocol::replication_encoder::view_changes& client_view::plan(
     return w.changes;
 }
 
-bool client_view::owns(const context& ctx, ecs::Entity e) const {
-    const auto* owner = ctx.world.try_get<protocol::Owner>(e);
+bool client_view::owns(const ecs::World& world, ecs::Entity e) const {
+    const auto* owner = world.try_get<protocol::Owner>(e);
     return owner_ != 0 && owner != nullptr && owner->client == owner_;
 }
 
@@ -479,11 +479,8 @@ protocol::checksum_report client_view::checksum(const ecs::World& world,
                 continue;
             }
             const ecs::Entity e{x.index, x.version};
-            if (info.owner_only) {
-                const auto* owner = world.try_get<protocol::Owner>(e);
-                if (owner_ == 0 || owner == nullptr || owner->client != owner_) {
-                    continue;
-                }
+            if (info.owner_only && !owns(world, e)) {
+                continue;
             }
             work.column.push_back(e);
         }

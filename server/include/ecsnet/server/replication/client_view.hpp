@@ -184,7 +184,7 @@ private:
     };
 
     // Whether e is the player's (its Owner is this view's owner).
-    [[nodiscard]] bool owns(const context& ctx, ecs::Entity e) const;
+    [[nodiscard]] bool owns(const ecs::World& world, ecs::Entity e) const;
     [[nodiscard]] std::size_t entry_cost(const context& ctx, ecs::Entity e) const;
     [[nodiscard]] std::size_t update_cost(const context& ctx, ecs::Entity e,
                                           std::uint64_t due) const;
