@@ -66,6 +66,10 @@ void fuzz_schema_one(const std::uint8_t* data, std::size_t size);
 // client.
 void fuzz_session_one(const std::uint8_t* data, std::size_t size);
 
+// Stops fuzz_session's servers and joins their threads; they are made again on the next input.
+// Called at exit (libFuzzer) and when a test program's tests have run (regression_test.cpp).
+void fuzz_session_stop() noexcept;
+
 inline constexpr std::size_t session_chunks[8] = {65536, 1, 3, 7, 64, 512, 4096, 2};
 
 inline constexpr std::uint32_t command_clients[8] = {1, 2, 3, 1, 2, 0, 0x80000000U, 0xFFFFFFFFU};

@@ -71,7 +71,15 @@ TEST(FuzzCorpus, Schema) {
     replay_corpus("schema", &ecsnet::fuzz::fuzz_schema_one);
 }
 
-// The real server over TCP (session_target.cpp): one server for the whole test program.
+// The real server over TCP (session_target.cpp): one server for the whole test program,
+// stopped once the tests have run, before exit() destroys what its threads use.
+class session_servers_stop : public ::testing::Environment {
+public:
+    void TearDown() override { ecsnet::fuzz::fuzz_session_stop(); }
+};
+[[maybe_unused]] ::testing::Environment* const session_servers =
+    ::testing::AddGlobalTestEnvironment(new session_servers_stop);
+
 TEST(FuzzCorpus, Session) {
     replay_corpus("session", &ecsnet::fuzz::fuzz_session_one);
 }

@@ -9,6 +9,7 @@
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/write.hpp>
 
+#include <openssl/crypto.h>
 #include <spdlog/sinks/base_sink.h>
 #include <spdlog/spdlog.h>
 
@@ -166,11 +167,12 @@ enum class server_kind { whole_world, interest, tokens };
 
 harness* servers[3] = {};
 
-// At exit, before the static objects they use go (spdlog's registry, made before any server):
-// a server's I/O threads may still be ending the last input's session, and exit() freed the
-// logger under them (ASan, heap-use-after-free in an I/O thread, in CI). Stopped and joined
-// here, as the server's own run() ends.
-void stop_servers() noexcept {
+}  // namespace
+
+// Stopped and joined before the process ends: at exit a server's I/O threads were still ending
+// the last input's session while exit() freed the logger under them (ASan, heap-use-after-free
+// in an I/O thread, in CI). The run-down may still admit a Hello that arrived last.
+void fuzz_session_stop() noexcept {
     for (harness*& h : servers) {
         if (h == nullptr) {
             continue;
@@ -180,19 +182,28 @@ void stop_servers() noexcept {
             h->io.restart();
             h->io.run_for(std::chrono::seconds{2});  // the sessions flush and close
         } catch (const std::exception& e) {
-            std::fprintf(stderr, "fuzz_session: stopping a server at exit: %s\n", e.what());
+            std::fprintf(stderr, "fuzz_session: stopping a server: %s\n", e.what());
         }
         delete h;  // joins its I/O threads
         h = nullptr;
     }
 }
 
+namespace {
+
 harness& the_server(server_kind kind) {
     harness*& h = servers[static_cast<int>(kind)];
     if (h == nullptr) {
+        // libFuzzer ends with exit(): the servers stop in an atexit handler, which must run
+        // before what the run-down uses is gone. Handlers run in the reverse order of their
+        // registration (static objects' destructors among them), so the logger and OpenSSL, which
+        // registers its cleanup when first initialised, are made first: a Hello admitted in the
+        // run-down checked its token's HMAC after OpenSSL's cleanup (SEGV in CI).
         static const bool stops_at_exit = [] {
-            (void)the_errors();  // the logger is made first, so it is destroyed after the servers
-            return std::atexit(&stop_servers) == 0;
+            (void)the_errors();
+            // Options, or it returns before registering; these are what its first use asks.
+            OPENSSL_init_crypto(OPENSSL_INIT_LOAD_CONFIG, nullptr);
+            return std::atexit(&fuzz_session_stop) == 0;
         }();
         if (!stops_at_exit) {
             fail("cannot register the servers' stop at exit");
