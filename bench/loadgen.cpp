@@ -130,6 +130,20 @@ double ms_since(clock_type::time_point t) {
     return std::chrono::duration<double, std::milli>(clock_type::now() - t).count();
 }
 
+// One spawn of the probe that reached its mirror, timed from its sending.
+struct spawn_sample {
+    double visible_ms;  // to the entity being in the mirror
+    // To the CommandResult: the command queued, applied at a tick, answered.
+    double answered_ms;
+    // The ticks the mirror moved on from the send to the answer: at 30 Hz, 1-2 when the server
+    // applies and answers at its next tick and the frames arrive in time; many with few
+    // milliseconds each: frames that were late and came in a burst.
+    double ticks_to_answer;
+    // From the answer to the entity being in the mirror: 0 when the answer's tick carried it;
+    // more: the entity waited to enter this client's view.
+    double ticks_after_answer;
+};
+
 double percentile(std::vector<double> v, double p) {
     if (v.empty()) {
         return 0.0;
@@ -422,16 +436,7 @@ struct client_result {
     std::uint64_t checksums_matched = 0;
     std::uint64_t checksums_mismatched = 0;
     std::uint64_t inconsistencies = 0;
-    std::vector<double> spawn_ms;
-    // The same spawns split (seen ones only): from sending to the CommandResult (the command
-    // queued, applied at a tick, answered), the ticks the mirror moved on from the send to the
-    // answer (at 30 Hz, 1-2 when the server applies and answers at its next tick and the
-    // frames arrive in time; many with few milliseconds each: frames that were late and came
-    // in a burst), and from the answer to the entity being in it (0: the answer's tick carried
-    // it; more: the entity waited to enter this client's view).
-    std::vector<double> spawn_answer_ms;
-    std::vector<double> spawn_ticks_to_answer;
-    std::vector<double> spawn_ticks_after_answer;
+    std::vector<spawn_sample> spawns;  // the probe's, seen ones only
     std::uint64_t spawns_unseen = 0;  // not in the mirror 5 s after the spawn was sent
     // Fairness under overload, over the window: the longest time between two frames that
     // moved the mirror's tick on, the most ticks one frame moved it by (1 when none was
@@ -623,7 +628,7 @@ void run_client(const options& o, std::uint16_t port, std::size_t index,
                 left0 = c.mirror().statistics().left;
                 pacing.start(tick0, c.mirror().statistics().snapshots);
             }
-            if (prober && measuring && result.spawn_ms.size() < o.spawns) {
+            if (prober && measuring && result.spawns.size() < o.spawns) {
                 // One spawn at a time: from sending to the entity being in this mirror.
                 const std::uint32_t id = c.next_request_id();
                 protocol::spawn s{id, {}};
@@ -647,12 +652,9 @@ void run_client(const options& o, std::uint16_t port, std::size_t index,
                     },
                     sent + 5s);
                 if (seen) {
-                    result.spawn_ms.push_back(ms_since(sent));
-                    result.spawn_answer_ms.push_back(answer_ms);
-                    result.spawn_ticks_to_answer.push_back(
-                        static_cast<double>(answer_tick - sent_tick));
-                    result.spawn_ticks_after_answer.push_back(
-                        static_cast<double>(c.mirror().tick() - answer_tick));
+                    result.spawns.push_back({ms_since(sent), answer_ms,
+                                             static_cast<double>(answer_tick - sent_tick),
+                                             static_cast<double>(c.mirror().tick() - answer_tick)});
                     const std::uint32_t did = c.next_request_id();
                     c.send(protocol::destroy{did, r->entity});
                 } else if (r && !r->ok) {
@@ -1012,10 +1014,7 @@ load_run run_load(const options& o) {
 
 // The clients' results summed over the window.
 struct load_totals {
-    std::vector<double> spawn_ms;
-    std::vector<double> spawn_answer_ms;
-    std::vector<double> spawn_ticks_to_answer;
-    std::vector<double> spawn_ticks_after_answer;
+    std::vector<spawn_sample> spawns;
     std::uint64_t spawns_unseen{0};
     std::vector<double> client_bps;  // per client, over the window
     std::vector<double> longest_gaps_ms;  // per client (client_result::longest_gap_ms)
@@ -1072,15 +1071,7 @@ load_totals sum_clients(const options& o, const load_run& run) {
         if (!r.error.empty()) {
             throw std::runtime_error("a client failed: " + r.error);
         }
-        t.spawn_ms.insert(t.spawn_ms.end(), r.spawn_ms.begin(), r.spawn_ms.end());
-        t.spawn_answer_ms.insert(t.spawn_answer_ms.end(), r.spawn_answer_ms.begin(),
-                                 r.spawn_answer_ms.end());
-        t.spawn_ticks_to_answer.insert(t.spawn_ticks_to_answer.end(),
-                                       r.spawn_ticks_to_answer.begin(),
-                                       r.spawn_ticks_to_answer.end());
-        t.spawn_ticks_after_answer.insert(t.spawn_ticks_after_answer.end(),
-                                          r.spawn_ticks_after_answer.begin(),
-                                          r.spawn_ticks_after_answer.end());
+        t.spawns.insert(t.spawns.end(), r.spawns.begin(), r.spawns.end());
         t.spawns_unseen += r.spawns_unseen;
         t.bytes += r.bytes;
         t.matched += r.checksums_matched;
@@ -1143,6 +1134,14 @@ load_totals sum_clients(const options& o, const load_run& run) {
 
 nlohmann::json report_json(const options& o, const load_run& run, const load_totals& t) {
     const bool arena = o.game == "arena";
+    const auto spawn_percentile = [&t](double spawn_sample::*field, double p) {
+        std::vector<double> values;
+        values.reserve(t.spawns.size());
+        for (const spawn_sample& s : t.spawns) {
+            values.push_back(s.*field);
+        }
+        return percentile(std::move(values), p);
+    };
     return nlohmann::json{
         {"label", o.label},
         {"game", o.game},
@@ -1214,15 +1213,15 @@ nlohmann::json report_json(const options& o, const load_run& run, const load_tot
         {"join_ms_median", percentile(run.joins, 0.5)},
         {"join_ms_max", run.joins.empty() ? 0.0 : *std::max_element(run.joins.begin(), run.joins.end())},
         {"first_join_ms_median", percentile(t.first_joins, 0.5)},
-        {"spawn_to_visible_ms_p50", percentile(t.spawn_ms, 0.5)},
-        {"spawn_to_visible_ms_p99", percentile(t.spawn_ms, 0.99)},
-        {"spawn_samples", t.spawn_ms.size()},
-        {"spawn_answered_ms_p50", percentile(t.spawn_answer_ms, 0.5)},
-        {"spawn_answered_ms_p99", percentile(t.spawn_answer_ms, 0.99)},
-        {"spawn_ticks_to_answer_p50", percentile(t.spawn_ticks_to_answer, 0.5)},
-        {"spawn_ticks_to_answer_p99", percentile(t.spawn_ticks_to_answer, 0.99)},
-        {"spawn_ticks_after_answer_p50", percentile(t.spawn_ticks_after_answer, 0.5)},
-        {"spawn_ticks_after_answer_p99", percentile(t.spawn_ticks_after_answer, 0.99)},
+        {"spawn_to_visible_ms_p50", spawn_percentile(&spawn_sample::visible_ms, 0.5)},
+        {"spawn_to_visible_ms_p99", spawn_percentile(&spawn_sample::visible_ms, 0.99)},
+        {"spawn_samples", t.spawns.size()},
+        {"spawn_answered_ms_p50", spawn_percentile(&spawn_sample::answered_ms, 0.5)},
+        {"spawn_answered_ms_p99", spawn_percentile(&spawn_sample::answered_ms, 0.99)},
+        {"spawn_ticks_to_answer_p50", spawn_percentile(&spawn_sample::ticks_to_answer, 0.5)},
+        {"spawn_ticks_to_answer_p99", spawn_percentile(&spawn_sample::ticks_to_answer, 0.99)},
+        {"spawn_ticks_after_answer_p50", spawn_percentile(&spawn_sample::ticks_after_answer, 0.5)},
+        {"spawn_ticks_after_answer_p99", spawn_percentile(&spawn_sample::ticks_after_answer, 0.99)},
         {"spawns_unseen", t.spawns_unseen},
         {"checksums_matched", t.matched},
         {"checksum_mismatches", t.mismatched},
@@ -1321,16 +1320,18 @@ void print_report(const options& o, const load_run& run, const load_totals& t,
     std::printf("%-32s median %.2f ms, max %.2f ms (%zu joins)\n", "join to complete mirror",
                 percentile(run.joins, 0.5), j["join_ms_max"].get<double>(), run.joins.size());
     std::printf("%-32s p50 %.2f ms, p99 %.2f ms (%zu spawns; %llu not seen within 5 s)\n",
-                "spawn to visible", percentile(t.spawn_ms, 0.5), percentile(t.spawn_ms, 0.99),
-                t.spawn_ms.size(), static_cast<unsigned long long>(t.spawns_unseen));
-    if (!t.spawn_answer_ms.empty()) {
+                "spawn to visible", j["spawn_to_visible_ms_p50"].get<double>(),
+                j["spawn_to_visible_ms_p99"].get<double>(), t.spawns.size(),
+                static_cast<unsigned long long>(t.spawns_unseen));
+    if (!t.spawns.empty()) {
         std::printf(
             "%-32s answered p50 %.2f ms, p99 %.2f ms (p50 %.0f, p99 %.0f ticks after the "
             "send); then in view p50 %.0f, p99 %.0f ticks after the answer\n",
-            "  of which", percentile(t.spawn_answer_ms, 0.5), percentile(t.spawn_answer_ms, 0.99),
-            percentile(t.spawn_ticks_to_answer, 0.5), percentile(t.spawn_ticks_to_answer, 0.99),
-            percentile(t.spawn_ticks_after_answer, 0.5),
-            percentile(t.spawn_ticks_after_answer, 0.99));
+            "  of which", j["spawn_answered_ms_p50"].get<double>(),
+            j["spawn_answered_ms_p99"].get<double>(), j["spawn_ticks_to_answer_p50"].get<double>(),
+            j["spawn_ticks_to_answer_p99"].get<double>(),
+            j["spawn_ticks_after_answer_p50"].get<double>(),
+            j["spawn_ticks_after_answer_p99"].get<double>());
     }
     std::printf("%-32s %llu mismatches, %llu matched, %llu inconsistencies\n", "checksums",
                 static_cast<unsigned long long>(t.mismatched),
