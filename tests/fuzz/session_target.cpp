@@ -201,7 +201,7 @@ harness& the_server(server_kind kind) {
         // run-down checked its token's HMAC after OpenSSL's cleanup (SEGV in CI).
         static const bool stops_at_exit = [] {
             (void)the_errors();
-            // Options, or it returns before registering; these are what its first use asks.
+            // With no option it returns before registering; these are what its first use asks.
             OPENSSL_init_crypto(OPENSSL_INIT_LOAD_CONFIG, nullptr);
             return std::atexit(&fuzz_session_stop) == 0;
         }();
